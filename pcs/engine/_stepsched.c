@@ -44,6 +44,7 @@ typedef struct {
     PyObject *adm, *chain;          /* Python path: the hierarchy's Admission while admitted; start()'s chain list */
     int32_t ai;                     /* C API path: its admission's index in Sched.apool while admitted, else -1 */
     int32_t rprev, rnext;           /* links of the running list (Sched.rhead) while admitted, -1 at its ends */
+    int64_t nslots;                 /* with Sched.slots: the GPU slots its admission holds (0 when not admitted) */
     uint64_t *hashes;               /* n0 prompt block ids (copied at the first admission: the chains of later ones),
                                        then ndh decode block ids (hcap allocated, kept for the slot's next request) */
     Py_ssize_t hcap;
@@ -120,6 +121,9 @@ typedef struct {
     /* the no-cache run's lean mode (lean(), see "the lean no-cache run" below): only the columns and counters its
      * summary reads are kept; fmax: the latest finish so far (finish_max without a finish_s column) */
     int lean; double fmax;
+    /* the no-cache run's GPU slots counted here, without the hierarchy (count_slots(), see "the no-cache run's
+     * slots" below): the GPU tier's capacity and the slots reserved; the last slot_start's truncation */
+    int slots, slot_trunc; int64_t slot_cap, slot_res;
 } Sched;
 
 static PyObject *s_rbytes, *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
@@ -203,8 +207,35 @@ static void adm_release(Sched *s, Req *r) {
     if (r->ai >= 0) { s->afree[s->nafree++] = r->ai; r->ai = -1; }
 }
 
+/* ---------------------------------------------------------------- the no-cache run's slots
+ * count_slots(capacity): in the lean no-cache run (lean()) on the compiled hierarchy's C API, its GPU tier empty and
+ * no decode block fed, every admission is an empty chain (admission_args: n = 0) and nothing is ever cached, so all
+ * the hierarchy does for the run is the GPU tier's slot accounting of an empty chain (pcs/cache/_lruhier.c
+ * start_empty: start_budget and start_reserve with no lookup, pin, restore or resident block; c_grow, c_finish,
+ * c_abort; docs/semantics.md §5): a request waits for its extra slots, is admitted truncated to the whole tier when
+ * it needs more, grows one slot per block, gives its slots back at its finish or preemption. The loop counts them
+ * itself (slot_cap, slot_res; Req.nslots) instead of calling the hierarchy ~5 times a request: the same rule with
+ * no resident block (nres = held = evictable = 0, so no eviction), which tests/engine/test_stepsched_native.py
+ * diffs against the hierarchy's on the same runs (count_slots or not). Only the lean instantiations test s->slots
+ * (h_* with lean = 1): the full run's calls are as before. */
+static int slot_start(Sched *s, Req *r, int64_t extra) {
+    int64_t avail = s->slot_cap - s->slot_res, budget = extra;
+    if (extra > avail) {                /* start_budget with wait_if_full: wait unless the whole tier is free */
+        if (avail < (extra < s->slot_cap ? extra : s->slot_cap)) return 0;
+        budget = avail;
+    }
+    s->slot_trunc = budget < extra;
+    s->slot_res += budget;
+    r->nslots = budget;
+    return 1;
+}
+
+static const int64_t slot_zeros[16];    /* an empty chain's per-tier hit and restored blocks */
+
 /* Hierarchy.start(chain, n, cap, extra, wait_if_full=True) for r: 1 admitted (r->ai or r->adm), 0 it waits, -1 */
-static int h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra) {
+static inline __attribute__((always_inline)) int h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra,
+                                                         const int lean) {
+    if (lean && s->slots) return slot_start(s, r, extra);
     if (s->api) {
         if (!s->nafree) { PyErr_SetString(PyExc_AssertionError, "more admissions than max_num_seqs"); return -1; }
         r->ai = s->afree[--s->nafree];
@@ -223,7 +254,14 @@ static int h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra) {
 }
 
 /* r's admission's fields into ai (per-tier counts for the s->T tiers); 0 or -1 */
-static int h_info(Sched *s, Req *r, AdmInfo *ai) {
+static inline __attribute__((always_inline)) int h_info(Sched *s, Req *r, AdmInfo *ai, const int lean) {
+    if (lean && s->slots) {             /* start_empty's admission: nothing hit, restored or pinned */
+        ai->prefix_hit_blocks = ai->hit_blocks = ai->gpu_lead_blocks = 0;
+        ai->last_hit_tier = -1;
+        ai->truncated = s->slot_trunc;
+        ai->th = ai->rb = slot_zeros;
+        return 0;
+    }
     if (s->api) {
         const PcsAdm *a = CA(s, r);
         ai->prefix_hit_blocks = a->prefix_hit_blocks;
@@ -251,15 +289,25 @@ static __attribute__((noinline)) int h_pycall(Sched *s, Req *r, PyObject *m) {
     return hy_tick(s) < 0 ? -1 : hcall0(m, r->adm, NULL);
 }
 
-static int h_done(Sched *s, Req *r) {
+/* (an empty chain's prefill done caches nothing: c_prefill_done with nnew = 0) */
+static inline __attribute__((always_inline)) int h_done(Sched *s, Req *r, const int lean) {
+    if (lean && s->slots) return 0;
     return s->api ? s->api->prefill_done(s->hobj, CA(s, r)) : h_pycall(s, r, s->m_done);
 }
 
-static int h_finish(Sched *s, Req *r) {
+/* r's slots given back (c_finish and c_abort of an admission holding no key) */
+static inline void slot_release(Sched *s, Req *r) {
+    s->slot_res -= r->nslots;
+    r->nslots = 0;
+}
+
+static inline __attribute__((always_inline)) int h_finish(Sched *s, Req *r, const int lean) {
+    if (lean && s->slots) { slot_release(s, r); return 0; }
     return s->api ? s->api->finish(s->hobj, CA(s, r)) : h_pycall(s, r, s->m_finish);
 }
 
-static int h_abort(Sched *s, Req *r) {
+static inline __attribute__((always_inline)) int h_abort(Sched *s, Req *r, const int lean) {
+    if (lean && s->slots) { slot_release(s, r); return 0; }
     return s->api ? s->api->abort(s->hobj, CA(s, r)) : h_pycall(s, r, s->m_abort);
 }
 
@@ -275,8 +323,15 @@ static __attribute__((noinline)) int h_grow1_py(Sched *s, Req *r) {
     return ok;
 }
 
-/* Hierarchy.grow(adm, 1): 1 granted, 0 none obtainable, -1 error */
-static int h_grow1(Sched *s, Req *r) {
+/* Hierarchy.grow(adm, 1): 1 granted, 0 none obtainable, -1 error (counted: c_grow with no resident block, granted
+ * while a slot is free) */
+static inline __attribute__((always_inline)) int h_grow1(Sched *s, Req *r, const int lean) {
+    if (lean && s->slots) {
+        if (s->slot_res >= s->slot_cap) return 0;
+        s->slot_res++;
+        r->nslots++;
+        return 1;
+    }
     return s->api ? s->api->grow(s->hobj, CA(s, r), 1) : h_grow1_py(s, r);
 }
 
@@ -898,17 +953,17 @@ static void truncated_again(Sched *s, Req *r) {
     }
 }
 
-/* StepEngine._admit: 1 admitted, 0 no KV space, -1 error */
-static int admit(Sched *s, int32_t ri) {
+/* StepEngine._admit: 1 admitted, 0 no KV space, -1 error (lean: a constant, as begin_) */
+static inline __attribute__((always_inline)) int admit_(Sched *s, int32_t ri, const int lean) {
     Req *r = &s->rq[ri];
     int64_t n, cap, extra;
     int fixed;
     if (admission_args(s, r, &n, &cap, &extra, &fixed) < 0) return -1;
-    int got = h_start(s, r, n, cap, extra);
+    int got = h_start(s, r, n, cap, extra, lean);
     if (got <= 0) return got;
     Py_CLEAR(r->chain);
     AdmInfo ai;
-    if (h_info(s, r, &ai) < 0) return -1;
+    if (h_info(s, r, &ai, lean) < 0) return -1;
     const int64_t *th = ai.th, *rb = ai.rb;
     int64_t hits = ai.hit_blocks, lead = ai.gpu_lead_blocks;
     r->grows = !(fixed || ai.truncated);
@@ -922,7 +977,7 @@ static int admit(Sched *s, int32_t ri) {
     run_append(s, ri);
     pf_append(s, ri);
     if (r->first) {
-        if (!s->lean && first_columns(s, r, &ai, kept, ht < p ? ht : p, hits, th, rb, lead) < 0) return -1;
+        if (!lean && first_columns(s, r, &ai, kept, ht < p ? ht : p, hits, th, rb, lead) < 0) return -1;
         if (s->gh && s->gh_api->first_admission(s->gh) < 0) return -1;
         if (!s->no_cache) memcpy(r->hashes, r->ids0, sizeof(uint64_t) * r->n0);  /* in cache: start just read them */
         r->ids0 = NULL; r->pre = NULL;
@@ -931,15 +986,18 @@ static int admit(Sched *s, int32_t ri) {
         s->admitted++;
     } else {
         s->recompute_tokens += r->rem;
-        if (ai.truncated && !s->lean) truncated_again(s, r);      /* lean: no truncated column to count once by */
+        if (ai.truncated && !lean) truncated_again(s, r);      /* lean: no truncated column to count once by */
     }
     return 1;
 }
 
+static __attribute__((noinline)) int admit_full(Sched *s, int32_t ri) { return admit_(s, ri, 0); }
+static __attribute__((noinline)) int admit_lean(Sched *s, int32_t ri) { return admit_(s, ri, 1); }
+
 static inline int materialize(Sched *s);
 
 /* StepEngine._compose: the prefill chunks of the step at now into s->cr / s->cn; their number or -1 */
-static inline __attribute__((always_inline)) Py_ssize_t compose(Sched *s) {
+static inline __attribute__((always_inline)) Py_ssize_t compose(Sched *s, const int lean) {
     int64_t left = s->budget - s->d;
     Py_ssize_t nch = 0;
     for (Py_ssize_t i = 0; i < s->npf; i++) {
@@ -953,7 +1011,7 @@ static inline __attribute__((always_inline)) Py_ssize_t compose(Sched *s) {
     while (waiting(s) && left > 0 && s->nrun < s->max_seqs) {
         if (!s->wn && materialize(s) < 0) return -1;
         int32_t ri = s->wq[s->wh];
-        int ok = admit(s, ri);
+        int ok = lean ? admit_lean(s, ri) : admit_full(s, ri);
         if (ok < 0) return -1;
         if (!ok) {
             s->blocked = 1;
@@ -1016,11 +1074,11 @@ static int cache_decode(Sched *s, Req *r, int64_t m) {
     return 0;
 }
 
-static int finish_columns(Sched *s, Req *r) {
+static inline __attribute__((always_inline)) int finish_columns(Sched *s, Req *r, const int lean) {
     int64_t k = r->k;
     double now = s->now, ttft = r->ttft - r->arrival;
     s->dc[D_TTFT][k] = ttft;
-    if (s->lean) {                  /* lean(): the three columns kept, the latest finish */
+    if (lean) {                  /* lean(): the three columns kept, the latest finish */
         s->dc[D_E2E][k] = now - r->arrival;
         s->dc[D_TPOT][k] = r->o > 1 ? (now - r->ttft) / (double)(r->o - 1) : NAN;
         if (now > s->fmax) s->fmax = now;
@@ -1037,8 +1095,8 @@ static int finish_columns(Sched *s, Req *r) {
     return 0;
 }
 
-/* StepEngine._finish: r is done at now */
-static int finish(Sched *s, int32_t ri) {
+/* StepEngine._finish: r is done at now (lean: a constant, as begin_) */
+static inline __attribute__((always_inline)) int finish_(Sched *s, int32_t ri, const int lean) {
     Req *r = &s->rq[ri];
     int64_t bs = s->bs;
     if (r->ndh && r->grows) {
@@ -1046,24 +1104,30 @@ static int finish(Sched *s, int32_t ri) {
         m = m > 0 ? m : 0;
         if (cache_decode(s, r, r->ndh < m ? r->ndh : m) < 0) return -1;
     }
-    if (h_finish(s, r) < 0) return -1;
+    if (h_finish(s, r, lean) < 0) return -1;
     r->ep = ++s->epochs;
     run_remove(s, ri);
     s->in_system--;
     release(s);
-    finish_columns(s, r);
+    finish_columns(s, r, lean);
     req_free(s, ri);
     return 0;
 }
 
+static __attribute__((noinline)) int finish_full(Sched *s, int32_t ri) { return finish_(s, ri, 0); }
+static __attribute__((noinline)) int finish_lean(Sched *s, int32_t ri) { return finish_(s, ri, 1); }
+static inline __attribute__((always_inline)) int finish(Sched *s, int32_t ri, const int lean) {
+    return lean ? finish_lean(s, ri) : finish_full(s, ri);
+}
+
 /* StepEngine._prefill_complete */
-static inline __attribute__((always_inline)) int prefill_complete(Sched *s, int32_t ri) {
+static inline __attribute__((always_inline)) int prefill_complete(Sched *s, int32_t ri, const int lean) {
     Req *r = &s->rq[ri];
     pf_remove(s, ri);
-    if (h_done(s, r) < 0) return -1;
+    if (h_done(s, r, lean) < 0) return -1;
     if (isnan_(r->ttft)) r->ttft = s->now;
     r->out += 1;
-    if (r->out >= r->o) return finish(s, ri);
+    if (r->out >= r->o) return finish(s, ri, lean);
     r->decoding = 1;
     r->kv0 = r->p; r->g0 = s->G;
     s->d += 1;
@@ -1117,13 +1181,13 @@ static inline __attribute__((always_inline)) int chunks_ran(Sched *s, Py_ssize_t
         r->ctx += s->cn[x];
         if (!lean && isnan_(r->ttft)) r->prefill_s += step;      /* lean: no prefill_steps_s column */
         r->rem -= s->cn[x];
-        if (!r->rem && prefill_complete(s, ri) < 0) return -1;
+        if (!r->rem && prefill_complete(s, ri, lean) < 0) return -1;
     }
     return 0;
 }
 
 /* StepEngine._preempt: free v's blocks, back to the head of the queue */
-static inline __attribute__((always_inline)) int preempt(Sched *s, int32_t vi) {
+static inline __attribute__((always_inline)) int preempt(Sched *s, int32_t vi, const int lean) {
     Req *v = &s->rq[vi];
     v->ep = ++s->epochs;
     run_remove(s, vi);
@@ -1137,13 +1201,13 @@ static inline __attribute__((always_inline)) int preempt(Sched *s, int32_t vi) {
         int64_t m = floordiv(kv, bs) - floordiv(v->p0, bs);
         m = m > 0 ? m : 0;
         m = v->ndh < m ? v->ndh : m;
-        if (cache_decode(s, v, m) < 0 || h_finish(s, v) < 0) return -1;
+        if (cache_decode(s, v, m) < 0 || h_finish(s, v, lean) < 0) return -1;
         v->p = v->p0 + v->out;
         v->chain_dh = m;
         v->dh_in = m;
     } else {
         pf_remove(s, vi);
-        if (h_abort(s, v) < 0) return -1;
+        if (h_abort(s, v, lean) < 0) return -1;
     }
     adm_release(s, v);
     v->land = -INFINITY;
@@ -1162,7 +1226,7 @@ static int32_t victim(Sched *s) {
 }
 
 /* one more GPU slot for r: 1 granted, 0 none obtainable, -1 error */
-static int grow1(Sched *s, Req *r) { return h_grow1(s, r); }
+static inline __attribute__((always_inline)) int grow1(Sched *s, Req *r, const int lean) { return h_grow1(s, r, lean); }
 
 /* StepEngine._grow_now: the block boundaries of step G */
 static inline __attribute__((always_inline)) int grow_now(Sched *s, const int lean) {
@@ -1171,14 +1235,14 @@ static inline __attribute__((always_inline)) int grow_now(Sched *s, const int le
         HEnt top = evq_top(blk);
         Req *r = &s->rq[top.r];
         if (top.ep != r->ep || !r->live) { evq_pop(blk); continue; }
-        int ok = grow1(s, r);
+        int ok = grow1(s, r, lean);
         if (ok < 0) return -1;
         if (ok) {
             evq_pop(blk);
             if (push_boundary(s, r, top.r, s->G + 1) < 0) return -1;
         } else {
             int32_t v = victim(s);
-            if (v < 0 || preempt(s, v) < 0) return -1;
+            if (v < 0 || preempt(s, v, lean) < 0) return -1;
         }
     }
     return note_held(s, lean);
@@ -1192,7 +1256,7 @@ static inline __attribute__((always_inline)) int64_t grow_ahead(Sched *s, int64_
         HEnt top = evq_top(blk);
         Req *r = &s->rq[top.r];
         if (top.ep != r->ep || !r->live) { evq_pop(blk); continue; }
-        int ok = grow1(s, r);
+        int ok = grow1(s, r, lean);
         if (ok < 0) return -1;
         if (!ok) return note_held(s, lean) < 0 ? -1 : hkey_step(top.ks) - s->G;
         evq_pop(blk);
@@ -1221,7 +1285,7 @@ static inline __attribute__((always_inline)) int decode_skip(Sched *s, double t,
 }
 
 /* StepEngine._finish_due */
-static inline __attribute__((always_inline)) int finish_due(Sched *s) {
+static inline __attribute__((always_inline)) int finish_due(Sched *s, const int lean) {
     EvQ *fin = &s->fin;
     while (fin->n && evq_top_step(fin) <= s->G) {
         HEnt top = evq_top(fin);
@@ -1233,7 +1297,7 @@ static inline __attribute__((always_inline)) int finish_due(Sched *s) {
         s->S -= kv;
         r->decoding = 0;
         r->out = r->o;
-        if (finish(s, top.r) < 0) return -1;
+        if (finish(s, top.r, lean) < 0) return -1;
     }
     return 0;
 }
@@ -1244,7 +1308,7 @@ static inline __attribute__((always_inline)) int finish_due(Sched *s) {
 static inline __attribute__((always_inline)) int begin_(Sched *s, double t, const int lean) {
     s->open_nch = 0;
     if (s->blk.n && evq_top_step(&s->blk) <= s->G && grow_now(s, lean) < 0) return -1;
-    Py_ssize_t nch = compose(s);
+    Py_ssize_t nch = compose(s, lean);
     if (nch < 0) return -1;
     if (nch) { if (prefill_step(s, nch, lean) < 0) return -1; }
     else if (s->d) { if (decode_skip(s, t, lean) < 0) return -1; }
@@ -1260,7 +1324,7 @@ static inline __attribute__((always_inline)) int end_(Sched *s, const int lean) 
     Py_ssize_t nch = s->open_nch;
     s->open_nch = 0;
     if (nch && chunks_ran(s, nch, s->open_step, lean) < 0) return -1;
-    if (s->fin.n && evq_top_step(&s->fin) <= s->G && finish_due(s) < 0) return -1;
+    if (s->fin.n && evq_top_step(&s->fin) <= s->G && finish_due(s, lean) < 0) return -1;
     return 0;
 }
 
@@ -1294,7 +1358,7 @@ static inline __attribute__((always_inline)) int new_request(Sched *s, int64_t k
     Req *r = &s->rq[ri];
     /* every field but hashes / hcap (the slot's buffer, reused) set here, one store each (a memset of the whole
      * record and the stores over it were ~40 instructions more a request): a field added to Req is set here too */
-    r->out = r->seq = r->rem = r->ctx = r->kv0 = r->g0 = r->preemptions = r->dh_in = r->chain_dh = 0;
+    r->out = r->seq = r->rem = r->ctx = r->kv0 = r->g0 = r->preemptions = r->dh_in = r->chain_dh = r->nslots = 0;
     r->prefill_s = r->exposed_s = 0.0;
     r->decoding = 0;
     r->adm = r->chain = NULL;
@@ -1427,6 +1491,8 @@ static PyObject *sched_feed(Sched *s, PyObject *args) {
     Py_ssize_t m = b[B_ARR].len / 8;
     int rc = -1;
     if (bs < 1 || (s->bs && bs != s->bs)) PyErr_SetString(PyExc_ValueError, "feed: block sizes differ or < 1");
+    else if (s->slots && b[B_DECOFF].len)
+        PyErr_SetString(PyExc_ValueError, "feed: decode blocks for a loop counting its GPU slots (count_slots())");
     else if (check_buffers(b, m) == 0 && enter(s)) {
         s->bs = bs;
         feeds_release(s);
@@ -1747,6 +1813,23 @@ static PyObject *sched_lean(Sched *s, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* count_slots(capacity): the lean no-cache run's GPU slots counted in the loop ("the no-cache run's slots" above),
+ * capacity the GPU tier's slots (its capacity_blocks, >= 0: ValueError else); True when it does -- a lean loop on
+ * the compiled hierarchy's C API (no hybrid hierarchy) whose GPU tier holds nothing (no resident block, no slot
+ * held), before its first feed -- else False (the hierarchy is called as before). Its feeds then take no decode
+ * blocks (ValueError). */
+static PyObject *sched_count_slots(Sched *s, PyObject *arg) {
+    Py_ssize_t cap = PyLong_AsSsize_t(arg);
+    if (cap == -1 && PyErr_Occurred()) return NULL;
+    if (cap < 0) { PyErr_SetString(PyExc_ValueError, "count_slots(capacity): capacity >= 0"); return NULL; }
+    if (!s->lean || !s->api || s->gh || s->fed || s->busy || s->api->gpu_held(s->hobj)
+        || s->api->num_resident(s->hobj, 0)) Py_RETURN_FALSE;
+    s->slots = 1;
+    s->slot_cap = cap;
+    s->slot_res = 0;
+    Py_RETURN_TRUE;
+}
+
 /* sample_here(step_s, max_samples): keep the time series in C from the first sample on (the loop must run without
  * the GIL: the compiled hierarchy's C API, no hybrid hooks; before any sample); True when it does, else False (the
  * loop goes on calling Sampler.take). */
@@ -1781,6 +1864,7 @@ static PyMethodDef sched_methods[] = {
     {"close", (PyCFunction)sched_close, METH_NOARGS, "run until every request has finished; returns the end time"},
     {"state", (PyCFunction)sched_state, METH_NOARGS,
      "(admitted, waiting, resident blocks per tier, restored bytes per link, link free per tier, running)"},
+    {"count_slots", (PyCFunction)sched_count_slots, METH_O, "count_slots(capacity): the lean no-cache run's GPU slots counted in the loop, no hierarchy call"},
     {"columns", (PyCFunction)sched_columns, METH_NOARGS, "(codes, columns): per-request columns as bytearrays after close (order: pcs.engine.stepnative; None: not kept, lean())"},
     {"counters", (PyCFunction)sched_counters, METH_NOARGS, "counters (dict)"},
     {"clock_event", (PyCFunction)sched_clock_event, METH_NOARGS,
