@@ -816,7 +816,8 @@ static inline __attribute__((always_inline)) int32_t req_new(Sched *s) {
 }
 
 /* StepEngine._admission: cacheable blocks (the chain: the first n of chain_ids(r)), hit cap, extra slots, fixed */
-static int admission_args(Sched *s, Req *r, int64_t *n, int64_t *cap, int64_t *extra, int *fixed) {
+static inline __attribute__((always_inline)) int admission_args(Sched *s, Req *r, int64_t *n, int64_t *cap,
+                                                                int64_t *extra, int *fixed) {
     int64_t bs = s->bs, p = r->p;
     if (s->no_cache) { *n = 0; *cap = 0; }
     else if (r->first) { *n = r->n0; *cap = r->cap0; }
@@ -882,7 +883,8 @@ static double commit_restores(Sched *s, const Plan *pl, const int64_t *th, const
 }
 
 /* StepEngine._restores with the layerwise policy: the hit blocks kept */
-static int64_t restores(Sched *s, Req *r, int64_t hits, int64_t lead, const int64_t *th, const int64_t *rb) {
+static inline __attribute__((always_inline)) int64_t restores(Sched *s, Req *r, int64_t hits, int64_t lead,
+                                                              const int64_t *th, const int64_t *rb) {
     if (hits == th[0]) return hits;
     int64_t bs = s->bs, p = r->p;
     Plan pl;
@@ -1335,19 +1337,22 @@ static __attribute__((noinline)) int end_lean(Sched *s) { return end_(s, 1); }
 static int begin(Sched *s, double t) { return s->lean ? begin_lean(s, t) : begin_full(s, t); }
 static int end(Sched *s) { return s->lean ? end_lean(s) : end_full(s); }
 
-/* StepEngine._run_until (lean as begin_) */
+/* StepEngine._run_until (lean as begin_): begin_ and end_ inline, so an iteration is one call's body (run_until_full,
+ * run_until_lean; the halves apart, begin_full ... end_lean, are a fleet's clock's: clock_advance) */
 static inline __attribute__((always_inline)) int run_until_(Sched *s, double t, const int lean) {
     unsigned int spins = 0;
     while (s->now < t) {
         if (!(++spins & 0xFFFF) && check_signals(s) < 0) return -1;    /* Ctrl-C in a long tail */
-        int b = lean ? begin_lean(s, t) : begin_full(s, t);
+        int b = begin_(s, t, lean);
         if (b <= 0) return b;
-        if ((lean ? end_lean(s) : end_full(s)) < 0) return -1;
+        if (end_(s, lean) < 0) return -1;
     }
     return 0;
 }
 
-static int run_until(Sched *s, double t) { return s->lean ? run_until_(s, t, 1) : run_until_(s, t, 0); }
+static __attribute__((noinline)) int run_until_full(Sched *s, double t) { return run_until_(s, t, 0); }
+static __attribute__((noinline)) int run_until_lean(Sched *s, double t) { return run_until_(s, t, 1); }
+static int run_until(Sched *s, double t) { return s->lean ? run_until_lean(s, t) : run_until_full(s, t); }
 
 /* ---------------------------------------------------------------- feeding */
 /* request k in a slot, last in the queue: arrival taken a, KV-wait mark kv_mark (both as at its feed) */
