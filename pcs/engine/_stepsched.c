@@ -640,9 +640,9 @@ static int check_signals(Sched *s) {
 }
 
 /* ---------------------------------------------------------------- queues of request slots */
-/* the waiting ring's capacity is a power of 2 (256, doubled): positions wrap with a mask */
-static int wq_reserve(Sched *s) {
-    if (s->wn < s->wcap) return 0;
+/* the waiting ring's capacity is a power of 2 (256, doubled): positions wrap with a mask; its growth out of line, the
+ * pushes inline (once a request taken in, once a preemption) */
+static __attribute__((noinline)) int wq_grow(Sched *s) {
     Py_ssize_t c = s->wcap ? 2 * s->wcap : 256;
     int32_t *a = PyMem_Malloc(sizeof(int32_t) * c);
     if (!a) { PyErr_NoMemory(); return -1; }
@@ -652,13 +652,15 @@ static int wq_reserve(Sched *s) {
     return 0;
 }
 
-static int wq_push_back(Sched *s, int32_t r) {
+static inline __attribute__((always_inline)) int wq_reserve(Sched *s) { return s->wn < s->wcap ? 0 : wq_grow(s); }
+
+static inline __attribute__((always_inline)) int wq_push_back(Sched *s, int32_t r) {
     if (wq_reserve(s) < 0) return -1;
     s->wq[(s->wh + s->wn++) & (s->wcap - 1)] = r;
     return 0;
 }
 
-static int wq_push_front(Sched *s, int32_t r) {
+static inline __attribute__((always_inline)) int wq_push_front(Sched *s, int32_t r) {
     if (wq_reserve(s) < 0) return -1;
     s->wh = (s->wh + s->wcap - 1) & (s->wcap - 1);
     s->wq[s->wh] = r;
@@ -764,8 +766,10 @@ static int init_columns(Sched *s, Py_ssize_t m) {
  * (first_columns writes the GPU's always, the others when a lower tier hit); 0 each, as the Python reference's
  * rows start (pcs.engine.scheduler.StepEngine) */
 static inline void row_start(Sched *s, int64_t k) {
-    s->q[Q_RBYTES][k] = s->q[Q_DECODE][k] = 0;
-    s->dc[D_RESTORE][k] = s->dc[D_WLINK][k] = 0.0;
+    int64_t *rbytes = s->q[Q_RBYTES], *dec = s->q[Q_DECODE];   /* (read before the stores: they may alias s) */
+    double *rest = s->dc[D_RESTORE], *wlink = s->dc[D_WLINK];
+    rbytes[k] = dec[k] = 0;
+    rest[k] = wlink[k] = 0.0;
     for (int j = 1; j < s->T; j++) s->q[NQ0 + j][k] = 0;
 }
 
