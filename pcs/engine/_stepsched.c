@@ -12,7 +12,7 @@
  * This file does not touch the hierarchy's internals.
  * Time-series samples call back into Python (pcs.engine.series.Sampler), a few hundred times per run.
  * A fed request waits in its feed's buffers (held by the loop) until it reaches the queue's head and takes a slot
- * ("feeding" below); the per-request columns are array.array objects the loop grows and hands out (columns()).
+ * ("feeding" below); the per-request columns are bytearrays the loop grows and hands out (columns()).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -29,7 +29,6 @@
 /* per-request int64 columns, then the tiers' hit_tokens_<tier>; double columns; order = stepnative.py's */
 enum { Q_HIT, Q_MISSED, Q_HTOK, Q_RBYTES, Q_PREEMPT, Q_RECOMP, Q_DECODE, NQ0 };
 enum { D_RESTORE, D_WLINK, D_PREFILL, D_WAIT, D_TTFT, D_FINISH, D_WCOMP, D_EXPOSED, D_PSTEPS, D_E2E, D_TPOT, ND };
-static const int D_NAN_FROM = D_PREFILL;          /* columns from here on start as NaN, the others as 0 */
 
 #define MAX_SPAN_S (366.0 * 86400.0)
 #define FINE_LIMIT_S 172800.0
@@ -45,6 +44,7 @@ typedef struct {
     PyObject *adm, *chain;          /* Python path: the hierarchy's Admission while admitted; start()'s chain list */
     int32_t ai;                     /* C API path: its admission's index in Sched.apool while admitted, else -1 */
     int32_t rprev, rnext;           /* links of the running list (Sched.rhead) while admitted, -1 at its ends */
+    int64_t nslots;                 /* with Sched.slots: the GPU slots its admission holds (0 when not admitted) */
     uint64_t *hashes;               /* n0 prompt block ids (copied at the first admission: the chains of later ones),
                                        then ndh decode block ids (hcap allocated, kept for the slot's next request) */
     Py_ssize_t hcap;
@@ -101,9 +101,9 @@ typedef struct {
     double busy_s, stall_s, origin_s, area_s;
     double *bins; Py_ssize_t nbins, capbins; int bin_s;
     double *link_free; int64_t *tier_hits; Link *links;
-    /* columns: array.array objects (cols, in the order of columns()) this loop writes through q / dc / trunc, their
-     * buffers (taken again each time init_columns grows them; nothing else resizes them before columns() hands
-     * them out, which ends the loop: out) */
+    /* columns: bytearrays (cols, in the order of columns()) this loop writes through q / dc / trunc, their buffers
+     * (taken again each time init_columns grows them; nothing else resizes them before columns() hands them out,
+     * which ends the loop: out) */
     int64_t *q[NQ0 + 8]; double *dc[ND]; char *trunc; Py_ssize_t ncol;
     Py_ssize_t capcol, expect;      /* rows the arrays hold (ncol rows fed, the rest set ahead); reserve()'s total */
     PyObject *cols[NQ0 + 8 + ND + 1]; int out;
@@ -121,6 +121,9 @@ typedef struct {
     /* the no-cache run's lean mode (lean(), see "the lean no-cache run" below): only the columns and counters its
      * summary reads are kept; fmax: the latest finish so far (finish_max without a finish_s column) */
     int lean; double fmax;
+    /* the no-cache run's GPU slots counted here, without the hierarchy (count_slots(), see "the no-cache run's
+     * slots" below): the GPU tier's capacity and the slots reserved; the last slot_start's truncation */
+    int slots, slot_trunc; int64_t slot_cap, slot_res;
 } Sched;
 
 static PyObject *s_rbytes, *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
@@ -204,8 +207,35 @@ static void adm_release(Sched *s, Req *r) {
     if (r->ai >= 0) { s->afree[s->nafree++] = r->ai; r->ai = -1; }
 }
 
+/* ---------------------------------------------------------------- the no-cache run's slots
+ * count_slots(capacity): in the lean no-cache run (lean()) on the compiled hierarchy's C API, its GPU tier empty and
+ * no decode block fed, every admission is an empty chain (admission_args: n = 0) and nothing is ever cached, so all
+ * the hierarchy does for the run is the GPU tier's slot accounting of an empty chain (pcs/cache/_lruhier.c
+ * start_empty: start_budget and start_reserve with no lookup, pin, restore or resident block; c_grow, c_finish,
+ * c_abort; docs/semantics.md §5): a request waits for its extra slots, is admitted truncated to the whole tier when
+ * it needs more, grows one slot per block, gives its slots back at its finish or preemption. The loop counts them
+ * itself (slot_cap, slot_res; Req.nslots) instead of calling the hierarchy ~5 times a request: the same rule with
+ * no resident block (nres = held = evictable = 0, so no eviction), which tests/engine/test_stepsched_native.py
+ * diffs against the hierarchy's on the same runs (count_slots or not). Only the lean instantiations test s->slots
+ * (h_* with lean = 1): the full run's calls are as before. */
+static int slot_start(Sched *s, Req *r, int64_t extra) {
+    int64_t avail = s->slot_cap - s->slot_res, budget = extra;
+    if (extra > avail) {                /* start_budget with wait_if_full: wait unless the whole tier is free */
+        if (avail < (extra < s->slot_cap ? extra : s->slot_cap)) return 0;
+        budget = avail;
+    }
+    s->slot_trunc = budget < extra;
+    s->slot_res += budget;
+    r->nslots = budget;
+    return 1;
+}
+
+static const int64_t slot_zeros[16];    /* an empty chain's per-tier hit and restored blocks */
+
 /* Hierarchy.start(chain, n, cap, extra, wait_if_full=True) for r: 1 admitted (r->ai or r->adm), 0 it waits, -1 */
-static int h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra) {
+static inline __attribute__((always_inline)) int h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra,
+                                                         const int lean) {
+    if (lean && s->slots) return slot_start(s, r, extra);
     if (s->api) {
         if (!s->nafree) { PyErr_SetString(PyExc_AssertionError, "more admissions than max_num_seqs"); return -1; }
         r->ai = s->afree[--s->nafree];
@@ -224,7 +254,14 @@ static int h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra) {
 }
 
 /* r's admission's fields into ai (per-tier counts for the s->T tiers); 0 or -1 */
-static int h_info(Sched *s, Req *r, AdmInfo *ai) {
+static inline __attribute__((always_inline)) int h_info(Sched *s, Req *r, AdmInfo *ai, const int lean) {
+    if (lean && s->slots) {             /* start_empty's admission: nothing hit, restored or pinned */
+        ai->prefix_hit_blocks = ai->hit_blocks = ai->gpu_lead_blocks = 0;
+        ai->last_hit_tier = -1;
+        ai->truncated = s->slot_trunc;
+        ai->th = ai->rb = slot_zeros;
+        return 0;
+    }
     if (s->api) {
         const PcsAdm *a = CA(s, r);
         ai->prefix_hit_blocks = a->prefix_hit_blocks;
@@ -252,15 +289,25 @@ static __attribute__((noinline)) int h_pycall(Sched *s, Req *r, PyObject *m) {
     return hy_tick(s) < 0 ? -1 : hcall0(m, r->adm, NULL);
 }
 
-static int h_done(Sched *s, Req *r) {
+/* (an empty chain's prefill done caches nothing: c_prefill_done with nnew = 0) */
+static inline __attribute__((always_inline)) int h_done(Sched *s, Req *r, const int lean) {
+    if (lean && s->slots) return 0;
     return s->api ? s->api->prefill_done(s->hobj, CA(s, r)) : h_pycall(s, r, s->m_done);
 }
 
-static int h_finish(Sched *s, Req *r) {
+/* r's slots given back (c_finish and c_abort of an admission holding no key) */
+static inline void slot_release(Sched *s, Req *r) {
+    s->slot_res -= r->nslots;
+    r->nslots = 0;
+}
+
+static inline __attribute__((always_inline)) int h_finish(Sched *s, Req *r, const int lean) {
+    if (lean && s->slots) { slot_release(s, r); return 0; }
     return s->api ? s->api->finish(s->hobj, CA(s, r)) : h_pycall(s, r, s->m_finish);
 }
 
-static int h_abort(Sched *s, Req *r) {
+static inline __attribute__((always_inline)) int h_abort(Sched *s, Req *r, const int lean) {
+    if (lean && s->slots) { slot_release(s, r); return 0; }
     return s->api ? s->api->abort(s->hobj, CA(s, r)) : h_pycall(s, r, s->m_abort);
 }
 
@@ -276,8 +323,15 @@ static __attribute__((noinline)) int h_grow1_py(Sched *s, Req *r) {
     return ok;
 }
 
-/* Hierarchy.grow(adm, 1): 1 granted, 0 none obtainable, -1 error */
-static int h_grow1(Sched *s, Req *r) {
+/* Hierarchy.grow(adm, 1): 1 granted, 0 none obtainable, -1 error (counted: c_grow with no resident block, granted
+ * while a slot is free) */
+static inline __attribute__((always_inline)) int h_grow1(Sched *s, Req *r, const int lean) {
+    if (lean && s->slots) {
+        if (s->slot_res >= s->slot_cap) return 0;
+        s->slot_res++;
+        r->nslots++;
+        return 1;
+    }
     return s->api ? s->api->grow(s->hobj, CA(s, r), 1) : h_grow1_py(s, r);
 }
 
@@ -586,9 +640,9 @@ static int check_signals(Sched *s) {
 }
 
 /* ---------------------------------------------------------------- queues of request slots */
-/* the waiting ring's capacity is a power of 2 (256, doubled): positions wrap with a mask */
-static int wq_reserve(Sched *s) {
-    if (s->wn < s->wcap) return 0;
+/* the waiting ring's capacity is a power of 2 (256, doubled): positions wrap with a mask; its growth out of line, the
+ * pushes inline (once a request taken in, once a preemption) */
+static __attribute__((noinline)) int wq_grow(Sched *s) {
     Py_ssize_t c = s->wcap ? 2 * s->wcap : 256;
     int32_t *a = PyMem_Malloc(sizeof(int32_t) * c);
     if (!a) { PyErr_NoMemory(); return -1; }
@@ -598,13 +652,15 @@ static int wq_reserve(Sched *s) {
     return 0;
 }
 
-static int wq_push_back(Sched *s, int32_t r) {
+static inline __attribute__((always_inline)) int wq_reserve(Sched *s) { return s->wn < s->wcap ? 0 : wq_grow(s); }
+
+static inline __attribute__((always_inline)) int wq_push_back(Sched *s, int32_t r) {
     if (wq_reserve(s) < 0) return -1;
     s->wq[(s->wh + s->wn++) & (s->wcap - 1)] = r;
     return 0;
 }
 
-static int wq_push_front(Sched *s, int32_t r) {
+static inline __attribute__((always_inline)) int wq_push_front(Sched *s, int32_t r) {
     if (wq_reserve(s) < 0) return -1;
     s->wh = (s->wh + s->wcap - 1) & (s->wcap - 1);
     s->wq[s->wh] = r;
@@ -656,11 +712,12 @@ static void pf_append(Sched *s, int32_t r) {
 }
 
 /* ---------------------------------------------------------------- columns */
-static PyObject *array_type;        /* array.array, imported once */
+static PyObject *array_type;        /* array.array, imported once (the busy bins, counters()) */
 
 /* the columns' number: NQ0 + T int64 ('q'), ND float64 ('d'), truncated (int8, 'b') */
 static int ncols(const Sched *s) { return NQ0 + s->T + ND + 1; }
 static char col_code(const Sched *s, int j) { return j < NQ0 + s->T ? 'q' : j < NQ0 + s->T + ND ? 'd' : 'b'; }
+static Py_ssize_t col_size(const Sched *s, int j) { return col_code(s, j) == 'b' ? 1 : 8; }
 
 /* column j is kept: every column, or in the lean no-cache run (lean()) e2e_s, ttft_s and tpot_s alone */
 static int col_kept(const Sched *s, int j) {
@@ -668,28 +725,9 @@ static int col_kept(const Sched *s, int j) {
     return !s->lean || d == D_E2E || d == D_TTFT || d == D_TPOT;
 }
 
-/* the buffer of column j (an array.array only this loop resizes), or NULL */
-static void *col_buf(PyObject *arr) {
-    Py_buffer v;
-    if (PyObject_GetBuffer(arr, &v, PyBUF_WRITABLE) < 0) return NULL;
-    void *p = v.buf;
-    PyBuffer_Release(&v);      /* the pointer stays valid until the array is resized (init_columns) */
-    return p;
-}
-
-/* arr.frombytes(the first nbytes of buf): one copy of the initial values into the column */
-static int col_extend(PyObject *arr, const void *buf, Py_ssize_t nbytes) {
-    PyObject *mv = PyMemoryView_FromMemory((char *)buf, nbytes, PyBUF_READ);
-    PyObject *r = mv ? PyObject_CallMethod(arr, "frombytes", "O", mv) : NULL;
-    Py_XDECREF(mv);
-    Py_XDECREF(r);
-    return r ? 0 : -1;
-}
-
 /* rows the columns hold for m more (ncol + m): the rows already held (capcol) when enough, else the expected total
  * (reserve()) or 1.5x the rows held, whichever is larger, and at least ncol + m: a fleet feeding one request a
- * call grows them O(log n) times, not once per request (each growth copies the arrays: array.array has no spare
- * room a caller can ask for) */
+ * call grows them O(log n) times, not once per request */
 static Py_ssize_t col_target(const Sched *s, Py_ssize_t m) {
     Py_ssize_t need = s->ncol + m, t = s->capcol + s->capcol / 2;
     if (need <= s->capcol) return s->capcol;
@@ -697,46 +735,48 @@ static Py_ssize_t col_target(const Sched *s, Py_ssize_t m) {
     return t > need ? t : need;
 }
 
-/* the columns (created at the first feed) hold m more rows (ncol .. ncol + m - 1): 0, NaN from D_NAN_FROM on;
- * grown by col_target's rule, the rows past ncol set already (columns() cuts them off); with the GIL; 0 or -1 */
+/* The columns are bytearrays (created at the first feed) of capcol rows, grown by col_target's rule with
+ * PyByteArray_Resize: no byte of them is written when they are made or grown (array.array could only be grown by
+ * copying values in: frombytes of the initial 0s and NaNs was one copy of every byte, counted one instruction a
+ * byte by callgrind). A row's values are all written by the loop itself, once each: the scratch cells and the
+ * zeros of the columns that only some admissions set or that add up (row_start, at the feed), the first
+ * admission's (first_columns), the finish's (finish_columns); columns() hands them out once every fed request
+ * has finished, so no unwritten row is ever read. With the GIL; 0 or -1 */
 static int init_columns(Sched *s, Py_ssize_t m) {
     int n = ncols(s);
+    for (int j = 0; j < n; j++)
+        if (!s->cols[j] && col_kept(s, j) && !(s->cols[j] = PyByteArray_FromStringAndSize(NULL, 0))) return -1;
+    Py_ssize_t cap = col_target(s, m);
+    if (cap == s->capcol) { s->ncol += m; return 0; }
     for (int j = 0; j < n; j++) {
-        char code[2] = {col_code(s, j), 0};
-        if (!s->cols[j] && col_kept(s, j) && !(s->cols[j] = PyObject_CallFunction(array_type, "s", code))) return -1;
-    }
-    Py_ssize_t cap = col_target(s, m), g = cap - s->capcol;
-    if (!g) { s->ncol += m; return 0; }
-    double *init = PyMem_Calloc(g, sizeof(double));
-    if (!init) { PyErr_NoMemory(); return -1; }
-    int rc = 0;
-    for (int j = 0; j < n && !rc; j++) {            /* the zero columns; 'b' takes g bytes of the same zeros */
-        int d = j - (NQ0 + s->T);
         if (!s->cols[j]) continue;
-        if (d < 0 || d >= ND) rc = col_extend(s->cols[j], init, d < 0 ? 8 * g : g);
-        else if (d < D_NAN_FROM) rc = col_extend(s->cols[j], init, 8 * g);
-    }
-    for (Py_ssize_t i = 0; i < g; i++) init[i] = NAN;
-    for (int d = D_NAN_FROM; d < ND && !rc; d++)
-        if (s->cols[NQ0 + s->T + d]) rc = col_extend(s->cols[NQ0 + s->T + d], init, 8 * g);
-    PyMem_Free(init);
-    for (int j = 0; j < n && !rc; j++) {
-        if (!s->cols[j]) continue;
-        void *p = col_buf(s->cols[j]);
-        if (!p) return -1;
+        if (PyByteArray_Resize(s->cols[j], cap * col_size(s, j)) < 0) return -1;
+        void *p = PyByteArray_AS_STRING(s->cols[j]);   /* valid until the next resize (here or columns()) */
         int d = j - (NQ0 + s->T);
         if (d < 0) s->q[j] = p; else if (d < ND) s->dc[d] = p; else s->trunc = p;
     }
-    if (rc) return rc;
     s->capcol = cap;
     s->ncol += m;
     return 0;
 }
 
+/* row k's cells that no admission or finish is sure to write, set when it is fed (full run; the lean run keeps no
+ * such column): the bytes restored and decode blocks cached (summed over its admissions), the restore and
+ * link-wait seconds (its first admission's restores, when it has any), the tiers' hit tokens below the GPU
+ * (first_columns writes the GPU's always, the others when a lower tier hit); 0 each, as the Python reference's
+ * rows start (pcs.engine.scheduler.StepEngine) */
+static inline void row_start(Sched *s, int64_t k) {
+    int64_t *rbytes = s->q[Q_RBYTES], *dec = s->q[Q_DECODE];   /* (read before the stores: they may alias s) */
+    double *rest = s->dc[D_RESTORE], *wlink = s->dc[D_WLINK];
+    rbytes[k] = dec[k] = 0;
+    rest[k] = wlink[k] = 0.0;
+    for (int j = 1; j < s->T; j++) s->q[NQ0 + j][k] = 0;
+}
+
 /* the rows past ncol (held ahead by col_target) cut off the columns, before they are handed out; 0 or -1 */
 static int cut_columns(Sched *s) {
     for (int j = 0; j < ncols(s) && s->capcol > s->ncol; j++)
-        if (s->cols[j] && PySequence_DelSlice(s->cols[j], s->ncol, s->capcol) < 0) return -1;
+        if (s->cols[j] && PyByteArray_Resize(s->cols[j], s->ncol * col_size(s, j)) < 0) return -1;
     s->capcol = s->ncol;
     return 0;
 }
@@ -780,7 +820,8 @@ static inline __attribute__((always_inline)) int32_t req_new(Sched *s) {
 }
 
 /* StepEngine._admission: cacheable blocks (the chain: the first n of chain_ids(r)), hit cap, extra slots, fixed */
-static int admission_args(Sched *s, Req *r, int64_t *n, int64_t *cap, int64_t *extra, int *fixed) {
+static inline __attribute__((always_inline)) int admission_args(Sched *s, Req *r, int64_t *n, int64_t *cap,
+                                                                int64_t *extra, int *fixed) {
     int64_t bs = s->bs, p = r->p;
     if (s->no_cache) { *n = 0; *cap = 0; }
     else if (r->first) { *n = r->n0; *cap = r->cap0; }
@@ -846,7 +887,8 @@ static double commit_restores(Sched *s, const Plan *pl, const int64_t *th, const
 }
 
 /* StepEngine._restores with the layerwise policy: the hit blocks kept */
-static int64_t restores(Sched *s, Req *r, int64_t hits, int64_t lead, const int64_t *th, const int64_t *rb) {
+static inline __attribute__((always_inline)) int64_t restores(Sched *s, Req *r, int64_t hits, int64_t lead,
+                                                              const int64_t *th, const int64_t *rb) {
     if (hits == th[0]) return hits;
     int64_t bs = s->bs, p = r->p;
     Plan pl;
@@ -917,17 +959,17 @@ static void truncated_again(Sched *s, Req *r) {
     }
 }
 
-/* StepEngine._admit: 1 admitted, 0 no KV space, -1 error */
-static int admit(Sched *s, int32_t ri) {
+/* StepEngine._admit: 1 admitted, 0 no KV space, -1 error (lean: a constant, as begin_) */
+static inline __attribute__((always_inline)) int admit_(Sched *s, int32_t ri, const int lean) {
     Req *r = &s->rq[ri];
     int64_t n, cap, extra;
     int fixed;
     if (admission_args(s, r, &n, &cap, &extra, &fixed) < 0) return -1;
-    int got = h_start(s, r, n, cap, extra);
+    int got = h_start(s, r, n, cap, extra, lean);
     if (got <= 0) return got;
     Py_CLEAR(r->chain);
     AdmInfo ai;
-    if (h_info(s, r, &ai) < 0) return -1;
+    if (h_info(s, r, &ai, lean) < 0) return -1;
     const int64_t *th = ai.th, *rb = ai.rb;
     int64_t hits = ai.hit_blocks, lead = ai.gpu_lead_blocks;
     r->grows = !(fixed || ai.truncated);
@@ -941,7 +983,7 @@ static int admit(Sched *s, int32_t ri) {
     run_append(s, ri);
     pf_append(s, ri);
     if (r->first) {
-        if (!s->lean && first_columns(s, r, &ai, kept, ht < p ? ht : p, hits, th, rb, lead) < 0) return -1;
+        if (!lean && first_columns(s, r, &ai, kept, ht < p ? ht : p, hits, th, rb, lead) < 0) return -1;
         if (s->gh && s->gh_api->first_admission(s->gh) < 0) return -1;
         if (!s->no_cache) memcpy(r->hashes, r->ids0, sizeof(uint64_t) * r->n0);  /* in cache: start just read them */
         r->ids0 = NULL; r->pre = NULL;
@@ -950,15 +992,18 @@ static int admit(Sched *s, int32_t ri) {
         s->admitted++;
     } else {
         s->recompute_tokens += r->rem;
-        if (ai.truncated && !s->lean) truncated_again(s, r);      /* lean: no truncated column to count once by */
+        if (ai.truncated && !lean) truncated_again(s, r);      /* lean: no truncated column to count once by */
     }
     return 1;
 }
 
+static __attribute__((noinline)) int admit_full(Sched *s, int32_t ri) { return admit_(s, ri, 0); }
+static __attribute__((noinline)) int admit_lean(Sched *s, int32_t ri) { return admit_(s, ri, 1); }
+
 static inline int materialize(Sched *s);
 
 /* StepEngine._compose: the prefill chunks of the step at now into s->cr / s->cn; their number or -1 */
-static inline __attribute__((always_inline)) Py_ssize_t compose(Sched *s) {
+static inline __attribute__((always_inline)) Py_ssize_t compose(Sched *s, const int lean) {
     int64_t left = s->budget - s->d;
     Py_ssize_t nch = 0;
     for (Py_ssize_t i = 0; i < s->npf; i++) {
@@ -972,7 +1017,7 @@ static inline __attribute__((always_inline)) Py_ssize_t compose(Sched *s) {
     while (waiting(s) && left > 0 && s->nrun < s->max_seqs) {
         if (!s->wn && materialize(s) < 0) return -1;
         int32_t ri = s->wq[s->wh];
-        int ok = admit(s, ri);
+        int ok = lean ? admit_lean(s, ri) : admit_full(s, ri);
         if (ok < 0) return -1;
         if (!ok) {
             s->blocked = 1;
@@ -1035,11 +1080,11 @@ static int cache_decode(Sched *s, Req *r, int64_t m) {
     return 0;
 }
 
-static int finish_columns(Sched *s, Req *r) {
+static inline __attribute__((always_inline)) int finish_columns(Sched *s, Req *r, const int lean) {
     int64_t k = r->k;
     double now = s->now, ttft = r->ttft - r->arrival;
     s->dc[D_TTFT][k] = ttft;
-    if (s->lean) {                  /* lean(): the three columns kept, the latest finish */
+    if (lean) {                  /* lean(): the three columns kept, the latest finish */
         s->dc[D_E2E][k] = now - r->arrival;
         s->dc[D_TPOT][k] = r->o > 1 ? (now - r->ttft) / (double)(r->o - 1) : NAN;
         if (now > s->fmax) s->fmax = now;
@@ -1056,8 +1101,8 @@ static int finish_columns(Sched *s, Req *r) {
     return 0;
 }
 
-/* StepEngine._finish: r is done at now */
-static int finish(Sched *s, int32_t ri) {
+/* StepEngine._finish: r is done at now (lean: a constant, as begin_) */
+static inline __attribute__((always_inline)) int finish_(Sched *s, int32_t ri, const int lean) {
     Req *r = &s->rq[ri];
     int64_t bs = s->bs;
     if (r->ndh && r->grows) {
@@ -1065,24 +1110,30 @@ static int finish(Sched *s, int32_t ri) {
         m = m > 0 ? m : 0;
         if (cache_decode(s, r, r->ndh < m ? r->ndh : m) < 0) return -1;
     }
-    if (h_finish(s, r) < 0) return -1;
+    if (h_finish(s, r, lean) < 0) return -1;
     r->ep = ++s->epochs;
     run_remove(s, ri);
     s->in_system--;
     release(s);
-    finish_columns(s, r);
+    finish_columns(s, r, lean);
     req_free(s, ri);
     return 0;
 }
 
+static __attribute__((noinline)) int finish_full(Sched *s, int32_t ri) { return finish_(s, ri, 0); }
+static __attribute__((noinline)) int finish_lean(Sched *s, int32_t ri) { return finish_(s, ri, 1); }
+static inline __attribute__((always_inline)) int finish(Sched *s, int32_t ri, const int lean) {
+    return lean ? finish_lean(s, ri) : finish_full(s, ri);
+}
+
 /* StepEngine._prefill_complete */
-static inline __attribute__((always_inline)) int prefill_complete(Sched *s, int32_t ri) {
+static inline __attribute__((always_inline)) int prefill_complete(Sched *s, int32_t ri, const int lean) {
     Req *r = &s->rq[ri];
     pf_remove(s, ri);
-    if (h_done(s, r) < 0) return -1;
+    if (h_done(s, r, lean) < 0) return -1;
     if (isnan_(r->ttft)) r->ttft = s->now;
     r->out += 1;
-    if (r->out >= r->o) return finish(s, ri);
+    if (r->out >= r->o) return finish(s, ri, lean);
     r->decoding = 1;
     r->kv0 = r->p; r->g0 = s->G;
     s->d += 1;
@@ -1136,13 +1187,13 @@ static inline __attribute__((always_inline)) int chunks_ran(Sched *s, Py_ssize_t
         r->ctx += s->cn[x];
         if (!lean && isnan_(r->ttft)) r->prefill_s += step;      /* lean: no prefill_steps_s column */
         r->rem -= s->cn[x];
-        if (!r->rem && prefill_complete(s, ri) < 0) return -1;
+        if (!r->rem && prefill_complete(s, ri, lean) < 0) return -1;
     }
     return 0;
 }
 
 /* StepEngine._preempt: free v's blocks, back to the head of the queue */
-static inline __attribute__((always_inline)) int preempt(Sched *s, int32_t vi) {
+static inline __attribute__((always_inline)) int preempt(Sched *s, int32_t vi, const int lean) {
     Req *v = &s->rq[vi];
     v->ep = ++s->epochs;
     run_remove(s, vi);
@@ -1156,13 +1207,13 @@ static inline __attribute__((always_inline)) int preempt(Sched *s, int32_t vi) {
         int64_t m = floordiv(kv, bs) - floordiv(v->p0, bs);
         m = m > 0 ? m : 0;
         m = v->ndh < m ? v->ndh : m;
-        if (cache_decode(s, v, m) < 0 || h_finish(s, v) < 0) return -1;
+        if (cache_decode(s, v, m) < 0 || h_finish(s, v, lean) < 0) return -1;
         v->p = v->p0 + v->out;
         v->chain_dh = m;
         v->dh_in = m;
     } else {
         pf_remove(s, vi);
-        if (h_abort(s, v) < 0) return -1;
+        if (h_abort(s, v, lean) < 0) return -1;
     }
     adm_release(s, v);
     v->land = -INFINITY;
@@ -1181,7 +1232,7 @@ static int32_t victim(Sched *s) {
 }
 
 /* one more GPU slot for r: 1 granted, 0 none obtainable, -1 error */
-static int grow1(Sched *s, Req *r) { return h_grow1(s, r); }
+static inline __attribute__((always_inline)) int grow1(Sched *s, Req *r, const int lean) { return h_grow1(s, r, lean); }
 
 /* StepEngine._grow_now: the block boundaries of step G */
 static inline __attribute__((always_inline)) int grow_now(Sched *s, const int lean) {
@@ -1190,14 +1241,14 @@ static inline __attribute__((always_inline)) int grow_now(Sched *s, const int le
         HEnt top = evq_top(blk);
         Req *r = &s->rq[top.r];
         if (top.ep != r->ep || !r->live) { evq_pop(blk); continue; }
-        int ok = grow1(s, r);
+        int ok = grow1(s, r, lean);
         if (ok < 0) return -1;
         if (ok) {
             evq_pop(blk);
             if (push_boundary(s, r, top.r, s->G + 1) < 0) return -1;
         } else {
             int32_t v = victim(s);
-            if (v < 0 || preempt(s, v) < 0) return -1;
+            if (v < 0 || preempt(s, v, lean) < 0) return -1;
         }
     }
     return note_held(s, lean);
@@ -1211,7 +1262,7 @@ static inline __attribute__((always_inline)) int64_t grow_ahead(Sched *s, int64_
         HEnt top = evq_top(blk);
         Req *r = &s->rq[top.r];
         if (top.ep != r->ep || !r->live) { evq_pop(blk); continue; }
-        int ok = grow1(s, r);
+        int ok = grow1(s, r, lean);
         if (ok < 0) return -1;
         if (!ok) return note_held(s, lean) < 0 ? -1 : hkey_step(top.ks) - s->G;
         evq_pop(blk);
@@ -1240,7 +1291,7 @@ static inline __attribute__((always_inline)) int decode_skip(Sched *s, double t,
 }
 
 /* StepEngine._finish_due */
-static inline __attribute__((always_inline)) int finish_due(Sched *s) {
+static inline __attribute__((always_inline)) int finish_due(Sched *s, const int lean) {
     EvQ *fin = &s->fin;
     while (fin->n && evq_top_step(fin) <= s->G) {
         HEnt top = evq_top(fin);
@@ -1252,7 +1303,7 @@ static inline __attribute__((always_inline)) int finish_due(Sched *s) {
         s->S -= kv;
         r->decoding = 0;
         r->out = r->o;
-        if (finish(s, top.r) < 0) return -1;
+        if (finish(s, top.r, lean) < 0) return -1;
     }
     return 0;
 }
@@ -1263,7 +1314,7 @@ static inline __attribute__((always_inline)) int finish_due(Sched *s) {
 static inline __attribute__((always_inline)) int begin_(Sched *s, double t, const int lean) {
     s->open_nch = 0;
     if (s->blk.n && evq_top_step(&s->blk) <= s->G && grow_now(s, lean) < 0) return -1;
-    Py_ssize_t nch = compose(s);
+    Py_ssize_t nch = compose(s, lean);
     if (nch < 0) return -1;
     if (nch) { if (prefill_step(s, nch, lean) < 0) return -1; }
     else if (s->d) { if (decode_skip(s, t, lean) < 0) return -1; }
@@ -1279,7 +1330,7 @@ static inline __attribute__((always_inline)) int end_(Sched *s, const int lean) 
     Py_ssize_t nch = s->open_nch;
     s->open_nch = 0;
     if (nch && chunks_ran(s, nch, s->open_step, lean) < 0) return -1;
-    if (s->fin.n && evq_top_step(&s->fin) <= s->G && finish_due(s) < 0) return -1;
+    if (s->fin.n && evq_top_step(&s->fin) <= s->G && finish_due(s, lean) < 0) return -1;
     return 0;
 }
 
@@ -1290,19 +1341,22 @@ static __attribute__((noinline)) int end_lean(Sched *s) { return end_(s, 1); }
 static int begin(Sched *s, double t) { return s->lean ? begin_lean(s, t) : begin_full(s, t); }
 static int end(Sched *s) { return s->lean ? end_lean(s) : end_full(s); }
 
-/* StepEngine._run_until (lean as begin_) */
+/* StepEngine._run_until (lean as begin_): begin_ and end_ inline, so an iteration is one call's body (run_until_full,
+ * run_until_lean; the halves apart, begin_full ... end_lean, are a fleet's clock's: clock_advance) */
 static inline __attribute__((always_inline)) int run_until_(Sched *s, double t, const int lean) {
     unsigned int spins = 0;
     while (s->now < t) {
         if (!(++spins & 0xFFFF) && check_signals(s) < 0) return -1;    /* Ctrl-C in a long tail */
-        int b = lean ? begin_lean(s, t) : begin_full(s, t);
+        int b = begin_(s, t, lean);
         if (b <= 0) return b;
-        if ((lean ? end_lean(s) : end_full(s)) < 0) return -1;
+        if (end_(s, lean) < 0) return -1;
     }
     return 0;
 }
 
-static int run_until(Sched *s, double t) { return s->lean ? run_until_(s, t, 1) : run_until_(s, t, 0); }
+static __attribute__((noinline)) int run_until_full(Sched *s, double t) { return run_until_(s, t, 0); }
+static __attribute__((noinline)) int run_until_lean(Sched *s, double t) { return run_until_(s, t, 1); }
+static int run_until(Sched *s, double t) { return s->lean ? run_until_lean(s, t) : run_until_full(s, t); }
 
 /* ---------------------------------------------------------------- feeding */
 /* request k in a slot, last in the queue: arrival taken a, KV-wait mark kv_mark (both as at its feed) */
@@ -1313,7 +1367,7 @@ static inline __attribute__((always_inline)) int new_request(Sched *s, int64_t k
     Req *r = &s->rq[ri];
     /* every field but hashes / hcap (the slot's buffer, reused) set here, one store each (a memset of the whole
      * record and the stores over it were ~40 instructions more a request): a field added to Req is set here too */
-    r->out = r->seq = r->rem = r->ctx = r->kv0 = r->g0 = r->preemptions = r->dh_in = r->chain_dh = 0;
+    r->out = r->seq = r->rem = r->ctx = r->kv0 = r->g0 = r->preemptions = r->dh_in = r->chain_dh = r->nslots = 0;
     r->prefill_s = r->exposed_s = 0.0;
     r->decoding = 0;
     r->adm = r->chain = NULL;
@@ -1407,6 +1461,7 @@ static int feed_rows(Sched *s, const Py_buffer *b, Py_ssize_t m) {
         s->dc[D_E2E][s->fed] = a;
         if (!s->lean) {                 /* lean: no wait_s column, no in-system area */
             s->dc[D_WAIT][s->fed] = s->kv_acc + (s->kv_since > -INFINITY ? s->now - s->kv_since : 0.0);
+            row_start(s, s->fed);
             s->area_s += s->now - a;
         }
         s->fed++;
@@ -1445,6 +1500,8 @@ static PyObject *sched_feed(Sched *s, PyObject *args) {
     Py_ssize_t m = b[B_ARR].len / 8;
     int rc = -1;
     if (bs < 1 || (s->bs && bs != s->bs)) PyErr_SetString(PyExc_ValueError, "feed: block sizes differ or < 1");
+    else if (s->slots && b[B_DECOFF].len)
+        PyErr_SetString(PyExc_ValueError, "feed: decode blocks for a loop counting its GPU slots (count_slots())");
     else if (check_buffers(b, m) == 0 && enter(s)) {
         s->bs = bs;
         feeds_release(s);
@@ -1524,20 +1581,29 @@ static PyObject *sched_state(Sched *s, PyObject *unused) {
     return Py_BuildValue("(LnNNNn)", (long long)s->admitted, waiting(s), res, rb, lf, s->nrun);
 }
 
-/* the per-request columns, handed out without a copy (array.array: int64 ones, then one per tier, float64 ones,
- * truncated int8; order = stepnative.py's); the loop then takes no more requests (out) */
+/* (codes, columns): the per-request columns' bytes, handed out without a copy -- bytearrays of int64 ones, then one
+ * per tier, float64 ones, truncated int8 (codes: their array typecodes, "q", "d", "b"; order = stepnative.py's),
+ * None for a column the lean run does not keep; once every fed request has finished (close(): before it a row may
+ * hold values not written yet, init_columns), RuntimeError before; the loop then takes no more requests (out) */
 static PyObject *sched_columns(Sched *s, PyObject *unused) {
-    if (!s->cols[0] && init_columns(s, 0) < 0) return NULL;
+    if (s->busy || waiting(s) || s->nrun) {
+        PyErr_SetString(PyExc_RuntimeError, "columns() before every fed request has finished (close())");
+        return NULL;
+    }
+    if (!s->cols[0] && !s->cols[NQ0 + s->T + D_TTFT] && init_columns(s, 0) < 0) return NULL;
     if (cut_columns(s) < 0) return NULL;
-    PyObject *l = PyList_New(ncols(s));
+    int n = ncols(s);
+    char codes[NQ0 + 8 + ND + 1];
+    PyObject *l = PyList_New(n);
     if (!l) return NULL;
-    for (int j = 0; j < ncols(s); j++) {        /* None: a column the lean run does not keep */
+    for (int j = 0; j < n; j++) {
         PyObject *c = s->cols[j] ? s->cols[j] : Py_None;
         Py_INCREF(c);
         PyList_SET_ITEM(l, j, c);
+        codes[j] = col_code(s, j);
     }
     s->out = 1;
-    return l;
+    return Py_BuildValue("(s#N)", codes, (Py_ssize_t)n, l);
 }
 
 /* the latest finish_s, as Python's max() over the column finds it (the first of equal values; every row is
@@ -1741,8 +1807,8 @@ static void sched_dealloc(Sched *s) {
  * (pcs/engine/runner.py _close_beside, pcs/engine/schedstats.py _latency and latency_parts): the columns e2e_s,
  * ttft_s and tpot_s and the counters busy_s, origin_s, preemptions and the end time. The loop -- its steps,
  * admissions, preemptions and clock, so those values -- is the same; what it no longer makes: the other
- * columns (columns() gives None for them; 17 columns of 8 B a request and one of 1 B, grown and filled at the
- * feeds, written at each first admission and finish), the busy bins (busy_per_s empty), in_system_area_s (0),
+ * columns (columns() gives None for them; 17 columns of 8 B a request and one of 1 B, grown at the feeds,
+ * written at each feed, first admission and finish), the busy bins (busy_per_s empty), in_system_area_s (0),
  * peak_reserved_blocks (no held-slot count after each admission and grow), requests_outgrown (counted once a
  * request by its truncated column) and the per-request prefill seconds. The other counters are made as before.
  * The per-step part of the loop (begin_, end_) is compiled twice, lean a constant, so the full run pays no test
@@ -1754,6 +1820,23 @@ static PyObject *sched_lean(Sched *s, PyObject *unused) {
     }
     s->lean = 1;
     Py_RETURN_NONE;
+}
+
+/* count_slots(capacity): the lean no-cache run's GPU slots counted in the loop ("the no-cache run's slots" above),
+ * capacity the GPU tier's slots (its capacity_blocks, >= 0: ValueError else); True when it does -- a lean loop on
+ * the compiled hierarchy's C API (no hybrid hierarchy) whose GPU tier holds nothing (no resident block, no slot
+ * held), before its first feed -- else False (the hierarchy is called as before). Its feeds then take no decode
+ * blocks (ValueError). */
+static PyObject *sched_count_slots(Sched *s, PyObject *arg) {
+    Py_ssize_t cap = PyLong_AsSsize_t(arg);
+    if (cap == -1 && PyErr_Occurred()) return NULL;
+    if (cap < 0) { PyErr_SetString(PyExc_ValueError, "count_slots(capacity): capacity >= 0"); return NULL; }
+    if (!s->lean || !s->api || s->gh || s->fed || s->busy || s->api->gpu_held(s->hobj)
+        || s->api->num_resident(s->hobj, 0)) Py_RETURN_FALSE;
+    s->slots = 1;
+    s->slot_cap = cap;
+    s->slot_res = 0;
+    Py_RETURN_TRUE;
 }
 
 /* sample_here(step_s, max_samples): keep the time series in C from the first sample on (the loop must run without
@@ -1790,7 +1873,8 @@ static PyMethodDef sched_methods[] = {
     {"close", (PyCFunction)sched_close, METH_NOARGS, "run until every request has finished; returns the end time"},
     {"state", (PyCFunction)sched_state, METH_NOARGS,
      "(admitted, waiting, resident blocks per tier, restored bytes per link, link free per tier, running)"},
-    {"columns", (PyCFunction)sched_columns, METH_NOARGS, "per-request columns as array.array (order: pcs.engine.stepnative; None: not kept, lean())"},
+    {"count_slots", (PyCFunction)sched_count_slots, METH_O, "count_slots(capacity): the lean no-cache run's GPU slots counted in the loop, no hierarchy call"},
+    {"columns", (PyCFunction)sched_columns, METH_NOARGS, "(codes, columns): per-request columns as bytearrays after close (order: pcs.engine.stepnative; None: not kept, lean())"},
     {"counters", (PyCFunction)sched_counters, METH_NOARGS, "counters (dict)"},
     {"clock_event", (PyCFunction)sched_clock_event, METH_NOARGS,
      "a fleet's one clock: (time, 0) the step's end is due, (time, 1) the next step begins, None: idle"},

@@ -165,6 +165,12 @@ class NativeStepEngine(StepEngine):
     _expect = 0
     #: a lean no-cache run (:meth:`__init__`'s ``lean``): only :data:`LEAN_COLUMNS` and the counters its summary reads
     _lean = False
+    #: a lean no-cache run counts its GPU slots in the C loop (``_stepsched.c`` count_slots, "the no-cache run's
+    #: slots": the hierarchy's rule for an empty chain, no call to it) when it can; False: it calls the hierarchy
+    _count_slots = True
+    #: whether this run counts its GPU slots in the C loop (:attr:`_count_slots`: True when its GPU tier was empty and
+    #: the loop is on the hierarchy's C API)
+    _slots_counted = False
 
     def __init__(self, hierarchy, links, block_bytes, cost, config, recompute_last_token: bool = True,
                  decode=None, no_cache: bool = False, skip: bool = True, lean: bool | None = None) -> None:
@@ -173,7 +179,10 @@ class NativeStepEngine(StepEngine):
         ``preemptions``; its other columns, input columns, ledger counts (but ``num_requests``), busy bins
         (``busy_per_s`` empty), ``in_system_area_s`` (0), ``peak_reserved_blocks`` and ``requests_outgrown`` are
         not made, its other counters are (``_stepsched.c``, "the lean no-cache run"). The kept values are the full run's
-        (``tests/engine/test_stepsched_native.py``). ``lean=True`` without ``no_cache`` raises ValueError."""
+        (``tests/engine/test_stepsched_native.py``). ``lean=True`` without ``no_cache`` raises ValueError. A lean run
+        on the compiled hierarchy's C API whose GPU tier is empty counts its GPU slots in the loop (every admission an
+        empty chain: the hierarchy's slot rule for one, docs/semantics.md §5, no call to it; ``_stepsched.c``, "the
+        no-cache run's slots"): the hierarchy is then left as it was given."""
         super().__init__(hierarchy, links, block_bytes, cost, config, recompute_last_token, decode, no_cache,
                          False, skip)
         why = unsupported(hierarchy, self.links, cost, config, no_cache)
@@ -184,6 +193,8 @@ class NativeStepEngine(StepEngine):
         if no_cache if lean is None else lean:
             self._s.lean()          # ValueError unless no_cache
             self._lean = True
+            if self._count_slots and self.decode is None:      # (a no-cache run's decode blocks: None)
+                self._slots_counted = self._s.count_slots(hierarchy.tiers[0].capacity_blocks)
 
     @property
     def releases_gil(self) -> bool:
@@ -352,14 +363,16 @@ class NativeStepEngine(StepEngine):
                 setattr(lk, name, v)
         self._finish_max_s = got["finish_max_s"]
         names = _Q_COLS + tuple(f"hit_tokens_{t.name}" for t in self.h.tiers) + _D_COLS + ("truncated",)
+        codes, cols = self._s.columns()
         if self._lean:                  # the kept columns alone (None for the others), the number of requests
-            self._cols = {name: col for name, col in zip(names, self._s.columns()) if col is not None}
+            self._cols = {name: np.frombuffer(col, code) for name, code, col in zip(names, codes, cols)
+                          if col is not None}
             L.num_requests = len(self._cols["ttft_s"])
             return EngineResult(L, dict(self._cols), self.sampler)
-        for name, col in zip(names, self._s.columns()):     # the loop's own arrays, no copy
-            if col.typecode != c[name].typecode:
-                raise AssertionError(f"column {name}: typecode {col.typecode}, the reference's {c[name].typecode}")
-            c[name] = col
+        for name, code, col in zip(names, codes, cols):     # the loop's own bytes, no copy
+            if code != c[name].typecode:
+                raise AssertionError(f"column {name}: typecode {code}, the reference's {c[name].typecode}")
+            c[name] = np.frombuffer(col, code)
         return ReplayEngine.close(self)
 
     def _last_event_s(self) -> float:

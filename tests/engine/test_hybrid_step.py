@@ -28,6 +28,8 @@ WIN = CacheGroup("sliding_window", "window", ("sliding_window",), 4, span_tokens
 
 def _col(eng, name):
     col = eng.result.columns[name]
+    if isinstance(col, np.ndarray):     # the compiled step loop's columns: numpy over its own bytes
+        return col.tolist()
     return np.frombuffer(col, dtype={"q": np.int64, "d": np.float64, "b": np.int8}[col.typecode]).tolist()
 
 
@@ -110,6 +112,8 @@ def runs(draw):
 
 
 def _values(col):
+    if isinstance(col, np.ndarray):     # the compiled step loop's columns: numpy over its own bytes
+        return col
     return np.frombuffer(col, dtype={"q": np.int64, "d": np.float64, "b": np.int8}[col.typecode])
 
 

@@ -31,6 +31,8 @@ NATIVE = available([Tier("gpu", 1, make_policy("lru", 1))])
 
 
 def _values(col):
+    if isinstance(col, np.ndarray):     # the compiled step loop's columns: numpy over its own bytes
+        return col
     return np.frombuffer(col, dtype={"q": np.int64, "d": np.float64, "b": np.int8}[col.typecode])
 
 

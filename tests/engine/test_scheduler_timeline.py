@@ -15,6 +15,8 @@ MS = 0.001
 
 def _col(eng, name):
     col = eng.result.columns[name]
+    if isinstance(col, np.ndarray):     # the compiled step loop's columns: numpy over its own bytes
+        return col.tolist()
     return np.frombuffer(col, dtype={"q": np.int64, "d": np.float64, "b": np.int8}[col.typecode]).tolist()
 
 

@@ -79,6 +79,8 @@ def shifted_runs(draw):
 
 
 def _values(col):
+    if isinstance(col, np.ndarray):     # the compiled step loop's columns: numpy over its own bytes
+        return col
     return np.frombuffer(col, dtype={"q": np.int64, "d": np.float64, "b": np.int8}[col.typecode])
 
 

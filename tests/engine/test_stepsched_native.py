@@ -46,6 +46,9 @@ class _Prefill:
 
 
 def _values(col):
+    """A column as numpy: the reference's ``array.array``, the compiled loop's numpy array (its own bytes)."""
+    if isinstance(col, np.ndarray):
+        return col
     return np.frombuffer(col, dtype={"q": np.int64, "d": np.float64, "b": np.int8}[col.typecode])
 
 
@@ -103,7 +106,7 @@ def _assert_same(py, c):
     assert list(pr.columns) == list(cr.columns)
     for name, col in pr.columns.items():
         a, b = _values(col), _values(cr.columns[name])
-        assert col.typecode == cr.columns[name].typecode, name
+        assert a.dtype == b.dtype, name
         assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
     assert pr.ledger == cr.ledger
     assert pe.stats == ce.stats
@@ -171,7 +174,7 @@ def _assert_lean_equals_full(full, lean):
     assert list(lr.columns) == ["ttft_s", "e2e_s", "tpot_s"] == list(stepnative.LEAN_COLUMNS)
     for name, col in lr.columns.items():
         a, b = _values(fr.columns[name]), _values(col)
-        assert col.typecode == "d" and np.array_equal(a, b, equal_nan=True), name
+        assert b.dtype == np.float64 and np.array_equal(a, b, equal_nan=True), name
     for name in _LEAN_COUNTERS:
         assert getattr(le.stats, name) == getattr(fe.stats, name), name
     assert lr.ledger.num_requests == fr.ledger.num_requests == len(fr.columns["ttft_s"])
@@ -185,11 +188,84 @@ def test_lean_no_cache_run_keeps_the_full_runs_values(run):
     # the no-cache run is lean by default (only what the replay's summary reads of it: _stepsched.c "the lean
     # no-cache run"); the full run equals the Python reference (the tests above), so the lean one must equal it
     # in everything it keeps -- tiny GPU tiers preempt and truncate, so the re-admissions are covered
+    # The lean run counts its GPU slots in the loop (_stepsched.c "the no-cache run's slots") when it is on the
+    # hierarchy's C API; the full run and a lean run told not to count call the hierarchy: all three must agree
     reqs, caps, cost, links, kw = run
     kw = dict(kw, no_cache=True, block_bytes=kw["block_bytes"][:1])
     full = _run(stepnative.NativeStepEngine, reqs, caps[:1], cost, links[:1], kw)
-    _assert_lean_equals_full(full, _run(stepnative.NativeStepEngine, reqs, caps[:1], cost, links[:1],
-                                        dict(kw, lean=True)))
+    lean = _run(stepnative.NativeStepEngine, reqs, caps[:1], cost, links[:1], dict(kw, lean=True))
+    assert lean[0]._slots_counted == lean[0]._s.c_api and not full[0]._slots_counted
+    _assert_lean_equals_full(full, lean)
+    _assert_lean_equals_full(full, _run(_HierarchySlots, reqs, caps[:1], cost, links[:1], dict(kw, lean=True)))
+
+
+class _HierarchySlots(stepnative.NativeStepEngine):
+    """NativeStepEngine whose lean no-cache run calls the hierarchy for its GPU slots (no count of its own)."""
+
+    _count_slots = False
+
+
+def _slot_engine(cls=stepnative.NativeStepEngine, gpu_blocks=4, h=None):
+    """A lean no-cache engine over a compiled LRU GPU tier of ``gpu_blocks`` (or hierarchy ``h``)."""
+    from pcs.cache.native import NativeHierarchy
+    from pcs.compute import StepCost
+    from pcs.engine.schedconfig import SchedulerConfig
+
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    cfg = SchedulerConfig(max_num_batched_tokens=256, max_num_seqs=8, restore_timeout_per_token_s=0.0)
+    h = h or NativeHierarchy([Tier("gpu", gpu_blocks, make_policy("lru", gpu_blocks))])
+    return cls(h, [None], [0], cost, cfg, no_cache=True)
+
+
+def test_the_no_cache_runs_counted_slots_wait_truncate_and_free_as_the_hierarchy():
+    # By hand (docs/semantics.md §5, a GPU tier of 4 blocks of 16 tokens, nothing cached): A (64 tokens, 1 output
+    # token) takes the 4 slots and finishes at its prefill's end; B (16 tokens), arriving with it, needs 1 slot and
+    # none is free, so it waits for A's finish: B's first token comes after A's end. C (96 tokens: 6 blocks, more
+    # than the tier) is admitted truncated to the 4 slots once the tier is free (it does not wait for ever), and
+    # finishes. The same run with the hierarchy counting gives the same columns and counters.
+    from helpers import req
+    from pcs.engine.chunks import iter_chunks
+
+    reqs = [req([1, 2, 3, 4], 0.0, prompt=64, out=1, bs=16), req([5], 0.0, prompt=16, out=1, bs=16),
+            req([6, 7, 8, 9, 10, 11], 1.0, prompt=96, out=1, bs=16)]
+    done = []
+    for cls in (stepnative.NativeStepEngine, _HierarchySlots):
+        eng = _slot_engine(cls)
+        for ch in iter_chunks(reqs, BlockRules(), None, False):
+            eng.feed(ch)
+        done.append((eng, eng.close()))
+    (ce, cr), (he, hr) = done
+    assert ce._slots_counted and not he._slots_counted
+    ttft, e2e = cr.columns["ttft_s"], cr.columns["e2e_s"]
+    assert ttft[0] == e2e[0] and ttft[1] > e2e[0] > 0           # B waits for A's 4 slots
+    assert 1.0 < 1.0 + e2e[2] < 2.0                             # C (arrives at 1 s): truncated, admitted, done
+    for name in stepnative.LEAN_COLUMNS:
+        assert np.array_equal(cr.columns[name], hr.columns[name], equal_nan=True), name
+    assert ce.stats == he.stats and ce._last_event_s() == he._last_event_s()
+    assert ce.h._h.gpu_held() == he.h._h.gpu_held() == 0
+
+
+def test_slots_are_counted_only_from_an_empty_gpu_tier_and_without_decode_blocks():
+    from pcs.cache.native import NativeHierarchy
+
+    h = NativeHierarchy([Tier("gpu", 4, make_policy("lru", 4))])
+    a = h.start([42], 1, 1, 0)                 # one block cached: resident on the GPU tier
+    h.prefill_done(a)
+    h.finish(a)
+    assert not _slot_engine(h=h)._slots_counted      # the hierarchy is called (a resident block: not an empty tier)
+    eng = _slot_engine()
+    assert eng._slots_counted
+    with pytest.raises(ValueError, match="capacity"):
+        eng._s.count_slots(-1)
+    i8 = np.int64
+    rows = (np.zeros(1), np.array([16], i8), np.array([1], i8), np.array([1], i8), np.array([0], i8),
+            np.array([0, 1], i8), np.array([5], np.uint64), np.zeros(0), np.zeros(0, i8))
+    with pytest.raises(ValueError, match="decode blocks"):
+        eng._s.feed(16, *rows, np.array([0, 1], i8), np.array([9], np.uint64))
+    with pytest.raises(RuntimeError, match="before every fed request"):
+        eng._s.feed(16, *rows, np.zeros(0, i8), np.zeros(0, np.uint64))
+        eng._s.columns()
 
 
 def test_lean_is_the_no_cache_runs_default_and_refused_with_a_cache():
@@ -232,9 +308,9 @@ def test_lean_no_cache_run_meets_the_span_limit_as_the_full_run():
 
 
 def test_the_columns_are_the_loops_own_arrays_handed_out_once():
-    # close() takes the C loop's per-request columns as they are (array.array, no copy): one per request, of the
-    # reference's types ('q' int64, 'd' float64, 'b' truncated), and the loop then refuses to run on (it no longer
-    # owns the arrays it would grow)
+    # close() takes the C loop's per-request columns as they are (numpy arrays over the loop's own bytes, no copy):
+    # one per request, of the reference's types ('q' int64, 'd' float64, 'b' truncated), and the loop then refuses
+    # to run on (it no longer owns the buffers it would grow)
     from helpers import req
     from pcs.compute import StepCost
 
@@ -246,7 +322,8 @@ def test_the_columns_are_the_loops_own_arrays_handed_out_once():
     eng, res = _run(stepnative.NativeStepEngine, reqs, [16], cost, [None], kw)
     for name in ("hit_blocks", "ttft_s", "truncated", "tpot_s", "hit_tokens_gpu"):
         col = res.columns[name]
-        assert len(col) == 3 and col.typecode == {"truncated": "b"}.get(name, "d" if name.endswith("_s") else "q")
+        code = {"truncated": "b"}.get(name, "d" if name.endswith("_s") else "q")
+        assert isinstance(col, np.ndarray) and len(col) == 3 and col.dtype == np.dtype(code), name
     # 3 requests of 32 tokens 0.5 s apart, 3 output tokens each: 3 steps of at most ~1.1 ms each (weights 1 ms, the
     # rest microseconds), so each finishes within 0.1 s of its arrival, before the next one arrives
     assert all(a < f < a + 0.1 for f, a in zip(res.columns["finish_s"], (0.0, 0.5, 1.0)))
