@@ -70,7 +70,8 @@ class Duration(click.ParamType):
     when the option's name carries the unit (``--router-stale-s 5``, ``--think-s 150``: ``plain_seconds``), as a
     file field named ``setup_s`` is; any other duration option refuses it as the envelope's times do
     (``--ttft-slo 500`` could mean 500 ms or 500 s): ``--ttft-slo '500' has no unit: give a unit: 500ms or
-    500s``. ``0`` needs no unit; a number that is not text (a default, a config file's TOML number) is seconds.
+    500s``. ``0`` needs no unit; a value that is not text (an option default such as ``--think-s``'s 150.0) is seconds;
+    a sweep plan's number arrives as text and follows the rule (``ttft-slo = 2`` is refused, ``"2s"`` taken).
     A bad unit, a negative value, NaN or infinity, or a value outside the range is click's one-line usage
     error naming the option (exit 2).
     """
