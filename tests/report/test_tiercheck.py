@@ -67,3 +67,14 @@ def test_rules_on_hand_built_summaries():
     # equal links are no misorder
     assert tier_config_notes({"tiers": [_tier("gpu", 10, 0, 3), _tier("a", 20, 3, 1, 1e9),
                                         _tier("b", 20, 1, 0, 1e9)], "write_policy": "back"}) == []
+
+
+def test_compare_names_the_variant_whose_tier_is_never_written():
+    r = invoke("compare", "-q", "--format", "json", "--tiers", "gpu=200GB,ssd=10TB,cpu=1TB",
+               "--tiers", "gpu=200GB,cpu=1TB,ssd=10TB")
+    assert r.exit_code == 0, r.output
+    notes = [n for n in json.loads(r.stdout)["notes"] if "tier " in n]
+    first = "lru gpu=200GB ssd=10TB cpu=1TB: "                  # only the first variant: the second is in order
+    assert [n[:len(first)] for n in notes] == [first, first]
+    assert notes[0].startswith(first + "tier order: ssd (56.00 GB/s link) sits above cpu (400.00 GB/s)")
+    assert notes[1].startswith(first + "tier cpu received no block in this run (999.92 GB unused)")
