@@ -41,8 +41,8 @@ def _inputs(folder):
 
 
 def test_the_command_names_each_option_given_and_no_output_option(tmp_path, monkeypatch):
-    """By the rule: options in ``--help`` order, a duration in seconds with its unit (5 ms = 0.005s), an off switch by its
-    name, the trace absolute; ``-q``, ``--format`` and ``--requests-out`` print nothing that is a number."""
+    """By the rule: options in ``--help`` order, a duration in seconds with its unit (5 ms = 0.005s), an off switch by
+    its name, the trace absolute; ``-q``, ``--format`` and ``--requests-out`` print nothing that is a number."""
     _inputs(tmp_path / "a")
     monkeypatch.chdir(tmp_path / "a")
     r = invoke("replay", "t.jsonl", "-q", "--format", "json", "--restore-policy", "best-effort",
