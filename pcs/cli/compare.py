@@ -78,9 +78,28 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
                           admits=list(kw["admit"]) or None, progress=progress,
                           **dict(replay_kwargs, tiers=list(kw["tiers"]) or None))
     payload = res.to_dict()
-    notes = with_trace_notes(payload, trace, fmt, kw["quiet"])
+    notes = with_trace_notes(payload, trace, fmt, kw["quiet"]) + _tier_notes(res, payload, fmt, kw["quiet"])
     write_outputs(html_path, plot_dir, [payload])
     emit(payload, fmt, lambda: "\n".join([render_compare(res)] + [f"note: {n}" for n in notes]), rows_key="variants")
+
+
+def _tier_notes(res: Any, payload: dict[str, Any], fmt: str, quiet: bool) -> tuple[str, ...]:
+    """The variants' lower tiers that never received a block (:func:`pcs.report.tiercheck.tier_config_notes`),
+    each note once, led by the variants it concerns when not all; added to ``payload["notes"]`` and, outside the
+    table format and without ``-q``, printed on stderr, as :func:`pcs.cli.common.with_trace_notes` does."""
+    from pcs.report.tiercheck import tier_config_notes
+
+    by_note: dict[str, list[str]] = {}
+    for v in res.variants:
+        for note in tier_config_notes(v.summary.to_dict()) if v.summary is not None else ():
+            by_note.setdefault(note, []).append(v.variant)
+    notes = tuple(n if len(vs) == len(res.variants) else f"{', '.join(vs)}: {n}" for n, vs in by_note.items())
+    if notes:
+        payload["notes"] = list(payload.get("notes") or []) + list(notes)
+        if not quiet and fmt != "table":
+            for note in notes:
+                click.echo(f"pcs: note: {note}", err=True)
+    return notes
 
 
 def _parse_capacities(text: str, kw: dict[str, Any], block_size: int) -> list[str]:

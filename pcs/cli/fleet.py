@@ -42,7 +42,7 @@ def fleet_options(multiple: bool) -> Callable:
                               "backend), below each instance's own tiers, one link per instance (--link NAME=...; "
                               "default by name, remote = rdma-400g); e.g. remote=10TB. The instances run on one "
                               "clock, under the step scheduler too (docs/cluster.md).")(f)
-        f = click.option("--router-stale-s", type=Duration(0, MAX_STALE_S), default=None,
+        f = click.option("--router-stale-s", type=Duration(0, MAX_STALE_S, plain_seconds=True), default=None,
                          help="Time (e.g. 500ms; a plain number is seconds) between a cache event on an instance and the router seeing it (KV events "
                               "arrive late); default 0 = the router's index is exact. Only prefix and cache-aware "
                               "read the index (pcs compare gives the delay to those).")(f)
@@ -85,6 +85,12 @@ def replay_fleet(fmt: str, requests_out: str | None, kw: dict[str, Any]) -> None
         for note in payload["notes"]:
             click.echo(f"pcs: note: {note}", err=True)
     with_trace_notes(payload, trace, fmt, kw["quiet"])  # synthetic reuse, skipped lines: as pcs replay
+    if fmt == "json":      # as a single-instance replay's JSON: the trace read and the command that reruns the run
+        from pcs.cli.rerun import replay_command
+        from pcs.trace.fingerprint import trace_file
+
+        payload["trace_file"] = trace_file(kw["trace"] or payload["trace"])
+        payload["replay_command"] = replay_command(click.get_current_context())
     emit(csv_payload(payload) if fmt == "csv" else payload, fmt,
          lambda: "\n".join([render_fleet(payload, kw.get("compute_mode"), kw.get("timing"))]
                            + [f"note: {n}" for n in payload["notes"]]), rows_key="per_instance")

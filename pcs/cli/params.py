@@ -63,25 +63,32 @@ class Float(click.FloatRange):
 
 
 class Duration(click.ParamType):
-    """A duration option in seconds (float), in ``[min_s, max_s]``: ``60``, ``60s``, ``2ms``, ``1e-3s``.
+    """A duration option in seconds (float), in ``[min_s, max_s]``: ``60s``, ``2ms``, ``1e-3s``, ``2.5min``.
 
-    One type for every duration option (docs/semantics.md §16): a bare number means seconds, as before; units go
-    through :func:`pcs.units.parse_duration` (ns, us, ms, s, min, h; exact to 1 ns). A bad unit, a negative
-    value, NaN or infinity, or a value outside the range is click's one-line usage error naming the option
-    (exit 2).
+    One type for every duration option (docs/semantics.md §16); units go through :func:`pcs.units.parse_duration`
+    (ns, us, ms, s, min, h; exact to 1 ns). A plain number typed on the command line is taken as seconds only
+    when the option's name carries the unit (``--router-stale-s 5``, ``--think-s 150``: ``plain_seconds``), as a
+    file field named ``setup_s`` is; any other duration option refuses it as the envelope's times do
+    (``--ttft-slo 500`` could mean 500 ms or 500 s): ``--ttft-slo '500' has no unit: give a unit: 500ms or
+    500s``. ``0`` needs no unit; a value that is not text (an option default such as ``--think-s``'s 150.0) is seconds;
+    a sweep plan's number arrives as text and follows the rule (``ttft-slo = 2`` is refused, ``"2s"`` taken).
+    A bad unit, a negative value, NaN or infinity, or a value outside the range is click's one-line usage
+    error naming the option (exit 2).
     """
 
     name = "duration"
 
-    def __init__(self, min_s: float, max_s: float, min_open: bool = False) -> None:
-        self.min_s, self.max_s, self.min_open = min_s, max_s, min_open
+    def __init__(self, min_s: float, max_s: float, min_open: bool = False, plain_seconds: bool = False) -> None:
+        self.min_s, self.max_s, self.min_open, self.plain_seconds = min_s, max_s, min_open, plain_seconds
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
         try:
-            seconds = units.parse_duration(value if isinstance(value, (int, float)) and not isinstance(value, bool)
-                                           else str(value).strip())
-        except ValueError as exc:
-            self.fail(str(exc).splitlines()[0], param, ctx)
+            if not number and not self.plain_seconds:    # the message's value, after click's option name
+                units.require_unit(str(value).strip(), "", "duration")
+            seconds = units.parse_duration(value if number else str(value).strip())
+        except ValueError as exc:      # UserError is a ValueError
+            self.fail(str(exc).splitlines()[0].strip(), param, ctx)
         low_ok = seconds > self.min_s if self.min_open else seconds >= self.min_s
         if not (low_ok and seconds <= self.max_s):
             self.fail(f"{value!r} is not in the range {'>' if self.min_open else '>='} {self.min_s:g} s and "
@@ -116,8 +123,10 @@ def parse_capacity_list(text: str, option: str, block_bytes: int | Callable[[], 
         except ValueError as exc:
             raise UserError(f"{option} {item!r}: {exc}") from None
         if cap.size_bytes is not None and block_bytes is None:
-            raise UserError(f"{option} {item!r}: a size in bytes needs --model (the bytes per block); "
-                             "or give blocks, e.g. 5000blocks")
+            raise UserError(f"{option} {item!r}: a size in bytes needs --model: the curve is in blocks and needs "
+                             f"no model; --model NAME (pcs replay's default is llama-2-70b) gives the bytes per "
+                             f"block that turn {item} into blocks and adds a bytes column; or give blocks, e.g. "
+                             "5000blocks")
         if cap.size_bytes is not None and callable(block_bytes):
             block_bytes = block_bytes()
         blocks = cap.to_blocks(None if callable(block_bytes) else block_bytes, f"{option} {item!r}")

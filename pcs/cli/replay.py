@@ -94,7 +94,7 @@ def _hybrid_options() -> list:
                           "vLLM's mamba_cache_mode."),
         click.option("--residency-step", type=Duration(0, 1e9, min_open=True),
                      help="Hybrid models: step of the replay-resident bytes series per component, simulated "
-                          "time (e.g. 60s or 60 = seconds; default 60s)."),
+                          "time (e.g. 60s or 1min, a unit required; default 60s)."),
     ]
 
 
@@ -204,9 +204,9 @@ def _scheduler_options() -> list:
                           "wait (prefill after every block landed), best-effort (wait at most --restore-timeout "
                           "+ --restore-timeout-per-token x restored tokens, recompute the rest)."),
         click.option("--restore-timeout", type=Duration(0, 1e9), default="0s", show_default=True,
-                     help="best-effort: fixed part of the wait for a restore (e.g. 5ms)."),
+                     help="best-effort: fixed part of the wait for a restore, with a unit (e.g. 5ms)."),
         click.option("--restore-timeout-per-token", type=Duration(0, 1e9),
-                     help="best-effort: wait per restored token (e.g. 35us); default the step's matmul time per "
+                     help="best-effort: wait per restored token, with a unit (e.g. 35us); default the step's matmul time per "
                           "token (about what recomputing it costs)."),
         click.option("--restore-fallback/--no-restore-fallback", default=True, show_default=True,
                      help="Recompute instead of a restore that, link queue included, would take longer than the "
@@ -226,7 +226,7 @@ def _scheduler_options() -> list:
                      help="A request preempted this often is re-admitted holding every block it needs (0: all "
                           "requests reserve their output at admission)."),
         click.option("--ttft-slo", type=Duration(0, 1e9, min_open=True),
-                     help="TTFT target of the goodput figures (e.g. 2s)."),
+                     help="TTFT target of the goodput figures, with a unit (e.g. 2s or 500ms)."),
     ]
 
 
@@ -601,14 +601,17 @@ def _refuse_single_instance_options(kw: dict[str, Any], streams: dict | None, ou
 
 def _with_trace_notes(s: Any, trace: Any, streams: dict | None) -> Any:
     """The replay summary ``s`` with the notes about the trace itself: an exact re-blocking, then
-    :func:`pcs.trace.api.trace_notes` (synthetic reuse and the like)."""
+    :func:`pcs.trace.api.trace_notes` (synthetic reuse and the like), then the tiers that never received a block
+    (:func:`pcs.report.tiercheck.tier_config_notes`)."""
     from pcs.trace.api import trace_notes
 
     if streams is not None:
         s = dataclasses.replace(s, notes=s.notes + (f"the trace's {streams['exact'].source.block_size}-token ids "
                                                      f"were re-blocked to {streams['exact'].block_size} tokens "
                                                      "(exact)",))
-    extra = trace_notes(trace)
+    from pcs.report.tiercheck import tier_config_notes
+
+    extra = trace_notes(trace) + tuple(tier_config_notes(s.to_dict()))
     return dataclasses.replace(s, notes=s.notes + extra) if extra else s
 
 

@@ -3,7 +3,7 @@
 Every option of ``pcs replay`` that the user gave (on the command line or through an environment variable) is
 in it, except the ones that only say where and how the output goes (:data:`OUTPUT_ONLY`): a new option is in it
 the day it is added, with no list to keep. Values are written back from their parsed form (a duration in
-seconds, a flag by its on or off name), paths absolute, so the command runs from any folder and prints the
+seconds with its unit, a flag by its on or off name), paths absolute, so the command runs from any folder and prints the
 same command again. The process settings ``PCS_NATIVE`` and ``PCS_THREADS`` are not options and are not in it: they
 choose which twin runs and where side work runs, never a number (the JSON's ``engine`` fields say which ran). ``pcs replay --format json`` records it as ``replay_command``; the HTML page's inputs table
 prints it (docs/report.md).
@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from pcs.cli.modelarg import is_config_path
+from pcs.cli.params import Duration
 
 __all__ = ["OUTPUT_ONLY", "replay_command"]
 
@@ -32,8 +33,12 @@ def _given(ctx: click.Context, name: str) -> bool:
                                                  click.core.ParameterSource.DEFAULT_MAP)
 
 
-def _text(name: str, value: Any) -> str:
-    """A parsed value as the option takes it back: a float by its repr (exact), a path absolute."""
+def _text(name: str, value: Any, duration: bool = False) -> str:
+    """A parsed value as the option takes it back: a float by its repr (exact), a duration in seconds with its
+    unit (``0.005s``: a duration option refuses a plain number, :class:`pcs.cli.params.Duration`), a path
+    absolute."""
+    if duration and isinstance(value, (int, float)):
+        return f"{float(value)!r}s"
     if isinstance(value, float):
         return repr(value)
     text = str(value)
@@ -53,7 +58,8 @@ def _words(param: click.Parameter, value: Any) -> list[str]:
     if param.is_flag:
         return [name] if value else []
     values = value if param.multiple else (value,)
-    return [w for v in values for w in (name, _text(param.name or "", v))]
+    duration = isinstance(param.type, Duration)
+    return [w for v in values for w in (name, _text(param.name or "", v, duration))]
 
 
 def replay_command(ctx: click.Context) -> str:

@@ -203,7 +203,8 @@ class _Requests(click.ParamType):
                    "1,700 requests).")
 @click.option("--mix", default="chat=0.92,agent=0.03,oneoff=0.05", show_default=True,
               help="Shares of requests per kind: chat sessions, agent/tool loops, one-off requests.")
-@click.option("--think-s", "think_s", type=Duration(0, 1e9, min_open=True), default=150.0, show_default=True,
+@click.option("--think-s", "think_s", type=Duration(0, 1e9, min_open=True, plain_seconds=True), default=150.0,
+              show_default=True,
               help="Median time (e.g. 150s, 2.5min; a plain number is seconds) between two turns of a chat session (lognormal, sigma 1). Longer: later "
                    "reuse, longer reuse distances, more pressure on the cache.")
 @click.option("--turns", "turns_mean", type=Float(1, 1e6), default=3.0, show_default=True,

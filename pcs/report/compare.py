@@ -51,7 +51,7 @@ def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
     body = [[label] + [fmt(getattr(v, attr)) if getattr(v, attr) is not None else "-" for v in res.variants]
             for label, attr, fmt in ROWS if any(getattr(v, attr) is not None for v in res.variants)
             or not attr.startswith(("oracle", "gap_capacity", "gap_policy", "single_sequence_with", "gap_hybrid"))]
-    body.insert(0, ["tiers"] + [v.tiers for v in res.variants])
+    body[0:0] = _tier_rows(res)
     return render_table(["metric"] + [v.variant for v in res.variants], body,
                         title=f"pcs compare: {shown_path(res.trace)} | "
                               f"{model_label(first.to_dict()) if first is not None else res.model} | {timing}",
@@ -59,6 +59,34 @@ def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
                                "ideal - real (the oracle split's capacity + policy split single-sequence - real "
                                "again: not added to them); when a variant cached the next turns' decode blocks, the single-sequence incl. them "
                                "is its ceiling", "tiers: " + WHOLE_BLOCKS_NOTE] + list(notes))
+
+
+def _capacity(t: Any) -> str:
+    """One tier's capacity as the replay's tier table prints it: ``199.98 GB = 1,192 blk`` (pages for a hybrid
+    model: the bytes per block come from the model, so a size given in blocks reads in bytes too)."""
+    return (f"{format_bytes(t.capacity_bytes)} = {format_count(t.capacity_blocks)} "
+            f"{'pages' if t.blocks_unit == 'page' else 'blk'}")
+
+
+def _tier_rows(res: CompareResult) -> list[list[str]]:
+    """``tier NAME`` rows, one per tier name in first-seen order over the variants (decimal bytes beside the
+    whole blocks, ``-`` where a variant has no such tier); a variant without a summary shows its ``tiers`` text
+    in the first row."""
+    names: list[str] = []
+    for v in res.variants:
+        for t in (v.summary.tiers if v.summary is not None else ()):
+            if t.name not in names:
+                names.append(t.name)
+    if not names:
+        return [["tiers"] + [v.tiers for v in res.variants]]
+    rows = []
+    for i, name in enumerate(names):
+        cells = []
+        for v in res.variants:
+            t = next((t for t in v.summary.tiers if t.name == name), None) if v.summary is not None else None
+            cells.append(_capacity(t) if t is not None else (v.tiers if v.summary is None and i == 0 else "-"))
+        rows.append([f"tier {name}"] + cells)
+    return rows
 
 
 def _curve_table(res: CompareResult) -> str:

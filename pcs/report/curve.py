@@ -39,11 +39,15 @@ def _notes(payload: dict[str, Any], has_bytes: bool) -> list[str]:
              f" exact for every capacity from one pass of stack depths (kernel {payload['kernel']})",
              "Belady = offline optimum (evicts the unpinned leaf used farthest in the future); ceiling ="
              " infinite cache (single-sequence)",
-             "LRU knee (smallest capacity reaching this share of the ceiling): " + "; ".join(knees),
-             "capacity in bytes uses stored (Reserved) bytes per block: a narrower KV dtype with scales in the"
-             " pages (fp8_per_token_head, nvfp4) adds fewer blocks than its payload ratio suggests; vLLM's fp8"
-             " (scales outside the pages) adds exactly that many, see pcs footprint"] + \
-        ([WHOLE_BLOCKS_NOTE] if has_bytes else [])
+             "LRU knee (smallest capacity reaching this share of the ceiling): " + "; ".join(knees)]
+    if has_bytes:
+        notes += ["capacity in bytes uses stored (Reserved) bytes per block: a narrower KV dtype with scales in the"
+                  " pages (fp8_per_token_head, nvfp4) adds fewer blocks than its payload ratio suggests; vLLM's fp8"
+                  " (scales outside the pages) adds exactly that many, see pcs footprint", WHOLE_BLOCKS_NOTE]
+    else:
+        notes.append(f"capacities in blocks of {payload['block_size']} tokens: the curve needs no model; --model "
+                     "NAME adds each capacity's bytes (a column, and a GB axis with --plot: blocks x Reserved bytes "
+                     "per block) and takes sizes such as 200GB in --capacities")
     notes += payload.get("notes") or []  # about the trace: synthetic reuse, skipped lines
     if payload["sample_rate"] < 1.0:
         notes.append(f"SHARDS sample rate {payload['sample_rate']:g}: LRU values are estimates (docs/curves.md gives"
@@ -74,11 +78,26 @@ def render_curve(payload: dict[str, Any]) -> str:
     return render_table(headers, _rows(payload, has_bytes), title=title, notes=_notes(payload, has_bytes))
 
 
+def _bytes_axis(ax: Any, block_bytes: int, model_name: str) -> None:
+    """The capacity in decimal bytes on a second x axis on top, ticked where the blocks axis below is (its
+    powers of 10 in view), each label the bytes of that block count as the text report prints them
+    (``16.78 GB``: a space before the unit), so each pair lines up; no minor ticks."""
+    from matplotlib.ticker import NullLocator
+
+    lo, hi = ax.get_xlim()
+    blocks = [t for t in ax.get_xticks() if lo <= t <= hi]
+    top = ax.secondary_xaxis("top", functions=(lambda b: b * block_bytes, lambda n: n / block_bytes))
+    top.set_xticks([b * block_bytes for b in blocks], [format_bytes(b * block_bytes) for b in blocks])
+    top.xaxis.set_minor_locator(NullLocator())
+    top.set_xlabel(f"capacity (decimal bytes; {model_name}, {format_bytes(block_bytes)} per block, Reserved)")
+
+
 def curve_figure(result: Any, model_name: str | None, trace: str | None = None) -> Any:
     """The curves as a matplotlib figure: LRU at every capacity, Belady points, the ceiling.
 
     The title names the trace and its size; with a model (``result.block_bytes``)
-    a second x axis on top gives the capacity in GB (decimal; Reserved bytes per block).
+    a second x axis on top gives the capacity in decimal bytes (Reserved bytes per block), ticked over the
+    blocks axis's ticks.
 
     Args:
         result: a :class:`pcs.curves.api.CurveResult` (``lru`` curve,
@@ -105,16 +124,14 @@ def curve_figure(result: Any, model_name: str | None, trace: str | None = None) 
         ax.plot([c for c, _ in bel], [b * 100 for _, b in bel], "o--", label="Belady (offline optimum)")
     ax.axhline(result.ceiling_hit_ratio * 100, color="grey", ls=":", label="ceiling (infinite cache)")
     ax.set_xscale("log")
-    ax.set_xlabel("capacity (blocks)" + (f"; {model_name}" if model_name else ""))
+    ax.set_xlabel(f"capacity (blocks of {result.block_size} tokens, log scale)")
     bb = result.block_bytes
     if model_name and bb:
-        top_axis = ax.secondary_xaxis("top", functions=(lambda b: np.asarray(b) * bb / 1e9,
-                                                          lambda g: np.asarray(g) * 1e9 / bb))
-        top_axis.set_xlabel(f"capacity (GB, {model_name}, {format_bytes(bb)} per block)")
+        _bytes_axis(ax, bb, model_name)
     trace = trace or result.trace
     ax.set_title(f"Hit ratio by capacity: {Path(str(trace)).name} ({format_count(result.requests)} requests, "
                  f"block {result.block_size} tokens)", fontsize=10)
-    ax.set_ylabel("token hit ratio (%)")
+    ax.set_ylabel("hit ratio (% of prompt tokens)")
     ax.set_ylim(bottom=0)
     ax.legend(loc="upper left")
     ax.grid(alpha=0.3)

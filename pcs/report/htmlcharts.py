@@ -167,15 +167,31 @@ def waterfall_chart(s: dict, oracle: dict | None) -> Chart | None:
                     if "oracle" in datasets else ""))
 
 
-def _capacity_axis(block_size: int, top_bytes_per_block: int | None) -> tuple[dict, dict | None]:
-    """The blocks axis (bottom) and, with bytes per block known, the same scale labelled in bytes (top)."""
+def _decades(lo: float, hi: float) -> list[int]:
+    """The powers of 10 in ``[lo, hi]`` (at least ``lo``'s decade when none is): the tick values both capacity
+    axes share, so each bytes label on top sits over the block count below it."""
+    out, v = [], 1
+    while v <= hi:
+        if v >= lo:
+            out.append(v)
+        v *= 10
+    return out or [max(1, int(lo))]
+
+
+def _capacity_axis(block_size: int, top_bytes_per_block: int | None,
+                   domain: tuple[float, float] | None = None) -> tuple[dict, dict | None]:
+    """The blocks axis (bottom) and, with bytes per block known, the same scale labelled in decimal bytes (top:
+    ``16.8 GB``, a space before the unit as every text report prints it), both ticked at the powers of 10 of
+    ``domain`` (blocks) so the labels line up; without ``domain`` Vega-Lite picks the ticks."""
+    ticks = {"values": _decades(*domain)} if domain else {}
     bottom = {"title": f"capacity (blocks of {block_size} tokens, log scale)", "format": "~s", "labelOverlap": "greedy",
-              "labelSeparation": 6}
+              "labelSeparation": 6, **ticks}
     if not top_bytes_per_block:
         return bottom, None
-    top = {"orient": "top", "grid": False, "title": f"capacity (bytes; {top_bytes_per_block:,} B per block, log scale)",
-           "labelExpr": f"format(datum.value * {int(top_bytes_per_block)}, '.3~s') + 'B'", "labelOverlap": "greedy",
-           "labelSeparation": 6}
+    top = {"orient": "top", "grid": False,
+           "title": f"capacity (decimal bytes; {top_bytes_per_block:,} B per block, log scale)",
+           "labelExpr": f"format(datum.value * {int(top_bytes_per_block)}, '.3~s') + ' B'", "labelOverlap": "greedy",
+           "labelSeparation": 6, **ticks}
     return bottom, top
 
 
@@ -201,9 +217,10 @@ def curve_chart(curve: dict, marks: Sequence[dict] = (), chart_id: str = "curve"
     bel = [(r["capacity_blocks"], r["belady_hit_ratio"]) for r in rows if r.get("belady_hit_ratio") is not None]
     names = ["LRU"] + (["Belady (offline optimum)"] if len(bel) > 1 else [])
     line_rows = _rows(*zip(*dense), "LRU") + (_rows(*zip(*bel), names[-1]) if len(bel) > 1 else [])
-    bottom, top = _capacity_axis(curve["block_size"], curve.get("bytes_per_block") or curve.get("block_bytes"))
     caps = [c for c, _ in dense] + [m["capacity_blocks"] for m in marks if m["capacity_blocks"] >= 1]
     xs = {"type": "log", "domain": [min(caps), max(caps)]}
+    bottom, top = _capacity_axis(curve["block_size"], curve.get("bytes_per_block") or curve.get("block_bytes"),
+                                 (min(caps), max(caps)))
     x = _q("x", "", scale=xs, axis=bottom)
     y = _q("y", "hit ratio (share of prompt tokens)", axis={"format": _PCT})
     layers = [_lines("lines", x, y, names, "curve")]
@@ -381,7 +398,7 @@ def footprint_chart(p: dict, chart_id: str = "footprint") -> Chart | None:
              "encoding": {"x": {"field": "mode", "type": "nominal", "sort": [m for m, _ in FOOTPRINT_MODES],
                                 "title": None, "axis": {"labelAngle": 0}},
                           "y": _q("y", f"bytes per rank ({p['sequences']:,} sequence{'s' * (p['sequences'] != 1)})",
-                                  stack="zero", axis={"labelExpr": "format(datum.value, '.3~s') + 'B'"}),
+                                  stack="zero", axis={"labelExpr": "format(datum.value, '.3~s') + ' B'"}),
                           "color": {"field": "series", "type": "nominal", "legend": {"title": "component"},
                                     "scale": {"domain": names, "range": [colours[i % len(colours)]
                                                                          for i in range(len(names))]}},

@@ -49,6 +49,7 @@ _REPLAY_COMMAND = ("replay_command", "string", "-",
                    "`--requests-out`), paths absolute; the HTML page prints it (pcs.cli.rerun)")
 CLI_KEYS = {
     "pcs replay": (_TRACE_FILE, _REPLAY_COMMAND),
+    "pcs replay --instances N": (_TRACE_FILE, _REPLAY_COMMAND),
     "pcs curve": (("dtype", "string | null", "-", "the `--dtype` option (KV dtype of `--model`'s bytes) "
                                                   "by its layout's one name (`fp4` -> `nvfp4`); null without it. Appended after the result; `trace` is `-` "
                                                   "for stdin"), _NOTES),

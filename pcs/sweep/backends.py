@@ -58,15 +58,64 @@ def run_local(tasks: Sequence[Any], traces: dict[tuple, Any], jobs: int, with_re
     import multiprocessing
 
     _check_main_importable()
-    pool = multiprocessing.get_context("spawn").Pool(min(jobs, len(tasks)), initializer=init_worker,
-                                                     initargs=(traces,))
+    pool = None
     try:
+        with _workers_start_ignoring_sigint():
+            pool = multiprocessing.get_context("spawn").Pool(min(jobs, len(tasks)), initializer=init_worker,
+                                                             initargs=(traces,))
         for outcome in pool.imap_unordered(run_pooled, [(t, with_requests) for t in tasks], chunksize=1):
             on_done(outcome)
         pool.close()
         pool.join()
     finally:
-        pool.terminate()
+        if pool is not None:
+            pool.terminate()
+
+
+@contextlib.contextmanager
+def _workers_start_ignoring_sigint() -> Iterator[None]:
+    """Start the pool's workers with SIGINT ignored from their first instruction; a Ctrl-C while they start is
+    raised once the pool exists (so the caller ends it), not while a worker is half-started.
+
+    Ctrl-C reaches the whole process group. A worker still starting (a spawn worker imports multiprocessing and
+    pcs, then unpickles its task, before the pool's initializer :func:`pcs.sweep.worker.init_worker` ignores
+    SIGINT: about a second) printed a ``KeyboardInterrupt`` traceback under the driver's one line; and a
+    driver interrupted while writing a worker's task left that worker an ``UnpicklingError`` traceback and
+    no pool to end it. An ignored signal stays ignored across the fork and exec of a spawn start (a handler
+    does not), and Python installs its SIGINT handler only where SIGINT is not ignored at start-up. So while
+    the pool starts the driver notes a SIGINT instead of raising it, ignores SIGINT only around each worker's
+    fork and exec (``multiprocessing.util.spawnv_passfds``, wrapped meanwhile: about a millisecond each, in
+    which a Ctrl-C is lost; the next one stops the sweep), and raises ``KeyboardInterrupt`` after. No-op off
+    the main thread (a signal handler can only be set there).
+    """
+    import signal
+    import threading
+    from multiprocessing import util
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    spawn, arrived = util.spawnv_passfds, []
+
+    def note(signum: int, frame: Any) -> None:
+        arrived.append(signum)
+
+    def spawn_ignoring_sigint(*args: Any, **kwargs: Any) -> int:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            return spawn(*args, **kwargs)
+        finally:
+            signal.signal(signal.SIGINT, note)
+
+    old = signal.signal(signal.SIGINT, note)
+    util.spawnv_passfds = spawn_ignoring_sigint
+    try:
+        yield
+    finally:
+        util.spawnv_passfds = spawn
+        signal.signal(signal.SIGINT, old)
+    if arrived:
+        raise KeyboardInterrupt
 
 
 def _check_main_importable() -> None:

@@ -238,7 +238,9 @@ def init_worker(traces: dict[tuple, LoadedTrace]) -> None:
     """Process-pool initializer: keep the driver's loaded traces (pickled once per worker).
 
     Workers ignore SIGINT: Ctrl-C reaches the whole process group, and the driver alone handles it (it ends the
-    pool and says how many points are saved); a worker's own KeyboardInterrupt printed a traceback.
+    pool and says how many points are saved); a worker's own KeyboardInterrupt printed a traceback. The driver
+    starts its workers with SIGINT ignored already (:func:`pcs.sweep.backends.run_local`); this keeps it so in
+    a pool started otherwise.
     """
     import signal
 

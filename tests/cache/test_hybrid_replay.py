@@ -157,7 +157,7 @@ def test_hybrid_replays_add_up(reqs, model, gpu, timing, manager):
 def test_cli_json_requests_out_and_options(tmp_path: Path):
     out = tmp_path / "rows.parquet"
     r = invoke("replay", SAMPLE, "--model", "gemma-3-27b", "--tier", "gpu=40GB", "--format", "json", "--quiet",
-               "--requests-out", out, "--residency-step", "120")
+               "--requests-out", out, "--residency-step", "120s")
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["engine"] == AUTO_HYBRID and d["hybrid"]["series"]["step_s"] == 120

@@ -1,6 +1,8 @@
-"""Every duration option takes one type (``pcs.cli.params.Duration``, docs/semantics.md §16): a unit, or a plain
-number that means seconds as it always did. ``60`` = ``60s`` = ``1min`` = 60 s and ``0.005`` = ``5ms`` by
-definition of the units (1 min = 60 s, 1 ms = 1e-3 s), so each pair must give the same value and the same output.
+"""Every duration option takes one type (``pcs.cli.params.Duration``, docs/semantics.md §16): a unit, and a plain
+number only where the option's name carries the unit (``--router-stale-s``, ``trace synth --think-s``: seconds);
+``--ttft-slo 500`` (500 ms or 500 s?) is refused as the envelope's ``--full-prefill 100`` is. ``60s`` = ``1min``
+= 60 s and ``0.005s`` = ``5ms`` by definition of the units (1 min = 60 s, 1 ms = 1e-3 s), so each pair must give
+the same value and the same output.
 """
 from __future__ import annotations
 
@@ -16,23 +18,28 @@ TOKENS = str(ROOT / "traces" / "sample_tokens.jsonl")
 CHAT = str(ROOT / "traces" / "sample_chat.jsonl")
 STEP = ("--tier", "gpu=20blocks", "--tier", "cpu=60blocks")
 BEST = STEP + ("--restore-policy", "best-effort")
+FLEET = ("--instances", "2", "--router", "prefix")
 
-#: option, its two spellings, the JSON path where the run reports it, the seconds worked out by hand, other args
+#: option, two spellings, the JSON path where the run reports it, the seconds worked out by hand, other args
 CASES = [
-    ("--ttft-slo", "2", "2000ms", ("scheduler", "ttft_slo_s"), 2.0, STEP),
-    ("--restore-timeout", "0.005", "5ms", ("scheduler", "restore_timeout_s"), 0.005, BEST),
-    ("--restore-timeout-per-token", "0.000035", "35us", ("scheduler", "restore_timeout_per_token_s"), 3.5e-05, BEST),
-    ("--router-stale-s", "0.5", "500ms", ("router_stale_s",), 0.5, ("--instances", "2", "--router", "prefix")),
+    ("--ttft-slo", "2s", "2000ms", ("scheduler", "ttft_slo_s"), 2.0, STEP),
+    ("--restore-timeout", "0.005s", "5ms", ("scheduler", "restore_timeout_s"), 0.005, BEST),
+    ("--restore-timeout-per-token", "0.000035s", "35us", ("scheduler", "restore_timeout_per_token_s"), 3.5e-05,
+     BEST),
+    ("--router-stale-s", "0.5", "500ms", ("router_stale_s",), 0.5, FLEET),
 ]
+#: the duration options whose name carries no unit: a plain number other than 0 is refused (option, other args)
+UNIT_REQUIRED = [("--ttft-slo", STEP), ("--restore-timeout", BEST), ("--restore-timeout-per-token", BEST),
+                 ("--residency-step", ("--model", "gemma-3-27b", "--tier", "gpu=40GB"))]
 
 
 def _json(*args):
     return invoke_json("replay", TOKENS, *args)
 
 
-@pytest.mark.parametrize("option,bare,unit,path,seconds,extra", CASES, ids=[c[0] for c in CASES])
-def test_a_plain_number_is_seconds_and_a_unit_is_read(option, bare, unit, path, seconds, extra):
-    a, b = _json(*extra, option, bare), _json(*extra, option, unit)
+@pytest.mark.parametrize("option,first,second,path,seconds,extra", CASES, ids=[c[0] for c in CASES])
+def test_two_spellings_of_one_duration_give_one_run(option, first, second, path, seconds, extra):
+    a, b = _json(*extra, option, first), _json(*extra, option, second)
     got = a
     for key in path:
         got = got[key]
@@ -40,16 +47,32 @@ def test_a_plain_number_is_seconds_and_a_unit_is_read(option, bare, unit, path, 
     assert a == b
 
 
+@pytest.mark.parametrize("option,extra", UNIT_REQUIRED, ids=[o for o, _ in UNIT_REQUIRED])
+def test_a_plain_number_is_refused_where_the_name_carries_no_unit(option, extra):
+    # 500 could be 500 ms or 500 s: one line naming the option and the two spellings that work, exit 2
+    r = invoke("replay", TOKENS, *extra, option, "500")
+    assert r.exit_code == 2
+    assert f"'{option}': '500' has no unit: give a unit: 500ms or 500s" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_router_stale_s_is_seconds_as_its_name_says():
+    # the name carries the unit (as a hardware file's setup_s): 2 = 2 s = 2000 ms
+    a, b = _json(*FLEET, "--router-stale-s", "2"), _json(*FLEET, "--router-stale-s", "2000ms")
+    assert a["router_stale_s"] == 2.0
+    assert a == b
+
+
 def test_residency_step_takes_units():
-    # it took only a bare float; 60 = 60s = 1min (the hybrid residency series' step)
+    # 60s = 1min (the hybrid residency series' step)
     outs = [invoke("replay", CHAT, "-q", "--format", "json", "--model", "gemma-3-27b", "--tier", "gpu=40GB",
-                   "--residency-step", v) for v in ("60", "60s", "1min")]
-    assert [r.exit_code for r in outs] == [0, 0, 0], outs[0].output
-    assert json.loads(outs[0].stdout) == json.loads(outs[1].stdout) == json.loads(outs[2].stdout)
+                   "--residency-step", v) for v in ("60s", "1min")]
+    assert [r.exit_code for r in outs] == [0, 0], outs[0].output
+    assert json.loads(outs[0].stdout) == json.loads(outs[1].stdout)
 
 
 def test_think_s_takes_units(tmp_path):
-    # trace synth --think-s: 150 = 150s = 2.5min; same seed, same bytes
+    # trace synth --think-s: 150 = 150s = 2.5min (its name carries the unit); same seed, same bytes
     files = []
     for i, v in enumerate(("150", "150s", "2.5min")):
         out = tmp_path / f"t{i}.jsonl"

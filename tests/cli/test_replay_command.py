@@ -41,8 +41,8 @@ def _inputs(folder):
 
 
 def test_the_command_names_each_option_given_and_no_output_option(tmp_path, monkeypatch):
-    """By the rule: options in ``--help`` order, a duration in seconds (5 ms = 0.005), an off switch by its
-    name, the trace absolute; ``-q``, ``--format`` and ``--requests-out`` print nothing that is a number."""
+    """By the rule: options in ``--help`` order, a duration in seconds with its unit (5 ms = 0.005s), an off switch by
+    its name, the trace absolute; ``-q``, ``--format`` and ``--requests-out`` print nothing that is a number."""
     _inputs(tmp_path / "a")
     monkeypatch.chdir(tmp_path / "a")
     r = invoke("replay", "t.jsonl", "-q", "--format", "json", "--restore-policy", "best-effort",
@@ -51,7 +51,7 @@ def test_the_command_names_each_option_given_and_no_output_option(tmp_path, monk
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["replay_command"] == (
         f"pcs replay {tmp_path / 'a' / 't.jsonl'} --tier gpu=40blocks --timing modeled --max-num-seqs 64 "
-        "--restore-policy best-effort --restore-timeout 0.005 --no-restore-fallback")
+        "--restore-policy best-effort --restore-timeout 0.005s --no-restore-fallback")
 
 
 RUNS = {
@@ -69,6 +69,8 @@ RUNS = {
                     "cpu=150blocks", "--admit", "cpu=reuse:2", "--gap-oracle", "--policy", "slru",
                     "--protected-share", "0.6", "--max-num-batched-tokens", "4096", "--ttft-slo", "2s",
                     "--engine", "reference", "--on-error", "skip"],
+    "fleet": ["--instances", "2", "--router", "cache-aware", "--router-stale-s", "500ms", "--tier", "gpu=40blocks",
+              "--tier", "cpu=100blocks", "--ttft-slo", "2s"],
 }
 
 
@@ -87,8 +89,8 @@ def test_the_printed_command_reproduces_the_json(tmp_path, monkeypatch, name):
     second = invoke(*words[1:], "-q", "--format", "json")
     assert second.exit_code == 0, second.output
     expected = first.stdout
-    for rel in ("t.jsonl", "config.json", "gemma.json"):
-        expected = expected.replace(f'"{rel}"', json.dumps(str(tmp_path / "a" / rel)))
+    for rel in ("t.jsonl", "config.json", "gemma.json"):   # a fleet's instances: "t.jsonl [instance 0]"
+        expected = expected.replace(f'"{rel}', json.dumps(str(tmp_path / "a" / rel))[:-1])
     assert second.stdout == expected
 
 

@@ -107,7 +107,7 @@ def test_ttft_slo_goodput_in_the_table_and_csv(tmp_path):
     # sequential timing has no compute queue; the series step exists only for hybrid models
     (["--timing", "sequential", "--compute", "infinite"], ["--compute infinite", "no compute queue"]),
     (["--timing", "sequential", "--compute", "step"], ["--compute step", "no compute queue"]),
-    (["--residency-step", "1e-9"], ["--residency-step", "one full-attention cache group"]),
+    (["--residency-step", "1e-9s"], ["--residency-step", "one full-attention cache group"]),
     # an option naming one tier twice is refused as a repeated --tier is (last-wins was silent)
     (["--tier", "gpu=1GB", "--tier", "cpu=2GB", "--tier-policy", "cpu=slru", "--tier-policy", "cpu=fifo"],
      ["--tier-policy names tier 'cpu' twice", "cpu=slru, cpu=fifo"]),

@@ -38,11 +38,12 @@ def test_curve_explains_79_99_gb_for_80gb():
 
 
 def test_compare_tiers_row_says_whole_blocks():
-    # gpu=80GB with llama-3.1-8b fp8 is shown as the 2,384 whole blocks it holds (by hand above)
+    # gpu=80GB with llama-3.1-8b fp8 is shown as the 2,384 whole blocks it holds and their bytes,
+    # 2,384 x 33,554,432 B (by hand above)
     r = invoke("compare", "traces/sample_chat.jsonl", "--policy", "lru", "--policy", "fifo", "--tier", "gpu=80GB",
                "--model", "llama-3.1-8b", "--dtype", "fp8", "--quiet")
     assert r.exit_code == 0, r.output
-    assert "gpu=2384blocks" in r.stdout and "note: tiers: a size given in bytes holds whole blocks" in r.stdout
+    assert "79.99 GB = 2,384 blk" in r.stdout and "note: tiers: a size given in bytes holds whole blocks" in r.stdout
 
 
 def test_sweep_front_says_whole_blocks():

@@ -1,0 +1,83 @@
+"""Warnings about a tier configuration in which a lower tier never receives a block, from a replay's summary.
+
+The replay accepts any order of the tiers below the GPU (docs/semantics.md §7: tiers run in the order given,
+fastest first by intent), and a tier that receives nothing leaves no trace but zeros in the tier table. Three
+kinds of configuration are named after the run, each with why and what to give instead:
+
+- **size 0** below the GPU: the tier holds nothing and passes every block on (§7, "a tier of size 0 holds nothing
+  and passes everything on"): a what-if ("no DRAM tier") that a sweep may mean, so a note, not an error;
+- **a slower link above a faster one** (``--tier ssd=10TB --tier cpu=1TB``: 8x nvme-gen4 56 GB/s above 8x
+  pcie-gen5-x16 400 GB/s): under write-back the faster tier gets only what the slower evicts, and every block it
+  holds was first written to the slower one. LMCache (local CPU, then local disk, then remote) and SGLang HiCache
+  (device, host, then storage) order their tiers fastest first; pcs runs the order given, so a note suggests it;
+- **a tier that received no block** in the run (``written_blocks`` 0, size > 0): under write-back a tier gets only
+  what the tier above evicts (§7), and the tier above evicted none (it holds every block written to it), or the
+  tier's admission refused every block offered to it.
+
+These are notes, not errors: each run is well defined and answers a question someone may ask (a sweep over a
+tier's size passes through 0); an error would refuse those. Mechanism only: the summary's own figures, no rule
+of the engine is restated.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pcs.units import format_bandwidth, format_bytes, format_count
+
+__all__ = ["tier_config_notes"]
+
+
+def _unit(t: dict[str, Any]) -> str:
+    """How ``--tier`` spells the tier's capacity count: ``blocks`` (a hybrid model's pages are no capacity unit:
+    its tier is given in bytes, and its count here is what those bytes held)."""
+    return "blocks" if t.get("blocks_unit") != "page" else "pages"
+
+
+def _order_note(tiers: list[dict[str, Any]]) -> list[str]:
+    """A note per lower tier whose restore link is faster than the link of the lower tier above it."""
+    notes = []
+    for above, below in zip(tiers[1:], tiers[2:]):
+        a, b = above.get("link_bandwidth_bps"), below.get("link_bandwidth_bps")
+        if a and b and b > a:
+            order = sorted(tiers[1:], key=lambda t: -(t.get("link_bandwidth_bps") or 0))
+            given = " ".join(f"--tier {t['name']}={t['capacity_blocks']}{_unit(t)}" for t in [tiers[0], *order])
+            notes.append(f"tier order: {above['name']} ({format_bandwidth(a)} link) sits above {below['name']} "
+                         f"({format_bandwidth(b)}): tiers run in the order given, so {below['name']} gets only "
+                         f"what {above['name']} evicts and is read only for blocks {above['name']} no longer holds; "
+                         f"LMCache and SGLang HiCache put the faster tier first (host DRAM, then disk, then "
+                         f"remote); for that order give {given}")
+    return notes
+
+
+def _empty_note(above: dict[str, Any], tier: dict[str, Any], write_policy: str) -> str | None:
+    """Why a lower tier of non-zero size received no block, or None when it received some."""
+    if tier["capacity_blocks"] == 0 or tier.get("written_blocks"):
+        return None
+    name, unit = tier["name"], "pages" if tier.get("blocks_unit") == "page" else "blocks"
+    if tier.get("admission") and tier.get("refused_blocks"):
+        why = (f"its admission ({tier['admission']}) refused all {format_count(tier['refused_blocks'])} "
+               f"{unit} offered to it")
+    elif write_policy == "back" and not above.get("evicted_blocks"):
+        why = (f"under write-back a tier gets only what the tier above evicts, and {above['name']} "
+               f"({format_bytes(above['capacity_bytes'])} = {format_count(above['capacity_blocks'])} {unit}) "
+               f"evicted none: it held every {unit[:-1]} it was given (at most "
+               f"{format_count(above['resident_blocks_peak'])} at once)")
+    else:
+        why = "no block reached it"
+    return f"tier {name} received no {unit[:-1]} in this run ({format_bytes(tier['capacity_bytes'])} unused): {why}"
+
+
+def tier_config_notes(s: dict[str, Any]) -> list[str]:
+    """Notes on the lower tiers of a replay summary ``s`` (``pcs replay --format json``'s object: ``tiers`` with
+    ``name``, ``capacity_blocks``, ``capacity_bytes``, ``link_bandwidth_bps``, ``written_blocks``,
+    ``evicted_blocks``, ``resident_blocks_peak``, ``admission``, ``refused_blocks``; ``write_policy``) that
+    never received a block or cannot receive one: size 0, a slower link above a faster one, none written in the
+    run (module docstring). Returns [] for a GPU-only run or when every lower tier received blocks."""
+    tiers = s.get("tiers") or []
+    notes = [f"tier {t['name']} has size 0: it holds no block and passes every block it is given on"
+             + (" (the last tier: they are dropped)" if i == len(tiers) - 1 else f" to {tiers[i + 1]['name']}")
+             for i, t in enumerate(tiers) if i > 0 and t["capacity_blocks"] == 0]
+    notes += _order_note(tiers)
+    notes += [n for above, t in zip(tiers, tiers[1:])
+              if (n := _empty_note(above, t, s.get("write_policy") or "back")) is not None]
+    return notes

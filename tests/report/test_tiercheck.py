@@ -1,0 +1,80 @@
+"""A tier configuration in which a lower tier never receives a block gets a note saying which tier and why
+(pcs/report/tiercheck.py): size 0, a slower link above a faster one, or none written in the run.
+
+Worked by hand on the bundled sample (llama-2-70b fp16, 8x h100-sxm, 167,772,160 B per 512-token block): it names
+40,856 cacheable block accesses, so at most 40,856 distinct blocks. ``ssd=10TB`` holds floor(10e12 / 167,772,160)
+= 59,604 blocks > 40,856: under write-back (a tier gets what the tier above evicts, docs/semantics.md §7) the ssd
+tier can never evict, so a cpu tier below it can never receive a block. The default links (pcs hardware) are per
+GPU, x 8 GPUs: cpu pcie-gen5-x16 50 GB/s -> 400 GB/s, ssd nvme-gen4 7 GB/s -> 56 GB/s. ``reuse:2000`` stores a
+block on its 2,000th use, and a block is used at most once per request: 1,700 requests give at most 1,700 uses.
+"""
+from __future__ import annotations
+
+import json
+
+from pcs.report.tiercheck import tier_config_notes
+from tests.helpers import invoke
+
+
+def _notes(*tiers: str, extra: tuple[str, ...] = ()) -> list[str]:
+    args = [a for t in tiers for a in ("--tier", t)]
+    r = invoke("replay", "-q", "--format", "json", *args, *extra)
+    assert r.exit_code == 0, r.output
+    return [n for n in json.loads(r.stdout)["notes"] if n.startswith("tier ")]
+
+
+def test_dram_below_a_larger_ssd_gets_the_order_and_the_empty_tier_notes():
+    notes = _notes("gpu=200GB", "ssd=10TB", "cpu=1TB")
+    assert len(notes) == 2, notes
+    assert notes[0].startswith("tier order: ssd (56.00 GB/s link) sits above cpu (400.00 GB/s)")
+    assert notes[0].endswith("give --tier gpu=1192blocks --tier cpu=5960blocks --tier ssd=59604blocks")
+    assert notes[1].startswith("tier cpu received no block in this run (999.92 GB unused): under write-back")
+    assert "ssd (10.00 TB = 59,604 blocks) evicted none" in notes[1]
+
+
+def test_fastest_first_with_room_to_evict_gets_no_note():
+    assert _notes("gpu=200GB", "cpu=1TB", "ssd=10TB") == []
+    assert _notes("gpu=200GB", "cpu=1TB") == []
+
+
+def test_a_zero_size_lower_tier_is_named():
+    assert _notes("gpu=200GB", "cpu=0GB", "ssd=10TB") == [
+        "tier cpu has size 0: it holds no block and passes every block it is given on to ssd"]
+    assert _notes("gpu=200GB", "cpu=0") == [
+        "tier cpu has size 0: it holds no block and passes every block it is given on (the last tier: they are "
+        "dropped)"]
+
+
+def test_an_admission_that_admits_nothing_is_named():
+    notes = _notes("gpu=200GB", "cpu=1TB", extra=("--admit", "cpu=reuse:2000"))
+    assert len(notes) == 1 and notes[0].startswith("tier cpu received no block in this run (999.92 GB unused): "
+                                                   "its admission (reuse:2000) refused all ")
+
+
+def _tier(name, blocks, written, evicted, bps=None):
+    return dict(name=name, capacity_blocks=blocks, capacity_bytes=blocks * 1000, link_bandwidth_bps=bps,
+                written_blocks=written, evicted_blocks=evicted, resident_blocks_peak=min(blocks, written))
+
+
+def test_rules_on_hand_built_summaries():
+    gpu = _tier("gpu", 10, 0, 0)
+    assert tier_config_notes({"tiers": [gpu], "write_policy": "back"}) == []            # GPU only
+    # write-through: the cpu tier was written at compute time although the GPU evicted nothing
+    assert tier_config_notes({"tiers": [gpu, _tier("cpu", 20, 5, 0, 4e11)], "write_policy": "through"}) == []
+    # write-through and still nothing written: no write-back reason to give
+    assert tier_config_notes({"tiers": [gpu, _tier("cpu", 20, 0, 0, 4e11)], "write_policy": "through"}) == [
+        "tier cpu received no block in this run (20.00 kB unused): no block reached it"]
+    # equal links are no misorder
+    assert tier_config_notes({"tiers": [_tier("gpu", 10, 0, 3), _tier("a", 20, 3, 1, 1e9),
+                                        _tier("b", 20, 1, 0, 1e9)], "write_policy": "back"}) == []
+
+
+def test_compare_names_the_variant_whose_tier_is_never_written():
+    r = invoke("compare", "-q", "--format", "json", "--tiers", "gpu=200GB,ssd=10TB,cpu=1TB",
+               "--tiers", "gpu=200GB,cpu=1TB,ssd=10TB")
+    assert r.exit_code == 0, r.output
+    notes = [n for n in json.loads(r.stdout)["notes"] if "tier " in n]
+    first = "lru gpu=200GB ssd=10TB cpu=1TB: "                  # only the first variant: the second is in order
+    assert [n[:len(first)] for n in notes] == [first, first]
+    assert notes[0].startswith(first + "tier order: ssd (56.00 GB/s link) sits above cpu (400.00 GB/s)")
+    assert notes[1].startswith(first + "tier cpu received no block in this run (999.92 GB unused)")
