@@ -180,7 +180,8 @@ _TB = 1e12
 _SPARSE_NOTE = "dense = half the datasheet's 2:4-sparsity figure"
 
 #: GPU presets. Capacities are the datasheet's decimal GB (devices expose a
-#: little more or less; override with --hbm-capacity for exact planning).
+#: little more or less; override with a --hardware-file entry ``hbm_bytes`` for exact
+#: planning; ``pcs hardware --hbm-capacity`` shows the effect).
 GPUS: dict[str, GPUSpec] = {g.name: g for g in (
     GPUSpec("h100-sxm", 80 * 10**9, 3.35 * _TB, 989.4e12, 1978.9e12,
             "NVIDIA H100 Tensor Core GPU datasheet (SXM5): 80 GB HBM3, 3.35 TB/s, "
