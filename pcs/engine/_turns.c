@@ -228,6 +228,7 @@ static int tn_resolve(turns_t *t, const uint64_t *b, int64_t nh, int64_t p_b, in
     uint64_t hs[TN_AHEAD];
     int64_t js[TN_AHEAD];
     const uint64_t top = t->max_key;
+    while (nh > 0 && b[nh - 1] > top) nh--;   /* the row's last ids above every key's (new to the trace): none match */
     for (int64_t j0 = 0; j0 < nh; j0 += TN_AHEAD) {
         int64_t k = nh - j0 < TN_AHEAD ? nh - j0 : TN_AHEAD, c = 0;
         for (int64_t i = 0; i < k; i++) {

@@ -288,7 +288,8 @@ def _column_ids(ids, name: str, row0: int, offs: np.ndarray) -> np.ndarray:
         row = int(np.searchsorted(offs, at, side="right")) - 1
         raise InputError(name, row0 + row, "block_hashes", f"element {at - int(offs[row])} = {int(flat[at])} does not "
                          "fit an unsigned 64-bit id")       # the JSONL readers' words (pcs.trace.hashids)
-    return flat.astype(np.uint64, copy=False)
+    # int64 ids checked >= 0 (above): the same bits as uint64, so a view, not a copy (astype copied 8 B an id)
+    return flat.view(np.uint64) if flat.dtype == np.int64 else flat.astype(np.uint64, copy=False)
 
 
 def _list_values(lists, offs: np.ndarray):
