@@ -224,7 +224,8 @@ class TurnWalk:
             self._hand_over()            # the previous call is done (its error is raised here)
 
     def result(self) -> DecodeBlocks:
-        """The decode blocks of every batch added (the worker joined and ended)."""
+        """The decode blocks of every batch added (the worker joined and ended); its arrays are read-only views of
+        the bytes the compiled search lays out by request index (``_turns.result``)."""
         try:
             self._hand_over()            # the batches still pending
             self._side.join()
