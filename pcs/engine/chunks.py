@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from pcs.blocks import BlockRules
-from pcs.trace.batches import BATCH_REQUESTS, as_batches
+from pcs.trace.batches import BATCH_REQUESTS, as_batches, ceil_blocks
 
 __all__ = ["Chunk", "ChunkPieces", "iter_chunks", "rule_columns", "CHUNK_REQUESTS"]
 
@@ -105,7 +105,7 @@ def rule_columns(prompt_tokens: np.ndarray, num_hashes: np.ndarray, output_token
     """(cacheable, max_hit_blocks, extra_blocks), int64 arrays of shape (n,): :meth:`BlockRules.columns` and
     the decode blocks past the cacheable ones (checked element-wise in the tests)."""
     n, cap = rules.columns(prompt_tokens, num_hashes, block_size)
-    total = -(-(prompt_tokens.astype(np.int64) + output_tokens.astype(np.int64)) // block_size)
+    total = ceil_blocks(prompt_tokens.astype(np.int64) + output_tokens.astype(np.int64), block_size)
     extra = np.maximum(0, total - n)
     return n, cap, extra
 
