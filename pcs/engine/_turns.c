@@ -12,11 +12,13 @@
  * (id, f) to a min-heap of waiting requests ordered on (p + o, request index); a resolved request leaves its
  * heap, emptied heaps stay (as the reference's dict). A 2^22-bit filter of the keys' hashes (512 KB, set on
  * registering, never cleared) skips the table probe for the positions that hold no key (most of them). Before
- * it, a bitmap indexed by the id itself (ids_bits: bit id set when a key holds id; grown while ids stay dense,
+ * it, an id above the largest a key holds (max_key: in a trace numbered in order of appearance, every id new to the
+ * trace, most positions) is skipped by one compare, and a bitmap indexed by the id itself (ids_bits: bit id set when a key holds id; grown while ids stay dense,
  * at most 64 bits per key or 2^23 bits) skips most positions without hashing: block ids numbered in order of
  * appearance (Mooncake's) are read nearly in order, so its words stay in cache; an id past the bitmap after an
- * id did not fit (ids_over) takes the hashed filter. Output, in resolution order: per resolved request its
- * index and its decode-block count, and the ids themselves (tn_result); pairs = resolved requests.
+ * id did not fit (ids_over) takes the hashed filter. Output: per resolved request with ids, its index, its ids
+ * kept in blocks that are never moved (tn_keep: no realloc copies them), laid out by request index once, by
+ * py_result, as pcs.engine.turns.DecodeBlocks's arrays; pairs = resolved requests.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -26,6 +28,9 @@ typedef struct { int64_t s, a; } entry_t;                 /* s = p + o, a = requ
 typedef struct { entry_t *e; int64_t n, cap; entry_t one; } heap_t;   /* cap 0: its one entry is `one` (no malloc) */
 typedef struct { uint64_t id; int64_t f; int64_t heap; } slot_t;   /* heap < 0: empty slot */
 typedef struct { void *p; int64_t n, cap; } vec_t;
+typedef struct { int64_t a, len; const uint64_t *ids; } res_t;   /* request a's decode-block ids (len > 0) */
+
+#define RES_BLOCK_IDS ((int64_t)1 << 16)                     /* ids per block of resolved runs (a longer run: its own) */
 
 #define FILTER_BITS 22                                       /* 2^22-bit filter: 512 KB */
 
@@ -33,31 +38,61 @@ typedef struct {
     slot_t *slots; int64_t mask, used;
     uint64_t *filter;                                        /* bit (hash >> (64 - FILTER_BITS)) set per key */
     heap_t *heaps; int64_t nheaps, capheaps;
-    vec_t res_a, res_len, res_ids;                           /* int64, int64, uint64 */
-    int64_t pairs;
+    vec_t res;                                               /* res_t per resolution with ids, in resolution order */
+    uint64_t **blocks; int64_t nblocks, capblocks;           /* the resolutions' ids: runs in blocks never moved */
+    uint64_t *block_next; int64_t block_left, res_ids;       /* the last block's free room; ids in all runs */
+    int64_t pairs, requests;                                 /* requests: walked so far (first + m of the last walk) */
+    uint64_t max_key;                                        /* the largest id a key holds (0 before the first) */
     int any_negative;                                        /* a request with output < 0 registered */
     uint64_t *ids_bits; uint64_t ids_cap;                    /* bit id: some key holds id (ids < ids_cap) */
     int ids_over;                                            /* some key's id did not fit the bitmap */
 } turns_t;
 
-static int vec_push(vec_t *v, const void *src, int64_t k) {   /* k items of 8 bytes */
+static int vec_push(vec_t *v, const void *src, int64_t k, size_t item) {   /* k items of item bytes */
     if (v->n + k > v->cap) {
         int64_t cap = v->cap ? v->cap : 1024;
         while (cap < v->n + k) cap *= 2;
-        void *p = realloc(v->p, (size_t)cap * 8);
+        void *p = realloc(v->p, (size_t)cap * item);
         if (!p) return -1;
         v->p = p; v->cap = cap;
     }
-    memcpy((char *)v->p + v->n * 8, src, (size_t)k * 8);
+    memcpy((char *)v->p + v->n * item, src, (size_t)k * item);
     v->n += k;
     return 0;
+}
+
+/* Request a's decode-block ids (len > 0) kept: copied once into the current block of runs (a new block when they
+ * do not fit: the runs are never moved, so no realloc copies them), its entry appended. -1 on no memory. */
+static int tn_keep(turns_t *t, int64_t a, const uint64_t *ids, int64_t len) {
+    if (len > t->block_left) {
+        if (t->nblocks == t->capblocks) {
+            int64_t cap = t->capblocks ? t->capblocks * 2 : 16;
+            uint64_t **bl = (uint64_t **)realloc(t->blocks, (size_t)cap * sizeof(uint64_t *));
+            if (!bl) return -1;
+            t->blocks = bl; t->capblocks = cap;
+        }
+        int64_t size = len > RES_BLOCK_IDS ? len : RES_BLOCK_IDS;
+        uint64_t *b = (uint64_t *)malloc((size_t)size * 8);
+        if (!b) return -1;
+        t->blocks[t->nblocks++] = b;
+        t->block_next = b;
+        t->block_left = size;
+    }
+    uint64_t *dst = t->block_next;
+    memcpy(dst, ids, (size_t)len * 8);
+    t->block_next += len;
+    t->block_left -= len;
+    t->res_ids += len;
+    res_t r = {a, len, dst};
+    return vec_push(&t->res, &r, 1, sizeof(res_t));
 }
 
 static void tn_free(turns_t *t) {
     if (!t) return;
     for (int64_t i = 0; i < t->nheaps; i++) free(t->heaps[i].e);
     free(t->heaps); free(t->slots); free(t->filter); free(t->ids_bits);
-    free(t->res_a.p); free(t->res_len.p); free(t->res_ids.p);
+    for (int64_t i = 0; i < t->nblocks; i++) free(t->blocks[i]);
+    free(t->blocks); free(t->res.p);
     free(t);
 }
 
@@ -151,6 +186,7 @@ static inline int tn_id_maybe(const turns_t *t, uint64_t id) {
 static int tn_register(turns_t *t, uint64_t id, int64_t f, entry_t x) {
     if (2 * (t->used + 1) > t->mask + 1 && tn_grow(t) < 0) return -1;
     if (tn_mark_id(t, id) < 0) return -1;
+    if (id > t->max_key) t->max_key = id;
     uint64_t hash = turn_hash(id, f), bit = hash >> (64 - FILTER_BITS);
     t->filter[bit >> 6] |= (uint64_t)1 << (bit & 63);
     slot_t *s = tn_slot(t, id, f, hash);
@@ -179,11 +215,7 @@ static int tn_resolve_at(turns_t *t, const uint64_t *b, int64_t j, uint64_t hash
         int64_t f = j + 1, end = (x.s - 1) / bs;
         if (end > cacheable) end = cacheable;
         t->pairs++;
-        if (end > f) {
-            int64_t len = end - f;
-            if (vec_push(&t->res_a, &x.a, 1) < 0 || vec_push(&t->res_len, &len, 1) < 0 ||
-                vec_push(&t->res_ids, b + f, len) < 0) return -1;
-        }
+        if (end > f && tn_keep(t, x.a, b + f, end - f) < 0) return -1;
     }
     return 0;
 }
@@ -195,10 +227,14 @@ static int tn_resolve_at(turns_t *t, const uint64_t *b, int64_t j, uint64_t hash
 static int tn_resolve(turns_t *t, const uint64_t *b, int64_t nh, int64_t p_b, int64_t cacheable, int64_t bs) {
     uint64_t hs[TN_AHEAD];
     int64_t js[TN_AHEAD];
+    const uint64_t top = t->max_key;
+    while (nh > 0 && b[nh - 1] > top) nh--;   /* the row's last ids above every key's (new to the trace): none match */
     for (int64_t j0 = 0; j0 < nh; j0 += TN_AHEAD) {
         int64_t k = nh - j0 < TN_AHEAD ? nh - j0 : TN_AHEAD, c = 0;
         for (int64_t i = 0; i < k; i++) {
-            if (!tn_id_maybe(t, b[j0 + i])) continue;                  /* no key holds this id: most positions */
+            /* no key holds this id: above every key's (ids new to the trace when numbered in order of appearance,
+             * most positions of Mooncake's), or its bit clear */
+            if (b[j0 + i] > top || !tn_id_maybe(t, b[j0 + i])) continue;
             js[c] = j0 + i;
             hs[c] = turn_hash(b[j0 + i], j0 + i + 1);
             __builtin_prefetch(&t->filter[(hs[c] >> (64 - FILTER_BITS)) >> 6], 0, 1);
@@ -230,6 +266,7 @@ static PyObject *py_new(PyObject *self, PyObject *args) {
 
 static int tn_batch(turns_t *t, int64_t first, int64_t bs, const uint64_t *h, const int64_t *off, const int64_t *p,
                     const int64_t *o, int64_t m) {
+    if (first + m > t->requests) t->requests = first + m;
     for (int64_t r = 0; r < m; r++) {
         int64_t nh = off[r + 1] - off[r], f = p[r] / bs, cacheable = f < nh ? f : nh;
         const uint64_t *b = h + off[r];
@@ -274,21 +311,46 @@ done:
     return ret;
 }
 
-/* result(state) -> (index bytes int64, count bytes int64, ids bytes uint64, pairs) in resolution order */
+/* result(state) -> (index bytes int64 (k,), starts bytes int64 (k + 1,), ids bytes uint64, pairs): the requests that
+ * got decode-block ids, ascending (each resolves once), where each one's ids begin in ids (starts[k] = all of them),
+ * the ids in that order -- pcs.engine.turns.DecodeBlocks's arrays -- made by a counting pass over the requests walked
+ * (a slot per request, 8 bytes each, freed on return) and written straight into the bytes (no sort, no gather). */
 static PyObject *py_result(PyObject *self, PyObject *args) {
     turns_t *t = (turns_t *)pcs_state_arg(args, "pcs.engine._turns.state");
     if (!t) return NULL;
-    const char *none = "";    /* y# of a NULL pointer would be None */
-    return Py_BuildValue("y#y#y#L", t->res_a.p ? (const char *)t->res_a.p : none, (Py_ssize_t)(t->res_a.n * 8),
-                         t->res_len.p ? (const char *)t->res_len.p : none, (Py_ssize_t)(t->res_len.n * 8),
-                         t->res_ids.p ? (const char *)t->res_ids.p : none, (Py_ssize_t)(t->res_ids.n * 8),
-                         (long long)t->pairs);
+    const res_t *res = (const res_t *)t->res.p;
+    int64_t k = t->res.n, n = t->requests;
+    int64_t *slot = (int64_t *)calloc((size_t)(n > 0 ? n : 1), sizeof(int64_t));   /* 1 + its entry, 0: none */
+    if (!slot) return PyErr_NoMemory();
+    for (int64_t i = 0; i < k; i++) slot[res[i].a] = i + 1;
+    PyObject *index = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(k * 8));
+    PyObject *starts = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)((k + 1) * 8));
+    PyObject *ids = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(t->res_ids * 8));
+    PyObject *ret = NULL;
+    if (index && starts && ids) {
+        int64_t *ix = (int64_t *)PyBytes_AS_STRING(index), *st = (int64_t *)PyBytes_AS_STRING(starts), j = 0, at = 0;
+        uint64_t *out = (uint64_t *)PyBytes_AS_STRING(ids);
+        for (int64_t a = 0; a < n; a++) {
+            if (!slot[a]) continue;
+            const res_t *r = &res[slot[a] - 1];
+            ix[j] = a;
+            st[j++] = at;
+            memcpy(out + at, r->ids, (size_t)r->len * 8);
+            at += r->len;
+        }
+        st[j] = at;
+        ret = Py_BuildValue("NNNL", index, starts, ids, (long long)t->pairs);
+        index = starts = ids = NULL;
+    }
+    free(slot);
+    Py_XDECREF(index); Py_XDECREF(starts); Py_XDECREF(ids);
+    return ret;
 }
 
 static PyMethodDef methods[] = {
     {"new", py_new, METH_NOARGS, "new() -> the empty state of a next-turn search"},
     {"walk", py_walk, METH_VARARGS, "walk(state, first, block_size, hashes, offsets, prompt, output): one batch"},
-    {"result", py_result, METH_VARARGS, "result(state) -> (index, count, ids, pairs): the resolutions so far"},
+    {"result", py_result, METH_VARARGS, "result(state) -> (index, starts, ids, pairs): the resolutions so far, by request"},
     {NULL, NULL, 0, NULL}};
 
 PCS_KERNEL_MODULE(_turns, "pcs.engine._turns", "The next-turn search of pcs.engine.turns in C.", methods)

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from pcs.blocks import BlockRules
-from pcs.trace.batches import BATCH_REQUESTS, as_batches
+from pcs.trace.batches import BATCH_REQUESTS, as_batches, ceil_blocks
 
 __all__ = ["Chunk", "ChunkPieces", "iter_chunks", "rule_columns", "CHUNK_REQUESTS"]
 
@@ -105,7 +105,7 @@ def rule_columns(prompt_tokens: np.ndarray, num_hashes: np.ndarray, output_token
     """(cacheable, max_hit_blocks, extra_blocks), int64 arrays of shape (n,): :meth:`BlockRules.columns` and
     the decode blocks past the cacheable ones (checked element-wise in the tests)."""
     n, cap = rules.columns(prompt_tokens, num_hashes, block_size)
-    total = -(-(prompt_tokens.astype(np.int64) + output_tokens.astype(np.int64)) // block_size)
+    total = ceil_blocks(prompt_tokens.astype(np.int64) + output_tokens.astype(np.int64), block_size)
     extra = np.maximum(0, total - n)
     return n, cap, extra
 
@@ -157,8 +157,9 @@ class ChunkPieces:
     time under a lock (:meth:`add` is the unit). A piece reads the batch (read-only arrays), the rules (frozen) and
     the time model's compute terms, and writes only this object, which the caller reads after that worker's last
     join (:meth:`take`).
-    Memory: per joined batch not handed over, its table (8 B an entry; the buffer grows by doubling, at most
-    twice the entries written) and 32 B per request.
+    Memory: per joined batch not handed over, its table (8 B an entry; the buffer is reserved for the joined
+    batch's estimated entries, :func:`_group_estimate`, and grows by doubling past them: resident, the pages the
+    entries fill) and 32 B per request.
 
     Args:
         rules: block rules; timing: :class:`pcs.engine.timing.TimeModel` (its ``tables``), as ``_feed`` passes them.
@@ -199,7 +200,7 @@ class ChunkPieces:
         bs, prompt, output = int(b.block_size), b.prompt_tokens, b.output_tokens
         n, cap, extra = rule_columns(prompt, np.diff(b.block_offsets), output, bs, self.rules)
         need = int(cap.sum()) + len(cap)                   # the table's entries: max hit + 1 a row
-        grp[1] = _room(grp[1], grp[2], need)
+        grp[1] = _room(grp[1], grp[2], need, _group_estimate(need, len(cap)) if grp[1] is None else 0)
         pre, off = self.timing.tables(prompt, output, cap, bs, False, True, out=grp[1][grp[2]:])[:2]
         grp[0].append((n, cap, extra, off))
         grp[2] += len(pre)
@@ -225,14 +226,32 @@ class ChunkPieces:
             yield made if made is not None else self._chunk_of(g, b)
 
 
-def _room(table: np.ndarray | None, used: int, need: int) -> np.ndarray:
+#: The most table entries :func:`_group_estimate` reserves ahead of what the pieces need: 2**22 (32 MiB of address space).
+RESERVE_ENTRIES = 1 << 22
+
+
+def _group_estimate(need: int, rows: int) -> int:
+    """Table entries to reserve for a joined batch whose first piece needs ``need`` entries for ``rows`` rows: the
+    same entries per row over the most rows a joined batch holds (:data:`pcs.engine.decoded.MERGE_REQUESTS`), plus
+    a quarter, at most :data:`RESERVE_ENTRIES` (one very long request must not reserve its length times a joined
+    batch's rows: tests/engine/test_long_request_memory.py) and never less than ``need``; so that the pieces after
+    it rarely move the table (a move copies every entry written). Only the pages the entries fill become resident
+    (the rest of ``numpy.empty``'s allocation is address space)."""
+    from pcs.engine.decoded import MERGE_REQUESTS
+
+    if rows <= 0 or rows >= MERGE_REQUESTS:
+        return need
+    return max(need, min(RESERVE_ENTRIES, need + -(-need * (MERGE_REQUESTS - rows) * 5 // (4 * rows))))
+
+
+def _room(table: np.ndarray | None, used: int, need: int, reserve: int = 0) -> np.ndarray:
     """``table`` with room for ``need`` entries past ``used``: itself when it has it, else a new one holding its
-    first ``used`` entries, sized for what is known -- the first exactly ``need`` entries, later at least twice
-    the old size (a joined batch's table grows in amortised linear time; nothing is reserved for requests not
-    read yet, so one long request reserves its own entries only)."""
+    first ``used`` entries, sized for what is known -- the first ``max(need, reserve)`` entries (``reserve``: an
+    estimate of the whole joined batch's, :func:`_group_estimate`), later at least twice the old size (a joined
+    batch's table grows in amortised linear time)."""
     if table is not None and used + need <= len(table):
         return table
-    size = need if table is None else max(2 * len(table), used + need)
+    size = max(need, reserve) if table is None else max(2 * len(table), used + need)
     grown = np.empty(max(size, 1), dtype=np.float64)
     if table is not None:
         grown[:used] = table[:used]

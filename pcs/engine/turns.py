@@ -224,15 +224,16 @@ class TurnWalk:
             self._hand_over()            # the previous call is done (its error is raised here)
 
     def result(self) -> DecodeBlocks:
-        """The decode blocks of every batch added (the worker joined and ended)."""
+        """The decode blocks of every batch added (the worker joined and ended); its arrays are read-only views of
+        the bytes the compiled search lays out by request index (``_turns.result``)."""
         try:
             self._hand_over()            # the batches still pending
             self._side.join()
         finally:
             self._side.close()
-        a, lens, ids, pairs = self._tn.result(self._state)
-        return DecodeBlocks.from_resolutions(np.frombuffer(a, np.int64), np.frombuffer(lens, np.int64),
-                                             np.frombuffer(ids, np.uint64), self._n, pairs)
+        index, starts, ids, pairs = self._tn.result(self._state)    # by request index already (no sort here)
+        return DecodeBlocks(np.frombuffer(index, np.int64), np.frombuffer(starts, np.int64),
+                            np.frombuffer(ids, np.uint64), self._n, pairs)
 
     def close(self) -> None:
         """Wait for a walk in flight (its outcome dropped) and end the worker thread."""

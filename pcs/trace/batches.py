@@ -27,13 +27,25 @@ from pcs.errors import ArgumentTypeError, UserError
 from pcs.trace.reqcheck import check_order, request_fields
 from pcs.trace.request import RequestBatch
 
-__all__ = ["BATCH_REQUESTS", "as_batches", "read_ahead", "reiterable"]
+__all__ = ["BATCH_REQUESTS", "as_batches", "ceil_blocks", "read_ahead", "reiterable"]
 
 #: Requests per batch when grouping an iterable of request objects.
 BATCH_REQUESTS = 4096
 #: What a ``trace`` argument may be (module docstring), for the TypeError of anything else.
 TRACE_ACCEPTS = ("a path, a Trace (anything with iter_batches()) or an iterable of request-like objects "
                  "(arrival_s, prompt_tokens, block_hashes, block_size)")
+
+
+def ceil_blocks(tokens: np.ndarray, block_size: int) -> np.ndarray:
+    """``ceil(tokens / block_size)`` element-wise, int64 (n,) from int64 (n,) tokens: ``-(-tokens // block_size)``,
+    the blocks that hold so many tokens. A power-of-two block size (every preset's, Mooncake's 512) takes an
+    arithmetic shift instead of numpy's int64 division (about 30 instructions an element, the read's checks and
+    the chunks' rule columns at 10x: several M a call): a shift right by k is a floor division by 2**k, so the
+    values are the same for every int64, negative ones included."""
+    bs = int(block_size)
+    if bs > 0 and bs & (bs - 1) == 0:
+        return -((-tokens) >> (bs.bit_length() - 1))
+    return -(-tokens // bs)
 
 
 def _not_a_request(r: Any, exc: AttributeError) -> TypeError:

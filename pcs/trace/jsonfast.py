@@ -42,7 +42,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from pcs.trace.batches import MAX_ARRIVAL_S
+from pcs.trace.batches import MAX_ARRIVAL_S, ceil_blocks
 from pcs.trace.request import RequestBatch
 
 #: The values of the optional per-row ``reuse`` field of the JSONL formats (the one definition; hashids imports it).
@@ -143,7 +143,7 @@ def _checked(spec, bs: int, state, ts: np.ndarray, il: np.ndarray, ol: np.ndarra
     ``state.synthetic_rows`` on success, as the authority counts them); ``increasing``: the parser saw every
     row's ids strictly increase (:func:`rows_distinct`'s shortcut, known without a pass over the ids)."""
     lens = np.diff(offsets)
-    if (not np.isfinite(ts).all() or (il < 0).any() or (ol < 0).any() or (lens != -(-il // bs)).any()):
+    if (not np.isfinite(ts).all() or (il < 0).any() or (ol < 0).any() or (lens != ceil_blocks(il, bs)).any()):
         return None
     if ts.size and state.check_order and (ts[0] < state.last_ts or (np.diff(ts) < 0).any()):
         return None

@@ -30,7 +30,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from pcs.errors import InputError
-from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
+from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error, ceil_blocks
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch
 
 __all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "expected_block_hashes", "footer_block_hashes", "arrow_schema",
@@ -288,7 +288,8 @@ def _column_ids(ids, name: str, row0: int, offs: np.ndarray) -> np.ndarray:
         row = int(np.searchsorted(offs, at, side="right")) - 1
         raise InputError(name, row0 + row, "block_hashes", f"element {at - int(offs[row])} = {int(flat[at])} does not "
                          "fit an unsigned 64-bit id")       # the JSONL readers' words (pcs.trace.hashids)
-    return flat.astype(np.uint64, copy=False)
+    # int64 ids checked >= 0 (above): the same bits as uint64, so a view, not a copy (astype copied 8 B an id)
+    return flat.view(np.uint64) if flat.dtype == np.int64 else flat.astype(np.uint64, copy=False)
 
 
 def _list_values(lists, offs: np.ndarray):
@@ -326,7 +327,7 @@ def _bad_rows(ts: np.ndarray, il: np.ndarray, ol: np.ndarray, lens: np.ndarray, 
     The order rule compares a row with the rows before it that break no other rule, as the authority's
     ``last_ts`` holds only lines it took (a skipped row never raises the bar), so the masks do not depend on
     where the batches are cut (``prev_ts``: the last batch's latest arrival)."""
-    want = -(-il // bs)
+    want = ceil_blocks(il, bs)
     with np.errstate(invalid="ignore"):
         rules = [(~np.isfinite(ts), "arrival_s", lambda i: f"must be finite, got {ts[i]}"),
                  (np.abs(ts) > MAX_ARRIVAL_S, "arrival_s", lambda i: _far_arrival(ts)),

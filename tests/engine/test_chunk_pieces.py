@@ -16,6 +16,7 @@ from helpers import LinearCompute, req
 from pcs import _native
 from pcs.blocks import BlockRules
 from pcs.engine import decoded, turns
+from pcs.engine import chunks
 from pcs.engine.chunks import ChunkPieces, iter_chunks
 from pcs.engine.decoded import Decoded
 from pcs.engine.timing import TimeModel
@@ -47,8 +48,9 @@ HAND_REQS = [req([1, 2, 3], 0.0, prompt=10, out=3), req([1, 2], 1.0, prompt=8, o
 # cacheable = min(P // 4, ids); max hit = min(cacheable, (P - 1) // 4); extra = ceil((P + out) / 4) - cacheable
 # r0 P 10: 2, 2, ceil(13/4) - 2 = 2; r1 P 8: 2, 1, 0; r2 P 5: 1, 1, ceil(9/4) - 1 = 2; r3 P 3: 0, 0, 2;
 # r4 P 20: 5, 4, ceil(21/4) - 5 = 1. Prefill table row: (P - min(4h, P)) x 0.001 s for h = 0 .. max hit.
-# The second joined batch's table is reserved at its first batch's 3 entries for 2 requests x (3 // 2 + 1)
-# = 6 entries; r4's 5 more make it grow (to 12).
+# The second joined batch's table is reserved at its first batch's 3 entries for 2 requests, extrapolated to the
+# joined batch's 3 rows plus a quarter: 3 + ceil(3 x 1 x 5 / 8) = 5 (chunks._group_estimate); r4's 5 more make it
+# grow (to max(2 x 5, 3 + 5) = 10).
 HAND_CHUNKS = [([2, 2], [2, 1], [2, 0], [0, 3, 5], [0.010, 0.006, 0.002, 0.008, 0.004]),
                ([1, 0, 5], [1, 0, 4], [2, 2, 1], [0, 2, 3, 8],
                 [0.005, 0.001, 0.003, 0.020, 0.016, 0.012, 0.008, 0.004])]
@@ -113,6 +115,34 @@ def test_pieces_made_by_the_caller_while_the_worker_walks(monkeypatch):
     src = Decoded(_Batches(list(as_batches(HAND_REQS, rows=2))), _HeldWalk(go), pieces)
     assert pieces.threads == [threading.current_thread()] * 3
     _check_hand_chunks(src, rules, timing)
+
+
+def test_group_reserve_by_hand(monkeypatch):
+    # a joined batch's table is reserved once for its estimated entries (the first piece's per row over the joined
+    # batch's rows, plus a quarter), at most RESERVE_ENTRIES and never below what the piece needs
+    assert chunks._group_estimate(100, 10) == 100 + 100 * 65_526 * 5 // 40   # 10 per row, 65,526 rows more, x 1.25
+    assert chunks._group_estimate(50_001, 1) == 1 << 22                        # one long request: the cap
+    assert chunks._group_estimate(5_000_000, 1) == 5_000_000                   # past the cap: what it needs
+    assert chunks._group_estimate(7, 1 << 16) == 7                             # a whole joined batch: its own
+    monkeypatch.setattr(decoded, "MERGE_REQUESTS", 3)
+    assert chunks._group_estimate(3, 2) == 5                                   # 3 + ceil(3 x 1 x 5 / 8) under 3 rows
+    moved = []
+    real = chunks._room
+
+    def room(table, used, need, reserve=0):
+        out = real(table, used, need, reserve)
+        moved.append(table is not None and out is not table)
+        return out
+
+    # three batches of one request each (2 table entries: prompt 5, max hit 1) joined into one of 3: the first
+    # reserves 2 + ceil(2 x 2 x 5 / 4) = 7 entries, so the next two (2 each) fit without a move
+    monkeypatch.setattr(chunks, "_room", room)
+    reqs = [req([1, 2], float(i), prompt=5, out=0) for i in range(3)]
+    rules, timing = BlockRules(), TimeModel(LinearCompute())
+    pieces = ChunkPieces(rules, timing)
+    for i, b in enumerate(as_batches(reqs, rows=1)):
+        pieces.add(b, False)
+    assert moved == [False, False, False] and len(pieces._groups[0][1]) == 7
 
 
 def test_made_only_for_what_was_asked():

@@ -1,7 +1,8 @@
 """One very long request replays under a memory limit: the prefill table of a joined batch reserves the entries
-it knows (``pcs.engine.chunks._room``: the batch's own, then doubling), never an extrapolation to a joined batch
-of ``MERGE_REQUESTS`` requests (once 50,000 x 65,537 float64 = 26 GB for one 50,000-block request, refused as out
-of memory under a 4 GB address-space limit).
+it knows (``pcs.engine.chunks._room``: the batch's own, then doubling), extrapolated to a joined batch of
+``MERGE_REQUESTS`` requests only up to ``pcs.engine.chunks.RESERVE_ENTRIES`` (32 MiB), never beyond (an unbounded
+extrapolation was once 50,000 x 65,537 float64 = 26 GB for one 50,000-block request, refused as out of memory under
+a 4 GB address-space limit).
 
 The run is a subprocess with ``RLIMIT_AS`` at 4 GB: request 0 has 50,000 blocks (ids 0 .. 49,999, 512 tokens
 each), request 1 five blocks ``0, 1, 2, 3, 99999`` a second later, GPU tier 60,000 blocks (both fit, nothing is

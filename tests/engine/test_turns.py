@@ -125,6 +125,35 @@ def test_ids_past_the_id_bitmap(native):
     assert (dec.hashes, dec.pairs) == next_turns_by_the_rule(reqs)
 
 
+@pytest.mark.parametrize("native", NATIVES)
+def test_a_key_on_an_id_above_every_earlier_key(native):
+    # bs 2. The compiled search skips a position whose id is above every key's id so far; a key registered later on
+    # a larger id must still be found. A (0): [10, 11] prompt 4 output 4 -> waits on (11, f=2), s = 8. B (1):
+    # [10, 11, 50, 51] prompt 8 >= 8 holds 11 at position 1: A's next turn; A's KV ends at (8 - 1) // 2 = 3 blocks,
+    # B's cacheable 4 -> position 2: [50]. B waits on (51, f=4), s = 12 (51 above every earlier key, 11). C (2):
+    # [10, 11, 50, 51, 52, 53] prompt 12 >= 12 holds 51 at position 3: B's next turn; B's KV ends at
+    # (12 - 1) // 2 = 5, C's cacheable 6 -> position 4: [52]. Pairs 2.
+    reqs = [req([10, 11], 0, prompt=4, out=4, bs=2), req([10, 11, 50, 51], 1, prompt=8, out=4, bs=2),
+            req([10, 11, 50, 51, 52, 53], 2, prompt=12, out=0, bs=2)]
+    dec = turns.decode_blocks(reqs, native)
+    assert dec.hashes == {0: [50], 1: [52]} and dec.pairs == 2
+    assert (dec.hashes, dec.pairs) == next_turns_by_the_rule(reqs)
+
+
+@pytest.mark.parametrize("native", NATIVES)
+def test_resolved_out_of_request_order_laid_out_by_request(native):
+    # bs 2. A0 (0): [1, 2, 3, 4] prompt 8 output 4 -> waits on (4, f=4), s = 12; A1 (1): [1, 2] prompt 4 output 4
+    # -> waits on (2, f=2), s = 8. B (2): [1 .. 7] prompt 14 resolves at position 1 first (A1: KV ends at
+    # (8 - 1) // 2 = 3 -> position 2: [3]), then at position 3 (A0: (12 - 1) // 2 = 5 -> position 4: [5]). The
+    # arrays are by request index whatever the order of resolution: index [0, 1], starts [0, 1, 2], ids [5, 3].
+    reqs = [req([1, 2, 3, 4], 0, prompt=8, out=4, bs=2), req([1, 2], 1, prompt=4, out=4, bs=2),
+            req([1, 2, 3, 4, 5, 6, 7], 2, prompt=14, out=0, bs=2)]
+    dec = turns.decode_blocks(reqs, native)
+    assert dec.index.tolist() == [0, 1] and dec.starts.tolist() == [0, 1, 2] and dec.ids.tolist() == [5, 3]
+    assert dec.hashes == {0: [5], 1: [3]} and dec.pairs == 2
+    assert (dec.hashes, dec.pairs) == next_turns_by_the_rule(reqs)
+
+
 # -- the search walked batch by batch while the trace is decoded (TurnWalk, Decoded(source, turns)) ----------------
 @pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
 @settings(max_examples=60, deadline=None)

@@ -8,7 +8,7 @@ import pytest
 
 from pcs.errors import PathError
 from pcs.trace import DEFAULT_TRACE, RequestBatch, open_trace
-from pcs.trace.batches import as_batches, reiterable
+from pcs.trace.batches import as_batches, ceil_blocks, reiterable
 
 Req = namedtuple("Req", "arrival_s prompt_tokens output_tokens block_size block_hashes")
 NoOutput = namedtuple("NoOutput", "arrival_s prompt_tokens block_size block_hashes")
@@ -101,3 +101,23 @@ def test_reiterable():
     assert reiterable(r for r in reqs) == reqs
     assert reiterable(str(DEFAULT_TRACE)).path == DEFAULT_TRACE
     assert reiterable(None).path == DEFAULT_TRACE
+
+
+@pytest.mark.parametrize("bs, tokens, blocks", [
+    # ceil(t / 512) by hand: 511 tokens fill 1 block, 513 need 2; ceil(-1 / 512) = 0, ceil(-513 / 512) = -1
+    (512, [0, 1, 511, 512, 513, 1024, 1025, -1, -512, -513], [0, 1, 1, 1, 2, 2, 3, 0, -1, -1]),
+    (1, [0, 7, -7], [0, 7, -7]),
+    (3, [0, 1, 3, 4, -4], [0, 1, 1, 2, -1]),                   # not a power of two: the division
+])
+def test_ceil_blocks_by_hand(bs, tokens, blocks):
+    assert ceil_blocks(np.array(tokens, np.int64), bs).tolist() == blocks
+
+
+def test_ceil_blocks_equals_the_division_on_any_int64():
+    # the shift for a power-of-two block size against numpy's floor division, at the int64 extremes too
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.integers(-2**63, 2**63 - 1, 20_000, dtype=np.int64, endpoint=True),
+                        np.array([0, 1, -1, 2**63 - 1, -2**63, -2**63 + 1], np.int64)])
+    for bs in (1, 2, 16, 512, 2**20, 2**40):
+        with np.errstate(over="ignore"):
+            assert np.array_equal(ceil_blocks(x, bs), -(-x // bs)), bs

@@ -259,6 +259,11 @@ def test_id_run_grows_the_buffer():
     [1827860, 1827861, 1827862, 1827863, 9999998, 9999999, 10000000, 10000001],  # 7 digits, then 8 (general)
     [5, 60, 61, 7, 8],                      # "60" starts with the successor's text "6": read as 60, not 6
     [0, 1, 2, 3],                           # from 0
+    list(range(1827850, 1827951)),          # 7 digits two at a time, across ten decades and 1827899 -> 1827900
+    list(range(123450, 123521)),            # 6 digits (8 bytes an id with ", "): pairs fill the 16 bytes compared
+    list(range(20, 131)),                   # 2 then 3 digits (pairs of 8 and 10 bytes)
+    [1827860, 1827861, 1827862, 1827864, 1827865, 1827866, 1827867],   # a pair's second id not the successor
+    [123450, 123451, 123452, 123440, 123441, 123442],                   # a pair's second id goes down
 ])
 def test_successor_runs_read_the_written_ids(ids):
     # every id in the writer's layout (", " between ids), several decades and length changes on the way; the
@@ -272,7 +277,10 @@ def test_successor_runs_read_the_written_ids(ids):
 
 
 @pytest.mark.parametrize("ids", [b"[18, 1:, 20]", b"[18, 19, 2:]", b"[5, 6x, 7]", b"[5, 6, 7x]", b"[5, 6, 07]",
-                                 b"[1234567, 1234568,]", b"[1234567, 1234568 8]", b"[1, 2, 3\x00, 4]"])
+                                 b"[1234567, 1234568,]", b"[1234567, 1234568 8]", b"[1, 2, 3\x00, 4]",
+                                 b"[1827860, 1827861, 1827862, 1827863 , 1827864x]",
+                                 b"[1827860, 1827861, 1827862, 1827863,, 1827864]",
+                                 b"[123450, 123451, 123452, 123453, 12345:, 123455]"])
 def test_text_near_a_successor_is_refused(ids):
     # ':' is the byte after '9' (a successor's last digit + 1 past 9 must not match it), a letter or NUL after the
     # successor's digits, a leading zero, a separator that is no JSON: the whole chunk goes to the authority
