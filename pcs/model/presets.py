@@ -181,6 +181,9 @@ def _refuse_missing_config(name: Any) -> bool:
     from pcs.argcheck import check_text
 
     check_text(name, "model", "a preset name (or a ModelSpec)", others=(os.PathLike,))
+    if (isinstance(name, str) and _canonical(name) in PRESETS and os.path.isdir(name)
+            and not os.path.isfile(os.path.join(name, "config.json"))):
+        return False        # a folder named like a preset holding no config.json (no model folder): the preset
     if isinstance(name, os.PathLike) or str(name).lower().endswith(".json") or os.path.exists(name):
         from pcs.trace.pathcheck import check_input_file
 
