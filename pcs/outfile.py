@@ -206,7 +206,10 @@ def same_file(a, b) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:
-        return Path(a).resolve() == Path(b).resolve()
+        try:
+            return Path(a).resolve() == Path(b).resolve()
+        except (OSError, RuntimeError):     # a link that loops names no file (check_outputs refuses it as such)
+            return False
 
 
 def refuse_one_path(option: str, folder, outputs: Mapping[str, object]) -> None:
@@ -283,7 +286,7 @@ def refuse_inputs(outputs: Iterable[tuple[str, object]], inputs: Iterable[tuple[
     Raises:
         UserError: ``OPT PATH is also an input file of this run (WHAT); pcs never modifies its inputs: ...``.
     """
-    inputs = [(what, src) for what, src in inputs if src is not None and str(src) != "-" and Path(src).exists()]
+    inputs = [(what, src) for what, src in inputs if src is not None and str(src) != "-" and os.path.exists(src)]
     for opt, path in outputs:
         for what, src in inputs if path is not None else ():
             if same_file(path, src):

@@ -113,7 +113,7 @@ def _plan_inputs(ctx: click.Context) -> list[tuple[str, str]]:
 def _inside(path: str, folder: str) -> bool:
     try:
         return Path(path).resolve().is_relative_to(Path(folder).resolve())
-    except OSError:
+    except (OSError, RuntimeError):      # a link that loops
         return False
 
 
