@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import click
 
@@ -143,17 +143,6 @@ def refuse_outputs_on_inputs(ctx: click.Context) -> None:
     for p, label, path in outputs:
         if (ctx.command.name, p.name) in DATASET:
             _refuse_in_dataset(label, path, extra)
-
-
-def iter_commands(group: click.Group, ctx: click.Context | None = None) -> Iterator[click.Command]:
-    """Every leaf command under ``group`` (for tests and docs: which commands write files)."""
-    ctx = ctx or click.Context(group)
-    for name in group.list_commands(ctx):
-        cmd = group.get_command(ctx, name)
-        if isinstance(cmd, click.Group):
-            yield from iter_commands(cmd, click.Context(cmd, parent=ctx))
-        else:
-            yield cmd
 
 
 def check_command_files(ctx: click.Context) -> None:
