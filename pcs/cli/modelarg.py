@@ -6,7 +6,7 @@ import click
 
 from pcs.cli.common import PcsUsageError
 
-__all__ = ["load_model", "is_config_path", "config_file", "preset_clash_note", "model_options"]
+__all__ = ["load_model", "is_config_path", "config_file", "preset_clash_note", "model_callback", "model_options"]
 
 
 def _preset_key(value: str) -> str | None:
@@ -43,15 +43,15 @@ def config_file(value: str | None) -> str | None:
 
 
 def preset_clash_note(value: str | None) -> str | None:
-    """A note when a bare ``--model`` name is both a preset and a file or folder here (the file is read: a path on
-    disk comes first, as :func:`pcs.model.get_model` and ``from_pretrained`` take it), else None."""
+    """A note when a bare ``--model`` name is both a preset and a file here (the file is read: a path on disk comes
+    first, as :func:`pcs.model.get_model` and ``from_pretrained`` take it), else None. (A model folder reaches
+    this as its ``config.json``, :func:`model_callback`: reading it is what its name asks for.)"""
     import os
 
-    if not value or os.sep in value or not is_config_path(value) or not _preset_key(value):
+    if not value or os.sep in value or not os.path.isfile(value) or not _preset_key(value):
         return None
-    what = "folder" if os.path.isdir(value) else "file"
-    return (f"--model {value}: read the {what} {config_file(value)} in this folder, not the preset "
-            f"{_preset_key(value)} (a path on disk comes first); rename the {what} or run elsewhere for the preset")
+    return (f"--model {value}: read the file {value} in this folder, not the preset {_preset_key(value)} (a path "
+            "on disk comes first); rename the file or run elsewhere for the preset")
 
 
 def model_callback(ctx, param, value):
