@@ -432,7 +432,7 @@ class MeasuredPrefill:
         Blank lines and lines starting with ``#`` are skipped.
 
         Raises:
-            InputError: missing column, a bad or negative value, repeated
+            InputError: missing column, a row whose field count is not the header's, a bad or negative value, repeated
                 tokens, time decreasing with tokens, or no data rows (file, line, field).
             PathError: ``path`` is missing, a directory or not readable (naming ``path=``).
         """
@@ -476,8 +476,8 @@ class MeasuredPrefill:
 def _row_values(path: Path, line_no: int, row: list[str], tok_col: int, sec_col: int,
                 names: list[str]) -> tuple[int, float]:
     """Parse one CSV row into (tokens, seconds), locating errors by line and field."""
-    if len(row) <= max(tok_col, sec_col):
-        raise InputError(str(path), line_no, None, f"expected {len(names)} fields, got {len(row)}")
+    if len(row) != len(names):      # a field more than the header's is never dropped silently
+        raise InputError(str(path), line_no, None, f"expected {len(names)} fields ({','.join(names)}), got {len(row)}")
     raw_tokens, raw_seconds = row[tok_col].strip(), row[sec_col].strip()
     try:
         tokens = units.ascii_int(raw_tokens)

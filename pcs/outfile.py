@@ -32,12 +32,12 @@ import functools
 import os
 import stat
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 from pcs.errors import UserError
 
 __all__ = ["TEMPORARY", "WRITTEN", "STREAMED", "REFUSED", "atomic_output", "check_outputs", "refuse_dash_folder",
            "create_temporary", "node_kind",
-           "publish", "remove_temporary", "same_file"]
+           "publish", "refuse_inputs", "remove_temporary", "same_file"]
 
 #: Temporary files pcs created and has not yet renamed or removed (paths as strings).
 TEMPORARY: set[str] = set()
@@ -206,7 +206,10 @@ def same_file(a, b) -> bool:
     try:
         return os.path.samefile(a, b)
     except OSError:
-        return Path(a).resolve() == Path(b).resolve()
+        try:
+            return Path(a).resolve() == Path(b).resolve()
+        except (OSError, RuntimeError):     # a link that loops names no file (check_outputs refuses it as such)
+            return False
 
 
 def refuse_one_path(option: str, folder, outputs: Mapping[str, object]) -> None:
@@ -273,6 +276,24 @@ def refuse_dash_folder(option: str, path, what: str) -> None:
         raise UserError(f"{option} -: names a folder of {what}, not stdout; give a folder name")
 
 
+def refuse_inputs(outputs: Iterable[tuple[str, object]], inputs: Iterable[tuple[str, object]]) -> None:
+    """Refuse an output that names an input file of the run (the same path, a link to it, a hard link).
+
+    Args:
+        outputs: ``(option as the user wrote it, path)`` pairs; a None path is skipped.
+        inputs: ``(what the input is: "TRACE", "--model" ..., path)`` pairs; None, ``-`` (stdin) and a path
+            that does not exist are skipped.
+    Raises:
+        UserError: ``OPT PATH is also an input file of this run (WHAT); pcs never modifies its inputs: ...``.
+    """
+    inputs = [(what, src) for what, src in inputs if src is not None and str(src) != "-" and os.path.exists(src)]
+    for opt, path in outputs:
+        for what, src in inputs if path is not None else ():
+            if same_file(path, src):
+                raise UserError(f"{opt} {path} is also an input file of this run ({what}); pcs never modifies "
+                                 "its inputs: choose another output name")
+
+
 def check_outputs(outputs: Mapping[str, object], inputs: Mapping[str, object] = {}, hint: str = STDOUT_HINT) -> None:
     """Refuse outputs a run could not write, before the run starts.
 
@@ -292,10 +313,7 @@ def check_outputs(outputs: Mapping[str, object], inputs: Mapping[str, object] = 
     given = [(opt, p) for opt, p in outputs.items() if p is not None]
     for i, (opt, path) in enumerate(given):
         kind = _check_one(opt, path, hint)
-        for what, src in inputs.items():
-            if src is not None and str(src) != "-" and Path(src).exists() and same_file(path, src):
-                raise UserError(f"{opt} {path} is also an input file of this run ({what}); pcs never modifies "
-                                 "its inputs: choose another output name")
+        refuse_inputs([(opt, path)], inputs.items())
         for opt2, path2 in given[:i]:
             if kind != "character device" and same_file(path, path2):
                 raise UserError(f"{opt} {path} and {opt2} {path2} name one file: give each output its own name")

@@ -167,4 +167,7 @@ def budget_command(fmt: str, quiet: bool, **kw: Any) -> None:
     emit(payload, fmt, lambda: render_budget(rows, overall, transfers))
 
 
+for _p in budget_command.params:    # shared link options budget refuses (_transfers): not listed in its --help
+    if _p.name in ("link_iops", "link_io_size"):
+        _p.hidden = True
 budget = budget_command  # the attribute pcs.cli.main loads

@@ -345,6 +345,9 @@ class PcsCommand(click.Command):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
+        from pcs.cli.iofiles import check_command_files
+
+        check_command_files(ctx)    # no output may name an input; notes on the model it reads
         for name in self.preload:
             importlib.import_module(name)
         if self.twins:

@@ -6,6 +6,7 @@ import click
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.modelarg import load_model, model_options
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Float, Int
+from pcs.errors import UserError
 from pcs.model import KV_DTYPES, get_layout
 
 __all__ = ["deploy"]
@@ -53,5 +54,9 @@ def deploy(model_name: str | None, model_config: str | None, gpu: str, tp: int, 
     table = load_hardware_file(hardware_file) if hardware_file else None
     reserve = None if kv_reserve is None else parse_bytes(kv_reserve_option(kv_reserve))
     dep = size_deployment(spec, get_gpu(gpu, table), tp, gpu_memory_utilization, reserve)
+    try:
+        dep.check_fits()
+    except UserError as exc:     # pcs deploy has no tiers: the API's hint of a GPU tier size is a replay's
+        raise UserError(str(exc).replace(", or give the GPU tier a size: tiers=['gpu=SIZE']", "")) from None
     payload = plan_deployment(spec, dep, block_size, request_tokens).to_dict()
     emit(payload, fmt, lambda: render_deploy(payload), rows_key=None)

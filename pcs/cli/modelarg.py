@@ -6,16 +6,61 @@ import click
 
 from pcs.cli.common import PcsUsageError
 
-__all__ = ["load_model", "is_config_path", "model_options"]
+__all__ = ["load_model", "is_config_path", "config_file", "preset_clash_note", "model_callback", "model_options"]
+
+
+def _preset_key(value: str) -> str | None:
+    """The preset ``value`` names (case-insensitive, HF ids and suffixes as :func:`pcs.model.get_model` reads
+    them), or None."""
+    from pcs.model.presets import PRESETS, _canonical
+
+    key = _canonical(value)
+    return key if key in PRESETS else None
 
 
 def is_config_path(value: str | None) -> bool:
-    """Whether a ``--model`` value names a config file rather than a preset: it exists, has a folder
-    part or ends in ``.json`` (so a missing ``configs/x.json`` says "no such file", not "unknown model")."""
+    """Whether a ``--model`` value names a config file (or a model folder) rather than a preset: it exists, has a
+    folder part or ends in ``.json`` (so a missing ``configs/x.json`` says "no such file", not "unknown model").
+    A folder named like a preset that holds no ``config.json`` is the preset (it is no model folder)."""
     import os
     from pathlib import Path
 
-    return bool(value) and (os.sep in value or value.lower().endswith(".json") or Path(value).exists())
+    if not value:
+        return False
+    if os.path.isdir(value) and not os.path.isfile(os.path.join(value, "config.json")) and _preset_key(value):
+        return False
+    return os.sep in value or value.lower().endswith(".json") or Path(value).exists()
+
+
+def config_file(value: str | None) -> str | None:
+    """The config file a ``--model`` value makes pcs read, or None for a preset: the value, or for a folder its
+    ``config.json`` (a local Hugging Face model folder, as ``from_pretrained`` reads one)."""
+    import os
+
+    if not is_config_path(value):
+        return None
+    return os.path.join(value, "config.json") if os.path.isdir(value) else value
+
+
+def preset_clash_note(value: str | None) -> str | None:
+    """A note when a bare ``--model`` name is both a preset and a file here (the file is read: a path on disk comes
+    first, as :func:`pcs.model.get_model` and ``from_pretrained`` take it), else None. (A model folder reaches
+    this as its ``config.json``, :func:`model_callback`: reading it is what its name asks for.)"""
+    import os
+
+    if not value or os.sep in value or not os.path.isfile(value) or not _preset_key(value):
+        return None
+    return (f"--model {value}: read the file {value} in this folder, not the preset {_preset_key(value)} (a path "
+            "on disk comes first); rename the file or run elsewhere for the preset")
+
+
+def model_callback(ctx, param, value):
+    """click callback of ``--model``: a model folder is read as its ``config.json`` (:func:`config_file`)."""
+    import os
+
+    if isinstance(value, str) and os.path.isdir(value) and is_config_path(value):
+        return config_file(value)
+    return value
 
 
 def model_options(f):
@@ -25,7 +70,7 @@ def model_options(f):
 
     f = click.option("--model-config", "model_config", type=click.Path(dir_okay=False), default=None,
                      help="A local Hugging Face config.json instead of a preset (no network).")(f)
-    return click.option("--model", "model_name", default=None, metavar="NAME",
+    return click.option("--model", "model_name", default=None, metavar="NAME", callback=model_callback,
                         help=f"Model preset: {', '.join(MODEL_NAMES)} (see `pcs models`), or a config.json path.")(f)
 
 
@@ -43,8 +88,8 @@ def load_model(model_name: str | None, model_config: str | None, quiet: bool = F
         raise PcsUsageError("give --model or --model-config, not both")
     if not model_name and not model_config:
         raise PcsUsageError(f"give --model NAME or --model-config config.json; known models: {', '.join(MODEL_NAMES)}")
-    if is_config_path(model_name):  # --model path/config.json, as pcs replay reads it
-        model_name, model_config = None, model_name
+    if is_config_path(model_name):  # --model path/config.json (or a model folder), as pcs replay reads it
+        model_name, model_config = None, config_file(model_name)
     spec = load_hf_config(model_config) if model_config else get_model(model_name)
     for assumption in () if quiet else spec.assumptions:
         click.echo(f"pcs: warning: {assumption}", err=True)

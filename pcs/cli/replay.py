@@ -13,7 +13,7 @@ from pcs.choices import TRACE_FORMATS as FORMATS
 from pcs.choices import WRITE_POLICIES
 from pcs.cli.common import Progress, RegistryChoice, apply_options, command, emit, format_option, quiet_option
 from pcs.cli.fleet import FLEET_NO_HTML, fleet_options, replay_fleet, wants_fleet
-from pcs.cli.modelarg import is_config_path
+from pcs.cli.modelarg import is_config_path, model_callback
 from pcs.cli.rerun import replay_command
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Choice, Duration, Float, Int, kv_reserve_option
 from pcs.cli.report import check_outputs, html_options, write_replay_outputs
@@ -124,7 +124,7 @@ def _trace_options() -> list:
 def _deployment_options() -> list:
     """Model, KV layout, GPU, TP and the deployment that sizes the GPU tier."""
     return [
-        click.option("--model", "--model-config", "model", cls=Aliased, help="Model preset (pcs models) or an HF "
+        click.option("--model", "--model-config", "model", cls=Aliased, callback=model_callback, help="Model preset (pcs models) or an HF "
                      "config.json path (also spelled --model-config, as in pcs footprint); default llama-2-70b."),
         click.option("--dtype", type=RegistryChoice(KV_DTYPES, _get_layout),
                      help="KV cache layout, e.g. bf16, fp8 (vLLM's: per-tensor scales outside the pages), "

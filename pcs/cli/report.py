@@ -213,6 +213,25 @@ def _read_payload(path: str) -> dict:
     return payload
 
 
+def _refuse_trace_output(html_path: str | None, payloads: Sequence[dict]) -> None:
+    """The trace each replay JSON names is an input of the report too (the page's curve and oracle are read from
+    it, and a later report of that JSON reads it again): ``-o`` may not name it (:func:`pcs.outfile.refuse_inputs`).
+
+    Raises:
+        UserError: ``-o PATH is also an input file of this run (the trace of input N) ...``.
+    """
+    from pcs.outfile import refuse_inputs
+    from pcs.report.htmlpage import payload_kind
+
+    traces = []
+    for i, p in enumerate(payloads):
+        if payload_kind(p) == "replay":
+            recorded = p.get("trace_file")
+            traces.append((f"the trace of input {i + 1}",
+                           recorded.get("path") if isinstance(recorded, dict) else p.get("trace")))
+    refuse_inputs([("-o", html_path)], traces)
+
+
 @command("report")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
 @click.option("-o", "--output", "--html", "html_path", type=click.Path(dir_okay=False), default=None,
@@ -249,6 +268,8 @@ def report(files: tuple[str, ...], html_path: str | None, plot_dir: str | None, 
     payloads = [_read_payload(f) for f in files]
     curve = oracle = None
     from pcs.report.htmlpage import payload_kind
+
+    _refuse_trace_output(html_path, payloads)
 
     kinds = [payload_kind(p) for p in payloads]
     runs = [p for p, k in zip(payloads, kinds) if k == "replay"]

@@ -93,9 +93,34 @@ def from_chat(chat_path, out_path, tokenizer_path, template, salt_per_tenant, fm
     check_outputs({"OUT": out_path}, {"CHAT": chat_path, "--tokenizer": tokenizer_path,
                                       "--chat-template": template if Path(template).is_file() else None})
     tok, tpl = load_tokenizer(tokenizer_path), load_template(template)
+    _refuse_fixed_template(tpl, template)
     info = write_token_rows(chat_to_token_rows(read_chat_jsonl(chat_path), tok, tpl, salt_per_tenant), out_path)
     info.update(template=template, tokenizer=str(tokenizer_path), salt_per_tenant=salt_per_tenant)
     emit(info, fmt, lambda: render_from_chat(info), rows_key=None)
+
+
+#: two chats that differ in every message: a chat template renders them as two different texts
+_PROBES = ([{"role": "user", "content": "first probe"}],
+           [{"role": "user", "content": "second"}, {"role": "assistant", "content": "probe"},
+            {"role": "user", "content": "turn"}])
+
+
+def _refuse_fixed_template(tpl, template: str) -> None:
+    """Refuse a ``--chat-template`` whose text does not depend on the messages (a file that is no template, a
+    template that never reads ``messages``): every request would be the same tokens, and the reuse measured
+    would be fake. A template that fails on the two probe chats (:data:`_PROBES`) is left to the real ones.
+
+    Raises:
+        UserError: naming the template.
+    """
+    try:
+        texts = {tpl(m, add_generation_prompt=True) for m in _PROBES}
+    except UserError:
+        return
+    if len(texts) == 1:
+        raise UserError(f"--chat-template {template}: renders two different chats as one text (it does not use "
+                         "the messages: not a chat template?); give chatml, llama3, a Jinja template that loops "
+                         "over messages, or a tokenizer_config.json with chat_template")
 
 
 #: output requests above which pcs trace transform says up front that it will take a while

@@ -169,7 +169,8 @@ def get_model(name: str) -> ModelSpec:
 def _refuse_missing_config(name: Any) -> bool:
     """A model named by a path (an ``os.PathLike``, a name ending ``.json``, or one on disk) that is missing or a
     folder is a :class:`pcs.errors.PathError` (``model='x.json': No such file or directory``), not an unknown
-    preset; an HF id (``meta-llama/Llama-3.1-8B``) is a name. A value that is neither a str nor a path is refused.
+    preset; an HF id (``meta-llama/Llama-3.1-8B``) is a name, and so is a preset's name that names a folder here
+    holding no ``config.json`` (no model folder: ``mkdir qwen3-32b`` does not hide the preset). A value that is neither a str nor a path is refused.
 
     Returns:
         True when ``name`` is a path to a readable file (a config to load), False for a name.
@@ -181,6 +182,9 @@ def _refuse_missing_config(name: Any) -> bool:
     from pcs.argcheck import check_text
 
     check_text(name, "model", "a preset name (or a ModelSpec)", others=(os.PathLike,))
+    if (isinstance(name, str) and _canonical(name) in PRESETS and os.path.isdir(name)
+            and not os.path.isfile(os.path.join(name, "config.json"))):
+        return False        # a folder named like a preset holding no config.json (no model folder): the preset
     if isinstance(name, os.PathLike) or str(name).lower().endswith(".json") or os.path.exists(name):
         from pcs.trace.pathcheck import check_input_file
 

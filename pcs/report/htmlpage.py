@@ -118,6 +118,9 @@ def _check_waterfall(s: dict) -> None:
     if s.get("single_sequence_hit_ratio") is None or s.get("hit_ratio") is None or not isinstance(s.get("gap"), dict):
         return                                  # nothing drawn: the waterfall is left out
     for key in _LEVELS:
+        if key not in s:
+            raise UserError(f"field '{key}' is missing (a replay JSON of an older pcs? the page's gap split needs "
+                            "it: run pcs replay --format json again)")
         if s.get(key) is None:
             raise UserError(f"field '{key}': must be a ratio in [0, 1] when hit_ratio is one (null only when every "
                             f"ratio is: no prompt tokens), got null")

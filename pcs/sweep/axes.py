@@ -120,7 +120,8 @@ def expand_axis(name: str, spec: Any) -> list[Any]:
     Returns:
         the values: numbers, strings, or for a list the items as written.
     Raises:
-        UserError: an empty list, a value listed twice (sizes compared in bytes: ``"10GB"`` and
+        UserError: an empty list, numbers and strings on one list (:func:`_refuse_numbers_with_text`), a value
+            listed twice (sizes compared in bytes: ``"10GB"`` and
             ``"10000MB"`` are one value, refused rather than merged so the grid run is the grid written),
             a malformed range.
     """
@@ -128,6 +129,7 @@ def expand_axis(name: str, spec: Any) -> list[Any]:
         return _range(name, spec)
     if not isinstance(spec, list) or not spec:
         raise UserError(f"axis {name!r}: give a non-empty list of values or a range {{from, to, step}}")
+    _refuse_numbers_with_text(name, spec)
     seen: dict[Any, Any] = {}
     for v in spec:
         key = _same_value_key(v, name)
@@ -136,6 +138,22 @@ def expand_axis(name: str, spec: Any) -> list[Any]:
             raise UserError(f"axis {name!r}: {v!r} {said}; give each value once")
         seen[key] = v
     return list(spec)
+
+
+def _refuse_numbers_with_text(name: str, spec: list) -> None:
+    """Refuse a list axis holding both a number and a string (``[1, "2"]``, ``[1, "1"]``): each point's file would
+    store the option's column as another type (int64 and string), which no dataset reader joins (docs/sweep.md:
+    within one plan every point's file has the same column types), and ``1`` and ``"1"`` would run one value twice.
+    Integers and floats may mix (read as one numeric column); ``true``/``false`` count as neither.
+
+    Raises:
+        UserError: ``axis 'tp': 1 is a number and '2' a string; write every value of the axis one way ...``.
+    """
+    number = next((v for v in spec if isinstance(v, (int, float)) and not isinstance(v, bool)), None)
+    text = next((v for v in spec if isinstance(v, str)), None)
+    if number is not None and text is not None:
+        raise UserError(f"axis {name!r}: {number!r} is a number and {text!r} a string; write every value of the "
+                         "axis one way (each point's file would hold the column as another type)")
 
 
 def _same_value_key(value: Any, name: str = "") -> tuple:

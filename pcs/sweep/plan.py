@@ -37,7 +37,7 @@ from typing import Any
 from pcs.errors import UserError
 from pcs.sweep.axes import expand_axis
 
-__all__ = ["Plan", "Point", "load_plan", "make_plan", "point_id", "KINDS", "MAX_POINTS"]
+__all__ = ["Plan", "Point", "load_plan", "make_plan", "point_id", "input_files", "KINDS", "MAX_POINTS"]
 
 #: Point kinds: each runs one public API call (:mod:`pcs.sweep.kinds`).
 KINDS = ("replay", "compare", "curve", "footprint")
@@ -277,3 +277,31 @@ def load_plan(path: str | Path) -> Plan:
 
     path = Path(path)
     return make_plan(read_mapping(path), str(path), path.parent)
+
+
+#: plan options that name a file a point reads (relative to the plan's folder; ``model`` only when a file is there)
+PATH_OPTIONS = ("trace", "model", "model_config", "hardware_file", "workloads", "prefill_csv")
+
+
+def input_files(path: str | Path) -> list[tuple[str, str]]:
+    """``(option, path)`` of every existing file the plan's points read: the values of :data:`PATH_OPTIONS` in
+    ``[fixed]`` and in the axes' lists, from the plan's folder (the points are not expanded: a plan of a million
+    points costs no more than its text).
+
+    Raises:
+        PathError / InputError: the plan cannot be read (as :func:`load_plan`).
+    """
+    from pcs.configfile import read_mapping
+
+    path = Path(path)
+    data = read_mapping(path)
+    found: dict[str, str] = {}
+    for table, many in ((data.get("fixed"), False), (data.get("axes"), True)):
+        for key, value in (table.items() if isinstance(table, dict) else ()):
+            if _name(str(key)) not in PATH_OPTIONS:
+                continue
+            for v in (value if many and isinstance(value, list) else [value]):
+                file = path.parent / v if isinstance(v, str) and v not in ("", "-") else None
+                if file is not None and file.is_file():
+                    found.setdefault(str(file), _name(str(key)).replace("_", "-"))
+    return [(opt, f) for f, opt in found.items()]

@@ -113,6 +113,37 @@ def test_consistent_hash_adding_an_instance_moves_keys_only_to_it():
     assert moved and set(moved) == {4}
 
 
+def _ring_owner(key, n, vnodes=100):
+    """The documented rule, by hand: points splitmix64(i * 2**32 + v) for instance i, v < vnodes; the key's hash
+    splitmix64(key XOR 0xC2B2AE3D27D4EB4F); the owner of the first point at or after it, wrapping to the lowest."""
+    points = sorted((splitmix64((i << 32) + v), i) for i in range(n) for v in range(vnodes))
+    h = splitmix64(key ^ 0xC2B2AE3D27D4EB4F)
+    return next((i for p, i in points if p >= h), points[0][1])
+
+
+def test_consistent_hash_small_keys_spread_over_the_ring():
+    # SplitMix64's first output from seed 0 (Steele et al.'s reference generator): the finaliser the ring uses
+    assert splitmix64(0) == 0xE220A8397B1DCDAF
+    # keys below vnodes used to hash onto instance 0's own points (key k == point input 0 * 2**32 + k): every
+    # small key went to instance 0 whatever N. The tester's keys 3, 43, 58 at N = 2, 8, 4096:
+    for n in (2, 8, 4096):
+        got = go("consistent-hash:k=1", [(0, [3]), (0, [43]), (0, [58])], n)
+        assert got == [_ring_owner(k, n) for k in (3, 43, 58)]
+        assert got != [0, 0, 0]
+    # 99 small keys on 8 instances (12.4 each on average): most instances get some, none gets a third
+    rows = [(0, [k]) for k in range(1, 100)]
+    got = go("consistent-hash:k=1", rows, 8)
+    assert got == [_ring_owner(k, 8) for k in range(1, 100)]
+    assert len(set(got)) >= 6 and max(got.count(i) for i in range(8)) < 33
+    # one point per instance, two instances: the key goes to the first point clockwise of its hash
+    p0, p1 = splitmix64(0), splitmix64(1 << 32)
+    for k in (0, 1, 5, 10 ** 6):
+        h = splitmix64(k ^ 0xC2B2AE3D27D4EB4F)
+        first = [p for p in sorted((p0, p1)) if p >= h]
+        want = {p0: 0, p1: 1}[first[0] if first else min(p0, p1)]
+        assert go("consistent-hash:k=1,vnodes=1", [(0, [k])], 2) == [want]
+
+
 def test_prefix_longest_match_then_load():
     # r0 [1,2,3]: nothing cached anywhere, in flight [0,0] -> 0
     # r1 [7,8]:   matches [0,0], in flight [1,0] -> 1

@@ -96,6 +96,11 @@ def test_bad_plans_say_what_is_wrong(data, words):
     # 10 GB = 10,000 MB = 10 * 10**9 bytes (GB decimal): one value in three spellings, three equal points
     ({"axes": {"tier.cpu": ["10GB", "10000MB", "10 GB"]}}, "'10000MB' and '10GB' are the same size"),
     ({"axes": {"tier.cpu": ["5blocks", "5 blocks"]}}, "are the same block count"),
+    # a number and a string on one axis: 1 and "1" are one value in two spellings (the same point ran twice under
+    # two ids); 1 and "2" gave point files whose option column is int64 in one, string in the other
+    ({"axes": {"tp": [1, "1"]}}, "axis 'tp': 1 is a number and '1' a string"),
+    ({"axes": {"tp": [1, "2"]}}, "axis 'tp': 1 is a number and '2' a string"),
+    ({"axes": {"tier.cpu": ["10GB", 0]}}, "axis 'tier.cpu': 0 is a number and '10GB' a string"),
 ])
 def test_one_option_or_value_named_twice_is_refused(data, words):
     with pytest.raises(ValueError, match=words):
@@ -106,5 +111,7 @@ def test_distinct_values_and_entries_still_run():
     # 1 and 1.0 stay two values (the command may read them differently); 10GB and 10GiB differ
     # (10**10 vs 10 * 2**30 bytes); gpu and cpu are two entries
     assert expand_axis("x", [1, 1.0]) == [1, 1.0]
+    assert expand_axis("protected-share", [0, 0.5, 1]) == [0, 0.5, 1]     # ints and floats: one numeric column
+    assert expand_axis("x", [True, "a"]) == [True, "a"]                     # a flag is not a number here
     plan = _plan({"fixed": {"tier": ["gpu=40blocks", "cpu=1blocks"]}, "axes": {"tier.cpu": ["10GB", "10GiB"]}})
     assert [p.options["tier"]["cpu"] for p in plan.points] == ["10GB", "10GiB"]

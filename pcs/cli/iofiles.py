@@ -1,0 +1,165 @@
+"""What a command reads and writes, from its parameters: one place, so no output of a run names one of its inputs.
+
+A command's parameters fall in two: its outputs (:data:`OUTPUTS`, by command) and everything else. Its inputs are
+read off the parsed command line (:func:`command_inputs`), never listed by hand per command, so an option added
+later is covered without being named here:
+
+- every ``click.Path`` parameter that is not an output (TRACE, ``--hardware-file``, ``--workloads``,
+  ``--prefill-csv``, ``--tokenizer``, ``--azure-csv``, ``--model-config``, report's FILES, a sweep's PLAN ...);
+- ``--model`` / ``--model-config`` when it names a config file, or a folder holding ``config.json``
+  (:func:`pcs.cli.modelarg.config_file`);
+- any other text value that names an existing file (IN, CHAT, EVENTS, ``--chat-template`` ...);
+- the files a sweep plan's points read (its trace, model config, hardware file:
+  :func:`pcs.sweep.plan.input_files`), which the ``-o`` folder may not hold either (a sweep reads and writes
+  every Parquet file of that folder).
+
+:func:`refuse_outputs_on_inputs` runs in :meth:`pcs.cli.common.PcsCommand.invoke`, before the command's own code:
+an output naming an input (the same path, a symbolic or a hard link) is one line, exit 2, nothing read or written.
+An input known only once the run has read a file (the trace a replay JSON names, for ``pcs report``) is checked
+by that command with :func:`pcs.outfile.refuse_inputs` as soon as it is known, before anything is written.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["OUTPUTS", "DATASET", "check_command_files", "command_inputs", "command_outputs", "refuse_outputs_on_inputs"]
+
+#: command name -> the parameters (click names) that name what it writes. Every other parameter is read.
+OUTPUTS: dict[str, tuple[str, ...]] = {
+    "replay": ("requests_out", "html_path", "plot_dir"),
+    "compare": ("html_path", "plot_dir"),
+    "curve": ("plot_path", "html_path"),
+    "footprint": ("html_path", "plot_dir"),
+    "report": ("html_path", "plot_dir"),
+    "run": ("out",),                      # pcs sweep run -o
+    "convert": ("out_path",),
+    "synth": ("out_path", "tokens_out"),
+    "from-chat": ("out_path",),
+    "transform": ("out_path",),
+}
+#: (command, parameter) of an output folder a command also reads every Parquet file of (pcs sweep run -o)
+DATASET = {("run", "out")}
+#: parameters that name a model: a preset, or a config file / folder (:func:`pcs.cli.modelarg.config_file`)
+_MODEL_PARAMS = ("model", "model_name", "model_config")
+
+
+def _label(p: click.Parameter, ctx: click.Context) -> str:
+    """The parameter as the user wrote it: ``--model-config`` when typed so, ``-o``, or an argument's ``OUT``."""
+    if isinstance(p, click.Argument):
+        return p.metavar or p.name.upper()
+    typed = ctx.meta.get("pcs.typed", [])
+    return next((o for o in p.opts if o in typed), p.opts[0])
+
+
+def _values(value: Any) -> list[str]:
+    if isinstance(value, (tuple, list)):
+        return [str(v) for v in value if isinstance(v, (str, os.PathLike))]
+    return [str(value)] if isinstance(value, (str, os.PathLike)) else []
+
+
+def _input_path(p: click.Parameter, value: str) -> str | None:
+    """The file ``value`` of parameter ``p`` makes the run read, or None (a preset, a number, ``-``)."""
+    if value == "-" or not value.strip():
+        return None
+    if p.name in _MODEL_PARAMS:
+        from pcs.cli.modelarg import config_file
+
+        return config_file(value)
+    if isinstance(p.type, click.Path) or os.path.isfile(value):
+        return value
+    return None
+
+
+def command_outputs(ctx: click.Context) -> list[tuple[click.Parameter, str, str]]:
+    """``(parameter, label, path)`` of every output the command line gives."""
+    names = OUTPUTS.get(ctx.command.name, ())
+    return [(p, _label(p, ctx), v) for p in ctx.command.params if p.name in names
+            for v in _values(ctx.params.get(p.name))]
+
+
+def command_inputs(ctx: click.Context) -> list[tuple[str, str]]:
+    """``(label, path)`` of every file the command line makes the run read (module docstring)."""
+    outs = OUTPUTS.get(ctx.command.name, ())
+    found = []
+    for p in ctx.command.params:
+        if p.name in outs:
+            continue
+        for v in _values(ctx.params.get(p.name)):
+            path = _input_path(p, v)
+            if path is not None:
+                found.append((_label(p, ctx), path))
+    return found
+
+
+def _plan_inputs(ctx: click.Context) -> list[tuple[str, str]]:
+    """The files a sweep plan's points read (``pcs sweep run PLAN``); [] for another command or a plan that
+    cannot be read (the command then says why, in its own words)."""
+    plan = ctx.params.get("plan") if ctx.command.name == "run" else None
+    if not plan:
+        return []
+    from pcs.errors import UserError
+    from pcs.sweep.plan import input_files
+
+    try:
+        return [(f"{plan}: {name}", path) for name, path in input_files(plan)]
+    except (UserError, OSError, ValueError):
+        return []
+
+
+def _inside(path: str, folder: str) -> bool:
+    try:
+        return Path(path).resolve().is_relative_to(Path(folder).resolve())
+    except (OSError, RuntimeError):      # a link that loops
+        return False
+
+
+def _refuse_in_dataset(label: str, folder: str, inputs: list[tuple[str, str]]) -> None:
+    from pcs.errors import UserError
+
+    for what, path in inputs:
+        if os.path.exists(path) and _inside(path, folder):
+            raise UserError(f"{label} {folder} holds {path}, an input of the run ({what}); the results folder is "
+                             "read and written whole (every Parquet file in it): give a folder apart from the inputs")
+
+
+def refuse_outputs_on_inputs(ctx: click.Context) -> None:
+    """Refuse, before the command runs, an output of ``ctx``'s command line that names one of its inputs, and a
+    results folder (:data:`DATASET`) that holds a file the run's points read.
+
+    Raises:
+        UserError: one line naming the output's option, the path and the input it would overwrite.
+    """
+    outputs = command_outputs(ctx)
+    if not outputs:
+        return
+    from pcs.outfile import refuse_inputs
+
+    inputs, extra = command_inputs(ctx), _plan_inputs(ctx)
+    refuse_inputs([(label, path) for _, label, path in outputs], inputs + extra)
+    for p, label, path in outputs:
+        if (ctx.command.name, p.name) in DATASET:
+            _refuse_in_dataset(label, path, extra)
+
+
+def check_command_files(ctx: click.Context) -> None:
+    """:func:`refuse_outputs_on_inputs`, then the note of a ``--model`` name that is both a preset and a file here
+    (:func:`pcs.cli.modelarg.preset_clash_note`; none with ``-q``): called by
+    :meth:`pcs.cli.common.PcsCommand.invoke` before every command.
+
+    Raises:
+        UserError: as :func:`refuse_outputs_on_inputs`.
+    """
+    refuse_outputs_on_inputs(ctx)
+    if ctx.params.get("quiet"):
+        return
+    for p in ctx.command.params:
+        if p.name in _MODEL_PARAMS and isinstance(ctx.params.get(p.name), str):
+            from pcs.cli.modelarg import preset_clash_note
+
+            note = preset_clash_note(ctx.params[p.name])
+            if note:
+                click.echo(f"pcs: note: {note}", err=True)
