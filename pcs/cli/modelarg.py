@@ -21,7 +21,8 @@ def _preset_key(value: str) -> str | None:
 def is_config_path(value: str | None) -> bool:
     """Whether a ``--model`` value names a config file (or a model folder) rather than a preset: it exists, has a
     folder part or ends in ``.json`` (so a missing ``configs/x.json`` says "no such file", not "unknown model").
-    A folder named like a preset that holds no ``config.json`` is the preset (it is no model folder)."""
+    A folder named like a preset that holds no ``config.json`` is the preset (it is no model folder), and so is a
+    name not on disk that names a preset by its Hugging Face id (``meta-llama/Llama-3.1-8B``)."""
     import os
     from pathlib import Path
 
@@ -29,6 +30,8 @@ def is_config_path(value: str | None) -> bool:
         return False
     if os.path.isdir(value) and not os.path.isfile(os.path.join(value, "config.json")) and _preset_key(value):
         return False
+    if not os.path.exists(value) and _preset_key(value):
+        return False                # an HF id of a preset (meta-llama/Llama-3.1-8B), as pcs.model.get_model reads it
     return os.sep in value or value.lower().endswith(".json") or Path(value).exists()
 
 

@@ -166,3 +166,17 @@ def test_a_name_of_both_a_preset_and_a_local_path(work):
     # Qwen3-32B: 64 layers x 8 KV heads x 128 head dim x 2 (K and V) x 2 B = 262,144 B per token
     assert json.loads(r.stdout)["reference_bytes_per_token"] == 262144
     assert "note" not in r.stderr
+
+
+@pytest.mark.parametrize("cmd", [("footprint", "--tokens", "100"), ("replay", "--compute", "infinite")])
+def test_a_hugging_face_id_of_a_preset_is_the_preset(work, cmd):
+    # meta-llama/Llama-3.1-8B is not on disk: the preset, as pcs.model.get_model reads the id (the API did; the
+    # CLI took the "/" for a folder and said "No such file")
+    r = invoke(*cmd, "--model", "meta-llama/Llama-3.1-8B", "--format", "json", "-q")
+    assert r.exit_code == 0, r.output
+    if cmd[0] == "footprint":
+        # Llama-3.1-8B: 32 layers x 8 KV heads x 128 head dim x 2 (K and V) x 2 B = 131,072 B per token
+        assert json.loads(r.stdout)["reference_bytes_per_token"] == 131072
+    # a missing path of no preset's name still names the file
+    assert_one_line_error(invoke(*cmd, "--model", "meta-llama/Nope-7B", "--format", "json"),
+                          "meta-llama/Nope-7B: No such file or directory")
