@@ -63,7 +63,7 @@ class EngineResult:
 
     Attributes:
         ledger: the run's counters.
-        columns: per-request columns (name -> ``array.array``), admission
+        columns: per-request columns (name -> ``array.array`` or a 1-D numpy array: the compiled step loop's), admission
             (= trace) order.
         sampler: the time-series samples (:class:`pcs.engine.series.Sampler`;
             the fast path's from :func:`pcs.engine.series.sequential_samples`).

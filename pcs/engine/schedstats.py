@@ -191,7 +191,7 @@ def sorted_pcts(ordered: np.ndarray) -> Percentiles:
 class LatencyParts:
     """The parts of a run's :class:`pcs.engine.schedresult.LatencySummary` that sort or partition a whole column,
     made apart from the rest of the summary: the no-cache run's on the worker thread that closed its loop
-    (:func:`pcs.engine.runner._close_beside`), while the calling thread closes the run's own loop. A part left
+    (:func:`pcs.engine.loops._close_beside`), while the calling thread closes the run's own loop. A part left
     None is made by :func:`_latency` itself.
 
     Attributes:

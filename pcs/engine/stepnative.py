@@ -69,7 +69,7 @@ _COUNTERS = ("steps", "prefill_steps", "busy_s", "stall_s", "busy_per_s", "origi
              "recompute_tokens", "restores_considered", "restores_losing", "restores_skipped", "decode_blocks_cached",
              "requests_outgrown", "in_system_area_s", "bin_s")
 #: the columns a lean no-cache run keeps (:class:`NativeStepEngine`'s ``lean``): what the replay's summary reads of
-#: it (``pcs.engine.runner._close_beside``, ``pcs.engine.schedstats.latency_parts``)
+#: it (``pcs.engine.loops._close_beside``, ``pcs.engine.schedstats.latency_parts``)
 LEAN_COLUMNS = ("ttft_s", "e2e_s", "tpot_s")
 _LINK_FIELDS = ("restores", "restored_blocks", "restored_bytes", "restore_s", "transfer_s", "overhead_s",
                 "full_prefill_s", "remaining_prefill_s", "slower_restores", "slower_blocks")
@@ -311,7 +311,7 @@ class NativeStepEngine(StepEngine):
         """Run until every request has finished; return the ledger and columns (:class:`EngineResult`).
 
         When the loop releases the GIL and threads are wanted (:attr:`releases_gil`, :func:`pcs.beside.threads_wanted`)
-        and this is not a no-cache run (whose parts :func:`pcs.engine.runner._close_beside` makes), the summary's
+        and this is not a no-cache run (whose parts :func:`pcs.engine.loops._close_beside` makes), the summary's
         sorts and partitions of this run's columns are made on worker threads: the ``prefill_no_cache_s`` sort (an
         input column, final since the last feed) while the C loop closes, the rest as soon as the columns are final
         (:class:`pcs.engine.schedstats.PendingParts`, handed over as ``EngineResult.latency``)."""

@@ -76,7 +76,7 @@ class _Clock:
 
 def step_parts(step: Any, sub_sources: list, rules: Any) -> list:
     """Per instance (StepSetup, resolved SchedulerConfig, decode blocks or None, rules), as a single replay of
-    its sub-trace resolves them (:func:`pcs.engine.runner._resolve_step`; None for an idle instance)."""
+    its sub-trace resolves them (:func:`pcs.engine.placement._resolve_step`; None for an idle instance)."""
     from pcs.engine.runner import _resolve_step
 
     return [_resolve_step(step, "modeled", s, rules) if s is not None else None for s in sub_sources]

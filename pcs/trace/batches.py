@@ -139,7 +139,7 @@ def read_ahead(batches: Iterator, linger: bool = False) -> Iterator:
     ``linger=False`` (a trace reader, :func:`as_batches`): a worker per batch, ended once its batch is made, so a
     caller that drops the reader part-way without closing it leaves no idle thread (the one batch in flight
     finishes, and its thread with it); ``True``: one worker for every batch, ended by exhaustion or ``close()``
-    -- for a caller that closes on every path (:func:`pcs.engine.runner._feed`: one thread start less a chunk).
+    -- for a caller that closes on every path (:func:`pcs.engine.feed._feed`: one thread start less a chunk).
 
     One batch in flight: batch k + 1 is asked for when batch k is handed over, never earlier, so memory holds at
     most one decoded batch more than reading in line. Only the worker advances the reader, one call at a time, in
