@@ -19,13 +19,20 @@
 
 #define PS_ENT_ONCE ((Py_ssize_t)1 << 22)   /* ps_open: up to 4 M entries asked for at once (as sh_open) */
 
-/* a CPU tier's own fields of entry y reset: in no queue, not known to its policy, not in the tier */
+/* a CPU tier's own fields of entry y as a deletion leaves them: in no queue, not known to its policy, not in the tier.
+ * The CPU tier's array holds them for every entry it does not hold (ps_clear_from on its new entries, ps_cpu_leave),
+ * so a block entering the tier finds them so */
 static inline void ps_cent_clear(Entry *y) {
     y->aux = -1;
     y->q = QNONE;
     y->flags = 0;
     y->prev = y->next = -1;
     y->pin = 0;
+}
+
+/* the CPU tier's fields of entries [from, to) of its array cleared (ps_cent_clear) */
+static void ps_clear_from(Entry *cent, Py_ssize_t from, Py_ssize_t to) {
+    for (Py_ssize_t e = from; e < to; e++) ps_cent_clear(&cent[e]);
 }
 
 /* the two tiers' views of the shared table (the GPU tier's entries are the table's; the CPU tier keeps its own
@@ -52,8 +59,10 @@ static int ps_reserve(Hier *h, Py_ssize_t n) {
     Py_ssize_t need = s->nres + n > s->ent_len ? s->nres + n : s->ent_len;
     if (need > s->ent_cap) {
         if (grow_table_ents(s, need) < 0) return -1;
-        Entry *c = ent_realloc(h->t[1].ent, sizeof(Entry) * (size_t)s->ent_len, sizeof(Entry) * (size_t)s->ent_cap);
+        const Py_ssize_t had = h->t[1].ent_cap;
+        Entry *c = ent_realloc(h->t[1].ent, sizeof(Entry) * (size_t)had, sizeof(Entry) * (size_t)s->ent_cap);
         if (!c) { PyErr_NoMemory(); return -1; }
+        ps_clear_from(c, had, s->ent_cap);
         h->t[1].ent = c;
     }
     ps_sync(h);
@@ -63,8 +72,8 @@ static int ps_reserve(Hier *h, Py_ssize_t n) {
 /* Tier.fill of the GPU tier in the shared table (tfill's rules, own_fill's counts): each key's entry (known: a
  * restore's, from the lookup; else its probe) -- a block of the CPU tier only enters the GPU tier pinned once (its
  * GPU fields were reset when it left the GPU tier), a GPU block is pinned once more (out of the GPU policy at its
- * first pin: pol_remove), an absent key gets a new entry pinned once (the CPU tier's fields of the entry cleared,
- * its key set). ents (NULL: not wanted) gets each key's entry. Returns the keys found in the GPU tier (shared), -1 */
+ * first pin: pol_remove), an absent key gets a new entry pinned once (its CPU tier's fields are clear: only its key
+ * is set there). ents (NULL: not wanted) gets each key's entry. Returns the keys found in the GPU tier (shared), -1 */
 static Py_ssize_t ps_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
     Tier *g = &h->t[0], *s = h->sh;
     if (!known && ps_reserve(h, n) < 0) return -1;
@@ -101,7 +110,6 @@ static Py_ssize_t ps_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
                 e = tadd_take(ent, &free_head, &ent_len);
                 tadd_put(&ent[e], &slots[j], e, k, 1, f);
                 ent[e].flags = F_GPU;
-                ps_cent_clear(&cent[e]);
                 cent[e].key = k;
                 made++;
                 added++;
@@ -132,20 +140,16 @@ static Py_ssize_t ps_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
 }
 
 /* gpu_evict_ops in the shared table: n GPU victims chosen by the GPU policy at once (PolOps.victims), their entries
- * to h->vent for the cascade (ps_insert); each leaves the GPU tier (its GPU fields reset as a deletion resets them,
- * F_GPU cleared) and stays in the table, in no tier until the cascade when the CPU tier does not hold it. 0 or -1 */
+ * to h->vent for the cascade (ps_insert); each leaves the GPU tier (F_GPU and the GPU policy's flags cleared: not
+ * known to it, so its number or segment is not read again; fifo's and slru's victims are in no queue already, links
+ * -1) and stays in the table, in no tier until the cascade when the CPU tier does not hold it. 0 or -1 */
 static int ps_gpu_evict(Hier *h, Py_ssize_t n) {
     Tier *g = &h->t[0];
     if (ensure_b(h, n) < 0) return -1;
     if (g->ops->evict_begin) g->ops->evict_begin(g, n);
     if (g->ops->victims(g, n, h->vent) < 0) return -1;
     Entry *const ent = g->ent;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Entry *x = &ent[h->vent[i]];
-        x->aux = -1;
-        x->q = QNONE;
-        x->flags &= F_CPU;
-    }
+    for (Py_ssize_t i = 0; i < n; i++) ent[h->vent[i]].flags &= F_CPU;
     g->held -= n;
     g->nres -= n;
     g->evicted += n;
@@ -153,11 +157,14 @@ static int ps_gpu_evict(Hier *h, Py_ssize_t n) {
     return 0;
 }
 
-/* entry e leaves the CPU tier (its CPU fields cleared, F_CPU off) and, in no tier now, the table */
+/* entry e leaves the CPU tier (its CPU fields cleared, F_CPU off) and, in no tier now, the table. Its links are -1
+ * already (fifo's and slru's victims and drops leave no queue link) and the CPU tier has no pins */
 static inline void ps_cpu_leave(Hier *h, int32_t e) {
-    Entry *x = &h->sh->ent[e];
+    Entry *x = &h->sh->ent[e], *y = &h->t[1].ent[e];
     x->flags &= (uint8_t)~F_CPU;
-    ps_cent_clear(&h->t[1].ent[e]);
+    y->aux = -1;
+    y->q = QNONE;
+    y->flags = 0;
     h->t[1].nres--;
     if (!(x->flags & F_GPU)) tdel(h->sh, e);
 }
@@ -199,48 +206,46 @@ static int ps_cpu_evict(Hier *h, Py_ssize_t n, int32_t *scratch) {
 
 /* Tier.insert into the CPU tier of the shared table of the GPU victims whose entries are ents[0..len) (eviction
  * order; ps_gpu_evict), tinsert's steps: ps_cut, the batch's blocks the tier holds taken out of its policy
- * (pol_remove: resident again, re-added as reused), the evictions for the new ones, then the blocks stored in runs of
- * one flag (new, reused), each run one add_run and its add_end (tadd_batch's calls). The pushed keys are counted,
- * not written (the CPU tier is the last of two: the cascade drops them). Returns their number, *written the new
- * blocks stored; -1 on memory error. Scratch: h->mark (len marks) and h->buf_b (len entries; ensure_b for 2 len) */
+ * (pol_remove: resident again, re-added as reused; F_OUT kept through the evictions, which pass them), the new ones
+ * flagged in the tier, the evictions for them, then the stored blocks -- every one of ents[start..len), in order -- in
+ * runs of one flag (new, reused), each run one add_run and its add_end (tadd_batch's calls; a policy chooses its
+ * victims from its own lists, never from the flags, so the new blocks' flags set before the evictions change no
+ * choice). The pushed keys are counted, not written (the CPU tier is the last of two: the cascade drops them).
+ * Returns their number, *written the new blocks stored; -1 on memory error. Scratch: h->mark (len marks) and
+ * h->buf_a (the victims' entries; in the shared table the cascade's keys there are not read) */
 static Py_ssize_t ps_insert(Hier *h, const int32_t *ents, Py_ssize_t len, Py_ssize_t *written) {
     Tier *c = &h->t[1];
-    Entry *const ent = h->sh->ent;
+    Entry *const ent = h->sh->ent, *const cent = c->ent;
     const Py_ssize_t start = ps_cut(h, ents, len);
     const Py_ssize_t free_ = c->capacity - c->nres - c->reserved;
-    int32_t *const mark = h->mark, *const run = (int32_t *)h->buf_b;
+    int32_t *const mark = h->mark;
     Py_ssize_t nfresh = 0;
     for (Py_ssize_t i = start; i < len; i++) {
         const int32_t e = ents[i];
-        mark[i] = (ent[e].flags & F_CPU) != 0;
-        if (mark[i]) pol_remove(c, e);
-        else nfresh++;
+        const int in = (ent[e].flags & F_CPU) != 0;
+        mark[i] = in;
+        if (in) {
+            pol_remove(c, e);
+        } else {                                      /* new in the tier: a flag (its CPU fields are clear) */
+            ent[e].flags |= F_CPU;
+            cent[e].flags = F_CPU;
+            nfresh++;
+        }
     }
     Py_ssize_t need = nfresh - free_;
     if (need > 0) {
-        if (ps_cpu_evict(h, need, run) < 0) return -1;
+        if (ps_cpu_evict(h, need, (int32_t *)h->buf_a) < 0) return -1;
     } else need = 0;
-    Entry *const cent = c->ent;
-    Py_ssize_t w = 0, run0 = 0;
-    int cur = 0;
+    c->nres += nfresh;
+    Py_ssize_t run0 = start;
     for (Py_ssize_t i = start; i < len; i++) {
-        const int32_t e = ents[i];
-        const int f = mark[i];
-        if (f != cur && w > run0) {
-            if (add_run_end(c, run + run0, w - run0, cur) < 0) return -1;
-            run0 = w;
+        if (mark[i] != mark[run0]) {
+            if (add_run_end(c, ents + run0, i - run0, mark[run0]) < 0) return -1;
+            run0 = i;
         }
-        cur = f;
-        if (!f) {                                     /* new in the tier: a flag, its CPU fields fresh */
-            ent[e].flags |= F_CPU;
-            cent[e].flags = F_CPU;
-            c->nres++;
-        } else {
-            cent[e].flags &= (uint8_t)~F_OUT;
-        }
-        run[w++] = e;
+        if (mark[i]) cent[ents[i]].flags &= (uint8_t)~F_OUT;
     }
-    if (w > run0 && add_run_end(c, run + run0, w - run0, cur) < 0) return -1;
+    if (len > run0 && add_run_end(c, ents + run0, len - run0, mark[run0]) < 0) return -1;
     c->inserted += nfresh;
     if (c->nres > c->peak_res) c->peak_res = c->nres;
     if (c->nres + c->reserved > c->peak_used) c->peak_used = c->nres + c->reserved;
@@ -267,6 +272,7 @@ static int ps_open(Hier *h, Py_ssize_t expected) {
         kstore_free(s);
         return -1;
     }
+    ps_clear_from(cent, 0, s->ent_cap);
     for (int j = 0; j < 2; j++) {
         tier_slots_free(&h->t[j]);
         h->t[j].shared = s;
