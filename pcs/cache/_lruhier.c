@@ -2309,7 +2309,8 @@ static PyMethodDef hier_methods[] = {
     {"order", (PyCFunction)hier_order, METH_O, "unpinned keys of tier j, first victim first"},
     {"check", (PyCFunction)hier_check, METH_NOARGS, "assert every invariant"},
     {"sync", (PyCFunction)hier_sync, METH_NOARGS, "hand a hosted Python policy its queued calls (pcs/cache/_pol_py.c)"},
-    {"shared_table", (PyCFunction)hier_shared, METH_NOARGS, "whether one table serves both LRU tiers (sh_open)"},
+    {"shared_table", (PyCFunction)hier_shared, METH_NOARGS,
+     "whether one table serves both tiers (sh_open: plain LRU; ps_open: fifo / slru)"},
     {"run_sequential", (PyCFunction)(void (*)(void))hier_run_sequential, METH_FASTCALL,
      "run_sequential(hashes, offsets, cacheable, max_hit, out): sequential requests; out[i] = hit blocks"},
     {NULL}
@@ -2330,7 +2331,8 @@ static PyTypeObject HierType = {
     PCS_TYPE_CLASS("pcs.cache._lruhier.Hierarchy", Hier, hier_dealloc,
                    "Hierarchy(names, capacities_blocks, write_through, policies=None, gates=None, retains=None, "
                    "shared_table=True, expected_blocks=0): tiers, GPU first; shared_table: one table for two plain LRU "
-                   "tiers; expected_blocks: the trace's distinct block ids when known (the shared table sized once)",
+                   "tiers or two fifo / slru tiers (write-back); expected_blocks: the trace's distinct block ids "
+                   "when known (the shared table sized once)",
                    hier_methods, hier_getset, hier_init)};
 
 /* ---------------------------------------------------------------------------------------------- */

@@ -302,7 +302,8 @@ static const char *ps_check(const Hier *h) {
         if (!in) return "an entry of the shared table in no tier";
         if (!(in & F_GPU) && s->ent[e].pin) return "a pin count on a block not in the GPU tier";
         if (!(in & F_GPU) && (s->ent[e].flags & ~F_CPU)) return "GPU policy fields on a block not in the GPU tier";
-        if (((cent[e].flags & F_CPU) != 0) != ((in & F_CPU) != 0)) return "the CPU tier's flag differs from the table's";
+        if (((cent[e].flags & F_CPU) != 0) != ((in & F_CPU) != 0))
+            return "the CPU tier's flag differs from the table's";
         if (cent[e].key != s->ent[e].key) return "the CPU tier's key differs from the table's";
     }
     return occ == s->nres ? NULL : "shared table: slots used differ from its entries";

@@ -127,3 +127,12 @@ def test_trace_replays_identical_on_the_shared_table(exact_trace, pol):
     table and summary equal to the reference engine's."""
     assert_trace_replays_equal(exact_trace, tiers=["gpu=auto", "cpu=2TB"], tier_policies={"gpu": pol, "cpu": pol},
                                timing="modeled", write_policy="back")
+
+
+def test_shared_table_grown_as_blocks_come():
+    """A CPU tier past the entries sh_open / ps_open ask for at once (2**22): the table's entries and the CPU tier's
+    array grow from 64 as blocks come (ps_reserve), with evictions and demotions from the 40-block GPU tier."""
+    reqs = stress_trace(3, 400, 4)
+    for specs in (["fifo", "fifo"], ["slru", "fifo"]):
+        _ref, h = replay_twins(reqs, [40, (1 << 22) + 1], specs, "modeled", BlockRules(), "back")
+        assert h._h.shared_table()
