@@ -54,10 +54,12 @@ static void ps_sync(Hier *h) {
  * moves them); 0 or -1 */
 static int ps_reserve(Hier *h, Py_ssize_t n) {
     Tier *s = h->sh;
-    while ((uint64_t)(s->nres + n) << TIER_LOAD_SHIFT > s->mask + 1)
+    int moved = 0;
+    for (; (uint64_t)(s->nres + n) << TIER_LOAD_SHIFT > s->mask + 1; moved = 1)
         if (grow_table(s) < 0) return -1;
     Py_ssize_t need = s->nres + n > s->ent_len ? s->nres + n : s->ent_len;
     if (need > s->ent_cap) {
+        moved = 1;
         if (grow_table_ents(s, need) < 0) return -1;
         const Py_ssize_t had = h->t[1].ent_cap;
         Entry *c = ent_realloc(h->t[1].ent, sizeof(Entry) * (size_t)had, sizeof(Entry) * (size_t)s->ent_cap);
@@ -65,8 +67,21 @@ static int ps_reserve(Hier *h, Py_ssize_t n) {
         ps_clear_from(c, had, s->ent_cap);
         h->t[1].ent = c;
     }
-    ps_sync(h);
+    if (moved) ps_sync(h);
     return 0;
+}
+
+/* ps_fill's step for a resident entry x (e) of the shared table: a CPU block enters the GPU tier pinned once (0), a
+ * GPU block gets one pin more, out of the GPU policy at its first (1: shared) */
+static inline int ps_pin(Tier *g, Entry *x, int32_t e) {
+    if (!(x->flags & F_GPU)) {
+        x->pin = 1;
+        x->flags |= F_GPU;
+        return 0;
+    }
+    if (x->pin == 0) pol_remove(g, e);
+    x->pin++;
+    return 1;
 }
 
 /* Tier.fill of the GPU tier in the shared table (tfill's rules, own_fill's counts): each key's entry (known: a
@@ -76,23 +91,25 @@ static int ps_reserve(Hier *h, Py_ssize_t n) {
  * is set there). ents (NULL: not wanted) gets each key's entry. Returns the keys found in the GPU tier (shared), -1 */
 static Py_ssize_t ps_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
     Tier *g = &h->t[0], *s = h->sh;
-    if (!known && ps_reserve(h, n) < 0) return -1;
-    Entry *const ent = s->ent, *const cent = h->t[1].ent;     /* not moved below: ps_reserve made the room */
-    OaSlot *const slots = s->slots;
-    const uint64_t mask = s->mask;
-    const int sh = 32 - s->bits;
-    int32_t free_head = s->free_head, ent_len = s->ent_len;
-    Py_ssize_t made = 0, added = 0, shared = 0;
-    uint32_t ring[FP_RING];
-    for (Py_ssize_t i = 0; !known && i < PF_AHEAD && i < n; i++) {
-        ring[i] = key_fp(keys[i]);
-        __builtin_prefetch(&slots[ring[i] >> sh], 0, 1);
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t e = -1;
-        if (known) {
-            e = known[i];
-        } else {
+    Py_ssize_t made = 0, shared = 0;
+    if (known) {                                              /* a restore: the entries the lookup found */
+        for (Py_ssize_t i = 0; i < n; i++) {
+            shared += ps_pin(g, &s->ent[known[i]], known[i]);
+            if (ents) ents[i] = known[i];
+        }
+    } else {
+        if (ps_reserve(h, n) < 0) return -1;
+        Entry *const ent = s->ent, *const cent = h->t[1].ent;   /* not moved below: ps_reserve made the room */
+        OaSlot *const slots = s->slots;
+        const uint64_t mask = s->mask;
+        const int sh = 32 - s->bits;
+        int32_t free_head = s->free_head, ent_len = s->ent_len;
+        uint32_t ring[FP_RING];
+        for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) {
+            ring[i] = key_fp(keys[i]);
+            __builtin_prefetch(&slots[ring[i] >> sh], 0, 1);
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
             const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
             if (i + PF_AHEAD < n) {
                 const uint32_t f2 = key_fp(keys[i + PF_AHEAD]);
@@ -101,37 +118,28 @@ static Py_ssize_t ps_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
             }
             const uint64_t k = keys[i];
             uint64_t j = f >> sh;
+            int32_t e = -1;
             for (;; j = (j + 1) & mask) {                     /* tfind_fp */
                 const OaSlot sl = slots[j];
                 if (sl.e < 0) break;
                 if (sl.h == f && ent[sl.e].key == k) { e = sl.e; break; }
             }
-            if (e < 0) {                                      /* tadd_atf at the end of its probe run */
+            if (e >= 0) {
+                shared += ps_pin(g, &ent[e], e);
+            } else {                                          /* tadd_atf at the end of its probe run */
                 e = tadd_take(ent, &free_head, &ent_len);
                 tadd_put(&ent[e], &slots[j], e, k, 1, f);
                 ent[e].flags = F_GPU;
                 cent[e].key = k;
                 made++;
-                added++;
-                if (ents) ents[i] = e;
-                continue;
             }
+            if (ents) ents[i] = e;
         }
-        Entry *x = &ent[e];
-        if (!(x->flags & F_GPU)) {                            /* a CPU block: now in the GPU tier too */
-            x->pin = 1;
-            x->flags |= F_GPU;
-            added++;
-        } else {
-            if (x->pin == 0) pol_remove(g, e);
-            x->pin++;
-            shared++;
-        }
-        if (ents) ents[i] = e;
+        s->free_head = free_head;
+        s->ent_len = g->ent_len = h->t[1].ent_len = ent_len;
+        s->nres += made;
     }
-    s->free_head = free_head;
-    s->ent_len = g->ent_len = h->t[1].ent_len = ent_len;
-    s->nres += made;
+    const Py_ssize_t added = n - shared;
     g->nres += added;
     g->reserved -= added;
     g->inserted += added;
