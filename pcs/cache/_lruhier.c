@@ -343,6 +343,7 @@ static void tier_close(Tier *t) {
 }
 
 static void hier_dealloc(Hier *h) {
+    if (h->sh && h->t[0].ops) free(h->t[1].ent);               /* the CPU tier's own entries (ps_open) */
     for (int j = 0; h->t && j < h->ntiers; j++) {
         if (h->sh) h->t[j].ent = NULL, h->t[j].slots = NULL;    /* the shared table's, freed with it */
         tier_close(&h->t[j]);
@@ -831,11 +832,14 @@ static int own_fill(Tier *t, const uint64_t *keys, Py_ssize_t n, int32_t *ents, 
     return 1;
 }
 
+#include "_lruhier_polshare.h"   /* one table for two fifo / slru tiers: ps_open, ps_fill, ps_gpu_evict, ps_insert */
+
 /* Tier.fill: one reserved slot per key becomes a resident block pinned once; returns shared count. ents (NULL:
  * not wanted; required in a shared table without known) gets each key's entry; known (NULL: none) gives each key's
  * entry in a shared table (a restore: the lookup's, no probe, ents not written; a table of the GPU tier's own is
  * given none). */
 static Py_ssize_t tfill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
+    if (h->sh && h->t[0].ops) return ps_fill(h, keys, n, ents, known);
     if (h->sh) return sh_fill(h, keys, n, ents, known);
     Tier *t = &h->t[0];
     Py_ssize_t shared = 0, added = 0;
@@ -920,6 +924,7 @@ static Py_ssize_t sh_insert(Hier *h, const uint64_t *keys, const int32_t *ents, 
  * in a shared table (the last tier: its pushed keys counted, out not written) */
 static Py_ssize_t lower_insert(Hier *h, int j, const uint64_t *keys, const int32_t *ents, Py_ssize_t n, uint64_t *out,
                                int fps_given, Py_ssize_t *written) {
+    if (h->sh && h->t[j].ops) return ps_insert(h, ents, n, written);
     if (h->sh) return sh_insert(h, keys, ents, n, written);
     return tinsert(&h->t[j], keys, n, out, h->mark, h->fps, fps_given, h->vent, written);
 }
@@ -1296,6 +1301,7 @@ static int sh_demote(Hier *h, Py_ssize_t n) {
  * Out of line: the LRU tiers' gpu_evict compiles as without it. 0 or -1 */
 static __attribute__((noinline)) int gpu_evict_ops(Hier *h, Py_ssize_t n) {
     Tier *g = &h->t[0];
+    if (h->sh) return ps_gpu_evict(h, n);
     if (ensure_b(h, n) < 0 || ops_evict(g, n, h->buf_a, h->vent, h->fps) < 0) return -1;
     g->evicted += n;
     h->fps_n = n;
@@ -2102,7 +2108,7 @@ static const char *sh_check(const Hier *h) {
 }
 
 static PyObject *hier_check(Hier *h, PyObject *unused) {
-    const char *shwhy = h->sh ? sh_check(h) : NULL;
+    const char *shwhy = !h->sh ? NULL : h->t[0].ops ? ps_check(h) : sh_check(h);
     CHECK(!shwhy, "%s", shwhy ? shwhy : "");
     for (int j = 0; j < h->ntiers; j++) {
         Tier *t = &h->t[j];
@@ -2271,7 +2277,7 @@ static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
     if (retains != Py_None && set_per_tier(h, retains, "retains must be a sequence",
                                            "need one retain spec (or None) per tier", set_retain) < 0) goto fail;
     h->write_through = wt;
-    if (share && sh_open(h, expected) < 0) goto fail;
+    if (share && (sh_open(h, expected) < 0 || ps_open(h, expected) < 0)) goto fail;
     Py_DECREF(ns);
     Py_DECREF(cs);
     return 0;
@@ -2303,7 +2309,8 @@ static PyMethodDef hier_methods[] = {
     {"order", (PyCFunction)hier_order, METH_O, "unpinned keys of tier j, first victim first"},
     {"check", (PyCFunction)hier_check, METH_NOARGS, "assert every invariant"},
     {"sync", (PyCFunction)hier_sync, METH_NOARGS, "hand a hosted Python policy its queued calls (pcs/cache/_pol_py.c)"},
-    {"shared_table", (PyCFunction)hier_shared, METH_NOARGS, "whether one table serves both LRU tiers (sh_open)"},
+    {"shared_table", (PyCFunction)hier_shared, METH_NOARGS,
+     "whether one table serves both tiers (sh_open: plain LRU; ps_open: fifo / slru)"},
     {"run_sequential", (PyCFunction)(void (*)(void))hier_run_sequential, METH_FASTCALL,
      "run_sequential(hashes, offsets, cacheable, max_hit, out): sequential requests; out[i] = hit blocks"},
     {NULL}
@@ -2324,7 +2331,8 @@ static PyTypeObject HierType = {
     PCS_TYPE_CLASS("pcs.cache._lruhier.Hierarchy", Hier, hier_dealloc,
                    "Hierarchy(names, capacities_blocks, write_through, policies=None, gates=None, retains=None, "
                    "shared_table=True, expected_blocks=0): tiers, GPU first; shared_table: one table for two plain LRU "
-                   "tiers; expected_blocks: the trace's distinct block ids when known (the shared table sized once)",
+                   "tiers or two fifo / slru tiers (write-back); expected_blocks: the trace's distinct block ids "
+                   "when known (the shared table sized once)",
                    hier_methods, hier_getset, hier_init)};
 
 /* ---------------------------------------------------------------------------------------------- */
