@@ -8,7 +8,8 @@
  * count; the unpinned entries are in LRU order in a queue with lazy deletion (pcs/cache/_lruq.h;
  * front = least recently used = first victim). Two plain LRU tiers share one table instead (Hier.sh, sh_open: an
  * entry per block with both tiers' queue positions and residency flags F_GPU / F_CPU; the tiers' Tier structs keep
- * their counters and queues and read the shared arrays). The Python wrapper is pcs/cache/native.py; the equality of the
+ * their counters and queues and read the shared arrays); so do two fifo / slru tiers (pcs/cache/_lruhier_polshare.h:
+ * the CPU policy's fields in an entry array of its own beside the shared entries). The Python wrapper is pcs/cache/native.py; the equality of the
  * two implementations is tested in tests/cache/test_replay_native.py. Field names are those of
  * pcs.cache.hierarchy.Admission (prefix_hit_blocks, hit_blocks, ...); rules: docs/semantics.md.
  */
@@ -2209,7 +2210,8 @@ static int set_gates(Hier *h, Tier *t, PyObject *item) {
 
 /* one table for the two tiers when both are plain LRU (no admission gates, no retain, no hosted policy): each
  * block has one entry (key, GPU pin count, GPU and CPU queue positions, which tiers hold it), so a demotion or a
- * restore is a flag and a queue append, and a lookup one probe. Other configurations keep one table per tier.
+ * restore is a flag and a queue append, and a lookup one probe. Two fifo / slru tiers share one table too
+ * (pcs/cache/_lruhier_polshare.h); other configurations keep one table per tier.
  * expected: the trace's distinct block ids when known (0: not known). 0 (shared or not) or -1 */
 #define SH_ENT_ONCE ((Py_ssize_t)1 << 22)    /* sh_open: up to 4 M entries (128 MB asked for) in one allocation */
 static int sh_open(Hier *h, Py_ssize_t expected) {

@@ -425,7 +425,8 @@ class NativeHierarchy(CompiledHierarchy):
             capacities, policy and admission options are read; the objects are not used after).
         write_policy: ``"back"`` (default) or ``"through"``.
         expected_blocks: the number of distinct block ids of the trace to be replayed, or an upper bound on it
-            (the replay passes the trace's block hashes), when the caller knows it (0: not known). Two plain LRU tiers sharing one table size its slots once for
+            (the replay passes the trace's block hashes), when the caller knows it (0: not known). Two tiers sharing one
+            table (both plain LRU, or both fifo / slru: pcs/cache/_lruhier_polshare.h) size its slots once for
             ``min(expected_blocks, GPU + CPU capacity)`` blocks instead of doubling them from 16 as blocks come;
             no number depends on it (only where blocks lie in the table).
     Raises:
