@@ -602,17 +602,14 @@ def _refuse_single_instance_options(kw: dict[str, Any], streams: dict | None, ou
 def _with_trace_notes(s: Any, trace: Any, streams: dict | None) -> Any:
     """The replay summary ``s`` with the notes about the trace itself: an exact re-blocking, then
     :func:`pcs.trace.api.trace_notes` (synthetic reuse and the like), then the tiers that never received a block
-    (:func:`pcs.report.tiercheck.tier_config_notes`)."""
-    from pcs.trace.api import trace_notes
+    (:func:`pcs.report.tiercheck.with_replay_notes`, which a sweep's replay points use too)."""
+    from pcs.report.tiercheck import with_replay_notes
 
     if streams is not None:
         s = dataclasses.replace(s, notes=s.notes + (f"the trace's {streams['exact'].source.block_size}-token ids "
                                                      f"were re-blocked to {streams['exact'].block_size} tokens "
                                                      "(exact)",))
-    from pcs.report.tiercheck import tier_config_notes
-
-    extra = trace_notes(trace) + tuple(tier_config_notes(s.to_dict()))
-    return dataclasses.replace(s, notes=s.notes + extra) if extra else s
+    return with_replay_notes(s, trace)
 
 
 def _reblocked(kw: dict[str, Any]):

@@ -24,7 +24,7 @@ from typing import Any
 
 from pcs.units import format_bandwidth, format_bytes, format_count
 
-__all__ = ["tier_config_notes"]
+__all__ = ["tier_config_notes", "with_replay_notes"]
 
 
 def _unit(t: dict[str, Any]) -> str:
@@ -81,3 +81,16 @@ def tier_config_notes(s: dict[str, Any]) -> list[str]:
     notes += [n for above, t in zip(tiers, tiers[1:])
               if (n := _empty_note(above, t, s.get("write_policy") or "back")) is not None]
     return notes
+
+
+def with_replay_notes(summary: Any, trace: Any) -> Any:
+    """The replay summary ``summary`` (:class:`pcs.engine.summary.ReplaySummary`) with the notes ``pcs replay``
+    adds after the run, in its order: the trace's own (:func:`pcs.trace.api.trace_notes`: synthetic reuse,
+    skipped lines), then the tiers that never received a block (:func:`tier_config_notes`). The one place both
+    ``pcs replay`` and a sweep's replay points make them, so a sweep row holds what ``pcs replay`` prints."""
+    import dataclasses
+
+    from pcs.trace.api import trace_notes
+
+    extra = tuple(trace_notes(trace)) + tuple(tier_config_notes(summary.to_dict()))
+    return dataclasses.replace(summary, notes=summary.notes + extra) if extra else summary

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from pcs.errors import UserError
 
-__all__ = ["done_ids", "write_point", "read_results", "encode_row", "encode_requests", "REQUESTS_DIR"]
+__all__ = ["done_ids", "misplaced_row", "write_point", "read_results", "encode_row", "encode_requests", "REQUESTS_DIR"]
 
 REQUESTS_DIR = "_requests"
 
@@ -35,7 +35,30 @@ def done_ids(out: str | Path) -> set[str]:
     A file that is not a readable point file (:func:`point_file_problem`: truncated, garbage, another
     table) is not done: ``pcs sweep run`` runs its point again and replaces it."""
     out = Path(out)
-    return {p.stem for p in out.glob("*.parquet") if point_file_problem(p) is None} if out.is_dir() else set()
+    return {p.stem for p in out.glob("*.parquet") if _holds_own_row(p)} if out.is_dir() else set()
+
+
+def _holds_own_row(path: Path) -> bool:
+    """Whether ``path`` is a point file (:func:`point_file_problem`) holding its own point's row
+    (:func:`misplaced_row`: a copied or renamed file is not its name's point, which must run)."""
+    if point_file_problem(path) is not None:
+        return False
+    import pyarrow.parquet as pq
+
+    try:
+        ids = pq.read_table(path, columns=["point_id"], use_threads=False).column(0).to_pylist()
+    except (OSError, ValueError):
+        return False
+    return misplaced_row(path, ids[0]) is None
+
+
+def misplaced_row(path: Path, point_id: Any) -> str | None:
+    """Why a point file's row is not its name's point, or None when it is: ``<point_id>.parquet`` holds the row
+    whose ``point_id`` is that name (:func:`write_point`); another point's row (a copied or renamed file) would
+    count that point twice and leave the named one unrun."""
+    if point_id == path.stem:
+        return None
+    return f"holds the row of point {point_id!r}, not of {path.stem!r} (a copied or renamed point file)"
 
 
 def point_file_problem(path: Path, names: list[str] | None = None, rows: int | None = None) -> str | None:
@@ -153,9 +176,13 @@ def read_results(out: str | Path) -> Any:
         if problem is not None:
             raise unreadable_point(f, problem)
         try:
-            return pq.read_table(f, use_threads=False)
+            table = pq.read_table(f, use_threads=False)
         except (OSError, ValueError) as exc:
             raise unreadable_point(f, f"not a readable Parquet file ({_first_line(exc)})") from None
+        misplaced = misplaced_row(f, table.column("point_id")[0].as_py())
+        if misplaced is not None:
+            raise unreadable_point(f, misplaced)
+        return table
 
     with ThreadPoolExecutor(max_workers=min(8, max(1, len(files)))) as pool:
         tables = list(pool.map(read, files))

@@ -23,7 +23,7 @@ import numpy as np
 
 from pcs.errors import UserError
 from pcs.sweep.result import SweepBest, SweepFrontPoint, SweepSummary
-from pcs.sweep.store import point_file_problem, unreadable_point
+from pcs.sweep.store import misplaced_row, point_file_problem, unreadable_point
 
 __all__ = ["summarize", "pareto_front", "METRICS", "OBJECTIVES"]
 
@@ -142,7 +142,10 @@ def _stream_rows(out: str | Path):
             if problem is None:
                 cols = [c for c in names
                         if c in want or c.startswith(("option.", "payload_lens.")) or _CAPACITY.match(c)]
-                return names, pf.read(columns=cols, use_threads=False).to_pylist()
+                rows = pf.read(columns=cols, use_threads=False).to_pylist()
+                problem = misplaced_row(f, rows[0].get("point_id"))
+                if problem is None:
+                    return names, rows
         except (OSError, ValueError) as exc:   # ArrowInvalid is a ValueError
             problem = f"not a readable Parquet file ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r})"
         raise unreadable_point(f, problem)

@@ -222,13 +222,11 @@ def _with_notes(call: str, payload: dict[str, Any], trace: Any) -> dict[str, Any
 
 
 def _replay_summary(summary: Any, trace: LoadedTrace) -> Any:
-    """The summary with the notes ``pcs replay`` adds about the trace (synthetic reuse, skipped lines)."""
-    import dataclasses
+    """The summary with the notes ``pcs replay`` adds after the run (the trace's, then the tiers that never
+    received a block: :func:`pcs.report.tiercheck.with_replay_notes`)."""
+    from pcs.report.tiercheck import with_replay_notes
 
-    from pcs.trace.api import trace_notes
-
-    extra = trace_notes(trace)
-    return dataclasses.replace(summary, notes=summary.notes + extra) if extra else summary
+    return with_replay_notes(summary, trace)
 
 
 _TRACES: dict[tuple, LoadedTrace] = {}

@@ -87,6 +87,25 @@ def test_a_rerun_skips_done_points_and_force_reruns_them(dozen_plan, dozen_rows,
     assert read_results(tmp_path).to_pylist() == dozen_rows       # each point once
 
 
+def test_a_point_file_holding_another_points_row_is_not_done(dozen_plan, dozen_rows, tmp_path):
+    # a copied point file (b's row under a's name) would count b twice and never run a: it is not done, the
+    # summary and the results refuse it, and a rerun runs a again and writes its own row
+    import shutil
+
+    from pcs.errors import UserError
+    from pcs.sweep import summarize
+
+    run_sweep(dozen_plan, tmp_path, jobs=1)
+    a, b = sorted(tmp_path.glob("*.parquet"))[:2]
+    shutil.copy(b, a)
+    for read in (read_results, summarize):
+        with pytest.raises(UserError, match=f"holds the row of point '{b.stem}', not of '{a.stem}'"):
+            read(tmp_path)
+    again = run_sweep(dozen_plan, tmp_path, jobs=1)
+    assert (again.ran, again.skipped) == (1, 11)
+    assert read_results(tmp_path).to_pylist() == dozen_rows       # each point once, a's own row back
+
+
 def test_requests_tables_are_kept_per_point(tmp_path):
     plan = tmp_path / "p.toml"
     plan.write_text(f'[fixed]\ntrace = "{SAMPLE}"\nmodel = "llama-3.1-8b"\ntp = 1\ntier = {{gpu = "300blocks"}}\n'
