@@ -858,19 +858,38 @@ def index_probes(slots, keys, seed: int) -> int:
     return probes
 
 
+def fresh_env(**variables: str) -> dict:
+    """This process's environment for a new interpreter, the repository alone on ``PYTHONPATH`` (the child imports
+    this tree's pcs, whatever the caller's ``PYTHONPATH`` or installed copy), with ``variables`` (name=value) set."""
+    import os
+
+    return dict(os.environ, PYTHONPATH=str(ROOT), **variables)
+
+
+def fresh_run(args, cwd=None, timeout: float | None = None, **variables: str):
+    """``args`` (the arguments after the executable: ``["-c", code]``, ``["-m", "pcs", ...]``, a script and its
+    arguments) run by a new interpreter, this one's executable, in the environment of :func:`fresh_env`
+    (``variables`` set), in folder ``cwd`` (None: this one's), for at most ``timeout`` seconds. Returns the
+    subprocess.CompletedProcess, stdout and stderr as text, whatever its exit status (the caller checks it).
+
+    Raises:
+        subprocess.TimeoutExpired: it ran longer than ``timeout``.
+    """
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, *args], env=fresh_env(**variables), capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout)
+
+
 def fresh_python(code: str, cwd) -> str:
-    """The stdout of ``code`` run by a new interpreter (this one's executable) with the repository first on its path,
-    in folder ``cwd``: what a fresh process imports and allocates, apart from the test process's state.
+    """The stdout of ``code`` run by a new interpreter (:func:`fresh_run`: this one's executable, the repository
+    first on its path) in folder ``cwd``: what a fresh process imports and allocates, apart from the test process's
+    state.
 
     Raises:
         subprocess.CalledProcessError: the code failed (its stderr in the exception).
     """
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    env = dict(os.environ, PYTHONPATH=str(root))
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
-                          cwd=cwd).stdout
+    r = fresh_run(["-c", code], cwd)
+    r.check_returncode()
+    return r.stdout

@@ -5,12 +5,11 @@ in a traceback."""
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from helpers import fresh_run
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
@@ -50,9 +49,8 @@ def test_a_bad_argument_is_one_line_exit_2_before_anything_runs(tmp_path, script
     (tmp_path / "garbage.jsonl").write_text("not json\n")
     before = _digest(CHAT)
     listing = sorted(p.name for p in tmp_path.iterdir())
-    env = dict(os.environ, PCS_MOONCAKE_TRACE=str(SAMPLE), PYTHONPATH=str(ROOT))
-    r = subprocess.run([sys.executable, str(BENCH / script), *[a.format(tmp=tmp_path, chat=CHAT) for a in args]],
-                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    r = fresh_run([str(BENCH / script), *[a.format(tmp=tmp_path, chat=CHAT) for a in args]], tmp_path, 120,
+                  PCS_MOONCAKE_TRACE=str(SAMPLE))
     assert r.returncode == 2, (r.returncode, r.stderr[-1000:])
     assert "Traceback" not in r.stderr
     assert needle in r.stderr.strip().splitlines()[-1], r.stderr

@@ -11,12 +11,12 @@ Not run here, and why:
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from helpers import fresh_run
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
@@ -56,9 +56,7 @@ NEEDS_LIBCACHESIM = {"bench_user.py", "compare_libcachesim.py"}
 
 
 def _run(script: str, args: list[str], env_trace: Path | str = SAMPLE, cwd: Path = ROOT):
-    env = dict(os.environ, PCS_MOONCAKE_TRACE=str(env_trace), PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=300)
+    return fresh_run([str(BENCH / script), *args], cwd, 300, PCS_MOONCAKE_TRACE=str(env_trace))
 
 
 def test_every_script_is_smoke_tested_or_says_why_not():

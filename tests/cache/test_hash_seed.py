@@ -6,14 +6,11 @@ depends on where a key sits, so two processes (two seeds) print the same bytes.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import index_probes, invoke
+from helpers import fresh_run, index_probes, invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 HMUL = 0x9E3779B97F4A7C15
@@ -55,14 +52,12 @@ def test_crafted_ids_hit_as_worked_by_hand(tmp_path, engine):
 
 def test_two_processes_print_the_same_bytes(tmp_path):
     """Each process draws its own seed; the summary and the per-request table do not change."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     outs = []
     for k in range(2):
         rows = tmp_path / f"rows{k}.csv"
-        r = subprocess.run([sys.executable, "-m", "pcs", "replay", str(ROOT / "traces" / "sample_chat.jsonl"), "-q",
-                            "--format", "json", "--tier", "gpu=300blocks", "--tier", "cpu=900blocks", "--engine",
-                            "compiled-hierarchy", "--requests-out", str(rows)],
-                           capture_output=True, text=True, env=env, timeout=300)
+        r = fresh_run(["-m", "pcs", "replay", str(ROOT / "traces" / "sample_chat.jsonl"), "-q", "--format", "json",
+                       "--tier", "gpu=300blocks", "--tier", "cpu=900blocks", "--engine", "compiled-hierarchy",
+                       "--requests-out", str(rows)], timeout=300)
         assert r.returncode == 0, r.stderr
         summary = json.loads(r.stdout)
         summary.pop("elapsed_s", None)

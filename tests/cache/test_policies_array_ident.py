@@ -149,8 +149,7 @@ def test_hosted_lfu_equals_python_hierarchy_and_the_c_twin(reqs, cfg):
     caps, specs = [c for c, _ in tiers], [s for _, s in tiers]
     arr = lambda: _tiers(caps, [SPECS[s][0] for s in specs])  # noqa: E731
     key = lambda: _tiers(caps, [SPECS[s][1] for s in specs])  # noqa: E731
-    arr_tests.run_pair(reqs, (arr, False), (arr, True), timing, rules, wp)
-    arr_tests.run_pair(reqs, (key, True), (arr, True), timing, rules, wp)
+    arr_tests.run_hosted(reqs, arr, key, timing, rules, wp)
 
 
 @pytest.mark.parametrize("spec", sorted(SPECS))
@@ -160,9 +159,7 @@ def test_lfu_seeded_stress_check_after_every_step(spec):
     for caps, timing, wp in STRESS_CASES:
         arr = lambda: _tiers(caps, [SPECS[spec][0]] * len(caps))  # noqa: E731
         key = lambda: _tiers(caps, [SPECS[spec][1]] * len(caps))  # noqa: E731
-        arr_tests.run_pair(reqs, (arr, False), (arr, True), timing, BlockRules(), wp)
-        res = arr_tests.run_pair(reqs, (key, True), (arr, True), timing, BlockRules(), wp)
-        assert res.ledger.num_requests == 600
+        assert arr_tests.run_hosted(reqs, arr, key, timing, BlockRules(), wp).ledger.num_requests == 600
 
 
 @pytest.mark.parametrize("aging", ["dynamic", "none"])

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers import fresh_run
+
 LIMIT = 4 * 1024 ** 3
 WRAPPER = """
 import resource, runpy, sys
@@ -41,10 +40,8 @@ def _trace(path: Path) -> None:
 def test_a_50000_block_request_replays_under_4_gb(tmp_path, engine):
     trace, rows = tmp_path / "long.jsonl", tmp_path / "rows.csv"
     _trace(trace)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([sys.executable, "-c", WRAPPER.format(lim=LIMIT), "replay", str(trace), "-q", "--format",
-                        "json", "--tier", "gpu=60000blocks", "--engine", engine, "--requests-out", str(rows)],
-                       capture_output=True, text=True, env=env, timeout=600)
+    r = fresh_run(["-c", WRAPPER.format(lim=LIMIT), "replay", str(trace), "-q", "--format", "json", "--tier",
+                   "gpu=60000blocks", "--engine", engine, "--requests-out", str(rows)], timeout=600)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["hit_ratio"] == 2048 / (25_600_000 + 2560)

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from pcs.cli.main import cli
 from pcs.sweep.lock import LOCK_NAME, sweep_lock
+from helpers import fresh_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "traces" / "formats" / "mooncake_conv_8.jsonl"
@@ -48,8 +49,7 @@ def test_a_lock_left_by_a_killed_sweep_is_stale_and_taken_over(tmp_path):
     out = tmp_path / "out"
     code = ("import sys, time; from pcs.sweep.lock import sweep_lock\n"
             f"with sweep_lock({str(out)!r}):\n    print('held', flush=True); time.sleep(60)\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, env=env)
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, env=fresh_env())
     try:
         assert child.stdout.readline().strip() == b"held"
         r = CliRunner().invoke(cli, ["sweep", "run", str(_plan(tmp_path)), "-o", str(out), "--jobs", "1", "-q"])
