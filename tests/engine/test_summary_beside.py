@@ -12,13 +12,11 @@ Percentiles worked out by hand with numpy's linear method: level q of n sorted v
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, fresh_python
 from pcs.engine.schedstats import PendingParts, run_parts
 from pcs.engine.series import _spread
 
@@ -48,8 +46,7 @@ def test_restore_sample_does_not_load_numpy_ma():
         "d = request_distributions(cols)\n"
         "r = d.restore_vs_recompute\n"
         "print(r.requests, r.sampled, 1001.0 in r.restore_s, r.prefill_saved_s[0], 'numpy.ma' in sys.modules)\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    out = fresh_python(code, ROOT)
     # restore_s of index 1,000 is 1,001: not sampled; saved = max(3 - 1, 0) = 2
     assert out.split() == ["2001", "2000", "False", "2.0", "False"]
 
@@ -141,8 +138,7 @@ def test_warm_up_compiles_the_records_and_leaves_the_envelope_deferred():
         "summary.warm_up()\n"
         "after = type(result.ReplaySummary.__dict__['__init__']).__name__\n"
         "print(before, after, 'pcs.analysis.envelope' in sys.modules)\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    out = fresh_python(code, ROOT)
     assert out.split() == ["_Deferred", "function", "False"]   # the envelope: only for a link that restored
 
 
