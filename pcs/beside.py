@@ -101,7 +101,8 @@ def _mode() -> str:
     mode = os.environ.get("PCS_THREADS", "auto").strip().lower() or "auto"
     mode = THREADS_ALIASES.get(mode, mode)
     if mode not in THREADS_MODES:
-        raise UserError(f"PCS_THREADS={mode!r} is not one of {', '.join(THREADS_MODES)} (or 1, 0)")
+        raise UserError(f"PCS_THREADS={mode!r} is not one of {', '.join(THREADS_MODES)} "
+                        f"(or {', '.join(THREADS_ALIASES)})")
     return mode
 
 

@@ -58,11 +58,23 @@ def preset_clash_note(value: str | None) -> str | None:
 
 
 def model_callback(ctx, param, value):
-    """click callback of ``--model``: a model folder is read as its ``config.json`` (:func:`config_file`)."""
+    """click callback of ``--model``: a model folder is read as its ``config.json`` (:func:`config_file`).
+
+    Raises:
+        UserError: a name with a ``/`` that is neither on disk nor a preset's Hugging Face id (an HF id of a model
+            with no preset: pcs reads no model from the network).
+    """
     import os
 
     if isinstance(value, str) and os.path.isdir(value) and is_config_path(value):
         return config_file(value)
+    if (isinstance(value, str) and "/" in value and not value.lower().endswith(".json")
+            and not os.path.exists(value) and _preset_key(value) is None):
+        from pcs.errors import UserError      # an HF id pcs has no preset for (mistralai/Mistral-7B-v0.1)
+
+        raise UserError(f"--model {value}: no such file or folder, and no preset of that name (pcs reads no model "
+                        "from the network: download its config.json and give its path; `pcs models` lists the "
+                        "presets)")
     return value
 
 

@@ -177,6 +177,9 @@ def test_a_hugging_face_id_of_a_preset_is_the_preset(work, cmd):
     if cmd[0] == "footprint":
         # Llama-3.1-8B: 32 layers x 8 KV heads x 128 head dim x 2 (K and V) x 2 B = 131,072 B per token
         assert json.loads(r.stdout)["reference_bytes_per_token"] == 131072
-    # a missing path of no preset's name still names the file
+    # an id of no preset, not on disk: says both (pcs reads no model from the network)
     assert_one_line_error(invoke(*cmd, "--model", "meta-llama/Nope-7B", "--format", "json"),
-                          "meta-llama/Nope-7B: No such file or directory")
+                          "--model meta-llama/Nope-7B: no such file or folder, and no preset of that name")
+    # a missing config path still names the file
+    assert_one_line_error(invoke(*cmd, "--model", "configs/x.json", "--format", "json"),
+                          "configs/x.json: No such file or directory")
