@@ -520,7 +520,8 @@ _REPLAY_MODULES = ("pcs.engine.api", "pcs.engine.deployment", "pcs.engine.schedu
                    "pcs.engine.turns", "pcs.engine.truncation", "pcs.engine.chunkattn", "pcs.cache.native",
                    "pcs.cache.admission_retention", "pcs.model.presets", "pcs.model.deploy", "pcs.model.footprint",
                    "pcs.model.parallel", "pcs.trace.jsonfast",
-                   "pcs.trace.reblock", "pcs.trace.pathcheck", "pcs.trace.hashids", "pcs.extras", "pcs.report.replay")
+                   "pcs.trace.reblock", "pcs.trace.pathcheck", "pcs.trace.hashids", "pcs.extras", "pcs.report.replay",
+                   "pcs.report.tiercheck")
 
 
 @command("replay", twins=True, preload=_REPLAY_MODULES)

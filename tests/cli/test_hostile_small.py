@@ -114,7 +114,7 @@ def test_curve_plot_has_a_title_and_a_byte_axis():
     fig = curve_figure(res, "llama-3.1-8b", str(T))
     ax = fig.axes[0]
     assert "mooncake_conv_8.jsonl" in ax.get_title() and "8 requests" in ax.get_title()
-    tops = [a for a in ax.child_axes if "GB" in a.get_xlabel()]
+    tops = [a for a in ax.child_axes if "bytes" in a.get_xlabel()]
     assert len(tops) == 1 and "llama-3.1-8b" in tops[0].get_xlabel()
     res = curve(str(T), points=2)
     assert not curve_figure(res, None, str(T)).axes[0].child_axes               # no model: no byte axis
