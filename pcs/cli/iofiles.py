@@ -63,7 +63,9 @@ def _values(value: Any) -> list[str]:
 
 def _input_path(p: click.Parameter, value: str) -> str | None:
     """The file ``value`` of parameter ``p`` makes the run read, or None (a preset, a number, ``-``)."""
-    if value == "-" or not value.strip():
+    if value == "-":            # stdin: the file behind it when redirected from one (`pcs curve - < t.jsonl`)
+        return "/dev/stdin" if os.path.exists("/dev/stdin") else None
+    if not value.strip():
         return None
     if p.name in _MODEL_PARAMS:
         from pcs.cli.modelarg import config_file
@@ -117,13 +119,51 @@ def _inside(path: str, folder: str) -> bool:
         return False
 
 
+def _read_as_result(path: str, folder: str) -> bool:
+    """Whether a results folder's reading takes ``path`` for a point file: a ``.parquet`` file right in the folder
+    or in its per-request folder (pcs.sweep.store: ``*.parquet``, ``_requests/*.parquet``, not recursive)."""
+    from pcs.sweep.store import REQUESTS_DIR
+
+    if Path(path).suffix != ".parquet":
+        return False
+    try:
+        parent, top = Path(path).resolve().parent, Path(folder).resolve()
+    except (OSError, RuntimeError):      # a link that loops
+        return False
+    return parent in (top, top / REQUESTS_DIR)
+
+
 def _refuse_in_dataset(label: str, folder: str, inputs: list[tuple[str, str]]) -> None:
     from pcs.errors import UserError
 
     for what, path in inputs:
-        if os.path.exists(path) and _inside(path, folder):
+        if os.path.exists(path) and _read_as_result(path, folder):
             raise UserError(f"{label} {folder} holds {path}, an input of the run ({what}); the results folder is "
                              "read and written whole (every Parquet file in it): give a folder apart from the inputs")
+
+
+def _refuse_stdout_file(outputs: list[tuple[click.Parameter, str, str]]) -> None:
+    """Refuse an output that is the regular file standard output is redirected to (``--html /dev/stdout >
+    out``, or ``--html out > out``): the output is written to a temporary file and renamed over it, so what the
+    command prints would go to the replaced file and be lost."""
+    import stat
+
+    from pcs.errors import UserError
+
+    try:
+        out = os.fstat(1)
+    except OSError:
+        return
+    if not stat.S_ISREG(out.st_mode):
+        return
+    for _, label, path in outputs:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            raise UserError(f"{label} {path} is the file standard output is redirected to; the command's printed "
+                             "output would be lost: give the output its own file")
 
 
 def refuse_outputs_on_inputs(ctx: click.Context) -> None:
@@ -140,6 +180,7 @@ def refuse_outputs_on_inputs(ctx: click.Context) -> None:
 
     inputs, extra = command_inputs(ctx), _plan_inputs(ctx)
     refuse_inputs([(label, path) for _, label, path in outputs], inputs + extra)
+    _refuse_stdout_file(outputs)
     for p, label, path in outputs:
         if (ctx.command.name, p.name) in DATASET:
             _refuse_in_dataset(label, path, extra)

@@ -18,6 +18,13 @@ def _preset_key(value: str) -> str | None:
     return key if key in PRESETS else None
 
 
+def _hf_id(value: str) -> bool:
+    """Whether ``value`` is written as a Hugging Face model id, ``org/name``: one ``/``, neither part empty nor
+    starting with ``.`` or ``~`` (``/models/x``, ``./x``, ``../x`` and ``a/b/c`` are paths)."""
+    parts = value.split("/")
+    return len(parts) == 2 and all(p and p[0] not in ".~" for p in parts)
+
+
 def is_config_path(value: str | None) -> bool:
     """Whether a ``--model`` value names a config file (or a model folder) rather than a preset: it exists, has a
     folder part or ends in ``.json`` (so a missing ``configs/x.json`` says "no such file", not "unknown model").
@@ -30,7 +37,7 @@ def is_config_path(value: str | None) -> bool:
         return False
     if os.path.isdir(value) and not os.path.isfile(os.path.join(value, "config.json")) and _preset_key(value):
         return False
-    if not os.path.exists(value) and _preset_key(value):
+    if _hf_id(value) and not os.path.exists(value) and _preset_key(value):
         return False                # an HF id of a preset (meta-llama/Llama-3.1-8B), as pcs.model.get_model reads it
     return os.sep in value or value.lower().endswith(".json") or Path(value).exists()
 
@@ -61,14 +68,18 @@ def model_callback(ctx, param, value):
     """click callback of ``--model``: a model folder is read as its ``config.json`` (:func:`config_file`).
 
     Raises:
-        UserError: a name with a ``/`` that is neither on disk nor a preset's Hugging Face id (an HF id of a model
-            with no preset: pcs reads no model from the network).
+        UserError: an empty value; an ``org/name`` id that is neither on disk nor a preset's Hugging Face id (a
+            model with no preset: pcs reads no model from the network).
     """
     import os
 
     if isinstance(value, str) and os.path.isdir(value) and is_config_path(value):
         return config_file(value)
-    if (isinstance(value, str) and "/" in value and not value.lower().endswith(".json")
+    if isinstance(value, str) and not value.strip():
+        from pcs.errors import UserError
+
+        raise UserError(f"--model {value!r}: empty; give a preset name (`pcs models`) or a config.json path")
+    if (isinstance(value, str) and _hf_id(value) and not value.lower().endswith(".json")
             and not os.path.exists(value) and _preset_key(value) is None):
         from pcs.errors import UserError      # an HF id pcs has no preset for (mistralai/Mistral-7B-v0.1)
 

@@ -67,6 +67,12 @@ def _empty_note(above: dict[str, Any], tier: dict[str, Any], write_policy: str) 
     return f"tier {name} received no {unit[:-1]} in this run ({format_bytes(tier['capacity_bytes'])} unused): {why}"
 
 
+def _feeder(tiers: list[dict[str, Any]], i: int) -> dict[str, Any]:
+    """The tier whose evictions reach tier ``i``: the nearest above it of non-zero size (a size-0 tier passes every
+    block on, §7), else the one just above."""
+    return next((tiers[j] for j in range(i - 1, -1, -1) if tiers[j]["capacity_blocks"] > 0), tiers[i - 1])
+
+
 def tier_config_notes(s: dict[str, Any]) -> list[str]:
     """Notes on the lower tiers of a replay summary ``s`` (``pcs replay --format json``'s object: ``tiers`` with
     ``name``, ``capacity_blocks``, ``capacity_bytes``, ``link_bandwidth_bps``, ``written_blocks``,
@@ -78,8 +84,8 @@ def tier_config_notes(s: dict[str, Any]) -> list[str]:
              + (" (the last tier: they are dropped)" if i == len(tiers) - 1 else f" to {tiers[i + 1]['name']}")
              for i, t in enumerate(tiers) if i > 0 and t["capacity_blocks"] == 0]
     notes += _order_note(tiers)
-    notes += [n for above, t in zip(tiers, tiers[1:])
-              if (n := _empty_note(above, t, s.get("write_policy") or "back")) is not None]
+    notes += [n for i, t in enumerate(tiers) if i > 0
+              if (n := _empty_note(_feeder(tiers, i), t, s.get("write_policy") or "back")) is not None]
     return notes
 
 

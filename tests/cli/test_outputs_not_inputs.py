@@ -183,3 +183,50 @@ def test_a_hugging_face_id_of_a_preset_is_the_preset(work, cmd):
     # a missing config path still names the file
     assert_one_line_error(invoke(*cmd, "--model", "configs/x.json", "--format", "json"),
                           "configs/x.json: No such file or directory")
+
+
+@pytest.mark.parametrize("value", ["/models/Llama-3.1-8B", "./Llama-3.1-8B", "a/b/Llama-3.1-8B"])
+def test_a_missing_model_path_named_like_a_preset_is_no_preset(work, value):
+    # only an id written org/name maps to a preset; a path that is not there names the file (it was silently the
+    # preset, and its replay_command then read a folder of that name where one exists)
+    assert_one_line_error(invoke("footprint", "--model", value, "--tokens", "100"), "No such file or directory")
+
+
+@pytest.mark.parametrize("cmd", [("replay",), ("compare", "--policy", "lru", "--policy", "fifo"),
+                                 ("footprint", "--tokens", "100")])
+def test_an_empty_model_is_refused(work, cmd):
+    # an empty --model ran the default model on replay and compare
+    assert_one_line_error(invoke(*cmd, "--model", "", "-q"), "--model '': empty")
+
+
+def test_an_output_on_the_file_behind_stdin_or_stdout_is_refused(work):
+    from helpers import fresh_run
+    import subprocess
+    import sys
+
+    before = open("t.jsonl", "rb").read()
+    with open("t.jsonl", "rb") as stdin:   # `pcs curve - --html t.jsonl < t.jsonl`: stdin is the output's file
+        r = subprocess.run([sys.executable, "-m", "pcs", "curve", "-", "--html", "t.jsonl", "-q"], stdin=stdin,
+                           capture_output=True, text=True, env=__import__("helpers").fresh_env())
+    assert r.returncode == 2 and "is also an input file of this run (TRACE)" in r.stderr, r.stderr
+    assert open("t.jsonl", "rb").read() == before
+    with open("out.txt", "w") as stdout:   # `--html /dev/stdout > out.txt`: the page renamed over the JSON
+        r = subprocess.run([sys.executable, "-m", "pcs", "replay", "t.jsonl", "--html", "/dev/stdout", "--format",
+                            "json", "-q"], stdout=stdout, stderr=subprocess.PIPE, text=True,
+                           env=__import__("helpers").fresh_env())
+    assert r.returncode == 2 and "is the file standard output is redirected to" in r.stderr, r.stderr
+    assert fresh_run(["-m", "pcs", "replay", "t.jsonl", "--html", "page.html", "-q"]).returncode == 0
+
+
+@pytest.mark.parametrize("trace", ["t.jsonl", "sub/t.parquet"])
+def test_a_sweep_folder_refuses_only_inputs_it_would_read_as_results(work, trace):
+    # the results folder is read as its *.parquet and _requests/*.parquet files: a JSONL trace in it, or a Parquet
+    # trace in a subfolder of it, is never read as a point and is no reason to refuse
+    (work / "R" / "sub").mkdir(parents=True)
+    shutil.copy("t.jsonl", "R/t.jsonl")
+    shutil.copy("t.parquet", "R/sub/t.parquet")
+    (work / "R" / "plan.toml").write_text(f'[fixed]\ntrace = "{trace}"\nmodel = "llama-3.1-8b"\n'
+                                          'tier = {gpu = "500blocks"}\ntiming = "sequential"\n[axes]\ntp = [1]\n')
+    r = invoke("sweep", "run", "R/plan.toml", "-o", "R", "--jobs", "1", "-q")
+    assert r.exit_code == 0, (trace, r.output)
+    assert len(list((work / "R").glob("*.parquet"))) == 1          # the one point

@@ -78,3 +78,15 @@ def test_compare_names_the_variant_whose_tier_is_never_written():
     assert [n[:len(first)] for n in notes] == [first, first]
     assert notes[0].startswith(first + "tier order: ssd (56.00 GB/s link) sits above cpu (400.00 GB/s)")
     assert notes[1].startswith(first + "tier cpu received no block in this run (999.92 GB unused)")
+
+
+def test_a_tier_below_a_size_0_tier_is_fed_by_the_tier_above_that():
+    # gpu holds every block (evicts none), cpu has size 0 (passes on what it is given: nothing), ssd receives
+    # nothing: the tier that evicted none is gpu, the one whose evictions reach ssd through cpu (§7)
+    s = {"tiers": [_tier("gpu", 100, 40, 0), _tier("cpu", 0, 0, 0, 4e11), _tier("ssd", 50, 0, 0, 5.6e10)],
+         "write_policy": "back"}
+    notes = tier_config_notes(s)
+    assert notes[0] == "tier cpu has size 0: it holds no block and passes every block it is given on to ssd"
+    assert notes[-1].startswith("tier ssd received no block in this run (50.00 kB unused): under write-back")
+    assert "gpu (100.00 kB = 100 blocks) evicted none: it held every block it was given (at most 40 at once)" \
+        in notes[-1]
