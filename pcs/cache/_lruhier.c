@@ -1027,15 +1027,34 @@ static inline __attribute__((always_inline)) int32_t sh_probe(const uint64_t *k,
     }
 }
 
+/* sh_lookup's pin of a GPU lead block x (pin_lead's step, made in the lookup: the entry is in hand): one pin more
+ * and, at its first, its item in the GPU tier's order q goes stale (lq_unlink's steps; the tier's held count is
+ * moved by the caller once the request is admitted: sh_commit) and its old position goes to *pos (sh_unpin's undo
+ * when the request waits). Returns 1 when the block had no pin (an evictable lead block), else 0 */
+static inline __attribute__((always_inline)) int sh_pin_lead(Entry *x, int32_t *q, int32_t *pos) {
+    const int32_t pin = x->pin;
+    x->pin = pin + 1;
+    if (pin) return 0;
+    const int32_t at = x->prev;
+    q[at] = -1;
+    x->prev = -1;
+    *pos = at;
+    return 1;
+}
+
 /* start_lookup in a table shared by the GPU and CPU tiers: one probe per key serves both tiers; the table's arrays,
  * its size and the plan's counts in locals (a store to where / eidx / lidx, int32_t, may alias the Tier's int fields:
  * read through the Tier they were read again after each key). Two loops: the GPU blocks before the first block of
- * the CPU tier only (most hits: key i's GPU entry is eidx[i], no count of them to keep), then the rest from there
- * (the same steps per key, one probe each) */
-static void sh_lookup(Hier *h, Plan *p) {
+ * the CPU tier only (most hits: key i's GPU entry to ae[i] -- the admission's own hints, PcsAdm.ents, so no copy --
+ * no count of them to keep), then the rest from there (the same steps per key, one probe each; GPU entries to
+ * h->eidx[first_low ..)). Each GPU lead block is pinned as it is found (sh_pin_lead: pin_lead's steps, its old queue
+ * position to lidx[i]); the GPU tier's held count is not moved here: sh_commit moves it once the request is
+ * admitted, sh_unpin undoes the pins when it waits */
+static void sh_lookup(Hier *h, Plan *p, int32_t *const ae) {
     const uint64_t *const k = h->req;
     const Tier *const g = &h->t[0];
-    const Entry *const ent = g->ent;
+    Entry *const ent = g->ent;
+    int32_t *const q = g->lq;                                      /* the GPU tier's order (positions in prev) */
     const OaSlot *const slots = g->slots;
     const uint64_t mask = g->mask;
     const int sh = 32 - g->bits;
@@ -1052,8 +1071,8 @@ static void sh_lookup(Hier *h, Plan *p) {
     for (; i < n; i++) {                                           /* the GPU lead before any CPU block */
         e = sh_probe(k, i, n, ring, ent, slots, mask, sh);
         if (e < 0 || !(ent[e].flags & F_GPU)) break;
-        eidx[i] = e;                                               /* (where[i] = 0 not written: start_lookup) */
-        evictable += !ent[e].pin;
+        ae[i] = e;                                                 /* (where[i] = 0 not written: start_lookup) */
+        evictable += sh_pin_lead(&ent[e], q, lidx + i);
     }
     Py_ssize_t nused = i;
     if (i < n && e < 0) lead = i;                                  /* not resident: the lead ends */
@@ -1064,7 +1083,7 @@ static void sh_lookup(Hier *h, Plan *p) {
             if (in & F_GPU) {
                 where[i] = 0;
                 eidx[nused++] = e;
-                evictable += !ent[e].pin;
+                evictable += sh_pin_lead(&ent[e], q, lidx + i);
             } else if (!(in & F_CPU)) {
                 lead = i;
                 break;
@@ -1118,13 +1137,33 @@ static void own_lookup(Hier *h, Plan *p) {
  * block i's entry in tier where[i] when that is a lower tier; the plan's lead, hits, restores and computed blocks.
  * Blocks before p->first_low are GPU blocks (where 0), which sh_lookup does not write: every reader of where[]
  * starts at first_low or takes 0 before it */
-static void start_lookup(Hier *h, Plan *p) {
-    if (h->sh) sh_lookup(h, p);
+static void start_lookup(Hier *h, Plan *p, int32_t *ae) {
+    if (h->sh) sh_lookup(h, p, ae);
     else own_lookup(h, p);
     if (p->first_low > p->lead) p->first_low = p->lead;
     p->hits = p->cap < p->lead ? p->cap : p->lead;
     if (p->hits < 0) p->hits = 0;
     p->nnew = (p->lead - p->nused - p->n_restore) + (p->n - p->lead);
+}
+
+/* sh_lookup's pins undone (the request waits: start_plan's "a unchanged", the hierarchy as before the start): each
+ * GPU lead block (entries ae[0 .. first_low), then h->eidx[first_low ..) for the GPU blocks past first_low, where
+ * 0) one pin less and, back at 0, its item in the GPU tier's order live again at its old position (lidx[i]: nothing
+ * touched the order since the lookup) */
+static __attribute__((noinline)) void sh_unpin(Hier *h, const Plan *p, const int32_t *ae) {
+    Tier *g = &h->t[0];
+    Py_ssize_t ng = p->first_low;
+    for (Py_ssize_t i = 0; i < p->lead; i++) {
+        int32_t e;
+        if (i < p->first_low) e = ae[i];
+        else if (!h->where[i]) e = h->eidx[ng++];
+        else continue;
+        Entry *x = &g->ent[e];
+        if (!--x->pin) {
+            x->prev = h->lidx[i];
+            g->lq[x->prev] = e;
+        }
+    }
 }
 
 /* GPU slots the request gets, and truncation (restores first, hits end at the first restore cut);
@@ -1212,21 +1251,32 @@ static void pin_lead(Tier *g, const int32_t *eidx, Py_ssize_t n) {
     g->held -= out;
 }
 
-/* pin the GPU lead blocks; the admission a holds the pinned hashes (GPU lead + kept restores) then the computed
- * hashes, chain order; 0 or -1 (no memory: nothing pinned) */
+/* pin the GPU lead blocks (a shared table's lookup has: sh_lookup); the admission a holds the pinned hashes (GPU
+ * lead + kept restores) then the computed hashes, chain order, with their hints (PcsAdm.ents: the GPU entries of
+ * the lead -- a shared table's lookup wrote those before first_low in place --, -1 for the computed keys). A lead
+ * with no lower-tier block (most requests) is the request's first keys: one copy. 0 or -1 (no memory: nothing
+ * pinned) */
 static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
     Tier *g = &h->t[0];
     const uint64_t *k = h->req;
     if (adm_reserve(a, p->nused + p->n_restore + p->nnew + 1, h->ntiers) < 0) return -1;
-    pin_lead(g, h->eidx, p->nused);
+    if (!h->sh) pin_lead(g, h->eidx, p->nused);   /* (a shared table's lookup pinned them: sh_lookup) */
     a->ntiers = h->ntiers;
     memset(a->counts, 0, sizeof(Py_ssize_t) * 2 * (size_t)h->ntiers);
     uint64_t *used = a->keys, *newk = a->keys + p->nused + p->n_restore;
     int32_t *ue = a->ents;          /* GPU entries: known for the lead (h->eidx, chain order), later for the rest */
     const int32_t *re = h->sh ? h->lidx : NULL;   /* a shared table: a restore's GPU entry is its entry there */
     Py_ssize_t nu = p->first_low, nn = 0, seen = 0, ng = p->first_low;
+    if (!h->sh) memcpy(ue, h->eidx, sizeof(int32_t) * (size_t)nu);   /* (a shared table's lookup wrote them there) */
+    if (nu == p->lead) {            /* no lower-tier block in the lead: the pinned keys then the computed ones are */
+        nn = p->n - p->lead < p->nnew ? p->n - p->lead : p->nnew;   /* the first lead + nn keys, one copy */
+        memcpy(used, k, sizeof(uint64_t) * (size_t)(nu + nn));
+        memset(ue + nu, 0xff, sizeof(int32_t) * (size_t)nn);  /* -1: their GPU entries not known yet */
+        a->nused = nu;
+        a->nnew = nn;
+        return 0;
+    }
     memcpy(used, k, sizeof(uint64_t) * (size_t)nu);             /* the GPU blocks before the first lower-tier one */
-    memcpy(ue, h->eidx, sizeof(int32_t) * (size_t)nu);
     for (Py_ssize_t i = nu; i < p->lead; i++) {
         if (!h->where[i]) { ue[nu] = h->eidx[ng++]; used[nu++] = k[i]; }
         else if (i < p->cap) { if (seen < p->n_restore) { ue[nu] = re ? re[i] : -1; used[nu++] = k[i]; seen++; } }
@@ -1471,11 +1521,19 @@ static PyObject *hier_start_ids(Hier *h, PyObject *const *args, Py_ssize_t nargs
 }
 
 /* the rest of Hierarchy.start once h->req and p->n, cap, extra are set (the plan completed in place), into a: 1
- * admitted, 0 it waits (a unchanged), -1 error */
+ * admitted, 0 it waits (the hierarchy and a's fields unchanged; a's buffers may have been grown and written), -1
+ * error */
 static int start_plan(Hier *h, Plan *p, int wait, PcsAdm *a) {
     h->clock = h->admitted;            /* pcs.cache.policies.context.clocked: the k-th admission is request k */
-    start_lookup(h, p);
-    if (start_budget(h, p, wait)) return 0;
+    /* a shared table's lookup writes the GPU lead's entries into a's hints and pins them (sh_lookup): a's buffers
+     * sized first for every key (more than start_admission asks for: it then finds them large enough) */
+    if (h->sh && adm_reserve(a, p->n + 1, 2) < 0) return -1;
+    start_lookup(h, p, a->ents);
+    if (start_budget(h, p, wait)) {
+        if (h->sh) sh_unpin(h, p, a->ents);
+        return 0;
+    }
+    if (h->sh) h->t[0].held -= p->evictable;   /* sh_pin_lead's blocks out of the GPU order (pin_lead's count) */
     for (int j = 0; !h->sh && j < h->ntiers; j++)   /* admission policies count uses and hits (§8; sh_open: none) */
         if (h->t[j].gates && gates_observe(&h->t[j], h->req, p->n, p->hits) < 0) return -1;
     if (start_admission(h, p, a) < 0) return -1;
