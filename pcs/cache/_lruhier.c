@@ -1045,11 +1045,12 @@ static inline __attribute__((always_inline)) int sh_pin_lead(Entry *x, int32_t *
 /* start_lookup in a table shared by the GPU and CPU tiers: one probe per key serves both tiers; the table's arrays,
  * its size and the plan's counts in locals (a store to where / eidx / lidx, int32_t, may alias the Tier's int fields:
  * read through the Tier they were read again after each key). Two loops: the GPU blocks before the first block of
- * the CPU tier only (most hits: key i's GPU entry to ae[i] -- the admission's own hints, PcsAdm.ents, so no copy --
- * no count of them to keep), then the rest from there (the same steps per key, one probe each; GPU entries to
- * h->eidx[first_low ..)). Each GPU lead block is pinned as it is found (sh_pin_lead: pin_lead's steps, its old queue
- * position to lidx[i]); the GPU tier's held count is not moved here: sh_commit moves it once the request is
- * admitted, sh_unpin undoes the pins when it waits */
+ * the CPU tier only (most hits: no count of them to keep), then the rest from there (the same steps per key, one
+ * probe each). Key i's entry goes to ae[i] for every lead key (the admission's own hints, PcsAdm.ents, in chain
+ * order: start_admission keeps them in place or compacts them; a CPU block's entry is also its GPU entry once
+ * restored, and goes to lidx[i] too). Each GPU lead block is pinned as it is found (sh_pin_lead: pin_lead's steps,
+ * its old queue position to lidx[i]); the GPU tier's held count is not moved here: start_plan moves it once the
+ * request is admitted, sh_unpin undoes the pins when it waits */
 static void sh_lookup(Hier *h, Plan *p, int32_t *const ae) {
     const uint64_t *const k = h->req;
     const Tier *const g = &h->t[0];
@@ -1058,7 +1059,7 @@ static void sh_lookup(Hier *h, Plan *p, int32_t *const ae) {
     const OaSlot *const slots = g->slots;
     const uint64_t mask = g->mask;
     const int sh = 32 - g->bits;
-    int32_t *const where = h->where, *const eidx = h->eidx, *const lidx = h->lidx;
+    int32_t *const where = h->where, *const lidx = h->lidx;
     const Py_ssize_t n = p->n, cap = p->cap;
     Py_ssize_t lead = n, first_low = n, evictable = 0, n_restore = 0, i = 0;
     uint32_t ring[FP_RING];
@@ -1082,14 +1083,15 @@ static void sh_lookup(Hier *h, Plan *p, int32_t *const ae) {
             const uint8_t in = e >= 0 ? ent[e].flags : 0;         /* the tiers holding it */
             if (in & F_GPU) {
                 where[i] = 0;
-                eidx[nused++] = e;
+                ae[i] = e;
+                nused++;
                 evictable += sh_pin_lead(&ent[e], q, lidx + i);
             } else if (!(in & F_CPU)) {
                 lead = i;
                 break;
             } else {
                 where[i] = 1;
-                lidx[i] = e;
+                lidx[i] = ae[i] = e;                               /* (a restore's GPU entry: its entry) */
                 n_restore += i < cap;                              /* a restore of the hits (i < min(cap, lead)) */
             }
             if (++i == n) break;
@@ -1133,8 +1135,9 @@ static void own_lookup(Hier *h, Plan *p) {
     }
 }
 
-/* the prefix rule: h->where[i] = highest tier holding block i, h->eidx = GPU entries of the lead, h->lidx[i] =
- * block i's entry in tier where[i] when that is a lower tier; the plan's lead, hits, restores and computed blocks.
+/* the prefix rule: h->where[i] = highest tier holding block i, the GPU entries of the lead (one table per tier:
+ * h->eidx, compacted; a shared table: ae[i], every lead key's entry, with the GPU lead pinned -- sh_lookup), h->lidx[i]
+ * = block i's entry in tier where[i] when that is a lower tier; the plan's lead, hits, restores and computed blocks.
  * Blocks before p->first_low are GPU blocks (where 0), which sh_lookup does not write: every reader of where[]
  * starts at first_low or takes 0 before it */
 static void start_lookup(Hier *h, Plan *p, int32_t *ae) {
@@ -1146,18 +1149,14 @@ static void start_lookup(Hier *h, Plan *p, int32_t *ae) {
     p->nnew = (p->lead - p->nused - p->n_restore) + (p->n - p->lead);
 }
 
-/* sh_lookup's pins undone (the request waits: start_plan's "a unchanged", the hierarchy as before the start): each
- * GPU lead block (entries ae[0 .. first_low), then h->eidx[first_low ..) for the GPU blocks past first_low, where
- * 0) one pin less and, back at 0, its item in the GPU tier's order live again at its old position (lidx[i]: nothing
- * touched the order since the lookup) */
+/* sh_lookup's pins undone (the request waits: the hierarchy as before the start): each GPU lead block (key i < lead
+ * before first_low or with where[i] 0, its entry ae[i]) one pin less and, back at 0, its item in the GPU tier's
+ * order live again at its old position (lidx[i]: nothing touched the order since the lookup) */
 static __attribute__((noinline)) void sh_unpin(Hier *h, const Plan *p, const int32_t *ae) {
     Tier *g = &h->t[0];
-    Py_ssize_t ng = p->first_low;
     for (Py_ssize_t i = 0; i < p->lead; i++) {
-        int32_t e;
-        if (i < p->first_low) e = ae[i];
-        else if (!h->where[i]) e = h->eidx[ng++];
-        else continue;
+        if (i >= p->first_low && h->where[i]) continue;
+        const int32_t e = ae[i];
         Entry *x = &g->ent[e];
         if (!--x->pin) {
             x->prev = h->lidx[i];
@@ -1268,8 +1267,12 @@ static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
     const int32_t *re = h->sh ? h->lidx : NULL;   /* a shared table: a restore's GPU entry is its entry there */
     Py_ssize_t nu = p->first_low, nn = 0, seen = 0, ng = p->first_low;
     if (!h->sh) memcpy(ue, h->eidx, sizeof(int32_t) * (size_t)nu);   /* (a shared table's lookup wrote them there) */
-    if (nu == p->lead) {            /* no lower-tier block in the lead: the pinned keys then the computed ones are */
-        nn = p->n - p->lead < p->nnew ? p->n - p->lead : p->nnew;   /* the first lead + nn keys, one copy */
+    /* every lead block pinned (no lower-tier block in the lead; in a shared table, whose lookup wrote every lead
+     * key's entry in chain order, every lower-tier block of the lead restored): the pinned keys then the computed
+     * ones are the first lead + nn keys, one copy */
+    if (nu == p->lead || (h->sh && p->nused + p->n_restore == p->lead)) {
+        nu = p->lead;
+        nn = p->n - p->lead < p->nnew ? p->n - p->lead : p->nnew;
         memcpy(used, k, sizeof(uint64_t) * (size_t)(nu + nn));
         memset(ue + nu, 0xff, sizeof(int32_t) * (size_t)nn);  /* -1: their GPU entries not known yet */
         a->nused = nu;
@@ -1277,8 +1280,9 @@ static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
         return 0;
     }
     memcpy(used, k, sizeof(uint64_t) * (size_t)nu);             /* the GPU blocks before the first lower-tier one */
+    const int32_t *ge = h->sh ? ue : NULL;   /* a shared table: key i's entry at ue[i] (compacted in place: nu <= i) */
     for (Py_ssize_t i = nu; i < p->lead; i++) {
-        if (!h->where[i]) { ue[nu] = h->eidx[ng++]; used[nu++] = k[i]; }
+        if (!h->where[i]) { ue[nu] = ge ? ge[i] : h->eidx[ng++]; used[nu++] = k[i]; }
         else if (i < p->cap) { if (seen < p->n_restore) { ue[nu] = re ? re[i] : -1; used[nu++] = k[i]; seen++; } }
         else if (nn < p->nnew) newk[nn++] = k[i];
     }
