@@ -686,17 +686,19 @@ static inline __attribute__((always_inline)) int sh_pin(Tier *t, Entry *x, int32
 
 /* sh_fill's step for key k (fingerprint f = key_fp(k)): its probe (tfind_fp) and, absent, its add (tadd_atf's
  * two steps tadd_take and tadd_put: an entry from the free list, else past ent_len; no growth), pinned once in the
- * GPU tier (*made + 1), else sh_pin (*shared + its answer); the table's arrays, free list and entry count given
- * (the caller's locals); returns the key's entry */
+ * GPU tier, else sh_pin (*found + 1, *shared + its answer: the new entries are the keys not found, counted by the
+ * caller once, no count on the common path); the table's arrays, free list and entry count given (the caller's
+ * locals); returns the key's entry */
 static inline __attribute__((always_inline)) int32_t sh_enter(Tier *t, Entry *ent, OaSlot *slots, uint64_t mask,
                                                               int sh, uint64_t k, uint32_t f, int32_t *free_head,
-                                                              int32_t *ent_len, Py_ssize_t *made, Py_ssize_t *shared) {
+                                                              int32_t *ent_len, Py_ssize_t *found, Py_ssize_t *shared) {
     uint64_t j = f >> sh;
     for (;;) {                                    /* tfind_fp */
         const OaSlot sl = slots[j];
         if (sl.e < 0) break;
         if (sl.h == f && ent[sl.e].key == k) {
             *shared += sh_pin(t, &ent[sl.e], sl.e);
+            (*found)++;
             return sl.e;
         }
         j = (j + 1) & mask;
@@ -705,12 +707,11 @@ static inline __attribute__((always_inline)) int32_t sh_enter(Tier *t, Entry *en
     tadd_put(&ent[e], &slots[j], e, k, 1, f);
     ent[e].flags = F_GPU;
     ent[e].aux = f;                               /* its fingerprint, for its deletion (sh_home) */
-    (*made)++;
     return e;
 }
 
 /* tfill in a table shared by the GPU and CPU tiers, the rules of gpu_enter and tfill, in two loops: keys with
- * their entries known (a restore: the lookup's, no probe; ents not written), else each key's probe, add and pin
+ * their entries known (a restore: the lookup's, no probe; ents and keys not read or written: keys may be NULL), else each key's probe, add and pin
  * (sh_enter; ents required) after the table's room is made once (sh_reserve); the table's arrays and its free
  * list, entry count and size in locals (a flag store, a byte, may alias any field: read through the Tier they were
  * read again after each key). A key's home slot is prefetched PF_AHEAD keys before (its fingerprint worked out
@@ -718,7 +719,7 @@ static inline __attribute__((always_inline)) int32_t sh_enter(Tier *t, Entry *en
  * (pinned once more): added = n - shared. Returns the shared count */
 static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
     Tier *t = &h->t[0], *s = h->sh;
-    Py_ssize_t shared = 0, made = 0;              /* made: new entries (the others were CPU blocks) */
+    Py_ssize_t shared = 0, found = 0;             /* found: keys resident (in the CPU tier only, or shared) */
     if (known) {
         Entry *const ent = s->ent;
         for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) __builtin_prefetch(&ent[known[i]], 1, 1);
@@ -745,14 +746,14 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
             ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
             __builtin_prefetch(&slots[f2 >> sh], 0, 1);
             ents[i] = sh_enter(t, ent, slots, mask, sh, keys[i], ring[(size_t)i & (FP_RING - 1)], &free_head,
-                               &ent_len, &made, &shared);
+                               &ent_len, &found, &shared);
         }
         for (; i < n; i++)
             ents[i] = sh_enter(t, ent, slots, mask, sh, keys[i], ring[(size_t)i & (FP_RING - 1)], &free_head,
-                               &ent_len, &made, &shared);
+                               &ent_len, &found, &shared);
         s->free_head = free_head;
         s->ent_len = t->ent_len = h->t[1].ent_len = ent_len;
-        s->nres += made;
+        s->nres += n - found;                     /* the new entries */
     }
     const Py_ssize_t added = n - shared;
     t->nres += added;
@@ -833,8 +834,8 @@ static int own_fill(Tier *t, const uint64_t *keys, Py_ssize_t n, int32_t *ents, 
 
 /* Tier.fill: one reserved slot per key becomes a resident block pinned once; returns shared count. ents (NULL:
  * not wanted; required in a shared table without known) gets each key's entry; known (NULL: none) gives each key's
- * entry in a shared table (a restore: the lookup's, no probe, ents not written; a table of the GPU tier's own is
- * given none). */
+ * entry in a shared table (a restore: the lookup's, no probe, ents not written, keys not read: may be NULL; a
+ * table of the GPU tier's own is given none). */
 static Py_ssize_t tfill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
     if (h->sh) return sh_fill(h, keys, n, ents, known);
     Tier *t = &h->t[0];
@@ -1048,7 +1049,8 @@ static inline __attribute__((always_inline)) int sh_pin_lead(Entry *x, int32_t *
  * the CPU tier only (most hits: no count of them to keep), then the rest from there (the same steps per key, one
  * probe each). Key i's entry goes to ae[i] for every lead key (the admission's own hints, PcsAdm.ents, in chain
  * order: start_admission keeps them in place or compacts them; a CPU block's entry is also its GPU entry once
- * restored, and goes to lidx[i] too). Each GPU lead block is pinned as it is found (sh_pin_lead: pin_lead's steps,
+ * restored, and goes to lidx[i] too, and the CPU blocks' entries to h->eidx in chain order: the first n_restore are the
+ * kept restores', start_restore's). Each GPU lead block is pinned as it is found (sh_pin_lead: pin_lead's steps,
  * its old queue position to lidx[i]); the GPU tier's held count is not moved here: start_plan moves it once the
  * request is admitted, sh_unpin undoes the pins when it waits */
 static void sh_lookup(Hier *h, Plan *p, int32_t *const ae) {
@@ -1059,8 +1061,9 @@ static void sh_lookup(Hier *h, Plan *p, int32_t *const ae) {
     const OaSlot *const slots = g->slots;
     const uint64_t mask = g->mask;
     const int sh = 32 - g->bits;
-    int32_t *const where = h->where, *const lidx = h->lidx;
+    int32_t *const where = h->where, *const lidx = h->lidx, *const low = h->eidx;
     const Py_ssize_t n = p->n, cap = p->cap;
+    Py_ssize_t nlow = 0;
     Py_ssize_t lead = n, first_low = n, evictable = 0, n_restore = 0, i = 0;
     uint32_t ring[FP_RING];
     for (Py_ssize_t j = 0; j < PF_AHEAD && j < n; j++) {          /* fp_first */
@@ -1092,6 +1095,7 @@ static void sh_lookup(Hier *h, Plan *p, int32_t *const ae) {
             } else {
                 where[i] = 1;
                 lidx[i] = ae[i] = e;                               /* (a restore's GPU entry: its entry) */
+                low[nlow++] = e;                                   /* the CPU blocks in chain order */
                 n_restore += i < cap;                              /* a restore of the hits (i < min(cap, lead)) */
             }
             if (++i == n) break;
@@ -1404,11 +1408,17 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
             if (ensure_b(h, nvict + p->n_restore) < 0) return -1;
             uint64_t *rk = h->buf_b;     /* buf_a holds the victims */
             int32_t *re = h->mark;       /* their entries in tier j (the lookup's: no change of tier j since) */
-            Py_ssize_t s2 = 0;
-            for (Py_ssize_t i = p->first_low; i < p->hits && s2 < p->n_restore; i++) {   /* GPU blocks before */
-                if (!h->where[i]) continue;
-                s2++;
-                if (h->where[i] == j) { re[cnt] = h->lidx[i]; rk[cnt++] = h->req[i]; }
+            if (h->sh) {                 /* (two tiers) the lookup listed the CPU blocks' entries in chain order, */
+                re = h->eidx;            /* the kept restores first (sh_lookup); the fill of known entries reads no */
+                cnt = p->n_restore;      /* key (sh_fill) */
+                rk = NULL;
+            } else {
+                Py_ssize_t s2 = 0;
+                for (Py_ssize_t i = p->first_low; i < p->hits && s2 < p->n_restore; i++) {   /* GPU blocks before */
+                    if (!h->where[i]) continue;
+                    s2++;
+                    if (h->where[i] == j) { re[cnt] = h->lidx[i]; rk[cnt++] = h->req[i]; }
+                }
             }
             if (cnt) {
                 Py_ssize_t sh = tfill(h, rk, cnt, NULL, h->sh ? re : NULL);
