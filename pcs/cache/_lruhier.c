@@ -1264,8 +1264,7 @@ static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
     const uint64_t *k = h->req;
     if (adm_reserve(a, p->nused + p->n_restore + p->nnew + 1, h->ntiers) < 0) return -1;
     if (!h->sh) pin_lead(g, h->eidx, p->nused);   /* (a shared table's lookup pinned them: sh_lookup) */
-    a->ntiers = h->ntiers;
-    memset(a->counts, 0, sizeof(Py_ssize_t) * 2 * (size_t)h->ntiers);
+    a->ntiers = h->ntiers;          /* (its per-tier counts: start_restore writes every one) */
     uint64_t *used = a->keys, *newk = a->keys + p->nused + p->n_restore;
     int32_t *ue = a->ents;          /* GPU entries: known for the lead (h->eidx, chain order), later for the rest */
     const int32_t *re = h->sh ? h->lidx : NULL;   /* a shared table: a restore's GPU entry is its entry there */
