@@ -1036,7 +1036,7 @@ static inline __attribute__((always_inline)) int32_t sh_probe(const uint64_t *k,
 
 /* sh_lookup's pin of a GPU lead block x (pin_lead's step, made in the lookup: the entry is in hand): one pin more
  * and, at its first, its item in the GPU tier's order q goes stale (lq_unlink's steps; the tier's held count is
- * moved by the caller once the request is admitted: sh_commit) and its old position goes to *pos (sh_unpin's undo
+ * moved by the caller once the request is admitted: start_plan) and its old position goes to *pos (sh_unpin's undo
  * when the request waits). Returns 1 when the block had no pin (an evictable lead block), else 0 */
 static inline __attribute__((always_inline)) int sh_pin_lead(Entry *x, int32_t *q, int32_t *pos) {
     const int32_t pin = x->pin;
@@ -1049,6 +1049,10 @@ static inline __attribute__((always_inline)) int sh_pin_lead(Entry *x, int32_t *
     return 1;
 }
 
+/* the shared table's LRU path (sh_lookup's pins, sh_unpin, sh_fill): two plain LRU tiers share the table (sh_open),
+ * not two fifo / slru tiers (ps_open: their GPU order is the policy's, pinned through it -- ps_pin_lead) */
+static inline int lru_shared(const Hier *h) { return h->sh && !h->t[0].ops; }
+
 /* start_lookup in a table shared by the GPU and CPU tiers: one probe per key serves both tiers; the table's arrays,
  * its size and the plan's counts in locals (a store to where / eidx / lidx, int32_t, may alias the Tier's int fields:
  * read through the Tier they were read again after each key). Two loops: the GPU blocks before the first block of
@@ -1058,12 +1062,14 @@ static inline __attribute__((always_inline)) int sh_pin_lead(Entry *x, int32_t *
  * restored, and goes to lidx[i] too, and the CPU blocks' entries to h->eidx in chain order: the first n_restore are the
  * kept restores', start_restore's). Each GPU lead block is pinned as it is found (sh_pin_lead: pin_lead's steps,
  * its old queue position to lidx[i]); the GPU tier's held count is not moved here: start_plan moves it once the
- * request is admitted, sh_unpin undoes the pins when it waits */
-static void sh_lookup(Hier *h, Plan *p, int32_t *const ae) {
+ * request is admitted, sh_unpin undoes the pins when it waits. pins 0 (a compile-time constant: ps_lookup, two
+ * fifo / slru tiers): no pin and no queue touched, the lead's unpinned blocks counted (start_admission pins them
+ * through the policy: ps_pin_lead) */
+static inline __attribute__((always_inline)) void sh_lookup_as(Hier *h, Plan *p, int32_t *const ae, const int pins) {
     const uint64_t *const k = h->req;
     const Tier *const g = &h->t[0];
     Entry *const ent = g->ent;
-    int32_t *const q = g->lq;                                      /* the GPU tier's order (positions in prev) */
+    int32_t *const q = pins ? g->lq : NULL;                        /* the GPU tier's order (positions in prev) */
     const OaSlot *const slots = g->slots;
     const uint64_t mask = g->mask;
     const int sh = 32 - g->bits;
@@ -1082,7 +1088,7 @@ static void sh_lookup(Hier *h, Plan *p, int32_t *const ae) {
         e = sh_probe(k, i, n, ring, ent, slots, mask, sh);
         if (e < 0 || !(ent[e].flags & F_GPU)) break;
         ae[i] = e;                                                 /* (where[i] = 0 not written: start_lookup) */
-        evictable += sh_pin_lead(&ent[e], q, lidx + i);
+        evictable += pins ? sh_pin_lead(&ent[e], q, lidx + i) : !ent[e].pin;
     }
     Py_ssize_t nused = i;
     if (i < n && e < 0) lead = i;                                  /* not resident: the lead ends */
@@ -1094,7 +1100,7 @@ static void sh_lookup(Hier *h, Plan *p, int32_t *const ae) {
                 where[i] = 0;
                 ae[i] = e;
                 nused++;
-                evictable += sh_pin_lead(&ent[e], q, lidx + i);
+                evictable += pins ? sh_pin_lead(&ent[e], q, lidx + i) : !ent[e].pin;
             } else if (!(in & F_CPU)) {
                 lead = i;
                 break;
@@ -1114,6 +1120,11 @@ static void sh_lookup(Hier *h, Plan *p, int32_t *const ae) {
     p->evictable = evictable;
     p->n_restore = n_restore;
 }
+
+/* sh_lookup_as for two plain LRU tiers (the lead pinned) and for two fifo / slru tiers (none pinned; out of line:
+ * the LRU lookup compiles as without it) */
+static void sh_lookup(Hier *h, Plan *p, int32_t *ae) { sh_lookup_as(h, p, ae, 1); }
+static __attribute__((noinline)) void ps_lookup(Hier *h, Plan *p, int32_t *ae) { sh_lookup_as(h, p, ae, 0); }
 
 /* start_lookup with one table per tier: the GPU tier's, then each lower tier's in turn (one fingerprint per key) */
 static void own_lookup(Hier *h, Plan *p) {
@@ -1146,12 +1157,14 @@ static void own_lookup(Hier *h, Plan *p) {
 }
 
 /* the prefix rule: h->where[i] = highest tier holding block i, the GPU entries of the lead (one table per tier:
- * h->eidx, compacted; a shared table: ae[i], every lead key's entry, with the GPU lead pinned -- sh_lookup), h->lidx[i]
+ * h->eidx, compacted; a shared table: ae[i], every lead key's entry, with the GPU lead pinned when both tiers are
+ * plain LRU -- sh_lookup; not pinned yet for fifo / slru -- ps_lookup), h->lidx[i]
  * = block i's entry in tier where[i] when that is a lower tier; the plan's lead, hits, restores and computed blocks.
  * Blocks before p->first_low are GPU blocks (where 0), which sh_lookup does not write: every reader of where[]
  * starts at first_low or takes 0 before it */
 static void start_lookup(Hier *h, Plan *p, int32_t *ae) {
-    if (h->sh) sh_lookup(h, p, ae);
+    if (lru_shared(h)) sh_lookup(h, p, ae);
+    else if (h->sh) ps_lookup(h, p, ae);
     else own_lookup(h, p);
     if (p->first_low > p->lead) p->first_low = p->lead;
     p->hits = p->cap < p->lead ? p->cap : p->lead;
@@ -1260,7 +1273,17 @@ static void pin_lead(Tier *g, const int32_t *eidx, Py_ssize_t n) {
     g->held -= out;
 }
 
-/* pin the GPU lead blocks (a shared table's lookup has: sh_lookup); the admission a holds the pinned hashes (GPU
+/* pin_lead in a table shared by two fifo / slru tiers (its lookup pins nothing: ps_lookup): each GPU lead block --
+ * key i < lead before first_low or with where[i] 0, its entry ae[i] -- in chain order, as pin_lead of the
+ * compacted GPU entries */
+static void ps_pin_lead(Hier *h, const Plan *p, const int32_t *ae) {
+    Tier *g = &h->t[0];
+    pin_lead(g, ae, p->first_low);
+    for (Py_ssize_t i = p->first_low; i < p->lead; i++)
+        if (!h->where[i]) pin_lead(g, ae + i, 1);
+}
+
+/* pin the GPU lead blocks (two plain LRU tiers' shared table: its lookup has, sh_lookup); the admission a holds the pinned hashes (GPU
  * lead + kept restores) then the computed hashes, chain order, with their hints (PcsAdm.ents: the GPU entries of
  * the lead -- a shared table's lookup wrote those before first_low in place --, -1 for the computed keys). A lead
  * with no lower-tier block (most requests) is the request's first keys: one copy. 0 or -1 (no memory: nothing
@@ -1269,7 +1292,8 @@ static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
     Tier *g = &h->t[0];
     const uint64_t *k = h->req;
     if (adm_reserve(a, p->nused + p->n_restore + p->nnew + 1, h->ntiers) < 0) return -1;
-    if (!h->sh) pin_lead(g, h->eidx, p->nused);   /* (a shared table's lookup pinned them: sh_lookup) */
+    if (!h->sh) pin_lead(g, h->eidx, p->nused);
+    else if (!lru_shared(h)) ps_pin_lead(h, p, a->ents);   /* (two LRU tiers' lookup pinned them: sh_lookup) */
     a->ntiers = h->ntiers;          /* (its per-tier counts: start_restore writes every one) */
     uint64_t *used = a->keys, *newk = a->keys + p->nused + p->n_restore;
     int32_t *ue = a->ents;          /* GPU entries: known for the lead (h->eidx, chain order), later for the rest */
@@ -1416,7 +1440,7 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
             int32_t *re = h->mark;       /* their entries in tier j (the lookup's: no change of tier j since) */
             if (h->sh) {                 /* (two tiers) the lookup listed the CPU blocks' entries in chain order, */
                 re = h->eidx;            /* the kept restores first (sh_lookup); the fill of known entries reads no */
-                cnt = p->n_restore;      /* key (sh_fill) */
+                cnt = p->n_restore;      /* key (sh_fill, ps_fill) */
                 rk = NULL;
             } else {
                 Py_ssize_t s2 = 0;
@@ -1545,15 +1569,15 @@ static PyObject *hier_start_ids(Hier *h, PyObject *const *args, Py_ssize_t nargs
  * error */
 static int start_plan(Hier *h, Plan *p, int wait, PcsAdm *a) {
     h->clock = h->admitted;            /* pcs.cache.policies.context.clocked: the k-th admission is request k */
-    /* a shared table's lookup writes the GPU lead's entries into a's hints and pins them (sh_lookup): a's buffers
+    /* a shared table's lookup writes the lead's entries into a's hints (two LRU tiers': pinned, sh_lookup): a's buffers
      * sized first for every key (more than start_admission asks for: it then finds them large enough) */
     if (h->sh && adm_reserve(a, p->n + 1, 2) < 0) return -1;
     start_lookup(h, p, a->ents);
     if (start_budget(h, p, wait)) {
-        if (h->sh) sh_unpin(h, p, a->ents);
+        if (lru_shared(h)) sh_unpin(h, p, a->ents);
         return 0;
     }
-    if (h->sh) h->t[0].held -= p->evictable;   /* sh_pin_lead's blocks out of the GPU order (pin_lead's count) */
+    if (lru_shared(h)) h->t[0].held -= p->evictable;   /* sh_pin_lead's blocks out of the GPU order (pin_lead's) */
     for (int j = 0; !h->sh && j < h->ntiers; j++)   /* admission policies count uses and hits (§8; sh_open: none) */
         if (h->t[j].gates && gates_observe(&h->t[j], h->req, p->n, p->hits) < 0) return -1;
     if (start_admission(h, p, a) < 0) return -1;
