@@ -1283,9 +1283,10 @@ static void ps_pin_lead(Hier *h, const Plan *p, const int32_t *ae) {
         if (!h->where[i]) pin_lead(g, ae + i, 1);
 }
 
-/* pin the GPU lead blocks (two plain LRU tiers' shared table: its lookup has, sh_lookup); the admission a holds the pinned hashes (GPU
- * lead + kept restores) then the computed hashes, chain order, with their hints (PcsAdm.ents: the GPU entries of
- * the lead -- a shared table's lookup wrote those before first_low in place --, -1 for the computed keys). A lead
+/* pin the GPU lead blocks (two plain LRU tiers' shared table: its lookup has, sh_lookup; the GPU tier's held count
+ * moved here); the admission a holds the pinned hashes (GPU lead + kept restores) then the computed hashes, chain
+ * order, with their hints (PcsAdm.ents: the GPU entries of the lead -- a shared table's lookup wrote those in place
+ * --, -1 for the computed keys). A lead
  * with no lower-tier block (most requests) is the request's first keys: one copy. 0 or -1 (no memory: nothing
  * pinned) */
 static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
@@ -1293,7 +1294,8 @@ static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
     const uint64_t *k = h->req;
     if (adm_reserve(a, p->nused + p->n_restore + p->nnew + 1, h->ntiers) < 0) return -1;
     if (!h->sh) pin_lead(g, h->eidx, p->nused);
-    else if (!lru_shared(h)) ps_pin_lead(h, p, a->ents);   /* (two LRU tiers' lookup pinned them: sh_lookup) */
+    else if (g->ops) ps_pin_lead(h, p, a->ents);  /* two fifo / slru tiers (not lru_shared) */
+    else g->held -= p->evictable;   /* two LRU tiers: sh_lookup pinned them; their items out of the order now */
     a->ntiers = h->ntiers;          /* (its per-tier counts: start_restore writes every one) */
     uint64_t *used = a->keys, *newk = a->keys + p->nused + p->n_restore;
     int32_t *ue = a->ents;          /* GPU entries: known for the lead (h->eidx, chain order), later for the rest */
@@ -1577,7 +1579,6 @@ static int start_plan(Hier *h, Plan *p, int wait, PcsAdm *a) {
         if (lru_shared(h)) sh_unpin(h, p, a->ents);
         return 0;
     }
-    if (lru_shared(h)) h->t[0].held -= p->evictable;   /* sh_pin_lead's blocks out of the GPU order (pin_lead's) */
     for (int j = 0; !h->sh && j < h->ntiers; j++)   /* admission policies count uses and hits (§8; sh_open: none) */
         if (h->t[j].gates && gates_observe(&h->t[j], h->req, p->n, p->hits) < 0) return -1;
     if (start_admission(h, p, a) < 0) return -1;
