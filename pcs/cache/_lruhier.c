@@ -1063,7 +1063,7 @@ static inline int lru_shared(const Hier *h) { return h->sh && !h->t[0].ops; }
  * kept restores', start_restore's). Each GPU lead block is pinned as it is found (sh_pin_lead: pin_lead's steps,
  * its old queue position to lidx[i]); the GPU tier's held count is not moved here: start_plan moves it once the
  * request is admitted, sh_unpin undoes the pins when it waits. pins 0 (a compile-time constant: ps_lookup, two
- * fifo / slru tiers): no pin and no queue touched, the lead's unpinned blocks counted (start_admission pins them
+ * fifo / slru tiers): no pin and no queue touched, the unpinned blocks of the lead counted (start_admission pins them
  * through the policy: ps_pin_lead) */
 static inline __attribute__((always_inline)) void sh_lookup_as(Hier *h, Plan *p, int32_t *const ae, const int pins) {
     const uint64_t *const k = h->req;
@@ -1571,8 +1571,8 @@ static PyObject *hier_start_ids(Hier *h, PyObject *const *args, Py_ssize_t nargs
  * error */
 static int start_plan(Hier *h, Plan *p, int wait, PcsAdm *a) {
     h->clock = h->admitted;            /* pcs.cache.policies.context.clocked: the k-th admission is request k */
-    /* a shared table's lookup writes the lead's entries into a's hints (two LRU tiers': pinned, sh_lookup): a's buffers
-     * sized first for every key (more than start_admission asks for: it then finds them large enough) */
+    /* a shared table's lookup writes the entries of the lead into a's hints (two LRU tiers': pinned, sh_lookup): a's
+     * buffers sized first for every key (more than start_admission asks for: it then finds them large enough) */
     if (h->sh && adm_reserve(a, p->n + 1, 2) < 0) return -1;
     start_lookup(h, p, a->ents);
     if (start_budget(h, p, wait)) {
