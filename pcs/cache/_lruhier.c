@@ -688,17 +688,19 @@ static inline __attribute__((always_inline)) int sh_pin(Tier *t, Entry *x, int32
 
 /* sh_fill's step for key k (fingerprint f = key_fp(k)): its probe (tfind_fp) and, absent, its add (tadd_atf's
  * two steps tadd_take and tadd_put: an entry from the free list, else past ent_len; no growth), pinned once in the
- * GPU tier (*made + 1), else sh_pin (*shared + its answer); the table's arrays, free list and entry count given
- * (the caller's locals); returns the key's entry */
+ * GPU tier, else sh_pin (*found + 1, *shared + its answer: the new entries are the keys not found, counted by the
+ * caller once, no count on the common path); the table's arrays, free list and entry count given (the caller's
+ * locals); returns the key's entry */
 static inline __attribute__((always_inline)) int32_t sh_enter(Tier *t, Entry *ent, OaSlot *slots, uint64_t mask,
                                                               int sh, uint64_t k, uint32_t f, int32_t *free_head,
-                                                              int32_t *ent_len, Py_ssize_t *made, Py_ssize_t *shared) {
+                                                              int32_t *ent_len, Py_ssize_t *found, Py_ssize_t *shared) {
     uint64_t j = f >> sh;
     for (;;) {                                    /* tfind_fp */
         const OaSlot sl = slots[j];
         if (sl.e < 0) break;
         if (sl.h == f && ent[sl.e].key == k) {
             *shared += sh_pin(t, &ent[sl.e], sl.e);
+            (*found)++;
             return sl.e;
         }
         j = (j + 1) & mask;
@@ -707,12 +709,11 @@ static inline __attribute__((always_inline)) int32_t sh_enter(Tier *t, Entry *en
     tadd_put(&ent[e], &slots[j], e, k, 1, f);
     ent[e].flags = F_GPU;
     ent[e].aux = f;                               /* its fingerprint, for its deletion (sh_home) */
-    (*made)++;
     return e;
 }
 
 /* tfill in a table shared by the GPU and CPU tiers, the rules of gpu_enter and tfill, in two loops: keys with
- * their entries known (a restore: the lookup's, no probe; ents not written), else each key's probe, add and pin
+ * their entries known (a restore: the lookup's, no probe; ents and keys not read or written: keys may be NULL), else each key's probe, add and pin
  * (sh_enter; ents required) after the table's room is made once (sh_reserve); the table's arrays and its free
  * list, entry count and size in locals (a flag store, a byte, may alias any field: read through the Tier they were
  * read again after each key). A key's home slot is prefetched PF_AHEAD keys before (its fingerprint worked out
@@ -720,7 +721,7 @@ static inline __attribute__((always_inline)) int32_t sh_enter(Tier *t, Entry *en
  * (pinned once more): added = n - shared. Returns the shared count */
 static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
     Tier *t = &h->t[0], *s = h->sh;
-    Py_ssize_t shared = 0, made = 0;              /* made: new entries (the others were CPU blocks) */
+    Py_ssize_t shared = 0, found = 0;             /* found: keys resident (in the CPU tier only, or shared) */
     if (known) {
         Entry *const ent = s->ent;
         for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) __builtin_prefetch(&ent[known[i]], 1, 1);
@@ -747,14 +748,14 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
             ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
             __builtin_prefetch(&slots[f2 >> sh], 0, 1);
             ents[i] = sh_enter(t, ent, slots, mask, sh, keys[i], ring[(size_t)i & (FP_RING - 1)], &free_head,
-                               &ent_len, &made, &shared);
+                               &ent_len, &found, &shared);
         }
         for (; i < n; i++)
             ents[i] = sh_enter(t, ent, slots, mask, sh, keys[i], ring[(size_t)i & (FP_RING - 1)], &free_head,
-                               &ent_len, &made, &shared);
+                               &ent_len, &found, &shared);
         s->free_head = free_head;
         s->ent_len = t->ent_len = h->t[1].ent_len = ent_len;
-        s->nres += made;
+        s->nres += n - found;                     /* the new entries */
     }
     const Py_ssize_t added = n - shared;
     t->nres += added;
@@ -837,8 +838,8 @@ static int own_fill(Tier *t, const uint64_t *keys, Py_ssize_t n, int32_t *ents, 
 
 /* Tier.fill: one reserved slot per key becomes a resident block pinned once; returns shared count. ents (NULL:
  * not wanted; required in a shared table without known) gets each key's entry; known (NULL: none) gives each key's
- * entry in a shared table (a restore: the lookup's, no probe, ents not written; a table of the GPU tier's own is
- * given none). */
+ * entry in a shared table (a restore: the lookup's, no probe, ents not written, keys not read: may be NULL; a
+ * table of the GPU tier's own is given none). */
 static Py_ssize_t tfill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
     if (h->sh && h->t[0].ops) return ps_fill(h, keys, n, ents, known);
     if (h->sh) return sh_fill(h, keys, n, ents, known);
@@ -1033,20 +1034,48 @@ static inline __attribute__((always_inline)) int32_t sh_probe(const uint64_t *k,
     }
 }
 
+/* sh_lookup's pin of a GPU lead block x (pin_lead's step, made in the lookup: the entry is in hand): one pin more
+ * and, at its first, its item in the GPU tier's order q goes stale (lq_unlink's steps; the tier's held count is
+ * moved by the caller once the request is admitted: start_plan) and its old position goes to *pos (sh_unpin's undo
+ * when the request waits). Returns 1 when the block had no pin (an evictable lead block), else 0 */
+static inline __attribute__((always_inline)) int sh_pin_lead(Entry *x, int32_t *q, int32_t *pos) {
+    const int32_t pin = x->pin;
+    x->pin = pin + 1;
+    if (pin) return 0;
+    const int32_t at = x->prev;
+    q[at] = -1;
+    x->prev = -1;
+    *pos = at;
+    return 1;
+}
+
+/* the shared table's LRU path (sh_lookup's pins, sh_unpin, sh_fill): two plain LRU tiers share the table (sh_open),
+ * not two fifo / slru tiers (ps_open: their GPU order is the policy's, pinned through it -- ps_pin_lead) */
+static inline int lru_shared(const Hier *h) { return h->sh && !h->t[0].ops; }
+
 /* start_lookup in a table shared by the GPU and CPU tiers: one probe per key serves both tiers; the table's arrays,
  * its size and the plan's counts in locals (a store to where / eidx / lidx, int32_t, may alias the Tier's int fields:
  * read through the Tier they were read again after each key). Two loops: the GPU blocks before the first block of
- * the CPU tier only (most hits: key i's GPU entry is eidx[i], no count of them to keep), then the rest from there
- * (the same steps per key, one probe each) */
-static void sh_lookup(Hier *h, Plan *p) {
+ * the CPU tier only (most hits: no count of them to keep), then the rest from there (the same steps per key, one
+ * probe each). Key i's entry goes to ae[i] for every lead key (the admission's own hints, PcsAdm.ents, in chain
+ * order: start_admission keeps them in place or compacts them; a CPU block's entry is also its GPU entry once
+ * restored, and goes to lidx[i] too, and the CPU blocks' entries to h->eidx in chain order: the first n_restore are the
+ * kept restores', start_restore's). Each GPU lead block is pinned as it is found (sh_pin_lead: pin_lead's steps,
+ * its old queue position to lidx[i]); the GPU tier's held count is not moved here: start_plan moves it once the
+ * request is admitted, sh_unpin undoes the pins when it waits. pins 0 (a compile-time constant: ps_lookup, two
+ * fifo / slru tiers): no pin and no queue touched, the unpinned blocks of the lead counted (start_admission pins them
+ * through the policy: ps_pin_lead) */
+static inline __attribute__((always_inline)) void sh_lookup_as(Hier *h, Plan *p, int32_t *const ae, const int pins) {
     const uint64_t *const k = h->req;
     const Tier *const g = &h->t[0];
-    const Entry *const ent = g->ent;
+    Entry *const ent = g->ent;
+    int32_t *const q = pins ? g->lq : NULL;                        /* the GPU tier's order (positions in prev) */
     const OaSlot *const slots = g->slots;
     const uint64_t mask = g->mask;
     const int sh = 32 - g->bits;
-    int32_t *const where = h->where, *const eidx = h->eidx, *const lidx = h->lidx;
+    int32_t *const where = h->where, *const lidx = h->lidx, *const low = h->eidx;
     const Py_ssize_t n = p->n, cap = p->cap;
+    Py_ssize_t nlow = 0;
     Py_ssize_t lead = n, first_low = n, evictable = 0, n_restore = 0, i = 0;
     uint32_t ring[FP_RING];
     for (Py_ssize_t j = 0; j < PF_AHEAD && j < n; j++) {          /* fp_first */
@@ -1058,8 +1087,8 @@ static void sh_lookup(Hier *h, Plan *p) {
     for (; i < n; i++) {                                           /* the GPU lead before any CPU block */
         e = sh_probe(k, i, n, ring, ent, slots, mask, sh);
         if (e < 0 || !(ent[e].flags & F_GPU)) break;
-        eidx[i] = e;                                               /* (where[i] = 0 not written: start_lookup) */
-        evictable += !ent[e].pin;
+        ae[i] = e;                                                 /* (where[i] = 0 not written: start_lookup) */
+        evictable += pins ? sh_pin_lead(&ent[e], q, lidx + i) : !ent[e].pin;
     }
     Py_ssize_t nused = i;
     if (i < n && e < 0) lead = i;                                  /* not resident: the lead ends */
@@ -1069,14 +1098,16 @@ static void sh_lookup(Hier *h, Plan *p) {
             const uint8_t in = e >= 0 ? ent[e].flags : 0;         /* the tiers holding it */
             if (in & F_GPU) {
                 where[i] = 0;
-                eidx[nused++] = e;
-                evictable += !ent[e].pin;
+                ae[i] = e;
+                nused++;
+                evictable += pins ? sh_pin_lead(&ent[e], q, lidx + i) : !ent[e].pin;
             } else if (!(in & F_CPU)) {
                 lead = i;
                 break;
             } else {
                 where[i] = 1;
-                lidx[i] = e;
+                lidx[i] = ae[i] = e;                               /* (a restore's GPU entry: its entry) */
+                low[nlow++] = e;                                   /* the CPU blocks in chain order */
                 n_restore += i < cap;                              /* a restore of the hits (i < min(cap, lead)) */
             }
             if (++i == n) break;
@@ -1089,6 +1120,11 @@ static void sh_lookup(Hier *h, Plan *p) {
     p->evictable = evictable;
     p->n_restore = n_restore;
 }
+
+/* sh_lookup_as for two plain LRU tiers (the lead pinned) and for two fifo / slru tiers (none pinned; out of line:
+ * the LRU lookup compiles as without it) */
+static void sh_lookup(Hier *h, Plan *p, int32_t *ae) { sh_lookup_as(h, p, ae, 1); }
+static __attribute__((noinline)) void ps_lookup(Hier *h, Plan *p, int32_t *ae) { sh_lookup_as(h, p, ae, 0); }
 
 /* start_lookup with one table per tier: the GPU tier's, then each lower tier's in turn (one fingerprint per key) */
 static void own_lookup(Hier *h, Plan *p) {
@@ -1120,17 +1156,36 @@ static void own_lookup(Hier *h, Plan *p) {
     }
 }
 
-/* the prefix rule: h->where[i] = highest tier holding block i, h->eidx = GPU entries of the lead, h->lidx[i] =
- * block i's entry in tier where[i] when that is a lower tier; the plan's lead, hits, restores and computed blocks.
+/* the prefix rule: h->where[i] = highest tier holding block i, the GPU entries of the lead (one table per tier:
+ * h->eidx, compacted; a shared table: ae[i], every lead key's entry, with the GPU lead pinned when both tiers are
+ * plain LRU -- sh_lookup; not pinned yet for fifo / slru -- ps_lookup), h->lidx[i]
+ * = block i's entry in tier where[i] when that is a lower tier; the plan's lead, hits, restores and computed blocks.
  * Blocks before p->first_low are GPU blocks (where 0), which sh_lookup does not write: every reader of where[]
  * starts at first_low or takes 0 before it */
-static void start_lookup(Hier *h, Plan *p) {
-    if (h->sh) sh_lookup(h, p);
+static void start_lookup(Hier *h, Plan *p, int32_t *ae) {
+    if (lru_shared(h)) sh_lookup(h, p, ae);
+    else if (h->sh) ps_lookup(h, p, ae);
     else own_lookup(h, p);
     if (p->first_low > p->lead) p->first_low = p->lead;
     p->hits = p->cap < p->lead ? p->cap : p->lead;
     if (p->hits < 0) p->hits = 0;
     p->nnew = (p->lead - p->nused - p->n_restore) + (p->n - p->lead);
+}
+
+/* sh_lookup's pins undone (the request waits: the hierarchy as before the start): each GPU lead block (key i < lead
+ * before first_low or with where[i] 0, its entry ae[i]) one pin less and, back at 0, its item in the GPU tier's
+ * order live again at its old position (lidx[i]: nothing touched the order since the lookup) */
+static __attribute__((noinline)) void sh_unpin(Hier *h, const Plan *p, const int32_t *ae) {
+    Tier *g = &h->t[0];
+    for (Py_ssize_t i = 0; i < p->lead; i++) {
+        if (i >= p->first_low && h->where[i]) continue;
+        const int32_t e = ae[i];
+        Entry *x = &g->ent[e];
+        if (!--x->pin) {
+            x->prev = h->lidx[i];
+            g->lq[x->prev] = e;
+        }
+    }
 }
 
 /* GPU slots the request gets, and truncation (restores first, hits end at the first restore cut);
@@ -1218,23 +1273,51 @@ static void pin_lead(Tier *g, const int32_t *eidx, Py_ssize_t n) {
     g->held -= out;
 }
 
-/* pin the GPU lead blocks; the admission a holds the pinned hashes (GPU lead + kept restores) then the computed
- * hashes, chain order; 0 or -1 (no memory: nothing pinned) */
+/* pin_lead in a table shared by two fifo / slru tiers (its lookup pins nothing: ps_lookup): each GPU lead block --
+ * key i < lead before first_low or with where[i] 0, its entry ae[i] -- in chain order, as pin_lead of the
+ * compacted GPU entries */
+static void ps_pin_lead(Hier *h, const Plan *p, const int32_t *ae) {
+    Tier *g = &h->t[0];
+    pin_lead(g, ae, p->first_low);
+    for (Py_ssize_t i = p->first_low; i < p->lead; i++)
+        if (!h->where[i]) pin_lead(g, ae + i, 1);
+}
+
+/* pin the GPU lead blocks (two plain LRU tiers' shared table: its lookup has, sh_lookup; the GPU tier's held count
+ * moved here); the admission a holds the pinned hashes (GPU lead + kept restores) then the computed hashes, chain
+ * order, with their hints (PcsAdm.ents: the GPU entries of the lead -- a shared table's lookup wrote those in place
+ * --, -1 for the computed keys). A lead
+ * with no lower-tier block (most requests) is the request's first keys: one copy. 0 or -1 (no memory: nothing
+ * pinned) */
 static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
     Tier *g = &h->t[0];
     const uint64_t *k = h->req;
     if (adm_reserve(a, p->nused + p->n_restore + p->nnew + 1, h->ntiers) < 0) return -1;
-    pin_lead(g, h->eidx, p->nused);
-    a->ntiers = h->ntiers;
-    memset(a->counts, 0, sizeof(Py_ssize_t) * 2 * (size_t)h->ntiers);
+    if (!h->sh) pin_lead(g, h->eidx, p->nused);
+    else if (g->ops) ps_pin_lead(h, p, a->ents);  /* two fifo / slru tiers (not lru_shared) */
+    else g->held -= p->evictable;   /* two LRU tiers: sh_lookup pinned them; their items out of the order now */
+    a->ntiers = h->ntiers;          /* (its per-tier counts: start_restore writes every one) */
     uint64_t *used = a->keys, *newk = a->keys + p->nused + p->n_restore;
     int32_t *ue = a->ents;          /* GPU entries: known for the lead (h->eidx, chain order), later for the rest */
     const int32_t *re = h->sh ? h->lidx : NULL;   /* a shared table: a restore's GPU entry is its entry there */
     Py_ssize_t nu = p->first_low, nn = 0, seen = 0, ng = p->first_low;
+    if (!h->sh) memcpy(ue, h->eidx, sizeof(int32_t) * (size_t)nu);   /* (a shared table's lookup wrote them there) */
+    /* every lead block pinned (no lower-tier block in the lead; in a shared table, whose lookup wrote every lead
+     * key's entry in chain order, every lower-tier block of the lead restored): the pinned keys then the computed
+     * ones are the first lead + nn keys, one copy */
+    if (nu == p->lead || (h->sh && p->nused + p->n_restore == p->lead)) {
+        nu = p->lead;
+        nn = p->n - p->lead < p->nnew ? p->n - p->lead : p->nnew;
+        memcpy(used, k, sizeof(uint64_t) * (size_t)(nu + nn));
+        memset(ue + nu, 0xff, sizeof(int32_t) * (size_t)nn);  /* -1: their GPU entries not known yet */
+        a->nused = nu;
+        a->nnew = nn;
+        return 0;
+    }
     memcpy(used, k, sizeof(uint64_t) * (size_t)nu);             /* the GPU blocks before the first lower-tier one */
-    memcpy(ue, h->eidx, sizeof(int32_t) * (size_t)nu);
+    const int32_t *ge = h->sh ? ue : NULL;   /* a shared table: key i's entry at ue[i] (compacted in place: nu <= i) */
     for (Py_ssize_t i = nu; i < p->lead; i++) {
-        if (!h->where[i]) { ue[nu] = h->eidx[ng++]; used[nu++] = k[i]; }
+        if (!h->where[i]) { ue[nu] = ge ? ge[i] : h->eidx[ng++]; used[nu++] = k[i]; }
         else if (i < p->cap) { if (seen < p->n_restore) { ue[nu] = re ? re[i] : -1; used[nu++] = k[i]; seen++; } }
         else if (nn < p->nnew) newk[nn++] = k[i];
     }
@@ -1357,11 +1440,17 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
             if (ensure_b(h, nvict + p->n_restore) < 0) return -1;
             uint64_t *rk = h->buf_b;     /* buf_a holds the victims */
             int32_t *re = h->mark;       /* their entries in tier j (the lookup's: no change of tier j since) */
-            Py_ssize_t s2 = 0;
-            for (Py_ssize_t i = p->first_low; i < p->hits && s2 < p->n_restore; i++) {   /* GPU blocks before */
-                if (!h->where[i]) continue;
-                s2++;
-                if (h->where[i] == j) { re[cnt] = h->lidx[i]; rk[cnt++] = h->req[i]; }
+            if (h->sh) {                 /* (two tiers) the lookup listed the CPU blocks' entries in chain order, */
+                re = h->eidx;            /* the kept restores first (sh_lookup); the fill of known entries reads no */
+                cnt = p->n_restore;      /* key (sh_fill, ps_fill) */
+                rk = NULL;
+            } else {
+                Py_ssize_t s2 = 0;
+                for (Py_ssize_t i = p->first_low; i < p->hits && s2 < p->n_restore; i++) {   /* GPU blocks before */
+                    if (!h->where[i]) continue;
+                    s2++;
+                    if (h->where[i] == j) { re[cnt] = h->lidx[i]; rk[cnt++] = h->req[i]; }
+                }
             }
             if (cnt) {
                 Py_ssize_t sh = tfill(h, rk, cnt, NULL, h->sh ? re : NULL);
@@ -1478,11 +1567,18 @@ static PyObject *hier_start_ids(Hier *h, PyObject *const *args, Py_ssize_t nargs
 }
 
 /* the rest of Hierarchy.start once h->req and p->n, cap, extra are set (the plan completed in place), into a: 1
- * admitted, 0 it waits (a unchanged), -1 error */
+ * admitted, 0 it waits (the hierarchy and a's fields unchanged; a's buffers may have been grown and written), -1
+ * error */
 static int start_plan(Hier *h, Plan *p, int wait, PcsAdm *a) {
     h->clock = h->admitted;            /* pcs.cache.policies.context.clocked: the k-th admission is request k */
-    start_lookup(h, p);
-    if (start_budget(h, p, wait)) return 0;
+    /* a shared table's lookup writes the entries of the lead into a's hints (two LRU tiers': pinned, sh_lookup): a's
+     * buffers sized first for every key (more than start_admission asks for: it then finds them large enough) */
+    if (h->sh && adm_reserve(a, p->n + 1, 2) < 0) return -1;
+    start_lookup(h, p, a->ents);
+    if (start_budget(h, p, wait)) {
+        if (lru_shared(h)) sh_unpin(h, p, a->ents);
+        return 0;
+    }
     for (int j = 0; !h->sh && j < h->ntiers; j++)   /* admission policies count uses and hits (§8; sh_open: none) */
         if (h->t[j].gates && gates_observe(&h->t[j], h->req, p->n, p->hits) < 0) return -1;
     if (start_admission(h, p, a) < 0) return -1;

@@ -45,7 +45,8 @@ typedef struct PcsAdm {
 typedef struct {
     int version;                    /* PCS_LRUHIER_API_VERSION */
     PyTypeObject *hier_type;
-    /* start_ids(keys[0 .. len), n, cap, extra, wait_if_full) into *a: 1 admitted, 0 it waits (a unchanged), -1 */
+    /* start_ids(keys[0 .. len), n, cap, extra, wait_if_full) into *a: 1 admitted, 0 it waits (the hierarchy and
+     * a's fields unchanged; a's buffers may have been grown and their contents written), -1 */
     int (*start)(PyObject *h, const uint64_t *keys, Py_ssize_t len, Py_ssize_t n, Py_ssize_t cap,
                  Py_ssize_t extra, int wait, PcsAdm *a);
     int (*prefill_done)(PyObject *h, PcsAdm *a);                          /* 0 or -1 */

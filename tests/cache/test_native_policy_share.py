@@ -136,3 +136,35 @@ def test_shared_table_grown_as_blocks_come():
     for specs in (["fifo", "fifo"], ["slru", "fifo"]):
         _ref, h = replay_twins(reqs, [40, (1 << 22) + 1], specs, "modeled", BlockRules(), "back")
         assert h._h.shared_table()
+
+
+@pytest.mark.parametrize("use_native", [True, False])
+def test_a_lead_with_a_cpu_block_inside_waits_then_is_pinned_through_fifo_worked_by_hand(use_native):
+    """fifo on both tiers (GPU 4, CPU 4, write-back). Two fifo / slru tiers share the table's lookup with two LRU
+    tiers but not its pins (pcs/cache/_lruhier.c ``lru_shared``): a start that waits leaves orders and pins as they
+    were, and an admitted one pins its GPU lead through the policy -- here the GPU blocks 1 and 5 on both sides of
+    the CPU block 4 -- while 4 is restored. Worked out by hand (a request's blocks are released tail first; a GPU
+    block pinned and released keeps its fifo number), on the Python hierarchy and the compiled one."""
+    tiers = _tiers([4, 4], ["fifo", "fifo"])
+    h = native.NativeHierarchy(tiers, "back") if use_native else Hierarchy(tiers, "back")
+    _admit(h, [1, 2, 3, 4])          # GPU order 4, 3, 2, 1
+    _admit(h, [5])                   # GPU victim 4 demoted: GPU 3, 2, 1, 5; CPU 4
+    b = h.start([9], 1, 1, 1)        # 9 computed + 1 extra slot: GPU victims 3, 2 demoted
+    assert _state(h) == ([1, 5], [4, 3, 2], {1: 0, 5: 0}, {4: 0, 3: 0, 2: 0})
+    # lead 1 (GPU), 4 (CPU), 5 (GPU); 7, 8 computed: need 1 restore + 2 = 3, obtainable 4 - 2 - 2 + 2 - 2 = 0 <
+    # min(3, 4 - 2): waits, nothing pinned
+    assert h.start([1, 4, 5, 7, 8], 5, 5, 0, True) is None
+    assert _state(h) == ([1, 5], [4, 3, 2], {1: 0, 5: 0}, {4: 0, 3: 0, 2: 0})
+    assert h.tiers[0].reserved_blocks == 2
+    h.prefill_done(b)
+    h.finish(b)                      # 9 released; b's extra slot given back: GPU 1, 5, 9
+    # lead 1, 4, 5 again, 7 computed: need 2, obtainable 4 - 3 + 3 - 2 = 2: admitted; 1 and 5 pinned (out of the
+    # GPU order), one GPU victim for the restore and 7: 9, demoted after 4's restore (4 stays in the CPU tier too)
+    a = h.start([1, 4, 5, 7], 4, 4, 0, True)
+    assert (a.hit_blocks, a.reserved_blocks) == (3, 1)
+    assert _state(h) == ([], [4, 3, 2, 9], {1: 1, 4: 1, 5: 1}, {4: 0, 3: 0, 2: 0, 9: 0})
+    h.prefill_done(a)
+    h.finish(a)                      # tail first: 7, then 5 and 1 with their old numbers, 4 new in the GPU tier
+    assert _state(h) == ([1, 5, 7, 4], [4, 3, 2, 9], {1: 0, 5: 0, 7: 0, 4: 0}, {4: 0, 3: 0, 2: 0, 9: 0})
+    if use_native:
+        h._check()

@@ -566,3 +566,31 @@ def test_demotion_in_the_eviction_walk_and_past_the_cpu_room_worked_by_hand(use_
     _admit(h, [8, 9])                # victims 4, 7 past the room of 1: 4 pushed out, 7 stored, 6 evicted (dropped)
     assert _orders(h) == ([5, 9, 8], [7]) and h.dropped_blocks == 5 and h.written_blocks == [0, 3]
     assert 6 not in h.tiers[1] and 4 not in h.tiers[0] and 4 not in h.tiers[1]
+
+
+@pytest.mark.parametrize("use_native", [False, True])
+def test_a_start_that_waits_leaves_the_lead_unpinned_in_place_worked_by_hand(use_native):
+    """GPU 5 + CPU 3 blocks, LRU, write-back: the shared table's lookup pins the GPU lead blocks as it finds them
+    (pcs/cache/_lruhier.c ``sh_pin_lead``); a start that then waits (wait_if_full, docs/semantics.md §5) gives the
+    pins back and puts each block back at its place in the GPU order (``sh_unpin``), so the hierarchy is as before.
+    Worked out by hand (a finish unpins tail first), on the Python hierarchy and the compiled one."""
+    h = native.NativeHierarchy(_tiers([5, 3]), "back") if use_native else Hierarchy(_tiers([5, 3]), "back")
+    _admit(h, [1, 2, 3])
+    assert _orders(h) == ([3, 2, 1], [])
+    b = h.start([9], 1, 1, 1)        # 1 computed + 1 extra slot: 2 free slots, no eviction; the GPU tier is full
+    assert b.reserved_blocks == 2 and _orders(h) == ([3, 2, 1], [])
+    # lead [2] (unpinned: evictable), 3 computed: need 3, obtainable 5 - 3 - 2 + 3 - 1 = 2 < min(3, 5 - 1): waits
+    assert h.start([2, 7, 8, 6], 4, 4, 0, True) is None
+    assert _orders(h) == ([3, 2, 1], []) and [h.tiers[0].resident[k] for k in (1, 2, 3)] == [0, 0, 0]
+    assert h.tiers[0].reserved_blocks == 2
+    h._check()
+    h.prefill_done(b)
+    h.finish(b)                      # 9 joins the order; b's extra slot given back
+    assert _orders(h) == ([3, 2, 1, 9], []) and h.tiers[0].reserved_blocks == 0
+    a = h.start([1, 3, 2, 7], 4, 4, 0, True)    # lead [1, 3, 2], all unpinned; 7 computed: 1 free slot, admitted
+    assert (a.hit_blocks, a.reserved_blocks) == (3, 1)
+    assert _orders(h) == ([9], []) and [h.tiers[0].resident[k] for k in (1, 2, 3)] == [1, 1, 1]
+    h.prefill_done(a)
+    h.finish(a)                      # tail first: the computed 7, then the pinned 2, 3, 1
+    assert _orders(h) == ([9, 7, 2, 3, 1], []) and h.tiers[0].reserved_blocks == 0
+    h._check()
