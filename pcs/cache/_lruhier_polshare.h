@@ -38,16 +38,9 @@ static void ps_clear_from(Entry *cent, Py_ssize_t from, Py_ssize_t to) {
 /* the two tiers' views of the shared table (the GPU tier's entries are the table's; the CPU tier keeps its own
  * array, the same length) after the table's slots or entries moved */
 static void ps_sync(Hier *h) {
-    const Tier *s = h->sh;
-    for (int j = 0; j < 2; j++) {
-        Tier *t = &h->t[j];
-        t->ent_cap = s->ent_cap;
-        t->ent_len = s->ent_len;
-        t->slots = s->slots;
-        t->mask = s->mask;
-        t->bits = s->bits;
-    }
-    h->t[0].ent = s->ent;
+    Entry *const cpu_ent = h->t[1].ent;     /* sh_sync's views, but the CPU tier keeps its own entry array */
+    sh_sync(h);
+    h->t[1].ent = cpu_ent;
 }
 
 /* room for n more blocks in the shared table (its slots and both entry arrays grown now, so that no add of a fill

@@ -436,7 +436,12 @@ def with_trace_notes(payload: dict[str, Any], trace: Any, fmt: str, quiet: bool)
     ``pcs replay`` does; returns them (the table renderer prints them as ``note:`` lines)."""
     from pcs.trace.api import trace_notes
 
-    notes = trace_notes(trace)
+    return add_notes(payload, tuple(trace_notes(trace)), fmt, quiet)
+
+
+def add_notes(payload: dict[str, Any], notes: tuple[str, ...], fmt: str, quiet: bool) -> tuple[str, ...]:
+    """Add ``notes`` to ``payload["notes"]`` and, outside the table format and without ``-q``, print each on
+    stderr as ``pcs: note: ...``; returns them (the table renderer prints them as ``note:`` lines)."""
     if notes:
         payload["notes"] = list(payload.get("notes") or []) + list(notes)
         if not quiet and fmt != "table":

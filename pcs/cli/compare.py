@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from pcs.cli.common import Progress, command, emit, format_option, with_trace_notes
+from pcs.cli.common import Progress, add_notes, command, emit, format_option, with_trace_notes
 from pcs.cli.fleet import FLEET_NO_HTML, compare_fleet, fleet_options, wants_fleet
 from pcs.cli.modelarg import is_config_path
 from pcs.cli.params import parse_capacity_list
@@ -94,12 +94,7 @@ def _tier_notes(res: Any, payload: dict[str, Any], fmt: str, quiet: bool) -> tup
         for note in tier_config_notes(v.summary.to_dict()) if v.summary is not None else ():
             by_note.setdefault(note, []).append(v.variant)
     notes = tuple(n if len(vs) == len(res.variants) else f"{', '.join(vs)}: {n}" for n, vs in by_note.items())
-    if notes:
-        payload["notes"] = list(payload.get("notes") or []) + list(notes)
-        if not quiet and fmt != "table":
-            for note in notes:
-                click.echo(f"pcs: note: {note}", err=True)
-    return notes
+    return add_notes(payload, notes, fmt, quiet)
 
 
 def _parse_capacities(text: str, kw: dict[str, Any], block_size: int) -> list[str]:
