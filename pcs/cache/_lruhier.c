@@ -109,6 +109,38 @@ static inline int pol_expects(const Tier *t) { return t->ops && t->ops->expect; 
 static inline uint32_t key_fp(uint64_t k) { return (uint32_t)(key_hash(k) >> 32); }
 static inline uint64_t fp_home(const Tier *t, uint32_t f) { return f >> (32 - t->bits); }
 
+/* the ring's first PF_AHEAD fingerprints worked out and their home slots prefetched (a loop over n keys) */
+static inline __attribute__((always_inline)) void fp_ring_prime(uint32_t *ring, const uint64_t *keys, Py_ssize_t n,
+                                                                const OaSlot *slots, int sh) {
+    for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) {
+        ring[i] = key_fp(keys[i]);
+        __builtin_prefetch(&slots[ring[i] >> sh], 0, 1);
+    }
+}
+
+/* key i's fingerprint from the ring, key i + PF_AHEAD's worked out into it and its home slot prefetched */
+static inline __attribute__((always_inline)) uint32_t fp_ring_take(uint32_t *ring, const uint64_t *keys,
+                                                                   Py_ssize_t i, Py_ssize_t n, const OaSlot *slots,
+                                                                   int sh) {
+    if (i + PF_AHEAD < n) {
+        const uint32_t f2 = key_fp(keys[i + PF_AHEAD]);
+        ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
+        __builtin_prefetch(&slots[f2 >> sh], 0, 1);
+    }
+    return ring[(size_t)i & (FP_RING - 1)];
+}
+
+/* tfind_fp with the table's arrays in hand: key k (fingerprint f)'s entry, or -1 with *j left at the empty slot
+ * ending its probe run (where tadd_atf puts it) */
+static inline __attribute__((always_inline)) int32_t fp_find(const OaSlot *slots, const Entry *ent, uint64_t mask,
+                                                             int sh, uint64_t k, uint32_t f, uint64_t *j) {
+    for (uint64_t s = f >> sh;; s = (s + 1) & mask) {
+        const OaSlot sl = slots[s];
+        if (sl.e < 0) { *j = s; return -1; }
+        if (sl.h == f && ent[sl.e].key == k) return sl.e;
+    }
+}
+
 /* key k's fingerprint into ring (k < n), its home slots in t and, when u is not NULL, in u prefetched */
 static inline void fp_ahead(uint32_t *ring, const uint64_t *keys, Py_ssize_t k, Py_ssize_t n, const Tier *t,
                             const Tier *u) {
@@ -738,6 +770,7 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
         int32_t free_head = s->free_head, ent_len = s->ent_len;
         const Py_ssize_t ahead = n > PF_AHEAD ? n - PF_AHEAD : 0;   /* keys with a key PF_AHEAD on */
         uint32_t ring[FP_RING];                   /* key i's fingerprint at i & (FP_RING - 1): hashed once */
+        /* fp_ring_prime's steps written out: calling it here cost 2 M instructions more at 10x (callgrind) */
         for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) {
             ring[i] = key_fp(keys[i]);
             __builtin_prefetch(&slots[ring[i] >> sh], 0, 1);
@@ -795,25 +828,12 @@ static int own_fill(Tier *t, const uint64_t *keys, Py_ssize_t n, int32_t *ents, 
     int32_t free_head = t->free_head, ent_len = t->ent_len;
     Py_ssize_t made = 0, found = 0;
     uint32_t ring[FP_RING];
-    for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) {
-        ring[i] = key_fp(keys[i]);
-        __builtin_prefetch(&slots[ring[i] >> sh], 0, 1);
-    }
+    fp_ring_prime(ring, keys, n, slots, sh);
     for (Py_ssize_t i = 0; i < n; i++) {
-        const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
-        if (i + PF_AHEAD < n) {
-            const uint32_t f2 = key_fp(keys[i + PF_AHEAD]);
-            ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
-            __builtin_prefetch(&slots[f2 >> sh], 0, 1);
-        }
+        const uint32_t f = fp_ring_take(ring, keys, i, n, slots, sh);
         const uint64_t k = keys[i];
-        uint64_t j = f >> sh;
-        int32_t e = -1;
-        for (;; j = (j + 1) & mask) {              /* tfind_fp */
-            const OaSlot sl = slots[j];
-            if (sl.e < 0) break;
-            if (sl.h == f && ent[sl.e].key == k) { e = sl.e; break; }
-        }
+        uint64_t j;
+        int32_t e = fp_find(slots, ent, mask, sh, k, f, &j);
         if (e >= 0) {
             own_pin(t, e, &free_head, &ent_len);
             found++;
@@ -1020,18 +1040,9 @@ static int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap, Py_ssize_t
 static inline __attribute__((always_inline)) int32_t sh_probe(const uint64_t *k, Py_ssize_t i, Py_ssize_t n,
                                                               uint32_t *ring, const Entry *ent, const OaSlot *slots,
                                                               uint64_t mask, int sh) {
-    const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
-    if (i + PF_AHEAD < n) {                                        /* fp_ahead */
-        uint32_t f2 = key_fp(k[i + PF_AHEAD]);
-        ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
-        __builtin_prefetch(&slots[f2 >> sh], 0, 1);
-    }
-    const uint64_t key = k[i];
-    for (uint64_t j = f >> sh;; j = (j + 1) & mask) {             /* tfind_fp */
-        const OaSlot sl = slots[j];
-        if (sl.e < 0) return -1;
-        if (sl.h == f && ent[sl.e].key == key) return sl.e;
-    }
+    const uint32_t f = fp_ring_take(ring, k, i, n, slots, sh);
+    uint64_t j;
+    return fp_find(slots, ent, mask, sh, k[i], f, &j);
 }
 
 /* sh_lookup's pin of a GPU lead block x (pin_lead's step, made in the lookup: the entry is in hand): one pin more

@@ -98,25 +98,12 @@ static Py_ssize_t ps_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
         const int sh = 32 - s->bits;
         int32_t free_head = s->free_head, ent_len = s->ent_len;
         uint32_t ring[FP_RING];
-        for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) {
-            ring[i] = key_fp(keys[i]);
-            __builtin_prefetch(&slots[ring[i] >> sh], 0, 1);
-        }
+        fp_ring_prime(ring, keys, n, slots, sh);
         for (Py_ssize_t i = 0; i < n; i++) {
-            const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
-            if (i + PF_AHEAD < n) {
-                const uint32_t f2 = key_fp(keys[i + PF_AHEAD]);
-                ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
-                __builtin_prefetch(&slots[f2 >> sh], 0, 1);
-            }
+            const uint32_t f = fp_ring_take(ring, keys, i, n, slots, sh);
             const uint64_t k = keys[i];
-            uint64_t j = f >> sh;
-            int32_t e = -1;
-            for (;; j = (j + 1) & mask) {                     /* tfind_fp */
-                const OaSlot sl = slots[j];
-                if (sl.e < 0) break;
-                if (sl.h == f && ent[sl.e].key == k) { e = sl.e; break; }
-            }
+            uint64_t j;
+            int32_t e = fp_find(slots, ent, mask, sh, k, f, &j);
             if (e >= 0) {
                 shared += ps_pin(g, &ent[e], e);
             } else {                                          /* tadd_atf at the end of its probe run */
