@@ -5,7 +5,9 @@ text (not gzip) of fewer than ``INLINE_BELOW_BYTES`` bytes, or a Parquet file wh
 ``INLINE_BELOW_PARQUET_IDS`` block hashes, runs every side call on the calling thread;
 at that size or more, on a process with two CPUs or more, on workers; ``on`` forces workers, ``off`` inline. The
 expectations below are worked from that rule and the files' sizes, not from a run's output; the process is given
-two CPUs (``os.sched_getaffinity`` patched) so ``auto`` means threads for a trace that is not small on any machine.
+two CPUs (``os.sched_getaffinity`` patched) so ``auto`` means threads for a trace that is not small on any machine,
+and both CPUs busy (``core_free`` patched False) unless a test says otherwise: a small trace keeps its workers when a
+core is free at the replay's start (``core_free``: fewer runnable threads than CPUs).
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ native = pytest.mark.skipif(stepnative._stepsched is None, reason="the compiled 
 def two_cpus(monkeypatch):
     monkeypatch.delenv("PCS_THREADS", raising=False)
     monkeypatch.setattr(beside.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(beside, "core_free", lambda: False)
 
 
 class _File:
@@ -157,3 +160,43 @@ def test_auto_runs_a_small_file_inline_and_a_larger_one_on_workers(monkeypatch, 
     assert json.dumps(inline.summary.to_dict(), sort_keys=True, default=str) == \
         json.dumps(threaded.summary.to_dict(), sort_keys=True, default=str)
     assert inline.requests.equals(threaded.requests)
+
+
+@pytest.mark.parametrize("loadavg, cpus, free", [
+    (b"6.06 3.50 2.27 1/148 29477\n", {0, 1}, True),      # the caller alone runnable: one CPU free
+    (b"0.10 0.20 0.30 2/148 29477\n", {0, 1}, False),     # the caller and one more: both CPUs busy
+    (b"0.10 0.20 0.30 10/148 29477\n", {0, 1}, False),
+    (b"0.10 0.20 0.30 3/148 29477\n", {0, 1, 2, 3}, True),
+    (b"0.00 0.00 0.00 1/148 29477\n", {0}, False),        # one CPU: never a core for a worker
+])
+def test_core_free_counts_the_runnable_threads_against_the_cpus(tmp_path, monkeypatch, loadavg, cpus, free):
+    f = tmp_path / "loadavg"
+    f.write_bytes(loadavg)
+    monkeypatch.setattr(beside, "_LOADAVG", str(f))
+    monkeypatch.setattr(beside.os, "sched_getaffinity", lambda pid: cpus, raising=False)
+    assert beside.core_free() is free
+
+
+@pytest.mark.parametrize("avg, free", [(0.5, True), (1.0, False), (1.7, False)])
+def test_core_free_falls_back_to_the_load_average(tmp_path, monkeypatch, avg, free):
+    monkeypatch.setattr(beside, "_LOADAVG", str(tmp_path / "none"))            # no /proc/loadavg
+    monkeypatch.setattr(beside.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(beside.os, "getloadavg", lambda: (avg, 0.0, 0.0))
+    assert beside.core_free() is free                                          # below 2 - 1 = 1.0: free
+
+
+def test_a_small_trace_keeps_its_workers_when_a_core_is_free(tmp_path, monkeypatch, two_cpus):
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"x" * 10)
+    monkeypatch.setattr(beside, "INLINE_BELOW_BYTES", 11)                        # small
+    monkeypatch.setattr(beside, "core_free", lambda: True)
+    with beside.sized(_File(path, "mooncake")) as inline:
+        assert not inline and beside.threads_wanted()
+
+
+@native
+def test_auto_runs_a_small_file_on_workers_when_a_core_is_free(monkeypatch, two_cpus):
+    monkeypatch.setattr(beside, "core_free", lambda: True)
+    size = SAMPLE.stat().st_size
+    threaded, some = _replay_counting_workers(monkeypatch, size + 1)          # small, but a core is free
+    assert some and set(some) == {"pcs-beside"}
