@@ -84,8 +84,9 @@ def core_free() -> bool:
     than CPUs in this process's affinity mask (the kernel's count of runnable threads, the fourth field of
     ``/proc/loadavg``, which counts the caller too: an instant's count, not an average, so a load that just
     ended does not keep a replay inline for a minute). Where there is no ``/proc/loadavg``, the one-minute load
-    average (``os.getloadavg``) below the CPU count less one; where neither is known, False (inline). Raises
-    nothing."""
+    average (``os.getloadavg``) below the CPU count less one; where neither is known, False (inline). Both counts
+    are the machine's: a container on a larger, busy host sees the host's and runs inline, as before this rule.
+    Raises nothing."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if cpus < 2:
         return False
