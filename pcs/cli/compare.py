@@ -63,6 +63,10 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     trace = open_trace_kwargs(kw)
     caps = _parse_capacities(curve_capacities, kw, trace.block_size) if curve_capacities else None
     sets = [[t for t in ts.split(",") if t.strip()] for ts in tier_sets] or None
+    from pcs.cli.tiernames import check_tier_names
+
+    for one in sets or ():
+        check_tier_names(one, kw["link"], "--tiers")
     trace, replay_kwargs = replay_call_kwargs(kw, trace)
     if wants_fleet(kw):
         if sets or caps or kw["admit"] or kw["gap_oracle"]:
