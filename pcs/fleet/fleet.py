@@ -330,7 +330,7 @@ def fleet_notes(own: Sequence[str], summaries: Sequence[Any], router: Any = None
         for n in notes:
             if past and _PAST_CONTEXT.match(n):
                 line = _fleet_past_context(past) if len(ran) > 1 else n
-            elif busy and _SATURATED.match(n):
+            elif busy and _SATURATED.match(n) and len(summaries) > 1:    # one instance: its run's note as is
                 line = _fleet_saturation(busy, len(summaries), router)
             else:
                 line = n if all(n in other for _, other in ran) else f"instance {i}: {n}"
