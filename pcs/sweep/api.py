@@ -44,8 +44,16 @@ class Prepared:
     traces: dict
 
 
-def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False) -> Prepared:
-    """Expand the plan, drop the done points, build the tasks and load their traces.
+def _built(task: Task, progress: Callable[[int], None] | None) -> Task:
+    if progress is not None:
+        progress(1)
+    return task
+
+
+def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False,
+            progress: Callable[[int], None] | None = None) -> Prepared:
+    """Expand the plan, drop the done points, build the tasks and load their traces; ``progress`` is called with
+    1 as each point is checked (its options parsed as its command parses them, about 1 ms a point).
 
     Raises:
         PathError: ``plan`` (or a trace it names) is missing, a directory or not readable.
@@ -68,7 +76,8 @@ def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False) -> Pr
         return traces[key]
 
     try:
-        tasks = tuple(build_task(plan.kind, p, plan.base_dir, load) for p in plan.points if p.point_id not in done)
+        tasks = tuple(_built(build_task(plan.kind, p, plan.base_dir, load), progress)
+                      for p in plan.points if p.point_id not in done)
     except ValueError as exc:   # in the plan's words: a point's refusal is already (PlanError), an API one is made so
         from pcs.cli.common import option_names
 
