@@ -117,7 +117,7 @@ PLANNING_NOTE_POINTS = 1_000
 def _prepare_told(plan: str, out: str, force: bool, quiet: bool) -> Any:
     """:func:`pcs.sweep.api.prepare` with a ``planning`` progress bar over its points and, for a plan of
     :data:`PLANNING_NOTE_POINTS` or more, a note line first (a large plan was silent for seconds before its first
-    point: hostile27a L11); both off with ``-q``."""
+    point); both off with ``-q``."""
     from pcs.sweep.api import prepare
     from pcs.sweep.plan import load_plan
     from pcs.trace.pathcheck import check_input_file
@@ -134,8 +134,8 @@ def _prepare_told(plan: str, out: str, force: bool, quiet: bool) -> Any:
 
 def _jobs_capped(jobs: int | None, tasks: int, quiet: bool) -> int | None:
     """``--jobs`` at most the CPUs this process may use (:func:`pcs.sweep.backends.default_jobs`): a point is one
-    CPU-bound replay, so more processes only share the CPUs, each with its own copy of the traces; a note says so
-    (hostile27a L12). A value the run would not use anyway (more than its points) gets no note."""
+    CPU-bound replay, so more processes only share the CPUs, each with its own copy of the traces; a note says so.
+    A value the run would not use anyway (more than its points) gets no note."""
     from pcs.sweep.backends import default_jobs
 
     cpus = default_jobs()

@@ -9,7 +9,7 @@ The rule, one for every tier: a tier is named with a name pcs knows, or a name o
   NAME=...`` (an LMCache-style backend of your own).
 
 So a typo (``gpuu``, ``cpuu``) is refused with click's "did you mean" (``difflib.get_close_matches``, cutoff 0.6),
-where it used to run as a GPU tier named ``gpuu`` (newuser27 #8) or fail asking for a link.
+where it used to run as a GPU tier named ``gpuu`` or fail asking for a link.
 """
 from __future__ import annotations
 

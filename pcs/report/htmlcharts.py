@@ -195,6 +195,19 @@ def _capacity_axis(block_size: int, top_bytes_per_block: int | None,
     return bottom, top
 
 
+def _lru_points(curve: dict, rows: Sequence[dict]) -> tuple[list, bool]:
+    """The LRU line's points and whether they sample every capacity: ``lru_dense`` (:func:`pcs.report.htmlcurve.
+    lru_line`, through the rows and knees), else -- a curve JSON given to pcs report -- its rows and knees, where
+    LRU is exact, so the knee circles sit on the line (never off it)."""
+    dense = [(c, h) for c, h in curve.get("lru_dense") or [] if c >= 1]
+    if dense:
+        return dense, True
+    at = {r["capacity_blocks"]: r["lru_hit_ratio"] for r in rows}
+    at.update({k["capacity_blocks"]: k["lru_hit_ratio"] for k in (curve.get("knee") or {}).values()
+               if k.get("capacity_blocks")})
+    return sorted(at.items()), False
+
+
 def curve_chart(curve: dict, marks: Sequence[dict] = (), chart_id: str = "curve") -> Chart | None:
     """Hit ratio against capacity: LRU, Belady, the ceiling, the knees and the run's capacities.
 
@@ -210,8 +223,7 @@ def curve_chart(curve: dict, marks: Sequence[dict] = (), chart_id: str = "curve"
         the chart, or None when the curve has no positive capacity.
     """
     rows = [r for r in curve["rows"] if r["capacity_blocks"] >= 1]
-    dense = [(c, h) for c, h in curve.get("lru_dense") or [] if c >= 1] or \
-        [(r["capacity_blocks"], r["lru_hit_ratio"]) for r in rows]
+    dense, every = _lru_points(curve, rows)
     if not dense:
         return None
     bel = [(r["capacity_blocks"], r["belady_hit_ratio"]) for r in rows if r.get("belady_hit_ratio") is not None]
@@ -250,7 +262,9 @@ def curve_chart(curve: dict, marks: Sequence[dict] = (), chart_id: str = "curve"
             if "x" in layer["encoding"] and "axis" not in layer["encoding"]["x"]:
                 layer["encoding"]["x"]["axis"] = None
     return Chart(chart_id, title, _spec(title, layers, datasets, **extra), series,
-                 "LRU from one pass over the trace (every capacity), Belady where computed, the single-sequence "
+                 ("LRU from one pass over the trace (every capacity)" if every else
+                  f"LRU at the curve's {len(dense)} capacities and knees (exact there, straight between: a curve "
+                  "JSON holds no more)") + ", Belady where computed, the single-sequence "
                  "ceiling; circles mark where LRU reaches 50/90/99 % of the ceiling; vertical lines are the "
                  "run's capacities (GPU tier, all tiers) and the square the run's real hit ratio.")
 

@@ -1,5 +1,5 @@
 """`pcs compare --format json` gives each variant's tiers in bytes beside blocks, as its text table's tiers row
-(newuser27 #9). Worked by hand: llama-2-70b fp16 at block 512 is 80 layers x 8 KV heads x 128 x 2 (K, V) x 2 B x
+Worked by hand: llama-2-70b fp16 at block 512 is 80 layers x 8 KV heads x 128 x 2 (K, V) x 2 B x
 512 tokens = 167,772,160 B per block (one TP group, bytes per rank x 8 = the same total); 200 GB holds
 floor(200e9 / 167,772,160) = 1,192 blocks = 199,984,414,720 B; 1 TB holds 5,960 blocks = 999,922,073,600 B.
 """

@@ -1,5 +1,5 @@
 """The environment variables a user can set are in `pcs --help` (so in docs/cli.md, "every option") with the
-values and thresholds the code reads (newuser27 #7): the help's figures are checked against pcs.beside's
+values and thresholds the code reads: the help's figures are checked against pcs.beside's
 constants and accepted spellings, and each spelling the help names is one PCS_THREADS accepts."""
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_pcs_help_names_both_variables_with_the_code_thresholds():
 def test_docs_cli_md_and_the_readme_carry_it():
     assert "PCS_THREADS=auto|on|off" in (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "`PCS_THREADS=auto|on|off`" in readme and "(docs/cli.md)" in readme
+    assert "`PCS_THREADS=auto|on|off`" in readme and "[every option and variable](docs/cli.md)" in readme
 
 
 @pytest.mark.parametrize("value,mode", [("on", True), ("yes", True), ("off", False), ("false", False)])

@@ -1,4 +1,4 @@
-"""Tier names (newuser27 #8), one rule for every tier (pcs/cli/tiernames.py): the first tier is the GPU tier,
+"""Tier names, one rule for every tier (pcs/cli/tiernames.py): the first tier is the GPU tier,
 named gpu; a lower tier has a known name (its default link) or a name of your own with its --link. A typo is
 refused with click's suggestion (difflib, cutoff 0.6: 'gpuu' -> 'gpu', 'cpuu' -> 'cpu', 'sdd' -> 'ssd').
 """

@@ -1,5 +1,5 @@
 """A fleet run's saturation note is one line for the fleet, and its header names an index only where the router
-reads one (newuser27 #5). The instances' notes are built by hand in the words of
+reads one. The instances' notes are built by hand in the words of
 :func:`pcs.engine.schedresult.saturation_note`; the advice follows from what the run already did: it has N
 instances (so "more than N"), and a router that reads the cache index (prefix, cache-aware) is not told to use one.
 """

@@ -1,5 +1,5 @@
-"""A sweep says what it is doing before its first point (hostile27a L11: a large plan was silent for seconds)
-and runs no more processes than the CPUs it may use (L12: --jobs 4096 would start one spawn process per point).
+"""A sweep says what it is doing before its first point (a large plan was silent for seconds)
+and runs no more processes than the CPUs it may use (--jobs 4096 would start one spawn process per point).
 """
 from __future__ import annotations
 
