@@ -167,6 +167,16 @@ def waterfall_chart(s: dict, oracle: dict | None) -> Chart | None:
                     if "oracle" in datasets else ""))
 
 
+def unit_label(value: str, unit: str) -> str:
+    """A Vega expression labelling the number ``value`` (an expression) in decimal SI prefixes as the text reports
+    write a size or a rate (:mod:`pcs.units`): three significant digits, a space, the prefix and the unit --
+    ``16.8 GB``, ``400 GB``, ``1.5 kB``, ``900 B``, ``20 GB/s`` (d3's ``~s`` alone wrote ``16.8G B``; an axis
+    ``format`` shares one prefix between its ticks, ``0.4T``)."""
+    num = f"format({value}, '.3~s')"
+    return (f"test(regexp('[kMGTPE]$'), {num}) ? replace({num}, regexp('([kMGTPE])$'), ' $1{unit}') "
+            f": {num} + ' {unit}'")
+
+
 def _decades(lo: float, hi: float) -> list[int]:
     """The powers of 10 in ``[lo, hi]`` (at least ``lo``'s decade when none is): the tick values both capacity
     axes share, so each bytes label on top sits over the block count below it."""
@@ -190,7 +200,7 @@ def _capacity_axis(block_size: int, top_bytes_per_block: int | None,
         return bottom, None
     top = {"orient": "top", "grid": False,
            "title": f"capacity (decimal bytes; {top_bytes_per_block:,} B per block, log scale)",
-           "labelExpr": f"format(datum.value * {int(top_bytes_per_block)}, '.3~s') + ' B'", "labelOverlap": "greedy",
+           "labelExpr": unit_label(f"datum.value * {int(top_bytes_per_block)}", "B"), "labelOverlap": "greedy",
            "labelSeparation": 6, **ticks}
     return bottom, top
 
@@ -412,7 +422,7 @@ def footprint_chart(p: dict, chart_id: str = "footprint") -> Chart | None:
              "encoding": {"x": {"field": "mode", "type": "nominal", "sort": [m for m, _ in FOOTPRINT_MODES],
                                 "title": None, "axis": {"labelAngle": 0}},
                           "y": _q("y", f"bytes per rank ({p['sequences']:,} sequence{'s' * (p['sequences'] != 1)})",
-                                  stack="zero", axis={"labelExpr": "format(datum.value, '.3~s') + ' B'"}),
+                                  stack="zero", axis={"labelExpr": unit_label("datum.value", "B")}),
                           "color": {"field": "series", "type": "nominal", "legend": {"title": "component"},
                                     "scale": {"domain": names, "range": [colours[i % len(colours)]
                                                                          for i in range(len(names))]}},
