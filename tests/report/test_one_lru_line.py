@@ -1,4 +1,4 @@
-"""One LRU line for both renderers (newuser27 #1): the page's curve chart and the matplotlib figure of
+"""One LRU line for both renderers: the page's curve chart and the matplotlib figure of
 `pcs curve --plot FILE` draw the same points, and the knee circles sit on the line. LRU is a step function of
 the capacity (a block hits when its stack depth < capacity), so a point drawn at a knee's own capacity is on the
 line only when the line has a vertex there; the check is exact equality with the one-pass curve's value.
