@@ -142,9 +142,10 @@ def _jobs_capped(jobs: int | None, tasks: int, quiet: bool) -> int | None:
     if jobs is None or jobs <= cpus:
         return jobs
     if not quiet and tasks > cpus:
+        many = "es" if cpus != 1 else ""
         click.echo(f"pcs: note: --jobs {jobs:,} is more than the {cpus} CPU{'s' if cpus != 1 else ''} this process "
-                   f"may use; running {cpus} process{'es' if cpus != 1 else ''} (a point is one CPU-bound replay: more would only share the "
-                   "CPUs, each process holding its own copy of the traces)", err=True)
+                   f"may use; running {cpus} process{many} (a point is one CPU-bound replay: more would only share "
+                   "the CPUs, each process holding its own copy of the traces)", err=True)
     return cpus
 
 

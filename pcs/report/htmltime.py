@@ -87,6 +87,7 @@ def _restore_bw_chart(ts: dict) -> Chart | None:
     caps = [{"y": b, "label": f"{k} link {b / 1e9:,.1f} GB/s"} for k, b in bw.items() if b]
     layers = _hrule("caps", {"strokeDash": [2, 2], "color": "#666"}, {}) if caps else []
     return _time_lines("ts_restore", "Restore bandwidth per link", ts, cols,
-                       _q("y", "restore bandwidth (bytes/s)", axis={"labelExpr": unit_label("datum.value", "B/s")}), "link",
+                       _q("y", "restore bandwidth (bytes/s)", axis={"labelExpr": unit_label("datum.value", "B/s")}),
+                       "link",
                        "Bytes restored over each link per step / step length, against the link's bandwidth "
                        "(dotted; all TP ranks together).", layers, {"caps": caps}, 2 if caps else 0)

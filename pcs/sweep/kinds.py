@@ -237,7 +237,8 @@ def _parse(kind: str, options: dict[str, Any], base: Path) -> dict[str, Any]:
     try:
         ctx = cmd.make_context(f"pcs {kind}", _argv(kind, options, base))
     except click.UsageError as exc:     # click's option names ('--policy') in the plan's words ('policy')
-        raise PlanError(re.sub(r"'(--[a-z0-9-]+)'", lambda m: repr(plan_word(m.group(1))), exc.format_message())) from None
+        message = re.sub(r"'(--[a-z0-9-]+)'", lambda m: repr(plan_word(m.group(1))), exc.format_message())
+        raise PlanError(message) from None
     return dict(ctx.params)
 
 
