@@ -66,14 +66,26 @@ BYTE_UNITS: dict[str, int] = {
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50,
 }
 
-#: Multipliers of every accepted duration unit, in nanoseconds.
+#: Multipliers of every accepted duration unit, in nanoseconds, by its lowercase spelling: the SI symbols (ns, us
+#: or µs/μs, ms, s, min, h) and the common long forms (``sec``/``secs``/``second(s)``, ``msec``/
+#: ``millisecond(s)``, ``usec``/``microsecond(s)``, ``nsec``/``nanosecond(s)``, ``mins``/``minute(s)``,
+#: ``hr``/``hrs``/``hour(s)``), as Go's time.ParseDuration and systemd.time(7) read them. ``Ms``/``MS`` is refused,
+#: not lowercased to milliseconds: an upper-case M is mega in SI (:func:`_duration_mult`).
 DURATION_UNITS: dict[str, int] = {
-    "": 10**9, "s": 10**9, "sec": 10**9,
-    "ms": 10**6, "us": 10**3, "µs": 10**3, "ns": 1,
-    "min": 60 * 10**9, "h": 3600 * 10**9,
+    "": 10**9, "s": 10**9, "sec": 10**9, "secs": 10**9, "second": 10**9, "seconds": 10**9,
+    "ms": 10**6, "msec": 10**6, "msecs": 10**6, "millisecond": 10**6, "milliseconds": 10**6,
+    "us": 10**3, "µs": 10**3, "μs": 10**3, "usec": 10**3, "usecs": 10**3, "microsecond": 10**3,
+    "microseconds": 10**3,
+    "ns": 1, "nsec": 1, "nsecs": 1, "nanosecond": 1, "nanoseconds": 1,
+    "min": 60 * 10**9, "mins": 60 * 10**9, "minute": 60 * 10**9, "minutes": 60 * 10**9,
+    "h": 3600 * 10**9, "hr": 3600 * 10**9, "hrs": 3600 * 10**9, "hour": 3600 * 10**9, "hours": 3600 * 10**9,
 }
 
-_NUMBER_UNIT = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-zµ/]*)\s*$", re.ASCII)
+#: The accepted duration units as an error lists them.
+_DUR_UNITS_TEXT = ("units ns, us (µs), ms, s, min, h, or written out: nsec, usec, msec, sec, secs, second(s), "
+                   "millisecond(s), microsecond(s), nanosecond(s), mins, minute(s), hr, hrs, hour(s)")
+
+_NUMBER_UNIT = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-zµμ/]*)\s*$", re.ASCII)
 
 #: What an error expects: every example is one the command line accepts too (a plain number is refused there,
 #: :func:`require_unit`), tests/cli/test_tier_args.py.
@@ -261,6 +273,22 @@ def parse_bandwidth(text: str | int | float) -> float:
                                 "a larger value")
 
 
+def _duration_mult(unit: str, text) -> int:
+    """Nanoseconds per ``unit`` (:data:`DURATION_UNITS`, in any case, but for the milliseconds' upper-case ``M``).
+
+    Raises:
+        UserError: an unknown unit, listing the accepted ones; ``Ms``/``MS``/``Msec`` (mega in SI), naming ms and min.
+    """
+    if unit.startswith("M") and DURATION_UNITS.get(unit.lower()) == 10**6:
+        raise UserError(f"invalid duration {str(text)!r}: unit {unit!r} starts with an upper-case M (mega in SI); "
+                         "write ms for milliseconds or min for minutes")
+    mult = DURATION_UNITS.get(unit.lower())
+    if mult is None:
+        raise UserError(f"invalid duration {str(text)!r}: unknown unit {unit!r}; expected {_DUR_HELP}; "
+                         f"{_DUR_UNITS_TEXT}")
+    return mult
+
+
 def parse_duration_ns(text: str | int | float) -> int:
     """Parse a duration into integer nanoseconds (exact for decimal input).
 
@@ -271,9 +299,7 @@ def parse_duration_ns(text: str | int | float) -> int:
         UserError: unknown unit, malformed number, a negative duration, or one > 0 that rounds to 0 ns.
     """
     value, unit = _split(text, "duration", _DUR_HELP)
-    mult = DURATION_UNITS.get(unit if unit == "µs" else unit.lower())
-    if mult is None:
-        raise UserError(f"invalid duration {str(text)!r}: unknown unit {unit!r}; expected {_DUR_HELP}")
+    mult = _duration_mult(unit, text)
     if value < 0:
         raise UserError(f"invalid duration {str(text)!r}: must not be negative")
     return int(_not_rounded_to_zero(value, _bounded((value * mult).to_integral_value(), text, "duration"), text,

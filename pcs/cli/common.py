@@ -243,8 +243,9 @@ def user_errors() -> Iterator[None]:
         raise
     except PathError as exc:      # the API's keyword (trace=, path=) is no option of the command: the path alone
         raise PcsUsageError(f"{exc.path}: {exc.problem}") from None
-    except UserError as exc:
-        raise PcsUsageError(option_names(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__) from None
+    except UserError as exc:     # a sweep plan's refusal is in the plan's words already (pcs.sweep.kinds.PlanError)
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise PcsUsageError(first if getattr(exc, "plan_words", False) else option_names(first)) from None
     except ValueError as exc:
         if "embedded null byte" not in str(exc):   # os.stat/open of a path holding "\0" (API or test runner argv)
             raise PcsInternalError(exc) from None

@@ -63,6 +63,10 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     trace = open_trace_kwargs(kw)
     caps = _parse_capacities(curve_capacities, kw, trace.block_size) if curve_capacities else None
     sets = [[t for t in ts.split(",") if t.strip()] for ts in tier_sets] or None
+    from pcs.cli.tiernames import check_tier_names
+
+    for one in sets or ():
+        check_tier_names(one, kw["link"], "--tiers")
     trace, replay_kwargs = replay_call_kwargs(kw, trace)
     if wants_fleet(kw):
         if sets or caps or kw["admit"] or kw["gap_oracle"]:
@@ -80,7 +84,20 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     payload = res.to_dict()
     notes = with_trace_notes(payload, trace, fmt, kw["quiet"]) + _tier_notes(res, payload, fmt, kw["quiet"])
     write_outputs(html_path, plot_dir, [payload])
+    if fmt == "json":
+        add_tier_capacities(res, payload)
     emit(payload, fmt, lambda: "\n".join([render_compare(res)] + [f"note: {n}" for n in notes]), rows_key="variants")
+
+
+def add_tier_capacities(res: Any, payload: dict[str, Any]) -> None:
+    """Each variant's ``tier_capacities``: its tiers as the text table's tiers row gives them, ``199.98 GB = 1,192
+    blk`` -- ``{name: {"capacity_blocks": int, "capacity_bytes": int}}``, GPU first, from the variant's tier
+    summaries (``capacity_bytes`` = blocks x the tier's bytes per block; a hybrid model's in pages); a variant
+    without a summary gets none (docs/json.md, pcs compare)."""
+    for row, v in zip(payload["variants"], res.variants):
+        if v.summary is not None:
+            row["tier_capacities"] = {t.name: {"capacity_blocks": t.capacity_blocks,
+                                               "capacity_bytes": t.capacity_bytes} for t in v.summary.tiers}
 
 
 def _tier_notes(res: Any, payload: dict[str, Any], fmt: str, quiet: bool) -> tuple[str, ...]:

@@ -131,7 +131,12 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
     with_trace_notes(payload, opened, fmt, quiet)
     if plot_path:
         _plot(result, plot_path, spec.name if spec is not None else None, payload["trace"])
-    write_outputs(html_path, figures, [payload])
+    if (html_path or figures) and result.lru is not None:     # the page's LRU line: the matplotlib figure's
+        from pcs.report.htmlcurve import curve_line
+
+        write_outputs(html_path, figures, [{**payload, "lru_dense": curve_line(result)}])
+    else:
+        write_outputs(html_path, figures, [payload])
     emit(payload, fmt, lambda: render_curve(payload))
 
 

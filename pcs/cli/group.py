@@ -101,5 +101,14 @@ def cli() -> None:
     Ctrl-C (exit 130) or SIGTERM stops a command leaving each output file whole
     or absent, never partial; the line it prints names the outputs already
     complete.
+
+    Environment (results are the same under every setting; only time moves):
+    PCS_NATIVE=auto|c|python: the compiled twins or the Python references
+    (--native overrides it). PCS_THREADS=auto|on|off (also 1/0, yes/no,
+    true/false): worker threads beside a replay's step loop; auto (unset) =
+    on when the process may use two CPUs or more and the trace is not small
+    (a JSONL or CSV file of 5,000,000 bytes or more, a Parquet file of
+    600,000 block hashes or more, a gzip file, a trace in memory), else off
+    (docs/performance.md).
     """
 

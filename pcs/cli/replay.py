@@ -154,7 +154,10 @@ def _tier_options(policy_multiple: bool) -> list:
                           "gpu=5000blocks (0 allowed; a plain number is refused: 400GB or 400blocks?; a hybrid model's block is the "
                           "one pcs deploy counts, its pages x page bytes, padding included). gpu=auto (GPU tier only) "
                           "sizes it from the deployment: GPUs x (HBM x 0.9 - weights per GPU - 5 GB reserve), as pcs "
-                          "deploy prints. Default: gpu=auto and cpu=2TB."),
+                          "deploy prints. Default: gpu=auto and cpu=2TB. Names: the first tier is the GPU tier, "
+                          "named gpu; a lower tier is cpu, host, dram, ssd, nvme, disk, remote or rdma (each with a "
+                          "default --link), or a name of your own given its --link (a typo such as gpuu is "
+                          "refused)."),
         click.option("--policy", "policy", multiple=policy_multiple, type=RegistryChoice(_POLICY_CHOICES, _get_policy),
                      help=policy_help),
         click.option("--tier-policy", "tier_policy", multiple=True,
@@ -431,6 +434,9 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
         table = load_hardware_file(kw["hardware_file"])
     tier_policies = _pairs(kw["tier_policy"], "tier policy", "--tier-policy")
     refuse_inapplicable(kw)
+    from pcs.cli.tiernames import check_tier_names
+
+    check_tier_names(kw.get("tiers") or (), kw["link"])
     from pcs.blocks import BlockRules
 
     kwargs = dict(model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"],

@@ -82,7 +82,8 @@ def _fail(result: Any) -> None:
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
               help="Results directory: one Parquet file per point (created; points already there are skipped).")
 @click.option("--jobs", type=Int(1, MAX_JOBS), default=None,
-              help="Local processes (default: the CPUs of this machine; 1 runs in this process).")
+              help="Local processes, at most the CPUs this process may use (default: those CPUs; more is "
+                   "capped to them with a note; 1 runs in this process).")
 @click.option("--ray", "ray_address", is_flag=False, flag_value="local", default=None, metavar="[ADDRESS]",
               help="Run the points as Ray tasks (needs the ray extra: pip install -e '.[ray]'): alone, on the Ray this process "
                    "knows or a new local one; --ray=ADDRESS joins a cluster (auto, ray://head:10001).")
@@ -109,17 +110,57 @@ def run(plan: str, out: str, jobs: int | None, ray_address: str | None, force: b
         _run_locked(plan, out, jobs, ray_address, force, with_requests, objective, fmt, quiet)
 
 
+#: A plan of this many points or more says so on stderr before its points are checked (about 1 ms each: 1 s).
+PLANNING_NOTE_POINTS = 1_000
+
+
+def _prepare_told(plan: str, out: str, force: bool, quiet: bool) -> Any:
+    """:func:`pcs.sweep.api.prepare` with a ``planning`` progress bar over its points and, for a plan of
+    :data:`PLANNING_NOTE_POINTS` or more, a note line first (a large plan was silent for seconds before its first
+    point); both off with ``-q``."""
+    from pcs.sweep.api import prepare
+    from pcs.sweep.plan import load_plan
+    from pcs.trace.pathcheck import check_input_file
+
+    check_input_file(plan, "plan")
+    loaded = load_plan(plan)
+    n = len(loaded.points)
+    if not quiet and n >= PLANNING_NOTE_POINTS:
+        click.echo(f"pcs: note: checking the {n:,} points of {plan} (each point's options, as its command "
+                   "parses them) before the first one runs", err=True)
+    with Progress(quiet, desc="planning", unit=" point", total=n) as planning:
+        return prepare(loaded, out, force, progress=planning)
+
+
+def _jobs_capped(jobs: int | None, tasks: int, quiet: bool) -> int | None:
+    """``--jobs`` at most the CPUs this process may use (:func:`pcs.sweep.backends.default_jobs`): a point is one
+    CPU-bound replay, so more processes only share the CPUs, each with its own copy of the traces; a note says so.
+    A value the run would not use anyway (more than its points) gets no note."""
+    from pcs.sweep.backends import default_jobs
+
+    cpus = default_jobs()
+    if jobs is None or jobs <= cpus:
+        return jobs
+    if not quiet and tasks > cpus:
+        many = "es" if cpus != 1 else ""
+        click.echo(f"pcs: note: --jobs {jobs:,} is more than the {cpus} CPU{'s' if cpus != 1 else ''} this process "
+                   f"may use; running {cpus} process{many} (a point is one CPU-bound replay: more would only share "
+                   "the CPUs, each process holding its own copy of the traces)", err=True)
+    return cpus
+
+
 def _run_locked(plan: str, out: str, jobs: int | None, ray_address: str | None, force: bool, with_requests: bool,
                 objective: str, fmt: str, quiet: bool) -> None:
     """``pcs sweep run`` under the folder's lock (:func:`pcs.sweep.lock.sweep_lock`)."""
     from pcs.cli.common import Terminated
     from pcs.outfile import WRITTEN
     from pcs.report.sweep import render_run
-    from pcs.sweep.api import execute, prepare
+    from pcs.sweep.api import execute
     from pcs.sweep.store import done_ids
     from pcs.sweep.summary import summarize
 
-    prep = prepare(plan, out, force)
+    prep = _prepare_told(plan, out, force, quiet)
+    jobs = _jobs_capped(jobs, len(prep.tasks), quiet) if ray_address is None else jobs
     if not quiet and fmt != "table":
         click.echo(f"pcs: note: {len(prep.plan.points)} points, {prep.skipped} already in {out}, "
                    f"{len(prep.tasks)} to run", err=True)

@@ -315,18 +315,23 @@ def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: Re
                                          "baseline assumes tiers it owns); its hits by tier are in shared_tier",))
 
 
-def fleet_notes(own: Sequence[str], summaries: Sequence[Any]) -> tuple[str, ...]:
+def fleet_notes(own: Sequence[str], summaries: Sequence[Any], router: Any = None) -> tuple[str, ...]:
     """The fleet's notes, each once: ``own`` (the fleet's), then the instances' replay notes -- a note every
-    instance that ran printed alike once, one that differs once per instance, as ``instance i: ...`` (the
-    past-context and load notes count each instance's own requests); ``summaries``: each instance's
-    :class:`pcs.engine.result.ReplaySummary` or None (idle, or a shared tier's run)."""
+    instance that ran printed alike once, one that differs once per instance, as ``instance i: ...``; the
+    past-context and saturation notes, which count each instance's own requests and bins, are merged into one
+    (:func:`_fleet_past_context`, :func:`_fleet_saturation`). ``summaries``: each instance's
+    :class:`pcs.engine.result.ReplaySummary` or None (idle, or a shared tier's run); ``router``: the run's
+    :class:`pcs.fleet.routers.Router` (the saturation note's advice), or None."""
     ran = [(i, s.notes) for i, s in enumerate(summaries) if s is not None]
     out = list(own)
     past = [(i, m) for i, notes in ran for m in map(_PAST_CONTEXT.match, notes) if m]
+    busy = [(i, m) for i, notes in ran for m in map(_SATURATED.match, notes) if m]
     for i, notes in ran:
         for n in notes:
             if past and _PAST_CONTEXT.match(n):
                 line = _fleet_past_context(past) if len(ran) > 1 else n
+            elif busy and _SATURATED.match(n) and len(summaries) > 1:    # one instance: its run's note as is
+                line = _fleet_saturation(busy, len(summaries), router)
             else:
                 line = n if all(n in other for _, other in ran) else f"instance {i}: {n}"
             if line not in out:
@@ -338,6 +343,27 @@ def fleet_notes(own: Sequence[str], summaries: Sequence[Any]) -> tuple[str, ...]
 _PAST_CONTEXT = re.compile(r"([\d,]+) of ([\d,]+) requests run past the model's context, ([\d,]+) tokens "
                            r"\(config\.json max_position_embeddings\), prompt \+ output \(([\d,]+) by the prompt "
                            r"alone, longest prompt ([\d,]+)\): (.*)$")
+
+
+#: An instance's saturation note (:func:`pcs.engine.schedresult.saturation_note`): its bin counts and width.
+_SATURATED = re.compile(r"the instance was busy >= 99 % in ([\d,]+) of ([\d,]+) (\S+)-s bins: ")
+
+
+def _fleet_saturation(busy: Sequence[tuple[int, Any]], instances: int, router: Any) -> str:
+    """The instances' saturation notes as one line: which instances, each one's busy bins, and the advice a fleet
+    run can take -- more instances than it has, and a router that reads the cache index (prefix, cache-aware)
+    only when ``router`` does not (``uses_index``, :mod:`pcs.fleet.routers`)."""
+    one_width = len({m.group(3) for _, m in busy}) == 1     # each instance's bins are its own run's
+    width = f"{busy[0][1].group(3)}-s " if one_width else ""
+    each = ", ".join(f"{i}: {m.group(1)} of {m.group(2)}" + ("" if one_width else f" {m.group(3)}-s")
+                     for i, m in busy)
+    who, their = ((f"instance {busy[0][0]} of {instances} was", "its") if len(busy) == 1
+                  else (f"{len(busy)} of {instances} instances were", "their"))
+    route = "" if router is None or getattr(router, "uses_index", False) else (
+        f", --router cache-aware ({router.name} splits the shared prefixes)")
+    return (f"{who} busy >= 99 % in at least half of {their} {width}bins ({each}): the traffic "
+            f"exceeds {their} compute, so TTFT is mostly queueing; more instances than {instances}{route}, a smaller "
+            "model or --compute infinite (no compute limit) answers the cache question apart from the load")
 
 
 def _fleet_past_context(past: Sequence[tuple[int, Any]]) -> str:
@@ -498,5 +524,5 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     decode = _ceiling_decode(batch, decodes, rows_of, step, replay_kwargs)
     summary = _summary(name, chooser, float(router_stale_s), cap, source, batch, rules, loads, summaries, table,
                        shared, decode, order)
-    summary = dataclasses.replace(summary, notes=fleet_notes(summary.notes, summaries), **run_of)
+    summary = dataclasses.replace(summary, notes=fleet_notes(summary.notes, summaries, chooser), **run_of)
     return FleetResult(summary, assignment, table)

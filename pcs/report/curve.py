@@ -112,13 +112,12 @@ def curve_figure(result: Any, model_name: str | None, trace: str | None = None) 
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
-    lru = result.lru
-    top = max(lru.max_useful_capacity_blocks, max(r.capacity_blocks for r in result.rows), 1)
-    xs = np.unique(np.rint(np.geomspace(1, top * 1.5, 400)).astype(np.int64))
+    from pcs.report.htmlcurve import curve_line
+
+    line = curve_line(result)       # the page's LRU line too: one line for both renderers
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    ax.plot(xs, lru.hit_ratio(xs) * 100, label="LRU (every capacity)")
+    ax.plot([c for c, _ in line], [100 * h for _, h in line], label="LRU (every capacity)")
     bel = [(r.capacity_blocks, r.belady_hit_ratio) for r in result.rows if r.belady_hit_ratio is not None]
     if bel:
         ax.plot([c for c, _ in bel], [b * 100 for _, b in bel], "o--", label="Belady (offline optimum)")

@@ -92,16 +92,30 @@ def _deployment(s: dict[str, Any]) -> str:
     return out
 
 
+def _index(s: dict[str, Any]) -> str:
+    """The header's cache-index part: the view and the index size per instance for a router that reads it
+    (prefix, cache-aware), else that the router reads none (as the router comparison says it, :func:`_view`)."""
+    from pcs.fleet.routers import parse_router
+
+    try:
+        reads = parse_router(s["router"], s["instances"]).uses_index
+    except (ValueError, ImportError):      # a plug-in router not installed here: its index size, as before
+        reads = True
+    if not reads:
+        return ", reads no cache index"
+    stale = f", view {format_duration(s['router_stale_s'])} stale" if s["router_stale_s"] else ", exact view"
+    return f"{stale} | index {format_count(s['index_capacity_blocks'])} blocks per instance"
+
+
 def render_fleet(s: dict[str, Any], compute: str | None = None, timing: str | None = None) -> str:
     """The fleet summary dict (:meth:`pcs.fleet.FleetSummary.to_dict`) as text; ``compute`` = the run's
     ``--compute`` (``infinite`` adds :data:`pcs.report.replay.UNLIMITED` to the header, as a single run's);
     ``timing`` = its ``--timing`` (``sequential`` labels the TTFT row: no queue, as a replay's TTFT note)."""
     from pcs.report.replay import UNLIMITED
 
-    stale = f", view {format_duration(s['router_stale_s'])} stale" if s["router_stale_s"] else ", exact view"
     title = (f"pcs replay: {shown_path(s['trace'])}{_deployment(s)} | {s['instances']} "
-             f"instance{'' if s['instances'] == 1 else 's'} | router {s['router']}{stale} | "
-             f"index {format_count(s['index_capacity_blocks'])} blocks per instance"
+             f"instance{'' if s['instances'] == 1 else 's'} | router {s['router']}"
+             + _index(s)
              + (f" | {UNLIMITED}" if compute == "infinite" else ""))
     top = render_table(["fleet", "hit ratio", "lost (-) or gained (+) at this step"], _gap_rows(s, timing), title=title)
     rows = [[x["instance"], format_count(x["requests"]), format_count(x["prompt_tokens"]), _pct(x["hit_ratio"]),

@@ -167,6 +167,16 @@ def waterfall_chart(s: dict, oracle: dict | None) -> Chart | None:
                     if "oracle" in datasets else ""))
 
 
+def unit_label(value: str, unit: str) -> str:
+    """A Vega expression labelling the number ``value`` (an expression) in decimal SI prefixes as the text reports
+    write a size or a rate (:mod:`pcs.units`): three significant digits, a space, the prefix and the unit --
+    ``16.8 GB``, ``400 GB``, ``1.5 kB``, ``900 B``, ``20 GB/s`` (d3's ``~s`` alone wrote ``16.8G B``; an axis
+    ``format`` shares one prefix between its ticks, ``0.4T``)."""
+    num = f"format({value}, '.3~s')"
+    return (f"test(regexp('[kMGTPE]$'), {num}) ? replace({num}, regexp('([kMGTPE])$'), ' $1{unit}') "
+            f": {num} + ' {unit}'")
+
+
 def _decades(lo: float, hi: float) -> list[int]:
     """The powers of 10 in ``[lo, hi]`` (at least ``lo``'s decade when none is): the tick values both capacity
     axes share, so each bytes label on top sits over the block count below it."""
@@ -190,9 +200,22 @@ def _capacity_axis(block_size: int, top_bytes_per_block: int | None,
         return bottom, None
     top = {"orient": "top", "grid": False,
            "title": f"capacity (decimal bytes; {top_bytes_per_block:,} B per block, log scale)",
-           "labelExpr": f"format(datum.value * {int(top_bytes_per_block)}, '.3~s') + ' B'", "labelOverlap": "greedy",
+           "labelExpr": unit_label(f"datum.value * {int(top_bytes_per_block)}", "B"), "labelOverlap": "greedy",
            "labelSeparation": 6, **ticks}
     return bottom, top
+
+
+def _lru_points(curve: dict, rows: Sequence[dict]) -> tuple[list, bool]:
+    """The LRU line's points and whether they sample every capacity: ``lru_dense`` (:func:`pcs.report.htmlcurve.
+    lru_line`, through the rows and knees), else -- a curve JSON given to pcs report -- its rows and knees, where
+    LRU is exact, so the knee circles sit on the line (never off it)."""
+    dense = [(c, h) for c, h in curve.get("lru_dense") or [] if c >= 1]
+    if dense:
+        return dense, True
+    at = {r["capacity_blocks"]: r["lru_hit_ratio"] for r in rows}
+    at.update({k["capacity_blocks"]: k["lru_hit_ratio"] for k in (curve.get("knee") or {}).values()
+               if k.get("capacity_blocks")})
+    return sorted(at.items()), False
 
 
 def curve_chart(curve: dict, marks: Sequence[dict] = (), chart_id: str = "curve") -> Chart | None:
@@ -210,8 +233,7 @@ def curve_chart(curve: dict, marks: Sequence[dict] = (), chart_id: str = "curve"
         the chart, or None when the curve has no positive capacity.
     """
     rows = [r for r in curve["rows"] if r["capacity_blocks"] >= 1]
-    dense = [(c, h) for c, h in curve.get("lru_dense") or [] if c >= 1] or \
-        [(r["capacity_blocks"], r["lru_hit_ratio"]) for r in rows]
+    dense, every = _lru_points(curve, rows)
     if not dense:
         return None
     bel = [(r["capacity_blocks"], r["belady_hit_ratio"]) for r in rows if r.get("belady_hit_ratio") is not None]
@@ -250,7 +272,9 @@ def curve_chart(curve: dict, marks: Sequence[dict] = (), chart_id: str = "curve"
             if "x" in layer["encoding"] and "axis" not in layer["encoding"]["x"]:
                 layer["encoding"]["x"]["axis"] = None
     return Chart(chart_id, title, _spec(title, layers, datasets, **extra), series,
-                 "LRU from one pass over the trace (every capacity), Belady where computed, the single-sequence "
+                 ("LRU from one pass over the trace (every capacity)" if every else
+                  f"LRU at the curve's {len(dense)} capacities and knees (exact there, straight between: a curve "
+                  "JSON holds no more)") + ", Belady where computed, the single-sequence "
                  "ceiling; circles mark where LRU reaches 50/90/99 % of the ceiling; vertical lines are the "
                  "run's capacities (GPU tier, all tiers) and the square the run's real hit ratio.")
 
@@ -398,7 +422,7 @@ def footprint_chart(p: dict, chart_id: str = "footprint") -> Chart | None:
              "encoding": {"x": {"field": "mode", "type": "nominal", "sort": [m for m, _ in FOOTPRINT_MODES],
                                 "title": None, "axis": {"labelAngle": 0}},
                           "y": _q("y", f"bytes per rank ({p['sequences']:,} sequence{'s' * (p['sequences'] != 1)})",
-                                  stack="zero", axis={"labelExpr": "format(datum.value, '.3~s') + ' B'"}),
+                                  stack="zero", axis={"labelExpr": unit_label("datum.value", "B")}),
                           "color": {"field": "series", "type": "nominal", "legend": {"title": "component"},
                                     "scale": {"domain": names, "range": [colours[i % len(colours)]
                                                                          for i in range(len(names))]}},

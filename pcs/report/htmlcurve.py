@@ -5,9 +5,9 @@ page may add), so the page of a replay computes what it draws here, from
 the same trace and block rules (docs/semantics.md §14):
 
 - the LRU curve at every capacity from one pass of stack depths
-  (:func:`pcs.curves.api.lru_curve`), sampled at :data:`DENSE_POINTS`
-  capacities for the line, plus the default grid and the run's capacities
-  as rows, and the knees;
+  (:func:`pcs.curves.api.lru_curve`), drawn as :func:`lru_line` (the line the
+  matplotlib figure of ``pcs curve --plot FILE`` draws too), plus the default
+  grid and the run's capacities as rows, and the knees;
 - the oracle: Belady (offline-optimal eviction, :mod:`pcs.curves.belady`)
   with one tier of the run's total capacity in blocks, sequential -- an upper
   bound for any eviction policy with that many blocks (docs/semantics.md §14).
@@ -26,10 +26,46 @@ import numpy as np
 
 from pcs.blocks import BlockRules
 
-__all__ = ["DENSE_POINTS", "replay_curve"]
+__all__ = ["DENSE_POINTS", "curve_line", "exact_capacities", "lru_line", "replay_curve"]
 
-#: Capacities on the drawn LRU line (geometric from 1 block to past the largest useful or run capacity).
-DENSE_POINTS = 160
+#: Geometric capacities on the drawn LRU line, from 1 block to :data:`LINE_REACH` x the largest useful or run
+#: capacity (:func:`lru_line`).
+DENSE_POINTS = 400
+#: How far past the largest capacity of interest the LRU line runs (the curve is flat there: the ceiling).
+LINE_REACH = 1.5
+
+
+def lru_line(lru: Any, top_blocks: int, exact: Any = ()) -> list[list]:
+    """The LRU line every renderer draws (the page's charts, ``pcs curve --plot FILE``'s matplotlib figure):
+    ``[[capacity_blocks, lru_hit_ratio], ...]`` at :data:`DENSE_POINTS` geometric capacities from 1 block to
+    :data:`LINE_REACH` x ``top_blocks`` (rounded to whole blocks, each once), plus the ``exact`` capacities (the
+    rows' and the knees' blocks): the curve is a step function of the capacity, so a knee or row drawn at its
+    own capacity sits on the line, not between two samples of it.
+
+    Args:
+        lru: a :class:`pcs.curves.api.LruCurve` (``hit_ratio(capacities)``).
+        top_blocks: the largest capacity of interest (blocks, >= 1).
+        exact: capacities (blocks) the line must pass through; those < 1 are left out.
+    Returns:
+        the points in increasing capacity, hit ratios as floats in [0, 1].
+    """
+    caps = np.rint(np.geomspace(1, max(1, top_blocks) * LINE_REACH, DENSE_POINTS)).astype(np.int64)
+    extra = np.asarray([int(c) for c in exact if c is not None and int(c) >= 1], dtype=np.int64)
+    caps = np.unique(np.concatenate([caps, extra]))
+    return [[int(c), float(h)] for c, h in zip(caps, lru.hit_ratio(caps))]
+
+
+def exact_capacities(curve: dict) -> list[int]:
+    """The capacities (blocks) a ``pcs curve`` payload marks: its rows' and its knees'."""
+    knees = [k.get("capacity_blocks") for k in (curve.get("knee") or {}).values()]
+    return [r["capacity_blocks"] for r in curve.get("rows") or ()] + [k for k in knees if k]
+
+
+def curve_line(result: Any) -> list[list]:
+    """:func:`lru_line` of a :class:`pcs.curves.api.CurveResult` (``pcs curve``): up to past its largest useful or
+    row capacity, through its rows and knees -- the line of its page and of its matplotlib figure alike."""
+    top = max(result.lru.max_useful_capacity_blocks, max((r.capacity_blocks for r in result.rows), default=1), 1)
+    return lru_line(result.lru, top, exact_capacities(result.to_dict()))
 
 
 def replay_curve(trace: Any, s: dict, *, oracle: bool = True) -> tuple[dict | None, dict | None]:
@@ -66,8 +102,7 @@ def replay_curve(trace: Any, s: dict, *, oracle: bool = True) -> tuple[dict | No
     top = max(lru.max_useful_capacity_blocks, total, 1)
     grid = sorted(set(capacity_grid(lru.max_useful_capacity_blocks, DEFAULT_POINTS)) | {caps[0], total})
     res = curve(flat, capacities=grid, belady=False).to_dict()
-    dense = sorted({int(c) for c in np.rint(np.geomspace(1, top * 1.25, DENSE_POINTS))})
-    res.update(trace=s["trace"], lru_dense=[[c, float(h)] for c, h in zip(dense, lru.hit_ratio(dense))],
+    res.update(trace=s["trace"], lru_dense=lru_line(lru, top, exact_capacities(res)),
                bytes_per_block=s["tiers"][0]["bytes_per_block"])
     if not oracle:
         return res, None

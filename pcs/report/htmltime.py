@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pcs.report.htmlcharts import _PCT, Chart, _hrule, _lines, _q, _rows, _spec
+from pcs.report.htmlcharts import _PCT, Chart, _hrule, _lines, _q, _rows, _spec, unit_label
 
 __all__ = ["time_charts", "utilisation_chart"]
 
@@ -50,7 +50,7 @@ def time_charts(ts: dict | None) -> list[Chart]:
     for tier, comps in ts["resident_bytes_by_component"].items():
         res.update({f"{tier}: {c}": col for c, col in comps.items()})
     out.append(_time_lines("ts_resident", "Resident bytes per tier", ts, res,
-                           _q("y", "resident (bytes)", axis={"format": "~s"}), "tier",
+                           _q("y", "resident (bytes)", axis={"labelExpr": unit_label("datum.value", "B")}), "tier",
                            "Bytes of the blocks each tier holds at the end of each step (per KV component too, "
                            "for models with more than one)."))
     out.append(_restore_bw_chart(ts))
@@ -87,6 +87,7 @@ def _restore_bw_chart(ts: dict) -> Chart | None:
     caps = [{"y": b, "label": f"{k} link {b / 1e9:,.1f} GB/s"} for k, b in bw.items() if b]
     layers = _hrule("caps", {"strokeDash": [2, 2], "color": "#666"}, {}) if caps else []
     return _time_lines("ts_restore", "Restore bandwidth per link", ts, cols,
-                       _q("y", "restore bandwidth (bytes/s)", axis={"format": "~s"}), "link",
+                       _q("y", "restore bandwidth (bytes/s)", axis={"labelExpr": unit_label("datum.value", "B/s")}),
+                       "link",
                        "Bytes restored over each link per step / step length, against the link's bandwidth "
                        "(dotted; all TP ranks together).", layers, {"caps": caps}, 2 if caps else 0)

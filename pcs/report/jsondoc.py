@@ -53,7 +53,11 @@ CLI_KEYS = {
     "pcs curve": (("dtype", "string | null", "-", "the `--dtype` option (KV dtype of `--model`'s bytes) "
                                                   "by its layout's one name (`fp4` -> `nvfp4`); null without it. Appended after the result; `trace` is `-` "
                                                   "for stdin"), _NOTES),
-    "pcs compare": (_NOTES,),
+    "pcs compare": (("variants[].tier_capacities", "object of object of int", "blocks, bytes",
+                     "`--format json` only: each variant's tiers by name, GPU first, as the text table's tiers row "
+                     "(`199.98 GB = 1,192 blk`): `capacity_blocks` and `capacity_bytes` (blocks x the tier's bytes "
+                     "per block; a hybrid model's pages), from its summary's tiers; absent for a variant without one"),
+                    _NOTES),
 }
 
 _SCALARS = {int: "int", float: "number", str: "string", bool: "bool", type(None): "null", Any: "any"}

@@ -16,7 +16,7 @@ from typing import Callable
 
 from pcs.errors import UserError
 from pcs.sweep.backends import default_jobs, run_local, run_ray
-from pcs.sweep.kinds import Task, build_task
+from pcs.sweep.kinds import PlanError, Task, build_task
 from pcs.sweep.plan import Plan, load_plan
 from pcs.sweep.result import SweepRun
 from pcs.sweep.store import done_ids, write_point
@@ -44,8 +44,16 @@ class Prepared:
     traces: dict
 
 
-def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False) -> Prepared:
-    """Expand the plan, drop the done points, build the tasks and load their traces.
+def _built(task: Task, progress: Callable[[int], None] | None) -> Task:
+    if progress is not None:
+        progress(1)
+    return task
+
+
+def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False,
+            progress: Callable[[int], None] | None = None) -> Prepared:
+    """Expand the plan, drop the done points, build the tasks and load their traces; ``progress`` is called with
+    1 as each point is checked (its options parsed as its command parses them, about 1 ms a point).
 
     Raises:
         PathError: ``plan`` (or a trace it names) is missing, a directory or not readable.
@@ -68,9 +76,13 @@ def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False) -> Pr
         return traces[key]
 
     try:
-        tasks = tuple(build_task(plan.kind, p, plan.base_dir, load) for p in plan.points if p.point_id not in done)
-    except ValueError as exc:
-        raise UserError(f"{plan.source}: {exc}") from None
+        tasks = tuple(_built(build_task(plan.kind, p, plan.base_dir, load), progress)
+                      for p in plan.points if p.point_id not in done)
+    except ValueError as exc:   # in the plan's words: a point's refusal is already (PlanError), an API one is made so
+        from pcs.cli.common import option_names
+
+        msg = str(exc) if isinstance(exc, PlanError) else option_names(str(exc).splitlines()[0], plan=True)
+        raise PlanError(f"{plan.source}: {msg}") from None
     for t in tasks:
         if t.trace_key is not None:
             load(t.trace_key)

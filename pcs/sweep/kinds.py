@@ -18,12 +18,20 @@ config) are resolved against the plan's directory.
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import click
 from pcs.errors import UserError
+
+
+class PlanError(UserError):
+    """A sweep point's refusal already in the plan's words (``tier``, ``max-num-seqs``, ``tp=1``): the command line
+    prints it as it is, not with its API names turned into ``--options`` (:func:`pcs.cli.common.option_names`)."""
+
+    plan_words = True
 
 __all__ = ["Task", "build_task", "pair_options", "option_names", "option_shape", "shape_problem", "PAIR_OPTIONS",
            "COMMA_OPTIONS"]
@@ -175,8 +183,7 @@ def _argv(kind: str, options: dict[str, Any], base: Path) -> list[str]:
             raise UserError(f"option {name!r} shapes a command's output only; a sweep writes one dataset row per "
                              f"point, which pcs sweep summarize reads")
         if name not in params:
-            valid = sorted(k for k in params if k not in FLEET_OPTIONS)     # refused below: not offered
-            raise UserError(f"unknown option {name!r} for pcs {kind}; valid: {', '.join(valid)}")
+            raise UserError(unknown_option(name, kind, [k for k in params if k not in FLEET_OPTIONS]))
         p, opt = params[name]
         if opt is None:
             args.append(_resolve(name, p, _text(name, value), base))
@@ -200,13 +207,38 @@ def _argv(kind: str, options: dict[str, Any], base: Path) -> list[str]:
     return flags + (["--", *args] if args else [])
 
 
+def plan_word(name: str) -> str:
+    """An option as a plan writes it (docs/sweep.md "Options"): its long flag without the dashes, ``write-policy``
+    for ``write_policy`` or ``--write-policy``."""
+    return name.lstrip("-").replace("_", "-")
+
+
+def unknown_option(name: str, kind: str, valid: list[str]) -> str:
+    """The refusal of plan key ``name`` that ``kind``'s command lacks, in the plan's words (:func:`plan_word`):
+    a "did you mean" by click's rule and wording for a mistyped ``--option`` (``difflib.get_close_matches``, its
+    default cutoff 0.6 and at most 3 names, sorted; compared in the plan's spelling), then every valid name.
+
+    >>> unknown_option("teir", "replay", ["tier", "tier_policy", "timing"])
+    "unknown option 'teir' for pcs replay; did you mean 'tier'? (valid: tier, tier-policy, timing)"
+    """
+    import difflib
+
+    words = sorted({plan_word(v) for v in valid})
+    close = difflib.get_close_matches(plan_word(name), words)
+    if not close:
+        return f"unknown option {name!r} for pcs {kind}; valid: {', '.join(words)}"
+    meant = repr(close[0]) if len(close) == 1 else "one of: " + ", ".join(repr(c) for c in sorted(close))
+    return f"unknown option {name!r} for pcs {kind}; did you mean {meant}? (valid: {', '.join(words)})"
+
+
 def _parse(kind: str, options: dict[str, Any], base: Path) -> dict[str, Any]:
     """The command's parsed parameters for these options (click's checks and defaults)."""
     cmd = _command(kind)
     try:
         ctx = cmd.make_context(f"pcs {kind}", _argv(kind, options, base))
-    except click.UsageError as exc:
-        raise UserError(exc.format_message()) from None
+    except click.UsageError as exc:     # click's option names ('--policy') in the plan's words ('policy')
+        message = re.sub(r"'(--[a-z0-9-]+)'", lambda m: repr(plan_word(m.group(1))), exc.format_message())
+        raise PlanError(message) from None
     return dict(ctx.params)
 
 
@@ -232,7 +264,7 @@ def _no_fleet(kw: dict[str, Any]) -> None:
     from pcs.cli.fleet import wants_fleet
 
     if wants_fleet(kw):
-        given = [k for k in FLEET_OPTIONS if kw.get(k) not in (None, (), "")]
+        given = [plan_word(k) for k in FLEET_OPTIONS if kw.get(k) not in (None, (), "")]
         raise UserError(f"{', '.join(given)}: pcs sweep replays one instance and does not run fleets; "
                          "remove the key (run pcs replay --instances N --router NAME for a fleet)")
 
@@ -262,7 +294,7 @@ def _check_replay(kwargs: dict[str, Any]) -> None:
     try:
         check_replay(**kwargs)
     except UserError as exc:
-        raise UserError(option_names(str(exc).splitlines()[0], plan=True)) from None
+        raise PlanError(option_names(str(exc).splitlines()[0], plan=True)) from None
 
 
 def _compare(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
@@ -348,15 +380,19 @@ def build_task(kind: str, point: Any, base_dir: Path | str = ".",
         kw = _parse(kind, point.options, Path(base_dir))
         kwargs = builder(kw, lambda: (load or load_trace)(_trace_key(kw)))
     except click.ClickException as exc:
-        raise UserError(f"point {point.point_id} ({_label(point.options)}): {exc.format_message()}") from None
-    except ValueError as exc:
+        raise PlanError(f"point {point.point_id} ({_label(point.options)}): {exc.format_message()}") from None
+    except ValueError as exc:   # an API message (max_num_seqs, tiers=[...]) in the plan's words
+        from pcs.cli.common import option_names
+
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UserError(f"point {point.point_id} ({_label(point.options)}): {msg}") from None
+        msg = msg if isinstance(exc, PlanError) else option_names(msg, plan=True)
+        raise PlanError(f"point {point.point_id} ({_label(point.options)}): {msg}") from None
     return Task(point.point_id, kind, point.options, kind, kwargs, _trace_key(kw) if takes_trace else None)
 
 
 def _label(options: dict[str, Any]) -> str:
     parts = []
     for k, v in options.items():
-        parts += [f"{k}.{e}={x}" for e, x in v.items()] if isinstance(v, dict) else [f"{k}={v}"]
+        parts += ([f"{k}.{e}={x}" for e, x in v.items()] if isinstance(v, dict)
+                  else [f"{k}={str(v).lower()}"] if isinstance(v, bool) else [f"{k}={v}"])   # TOML's true
     return " ".join(parts)

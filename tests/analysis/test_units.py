@@ -77,3 +77,31 @@ def test_too_large_is_a_value_error(fn, bad):
 def test_largest_values_still_parse():
     assert units.parse_bytes(str(2**63 - 1)) == 2**63 - 1
     assert units.parse_duration_ns("9e9s") == 9 * 10**18
+
+
+# The common spellings of a duration (Go's time.ParseDuration, systemd.time(7)): values from the unit definitions,
+# 1 min = 60 s, 1 h = 3,600 s, 1 ms = 10^6 ns, 1 us = 10^3 ns; the Greek mu (U+03BC) is the micro sign's twin.
+@pytest.mark.parametrize("text,expected_ns", [
+    ("2 seconds", 2 * 10**9), ("2 secs", 2 * 10**9), ("1 second", 10**9), ("3S", 3 * 10**9),
+    ("1hr", 3600 * 10**9), ("2 hrs", 7200 * 10**9), ("1.5 hours", 5400 * 10**9), ("1 Hour", 3600 * 10**9),
+    ("2 min", 120 * 10**9), ("1 minute", 60 * 10**9), ("3 mins", 180 * 10**9), ("2 Minutes", 120 * 10**9),
+    ("2msec", 2 * 10**6), ("7 milliseconds", 7 * 10**6), ("2μs", 2000), ("2µs", 2000), ("4usec", 4000),
+    ("5 microseconds", 5000), ("9nsec", 9), ("1 nanosecond", 1),
+])
+def test_common_duration_spellings(text, expected_ns):
+    assert units.parse_duration_ns(text) == expected_ns
+
+
+@pytest.mark.parametrize("bad", ["2Ms", "2MS", "2Msec"])
+def test_upper_case_m_is_mega_not_milliseconds(bad):
+    with pytest.raises(ValueError, match=r"upper-case M \(mega in SI\); write ms for milliseconds or min"):
+        units.parse_duration(bad)
+
+
+def test_an_unknown_duration_unit_lists_what_is_accepted():
+    with pytest.raises(ValueError) as e:
+        units.parse_duration("2 fortnights")
+    msg = str(e.value)
+    assert "unknown unit 'fortnights'" in msg
+    for unit in ("ns", "us (µs)", "ms", " s,", "min", " h,", "second(s)", "hr", "hour(s)", "minute(s)"):
+        assert unit in msg

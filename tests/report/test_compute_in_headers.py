@@ -34,7 +34,7 @@ def test_replay_header_names_unlimited_compute():
 def test_fleet_header_names_unlimited_compute():
     # a fleet run with --compute infinite said nothing; its header now ends with the marker,
     # and the default (step scheduler) fleet header does not
-    args = ["replay", "--instances", "2", *SMALL]
+    args = ["replay", "--instances", "2", "--router", "prefix", *SMALL]
     assert _first_line(*args, "--compute", "infinite").endswith(
         "blocks per instance | unlimited compute, no queueing (--compute infinite)")
     assert _first_line(*args).endswith("blocks per instance")

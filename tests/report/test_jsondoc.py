@@ -81,7 +81,12 @@ def test_compare_output_is_documented(sections):
              "--curve-capacities", "100blocks,300blocks")
     assert list(c)[-1] == "notes"                             # the key the CLI adds (synthetic sample)
     _check({k: v for k, v in c.items() if k != "notes"}, sections["CompareResult"], "compare")
-    _check(c["variants"][0], sections["CompareVariant"], "variants[]")
+    # the key the CLI adds to each variant, last and documented below the tables
+    assert list(c["variants"][0])[-1] == "tier_capacities"
+    assert "`variants[].tier_capacities`" in (Path(__file__).resolve().parents[2] / "docs" / "json.md").read_text(
+        encoding="utf-8")
+    _check({k: v for k, v in c["variants"][0].items() if k != "tier_capacities"}, sections["CompareVariant"],
+           "variants[]")
     _check(c["curve"][0], sections["CompareCurveRow"], "curve[]")
     assert "lru_hit_ratio" in c["curve"][0] and "fifo_hit_ratio" in c["curve"][0]
 

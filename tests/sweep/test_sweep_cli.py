@@ -61,6 +61,9 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
     if kind == "replay":
         printed.pop("trace_file")              # pcs replay adds the trace file it read, for pcs report to check
         printed.pop("replay_command")          # and the command line that reruns it
+    if kind == "compare":                      # pcs compare adds each variant's tiers in bytes (JSON only)
+        for v in printed["variants"]:
+            v.pop("tier_capacities")
     (row,) = [r for r in rows if r[pick[0]] == pick[1]]
     assert json.loads(row["result_json"]) == printed
     if kind == "replay":                       # the note pcs replay adds about a lengths-only trace is there too
@@ -70,7 +73,7 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
 
 @pytest.mark.parametrize("plan_text,words", [
     ("[fixed]\npolcy = 'lru'\n", "unknown option 'polcy' for pcs replay"),
-    ("[axes]\npolicy = ['lru', 'mru']\n", "Invalid value for '--policy'"),
+    ("[axes]\npolicy = ['lru', 'mru']\n", "Invalid value for 'policy'"),   # the plan's word, not the flag
     ("[fixed]\nformat = 'json'\n", "option 'format' shapes a command's output only"),
     # plot and html were accepted, stored as options and silently ignored
     ("[fixed]\nplot = 'figs'\n", "option 'plot' shapes a command's output only"),
@@ -83,9 +86,9 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
     # hostile F8: a sweep point replays one instance; fleet keys used to be dropped and the row mislabelled
     ("[fixed]\ninstances = 2\n[axes]\nrouter = ['prefix', 'nope']\n", "does not run fleets"),
     ("[axes]\nrouter = ['round-robin', 'random']\n", "router: pcs sweep replays one instance"),
-    ("[fixed]\nrouter_stale_s = 1\n", "router_stale_s: pcs sweep"),
+    ("[fixed]\nrouter_stale_s = 1\n", "router-stale-s: pcs sweep"),
     ("kind = 'compare'\n[fixed]\ninstances = 2\n", "instances: pcs sweep"),
-    ("[fixed]\nshared_tier = 'remote=1TB'\n", "shared_tier: pcs sweep replays one instance"),
+    ("[fixed]\nshared_tier = 'remote=1TB'\n", "shared-tier: pcs sweep replays one instance"),
 ])
 def test_bad_plans_are_one_line_errors_before_anything_runs(tmp_path, plan_text, words):
     plan = tmp_path / "p.toml"
@@ -106,7 +109,34 @@ def test_unknown_option_lists_no_refused_fleet_option(tmp_path, kind):
     assert res.exit_code == 2 and "valid: " in res.stderr, res.output
     valid = res.stderr.split("valid: ", 1)[1].strip().split(", ")
     assert "policy" in valid or "policies" in valid
-    assert not {"instances", "router", "router_stale_s", "shared_tier"} & set(valid)
+    assert not {"instances", "router", "router-stale-s", "shared-tier", "router_stale_s", "shared_tier"} & set(valid)
+
+
+@pytest.mark.parametrize("key,meant", [("teir", "tier"), ("polcy", "policy"), ("gap_orcle", "gap-oracle"),
+                                       ("write_polcy", "write-policy")])
+def test_an_unknown_key_gets_the_suggestion_the_cli_gives_in_the_plans_spelling(tmp_path, key, meant):
+    # the plan's keys are the long options without the dashes (docs/sweep.md), so
+    # every name in the message is spelled that way (write-policy, never --write-policy or write_policy), and a
+    # typo gets the "did you mean" that `pcs replay --teir` gets from click for --tier
+    plan = tmp_path / "p.toml"
+    plan.write_text(f"[fixed]\ntp = 1\n{key} = 'x'\n", encoding="utf-8")
+    res = _pcs("sweep", plan, "-o", tmp_path / "out", "--jobs", "1")
+    assert res.exit_code == 2 and len(res.stderr.splitlines()) == 1, res.output
+    assert f"unknown option '{key}' for pcs replay; did you mean " in res.stderr
+    assert f"'{meant}'" in res.stderr.split("did you mean ", 1)[1].split("?", 1)[0]
+    assert "(tp=1 " in res.stderr                      # the point's label in the plan's words, not "--tp 1"
+    valid = res.stderr.split("(valid: ", 1)[1].strip().rstrip(")").split(", ")
+    assert "gap-oracle" in valid and "write-policy" in valid and "max-num-seqs" in valid
+    assert not [v for v in valid if v.startswith("-") or "_" in v]
+    cli = _pcs("replay", "--" + meant[:-1] + "x")      # the CLI's own suggestion for the same kind of typo
+    assert f"--{meant}" in cli.stderr
+
+
+def test_a_click_refusal_names_the_plan_key_not_the_flag(tmp_path):
+    plan = tmp_path / "p.toml"
+    plan.write_text("[fixed]\nmax-num-seqs = 0\n", encoding="utf-8")
+    res = _pcs("sweep", plan, "-o", tmp_path / "out", "--jobs", "1")
+    assert res.exit_code == 2 and "Invalid value for 'max-num-seqs'" in res.stderr, res.output
 
 
 def test_jobs_and_ray_together_are_refused(tmp_path):

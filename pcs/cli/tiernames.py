@@ -1,0 +1,60 @@
+"""The names a tier list may use on the command line (``--tier``, ``--tiers``, a sweep plan's ``tier``).
+
+The rule, one for every tier: a tier is named with a name pcs knows, or a name of your own with its link.
+
+- The first tier is the GPU tier (by position, as vLLM's GPU KV cache sits above its CPU offload): it is named
+  ``gpu`` in any case. Its name labels the hits it serves; it takes no link.
+- A lower tier is named ``cpu``, ``host``, ``dram``, ``ssd``, ``nvme``, ``disk``, ``remote`` or ``rdma`` (each has a
+  default restore link, :data:`pcs.hardware.TIER_LINKS`), or any other name given its link with ``--link
+  NAME=...`` (an LMCache-style backend of your own).
+
+So a typo (``gpuu``, ``cpuu``) is refused with click's "did you mean" (``difflib.get_close_matches``, cutoff 0.6),
+where it used to run as a GPU tier named ``gpuu`` or fail asking for a link.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Sequence
+
+from pcs.errors import UserError
+
+#: The GPU tier's name (the first tier).
+GPU_TIER = "gpu"
+
+
+def _meant(name: str, known: Sequence[str]) -> str:
+    """Click's suggestion for a mistyped option, for a tier name: the closest known one, or ""."""
+    close = difflib.get_close_matches(name.lower(), list(known))
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
+def check_tier_names(tiers: Sequence[str], links: Sequence[str] = (), option: str | None = None) -> None:
+    """Refuse a tier name the rule above does not allow (a tier text without ``=`` is left to the tier parser).
+
+    Args:
+        tiers: ``NAME=SIZE`` texts, GPU first, as given.
+        links: the ``--link NAME=VALUE`` texts given (a lower tier they name may have any name).
+        option: the option that gave ``tiers`` as one comma list (``--tiers``); None names them the API's way
+            (``tiers=[...]``), which the command line and a sweep plan each put in their own words
+            (:func:`pcs.cli.common.option_names`).
+    Raises:
+        UserError: naming the tier, what it may be called and the closest known name.
+    """
+    from pcs.hardware import TIER_LINKS
+
+    linked = {str(v).split("=", 1)[0].strip().lower() for v in links}
+    for pos, text in enumerate(tiers):
+        name, eq, size = str(text).partition("=")
+        name = name.strip()
+        shown = f"{option} {','.join(tiers)}" if option else f"tiers=['{text}']"
+        if not eq or not name:
+            continue
+        low = name.lower()
+        if pos == 0 and low != GPU_TIER and low not in TIER_LINKS:    # a lower tier first: the API says so
+            raise UserError(f"{shown}: the first tier is the GPU tier, named {GPU_TIER}: write "
+                            f"{GPU_TIER}={size.strip()} (a name of your own is for a lower tier, given its link)")
+        if pos > 0 and low != GPU_TIER and low not in TIER_LINKS and low not in linked:
+            hint = _meant(name, TIER_LINKS)
+            if hint:                  # no close name: the API's message asks for the link
+                raise UserError(f"{shown}: unknown lower tier {name!r}; {hint}(known: {', '.join(TIER_LINKS)}; "
+                                f"a tier of your own names its link: links['{name}'] = '25GB/s')")
