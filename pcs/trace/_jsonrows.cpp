@@ -396,24 +396,28 @@ struct IdOut {
     uint64_t next_min = 0, down = 0;   // the previous id + 1 (0 before the first); set when an id is not above it
 };
 
-/* The ids that follow an id read the general way, each the one before it + 1 written in as many digits (the
- * common case: ids are assigned in first-appearance order along each chain) -- each taken by one compare of its
- * text against the expected text (the previous id's digits, the last one + 1, then ", "), without parsing it,
+/* The ids that follow an id of D digits read the general way, each the one before it + 1 written in as many digits
+ * (the common case: ids are assigned in first-appearance order along each chain) -- each taken by one compare of
+ * its text against the expected text (the previous id's digits, the last one + 1, then ", "), without parsing it,
  * two at a time while two fit before `last`; the row's last id (its digits, then ']') too (*closed set).
- * The expected text is `succ` over the bytes of `smask` (wide: 7 digits, so the ", " ends past the 8 bytes and
- * its ' ' is compared on its own); each taken id adds `inc` to its last digit. `left` ids until the last digit
- * is 9; then the next decade (the last digit back to 0, the one before it + 1), unless that one is a 9 too or
- * there is none (the length or more digits change: the general way). Each id starts at p <= stop. Returns where
- * the first id that is not the expected one starts (nothing consumed of it), or after the ']'. */
+ * The expected text is `succ` (the digits and ", "; 7 digits: the ", " ends past the 8 bytes, its ' ' compared on
+ * its own); each taken id adds `inc` to its last digit. `left` ids until the last digit is 9; then the next decade
+ * (the last digit back to 0, the one before it + 1), unless that one is a 9 too or there are fewer than 3 digits.
+ * Where the expected id is not there (a jump) or a decade cannot carry, an id of the same D digits then ", " (no
+ * leading zero) is read here as id_run reads it -- its value from one load, the order flag `down` set when it is
+ * not above the previous -- and its successors taken in turn; any other id is left to id_run. Each id starts at
+ * p <= stop. Returns where the first id not taken starts (nothing consumed of it), or after the ']'. */
 template <unsigned D>
 inline const char *successors(const char *p, const char *stop, uint64_t succ, unsigned left, uint64_t *&out,
-                              uint64_t &next_min, bool *closed) {
+                              uint64_t &next_min, uint64_t &down, bool *closed) {
     static_assert(D >= 1 && D <= 7, "ids of 1 to 7 digits");
     constexpr bool wide = D == 7;                 // the ", " ends past the 8 bytes: its ' ' compared on its own
     constexpr size_t step = D + 2;                // an id and its ", "
     constexpr uint64_t inc = 1ull << (8 * (D - 1));   // + 1 in the last digit
     constexpr uint64_t smask = wide ? ~0ull : ~0ull >> (64 - 8 * step);   // the digits and ", "
     constexpr uint64_t dmask = wide ? 0x00ffffffffffffffull : smask >> 16;   // the digits' bytes
+    constexpr uint64_t nd_first = 0x80ull << (8 * D);                          // non_digits: the first non-digit at D
+    constexpr uint64_t nd_mask = wide ? ~0ull : (nd_first << 1) - 1;
     uint64_t *o = out, id = next_min;
     for (;;) {
         const char *const decade_end = p + step * left;   // after the id whose last digit is 9
@@ -438,17 +442,37 @@ inline const char *successors(const char *p, const char *stop, uint64_t succ, un
                     *o++ = id++;
                     p += D + 1;
                     *closed = true;
+                    goto done;
                 }
-                goto done;
+                break;
             }
             *o++ = id++;
             p += step;
             succ += inc;
         }
         // a whole decade taken: the next starts at the last digit 0, the digit before it + 1 (not past a '9')
-        if (D < 3 || p != decade_end || ((succ >> (D < 3 ? 0 : 8 * (D - 2))) & 0xff) == '9') break;
-        succ += (inc >> 8) - 10 * inc;
-        left = 10;
+        if (D >= 3 && p == decade_end && ((succ >> (D < 3 ? 0 : 8 * (D - 2))) & 0xff) != '9') {
+            succ += (inc >> 8) - 10 * inc;
+            left = 10;
+            continue;
+        }
+        // a jump: the id at p read the general way when it has D digits, as id_run would
+        for (;;) {
+            if (p > stop) goto done;
+            const uint64_t w = load8(p), a = w ^ 0x3030303030303030ull;
+            if ((non_digits(w) & nd_mask) != nd_first || (D > 1 && (a & 0xff) == 0)) goto done;
+            if (wide ? ((w >> 56) != ',' || p[8] != ' ') : ((w >> (8 * D)) & 0xffff) != (',' | (' ' << 8))) goto done;
+            const uint64_t u = eight_digits(a << (64 - 8 * D));
+            down |= (uint64_t)(u < id);
+            id = u + 1;
+            *o++ = u;
+            p += step;
+            const unsigned lastd = (unsigned)(a >> (8 * (D - 1))) & 0xff;
+            if (lastd == 9) continue;   // its successor carries: the next id read this way too
+            succ = (w & smask) + inc;
+            left = 9 - lastd;
+            break;
+        }
     }
 done:
     out = o;
@@ -492,13 +516,13 @@ __attribute__((noinline)) const char *id_run(const char *p, const char *fast_end
             // u + 1's text and ", " (7 digits: the whole of w, its ',' the last byte)
             const uint64_t next = (bits == 56 ? w : w & (~0ull >> ((48 - bits) & 63))) + (1ull << (bits - 8));
             switch (bits >> 3) {   // the digits: 1 to 7
-            case 1: p = successors<1>(p, stop, next, 9 - lastd, out, next_min, closed); break;
-            case 2: p = successors<2>(p, stop, next, 9 - lastd, out, next_min, closed); break;
-            case 3: p = successors<3>(p, stop, next, 9 - lastd, out, next_min, closed); break;
-            case 4: p = successors<4>(p, stop, next, 9 - lastd, out, next_min, closed); break;
-            case 5: p = successors<5>(p, stop, next, 9 - lastd, out, next_min, closed); break;
-            case 6: p = successors<6>(p, stop, next, 9 - lastd, out, next_min, closed); break;
-            default: p = successors<7>(p, stop, next, 9 - lastd, out, next_min, closed); break;
+            case 1: p = successors<1>(p, stop, next, 9 - lastd, out, next_min, down, closed); break;
+            case 2: p = successors<2>(p, stop, next, 9 - lastd, out, next_min, down, closed); break;
+            case 3: p = successors<3>(p, stop, next, 9 - lastd, out, next_min, down, closed); break;
+            case 4: p = successors<4>(p, stop, next, 9 - lastd, out, next_min, down, closed); break;
+            case 5: p = successors<5>(p, stop, next, 9 - lastd, out, next_min, down, closed); break;
+            case 6: p = successors<6>(p, stop, next, 9 - lastd, out, next_min, down, closed); break;
+            default: p = successors<7>(p, stop, next, 9 - lastd, out, next_min, down, closed); break;
             }
             if (*closed) break;
             continue;
