@@ -46,7 +46,10 @@
  * layout, no count or join pass"); the ids that continue the previous one (+ 1 in as many digits: most of
  * Mooncake's) compared as text (successors), short field values from one load (lane_short) and the ids of a
  * replay's chunks side by side in an Arena (no join copy) took 0.71x of that (docs/performance.md, "The JSONL
- * read: successors compared as text, the ids side by side").
+ * read: successors compared as text, the ids side by side"); the writer's row read in one pass (canon_row: no bounds
+ * check per token, values of up to 8 digits from one load, the columns written in line), the successor runs
+ * instantiated per digit count and a jump to an id of the same length read within the run took 0.71x of that
+ * (docs/performance.md, "The JSONL read: the writer's row in one pass, jumps within a run").
  * The GIL is released over the parse (only C++ buffers are filled; the type strings are kept as UTF-8 and
  * turned into str once the GIL is back), so two threads can decode two chunks at once.
  * Errors raised: TypeError on bad arguments (an arena that is not an Arena), MemoryError.
