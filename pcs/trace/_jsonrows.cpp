@@ -46,7 +46,10 @@
  * layout, no count or join pass"); the ids that continue the previous one (+ 1 in as many digits: most of
  * Mooncake's) compared as text (successors), short field values from one load (lane_short) and the ids of a
  * replay's chunks side by side in an Arena (no join copy) took 0.71x of that (docs/performance.md, "The JSONL
- * read: successors compared as text, the ids side by side").
+ * read: successors compared as text, the ids side by side"); the writer's row read in one pass (canon_row: no bounds
+ * check per token, values of up to 8 digits from one load, the columns written in line), the successor runs
+ * instantiated per digit count and a jump to an id of the same length read within the run took 0.71x of that
+ * (docs/performance.md, "The JSONL read: the writer's row in one pass, jumps within a run").
  * The GIL is released over the parse (only C++ buffers are filled; the type strings are kept as UTF-8 and
  * turned into str once the GIL is back), so two threads can decode two chunks at once.
  * Errors raised: TypeError on bad arguments (an arena that is not an Arena), MemoryError.
@@ -284,6 +287,13 @@ struct Lane {
     }
 };
 
+/* The 8 bytes at p as one little-endian word. */
+inline uint64_t load8(const char *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
 /* Per byte of the 8 at p (little-endian), 0x80 where it is not an ASCII digit; no carry crosses bytes. */
 inline uint64_t non_digits(uint64_t v) {
     const uint64_t a = v ^ 0x3030303030303030ull;   // a digit: 0..9; anything else: >= 10
@@ -389,32 +399,38 @@ struct IdOut {
     uint64_t next_min = 0, down = 0;   // the previous id + 1 (0 before the first); set when an id is not above it
 };
 
-/* The ids that follow an id read the general way, each the one before it + 1 written in as many digits (the
- * common case: ids are assigned in first-appearance order along each chain) -- each taken by one compare of its
- * text against the expected text (the previous id's digits, the last one + 1, then ", "), without parsing it,
+/* The ids that follow an id of D digits read the general way, each the one before it + 1 written in as many digits
+ * (the common case: ids are assigned in first-appearance order along each chain) -- each taken by one compare of
+ * its text against the expected text (the previous id's digits, the last one + 1, then ", "), without parsing it,
  * two at a time while two fit before `last`; the row's last id (its digits, then ']') too (*closed set).
- * The expected text is `succ` over the bytes of `smask` (wide: 7 digits, so the ", " ends past the 8 bytes and
- * its ' ' is compared on its own); each taken id adds `inc` to its last digit. `left` ids until the last digit
- * is 9; then the next decade (the last digit back to 0, the one before it + 1), unless that one is a 9 too or
- * there is none (the length or more digits change: the general way). Each id starts at p <= stop. Returns where
- * the first id that is not the expected one starts (nothing consumed of it), or after the ']'. */
-template <bool wide>
-inline const char *successors(const char *p, const char *stop, uint64_t succ, uint64_t smask, uint64_t inc,
-                              unsigned step, unsigned left, uint64_t *&out, uint64_t &next_min, bool *closed) {
+ * The expected text is `succ` (the digits and ", "; 7 digits: the ", " ends past the 8 bytes, its ' ' compared on
+ * its own); each taken id adds `inc` to its last digit. `left` ids until the last digit is 9; then the next decade
+ * (the last digit back to 0, the one before it + 1), unless that one is a 9 too or there are fewer than 3 digits.
+ * Where the expected id is not there (a jump) or a decade cannot carry, an id of the same D digits then ", " (no
+ * leading zero) is read here as id_run reads it -- its value from one load, the order flag `down` set when it is
+ * not above the previous -- and its successors taken in turn; any other id is left to id_run. Each id starts at
+ * p <= stop. Returns where the first id not taken starts (nothing consumed of it), or after the ']'. */
+template <unsigned D>
+inline const char *successors(const char *p, const char *stop, uint64_t succ, unsigned left, uint64_t *&out,
+                              uint64_t &next_min, uint64_t &down, bool *closed) {
+    static_assert(D >= 1 && D <= 7, "ids of 1 to 7 digits");
+    constexpr bool wide = D == 7;                 // the ", " ends past the 8 bytes: its ' ' compared on its own
+    constexpr size_t step = D + 2;                // an id and its ", "
+    constexpr uint64_t inc = 1ull << (8 * (D - 1));   // + 1 in the last digit
+    constexpr uint64_t smask = wide ? ~0ull : ~0ull >> (64 - 8 * step);   // the digits and ", "
+    constexpr uint64_t dmask = wide ? 0x00ffffffffffffffull : smask >> 16;   // the digits' bytes
+    constexpr uint64_t nd_first = 0x80ull << (8 * D);                          // non_digits: the first non-digit at D
+    constexpr uint64_t nd_mask = wide ? ~0ull : (nd_first << 1) - 1;
     uint64_t *o = out, id = next_min;
-    const unsigned digits = step - 2;
-    const uint64_t dmask = wide ? 0x00ffffffffffffffull : smask >> 16;   // the digits' bytes
-    const unsigned tens_at = (unsigned)__builtin_ctzll(inc) - 8;         // the bit of the digit before the last
     for (;;) {
-        const char *const decade_end = p + (size_t)step * left;   // after the id whose last digit is 9
+        const char *const decade_end = p + step * left;   // after the id whose last digit is 9
         const char *last = decade_end - step;
         if (last > stop) last = stop;
-        while (p + step <= last) {   // two ids
-            uint64_t w0, w1;
-            memcpy(&w0, p, 8);
-            memcpy(&w1, p + step, 8);
-            if ((w0 & smask) != succ || (w1 & smask) != succ + inc || (wide && (p[8] != ' ' || p[step + 8] != ' ')))
-                break;
+        const char *const pair_last = last - step;          // two ids while the second starts at or before last
+        while (p <= pair_last) {
+            uint64_t x = (load8(p) ^ succ) | (load8(p + step) ^ (succ + inc));
+            if (!wide) x &= smask;
+            if (x || (wide && (p[8] != ' ' || p[step + 8] != ' '))) break;
             o[0] = id;
             o[1] = id + 1;
             o += 2;
@@ -423,24 +439,43 @@ inline const char *successors(const char *p, const char *stop, uint64_t succ, ui
             succ += 2 * inc;
         }
         while (p <= last) {
-            uint64_t w;
-            memcpy(&w, p, 8);
+            const uint64_t w = load8(p);
             if ((w & smask) != succ || (wide && p[8] != ' ')) {
-                if (((w ^ succ) & dmask) == 0 && p[digits] == ']') {   // the row's last id
+                if (((w ^ succ) & dmask) == 0 && p[D] == ']') {   // the row's last id
                     *o++ = id++;
-                    p += digits + 1;
+                    p += D + 1;
                     *closed = true;
+                    goto done;
                 }
-                goto done;
+                break;
             }
             *o++ = id++;
             p += step;
             succ += inc;
         }
         // a whole decade taken: the next starts at the last digit 0, the digit before it + 1 (not past a '9')
-        if (p != decade_end || inc < 0x10000 || ((succ >> tens_at) & 0xff) == '9') break;
-        succ += (inc >> 8) - 10 * inc;
-        left = 10;
+        if (D >= 3 && p == decade_end && ((succ >> (D < 3 ? 0 : 8 * (D - 2))) & 0xff) != '9') {
+            succ += (inc >> 8) - 10 * inc;
+            left = 10;
+            continue;
+        }
+        // a jump: the id at p read the general way when it has D digits, as id_run would
+        for (;;) {
+            if (p > stop) goto done;
+            const uint64_t w = load8(p), a = w ^ 0x3030303030303030ull;
+            if ((non_digits(w) & nd_mask) != nd_first || (D > 1 && (a & 0xff) == 0)) goto done;
+            if (wide ? ((w >> 56) != ',' || p[8] != ' ') : ((w >> (8 * D)) & 0xffff) != (',' | (' ' << 8))) goto done;
+            const uint64_t u = eight_digits(a << (64 - 8 * D));
+            down |= (uint64_t)(u < id);
+            id = u + 1;
+            *o++ = u;
+            p += step;
+            const unsigned lastd = (unsigned)(a >> (8 * (D - 1))) & 0xff;
+            if (lastd == 9) continue;   // its successor carries: the next id read this way too
+            succ = (w & smask) + inc;
+            left = 9 - lastd;
+            break;
+        }
     }
 done:
     out = o;
@@ -481,13 +516,16 @@ __attribute__((noinline)) const char *id_run(const char *p, const char *fast_end
             // the successors of u: its digits with the last + 1, then ", " (u's digits and ", " are w's first bytes)
             const unsigned lastd = (unsigned)(a >> (bits - 8)) & 0xff;   // u's last digit, 0..9
             if (lastd == 9 || p > stop) continue;
-            const uint64_t inc = 1ull << (bits - 8);
-            if (bits == 56) {   // 7 digits: ',' is w's last byte, its ' ' compared on its own
-                p = successors<true>(p, stop, w + inc, ~0ull, inc, 9, 9 - lastd, out, next_min, closed);
-            } else {
-                const uint64_t smask = ~0ull >> (48 - bits);   // the digits and ", "
-                p = successors<false>(p, stop, (w & smask) + inc, smask, inc, (bits >> 3) + 2, 9 - lastd, out,
-                                      next_min, closed);
+            // u + 1's text and ", " (7 digits: the whole of w, its ',' the last byte)
+            const uint64_t next = (bits == 56 ? w : w & (~0ull >> ((48 - bits) & 63))) + (1ull << (bits - 8));
+            switch (bits >> 3) {   // the digits: 1 to 7
+            case 1: p = successors<1>(p, stop, next, 9 - lastd, out, next_min, down, closed); break;
+            case 2: p = successors<2>(p, stop, next, 9 - lastd, out, next_min, down, closed); break;
+            case 3: p = successors<3>(p, stop, next, 9 - lastd, out, next_min, down, closed); break;
+            case 4: p = successors<4>(p, stop, next, 9 - lastd, out, next_min, down, closed); break;
+            case 5: p = successors<5>(p, stop, next, 9 - lastd, out, next_min, down, closed); break;
+            case 6: p = successors<6>(p, stop, next, 9 - lastd, out, next_min, down, closed); break;
+            default: p = successors<7>(p, stop, next, 9 - lastd, out, next_min, down, closed); break;
             }
             if (*closed) break;
             continue;
@@ -626,6 +664,72 @@ bool lane_canonical(const char *p, const char *limit, Columns &c, LaneRow &r, co
     return L.p == limit || *L.p == '\n';
 }
 
+/* ---- The writer's row in one pass: canon_row. The row lane_canonical takes in its commonest form -- every value
+ * an integer of 1 to 8 digits, every id one id_run takes -- read with no bounds check per token (the caller
+ * guarantees kCanonReach bytes from the row's '{' to the chunk's end), each literal compared as whole 8-byte words,
+ * each value from one load (canon_int), the row's columns written in line (no LaneRow, no push_row call). It takes
+ * a subset of what lane_canonical takes, with the same values; anything else (a sign, a fraction or exponent, a
+ * longer number, an id id_run does not take, the row's end within 16 bytes of the chunk's) returns nullptr with
+ * nothing appended, and the line goes to lane_row as before. */
+
+/* Bytes from a row's '{' canon_row may read before its ids: the four literals (14 + 18 + 19 + 15) and three values
+ * of at most 8 digits, each read as 9 bytes. */
+constexpr size_t kCanonReach = 96;
+
+/* 1 to 8 digits at p ("0" or no leading zero) followed by a non-digit: their value into *out, p past them; false
+ * with p unmoved otherwise. The byte after them is the caller's to check (the next literal's ','). */
+inline bool canon_int(const char *&p, uint64_t *out) {
+    const uint64_t w = load8(p), a = w ^ 0x3030303030303030ull;
+    const uint64_t nd = non_digits(w);
+    if (!nd) {   // 8 digits: the ninth byte must end them
+        if ((unsigned char)(p[8] - '0') < 10 || (a & 0xff) == 0) return false;
+        *out = eight_digits(a);
+        p += 8;
+        return true;
+    }
+    const unsigned bits = (unsigned)__builtin_ctzll(nd) - 7;   // 8 * the leading digits
+    if (bits == 0 || ((a & 0xff) == 0 && bits > 8)) return false;
+    *out = eight_digits(a << (64 - bits));
+    p += bits >> 3;
+    return true;
+}
+
+/* Whether the n bytes at p (8 <= n <= 24) are the literal s: as 8-byte words, the last one ending at n. */
+template <size_t n>
+inline bool canon_literal(const char *p, const char (&s)[n + 1]) {
+    static_assert(n >= 8 && n <= 24, "a literal of 8 to 24 bytes");
+    uint64_t x = load8(p) ^ load8(s);
+    if (n > 16) x |= load8(p + 8) ^ load8(s + 8);
+    x |= load8(p + n - 8) ^ load8(s + n - 8);
+    return x == 0;
+}
+
+/* The row at p (its '{', with kCanonReach bytes readable) into the columns; where it ends (its LF or the chunk's
+ * end), or nullptr with nothing appended. For a format without extra keys. */
+inline const char *canon_row(const char *p, const char *limit, const Spec &spec, Columns &c) {
+    uint64_t ts, il, ol;
+    if (!canon_literal<14>(p, "{\"timestamp\": ")) return nullptr;
+    p += 14;
+    if (!canon_int(p, &ts) || !canon_literal<18>(p, ", \"input_length\": ")) return nullptr;
+    p += 18;
+    if (!canon_int(p, &il) || !canon_literal<19>(p, ", \"output_length\": ")) return nullptr;
+    p += 19;
+    if (!canon_int(p, &ol) || !canon_literal<15>(p, ", \"hash_ids\": [")) return nullptr;
+    p += 15;
+    IdOut o{c.ids.p + c.ids.n, c.ids.p + c.ids.cap};
+    bool closed = false;
+    p = id_run(p, limit - 16, o, &closed);   // limit - 16 >= p - 15: kCanonReach
+    if (!closed || *p != '}' || (++p != limit && *p != '\n')) return nullptr;
+    c.ids.n = (size_t)(o.out - c.ids.p);
+    if (o.down) c.increasing = false;
+    c.ts.push_back((double)ts);   // exact: below 2**53
+    c.il.push_back((int64_t)il);
+    c.ol.push_back((int64_t)ol);
+    c.offsets.push_back((int64_t)c.ids.n);
+    if (spec.typed) c.type_ends.push_back(-1);
+    return p;
+}
+
 /* The object of the line at p (at its '{') field by field: keys in any order, whitespace the lane allows. Bounded
  * by the chunk's end: no byte of the lane's tokens is an LF, so the line's end is where the row and its trailing
  * whitespace stop, and must be an LF or the chunk's end (*end set to it); no memchr for the taken lines. */
@@ -685,10 +789,15 @@ bool decode_lines(const char *buf, size_t len, const Spec &spec, Columns &c) {
     simdjson::ondemand::parser parser;
     std::vector<char> padded;   // the slow lane's line, followed by SIMDJSON_PADDING bytes
     c.offsets.push_back(0);
+    const bool canon = spec.extras.empty();   // canon_row: the writer's layout of a format without extra keys
     size_t pos = 0;
     while (pos < len) {
         if (buf[pos] != '{') return false;  // blank, indented or BOM-led lines: the authority's
         const char *row_end;
+        if (canon && len - pos >= kCanonReach && (row_end = canon_row(buf + pos, buf + len, spec, c))) {
+            pos = (size_t)(row_end - buf) + 1;
+            continue;
+        }
         if (lane_row(buf + pos, buf + len, spec, c, &row_end)) {
             pos = (size_t)(row_end - buf) + 1;
             continue;

@@ -355,3 +355,78 @@ def test_a_caller_that_keeps_the_batches_gets_their_ids_side_by_side(tmp_path, m
     assert len(d.batches) == 1 and d.batches[0].block_hashes.tolist() == list(range(1200))
     h = d.batches[0].block_hashes
     assert not h.flags.owndata and type(h.base.base).__name__ == "Arena"
+
+
+# -- the writer's row in one pass (canon_row) and jumps read within a run of one length -----------------------------
+_PAD = b'{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [123456789]}\n'   # > 96 bytes to the end
+
+
+def _raw(chunk: bytes):
+    """(ts, il, ol, offsets, ids, increasing) of the twin's decode of ``chunk`` (Mooncake keys), or None."""
+    got = _native.module("jsonrows").decode(chunk, (), False)
+    if got is None:
+        return None
+    ts, il, ol, off, ids, _, _, _, increasing = got
+    return (np.frombuffer(ts, dtype=np.float64).tolist(), np.frombuffer(il, dtype=np.int64).tolist(),
+            np.frombuffer(ol, dtype=np.int64).tolist(), np.frombuffer(off, dtype=np.int64).tolist(),
+            np.frombuffer(ids, dtype=np.uint64).tolist(), increasing)
+
+
+@pytest.mark.parametrize("ts, il, ol, want", [
+    (b"12345678", b"0", b"7", (12345678.0, 0, 7)),          # 8 digits: the one-load read's longest, the 9th byte ','
+    (b"0", b"1", b"99999999", (0.0, 1, 99999999)),          # "0" and an 8-digit length
+    (b"123456789", b"5", b"6", (123456789.0, 5, 6)),        # 9 digits: the field readers' (the same value)
+    (b"12345678.5", b"5", b"6", (12345678.5, 5, 6)),        # a fraction after 8 digits: the field readers'
+    (b"1e3", b"10", b"6", (1000.0, 10, 6)),                 # an exponent after 1 digit
+    (b"7", b"-3", b"6", (7.0, -3, 6)),                      # a sign: the field readers' (the caller's checks refuse)
+    (b"7", b"123456789012345678", b"6", (7.0, 123456789012345678, 6)),   # 18 digits
+])
+def test_writer_rows_give_hand_columns(ts, il, ol, want):
+    # a row in the writer's layout, values of 1 to 18 digits, followed by a row that puts its end more than 96 bytes
+    # from the chunk's end (the one-pass read's reach); the columns are the written values whichever reader takes them
+    row = b'{"timestamp": %s, "input_length": %s, "output_length": %s, "hash_ids": [4, 5, 6]}\n' % (ts, il, ol)
+    got = _raw(row + _PAD)
+    assert got == ([want[0], 0.0], [want[1], 1], [want[2], 1], [0, 3, 4], [4, 5, 6, 123456789], True)
+
+
+@pytest.mark.parametrize("ts, il", [(b"01234567", b"1"), (b"00", b"1"), (b"5", b"012"), (b"5", b"01234567"),
+                                    (b"5", b"1:"), (b"123456789:", b"1")])
+def test_writer_rows_the_twin_refuses(ts, il):
+    # leading zeros (of 2 and 8 digits), a byte after the digits that is no JSON: the authority's
+    row = b'{"timestamp": %s, "input_length": %s, "output_length": 1, "hash_ids": [4]}\n' % (ts, il)
+    assert _raw(row + _PAD) is None
+
+
+@pytest.mark.parametrize("ids, increasing", [
+    ([731160, 768396, 768397, 768398, 731161, 731162], False),   # jumps of 6 digits, one down: not increasing
+    ([731160, 768396, 768397, 768398, 800000, 800001], True),            # jumps of 6 digits, each up
+    ([500, 768409, 768410, 768411, 768419, 768420], True),               # a jump to a last digit 9, its successor carries
+    ([1000000, 2000009, 2000010, 3000000, 3000001, 3000002], True),      # 7 digits (", " past the 8 bytes read)
+    ([123456, 123457, 1234567, 1234568, 12345, 12346], False),           # jumps to another length: read by id_run
+    ([11, 12, 15, 16, 99, 100, 13], False),                              # 2 digits, 99 -> 100, then down to 2 digits
+    ([123456, 123457, 222222], True),                                    # the row's last id a jump (then ']')
+    ([123456, 123456], False),                                           # a repeat: the flag is False
+])
+def test_jumps_within_a_run_give_the_written_ids(ids, increasing):
+    # ids in the writer's layout; a jump to an id of the same length is read in the run, one of another length
+    # by id_run, both giving the written value; the flag is False exactly when an id is not above the one before it
+    row = b", ".join(b"%d" % i for i in ids)
+    chunk = b'{"timestamp": 0, "input_length": %d, "output_length": 1, "hash_ids": [%s]}\n' % (len(ids), row) + _PAD
+    got = _raw(chunk)
+    assert got is not None and got[4] == ids + [123456789] and got[3] == [0, len(ids), len(ids) + 1]
+    assert got[5] is increasing
+
+
+@pytest.mark.parametrize("ids", [b"[768396, 768397, 731160x, 1]", b"[768396, 768397, 0731160, 1]",
+                                 b"[768396, 768397, 731160,, 1]", b"[1000000, 2000009, 2000010 , 3000000]",
+                                 b"[1000000, 2000009, 200001:, 3000000]", b"[768396, 768397, 73116:, 1]"])
+def test_text_near_a_jump_is_refused(ids):
+    # a jump of the run's length followed by a letter, with a leading zero, an empty element, a ':' that only looks
+    # like a digit: the authority's (json.loads refuses each); " ," is JSON but not the run's (read the general way)
+    line = b'{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": %s}\n' % ids
+    got = _native.module("jsonrows").decode(line + _PAD, (), False)
+    if ids == b"[1000000, 2000009, 2000010 , 3000000]":
+        assert got is not None and np.frombuffer(got[4], dtype=np.uint64).tolist()[:4] == [1000000, 2000009,
+                                                                                           2000010, 3000000]
+    else:
+        assert got is None
