@@ -79,7 +79,7 @@ static inline void lru_set_run(uint64_t *live, int64_t from, int64_t to) {
 /* Evict the k >= 1 oldest live times at or after p (bitmap live, bit 0 at time base; at least k live there), no ids
  * wanted: whole words skipped by their bit counts, the last word's lowest bits cleared; returns the new pointer
  * (past the k-th live time). */
-static inline int64_t lru_evict_count(uint64_t *live, int64_t base, int64_t p, int64_t k) {
+__attribute__((always_inline)) static inline int64_t lru_evict_count(uint64_t *live, int64_t base, int64_t p, int64_t k) {
     int64_t i0 = p - base, w = i0 >> 6, c;
     uint64_t bits = live[w] & (~0ULL << (i0 & 63));   /* the bits below p are all clear: the word is bits */
     while ((c = __builtin_popcountll(bits)) < k) {
@@ -123,7 +123,7 @@ static int64_t t2_pin(lru_t *s, int64_t a, int64_t budget) {
  * same as evicting every victim, setting aside those below, then stamping each: the lower pointer moves only at the
  * end, a victim's old time is below the new ones, and each id is one victim. The new lower times are consecutive:
  * their bits set as one run. direct: s->direct (a constant at each call). -1 on no memory. */
-static inline int t2_evict_demote(lru_t *s, int64_t nv, int32_t rq, const int direct) {
+__attribute__((always_inline)) static inline int t2_evict_demote(lru_t *s, int64_t nv, int32_t rq, const int direct) {
     t2_t *q = s->t2;
     lru_t *lo = &q->low;
     if (lru_live_room_k(lo, nv) != 0) return -1;
@@ -205,6 +205,19 @@ static inline void t2_log_stamp(uint64_t *log, const uint64_t *key, lmeta_t *con
     }
 }
 
+/* t2_evict_demote out of line, built twice where the compiler and the platform can choose at load time (GCC's
+ * target_clones, an ELF ifunc on x86-64 Linux): with the POPCNT instruction when the CPU has it (lru_evict_count's
+ * bit counts; the portable build calls libgcc's __popcountdi2 for each), else for any x86-64. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define T2_POPCNT __attribute__((noinline, target_clones("popcnt", "default")))
+#else
+#define T2_POPCNT __attribute__((noinline))
+#endif
+
+T2_POPCNT static int t2_demote_direct(lru_t *s, int64_t nv, int32_t rq) { return t2_evict_demote(s, nv, rq, 1); }
+
+T2_POPCNT static int t2_demote_hashed(lru_t *s, int64_t nv, int32_t rq) { return t2_evict_demote(s, nv, rq, 0); }
+
 /* Release the kept chain head (tmp[0 .. kept), ids keys[0 .. kept)) tail first with new GPU times; the ids cut
  * (tmp[kept .. m)) are marked stamped, not resident; -1 on no memory. Room for the kept times made first; the log's
  * entries are the ids reversed (one copy, in at most two runs of the ring), then the states' times; the new times are
@@ -253,7 +266,7 @@ static int t2_request(lru_t *s, const uint64_t *keys, int64_t m, int64_t a, int6
     int64_t nv = t2_pin(s, a, budget);
     for (int64_t i = a + restores - 1; i >= a; i--)
         if (t2_low_stamp(s, lru_idx(s, s->tmp[i])) != 0) return -1;
-    if (nv > 0 && (s->direct ? t2_evict_demote(s, nv, rq, 1) : t2_evict_demote(s, nv, rq, 0)) != 0) return -1;
+    if (nv > 0 && (s->direct ? t2_demote_direct(s, nv, rq) : t2_demote_hashed(s, nv, rq)) != 0) return -1;
     return t2_release(s, keys, a + budget, m);
 }
 
