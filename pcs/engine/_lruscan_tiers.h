@@ -57,11 +57,17 @@ static int t2_log_room(lru_t *s, int64_t k) {
     return 0;
 }
 
-/* Room in s's live bitmap for the times s->t .. s->t + k - 1 (lru_live_grow until they fit); -1 on no memory. */
-static int lru_live_room_k(lru_t *s, int64_t k) {
+/* lru_live_grow until the times s->t .. s->t + k - 1 fit; -1 on no memory. */
+static int lru_live_grow_k(lru_t *s, int64_t k) {
     while (((s->t + k - 1 - s->base) >> 6) >= s->live_words)
         if (lru_live_grow(s) != 0) return -1;
     return 0;
+}
+
+/* Room in s's live bitmap for the times s->t .. s->t + k - 1: one compare inlined, lru_live_grow_k when they do not
+ * fit; -1 on no memory. */
+static inline int lru_live_room_k(lru_t *s, int64_t k) {
+    return ((s->t + k - 1 - s->base) >> 6) < s->live_words ? 0 : lru_live_grow_k(s, k);
 }
 
 /* Set the bits [from, to) of the bitmap live (bit 0 at time base; all clear there before): a run of new consecutive

@@ -114,7 +114,7 @@ static int tn_grow(turns_t *t) {
     slot_t *prev = t->slots;
     t->slots = (slot_t *)malloc((size_t)size * sizeof(slot_t));
     if (!t->slots) { t->slots = prev; return -1; }
-    memset(t->slots, 0xff, (size_t)size * sizeof(slot_t));   /* every heap -1: empty */
+    for (int64_t i = 0; i < size; i++) t->slots[i].heap = -1;
     t->mask = size - 1;
     for (int64_t i = 0; i < old; i++)
         if (prev[i].heap >= 0) *tn_slot(t, prev[i].id, prev[i].f, turn_hash(prev[i].id, prev[i].f)) = prev[i];
@@ -273,7 +273,7 @@ static PyObject *py_new(PyObject *self, PyObject *args) {
     t->slots = (slot_t *)malloc(1024 * sizeof(slot_t));
     t->filter = (uint64_t *)calloc((size_t)1 << (FILTER_BITS - 6), sizeof(uint64_t));
     if (!t->slots || !t->filter) { free(t->slots); free(t->filter); free(t); return PyErr_NoMemory(); }
-    memset(t->slots, 0xff, 1024 * sizeof(slot_t));   /* every heap -1: empty */
+    for (int i = 0; i < 1024; i++) t->slots[i].heap = -1;
     PyObject *cap = PyCapsule_New(t, "pcs.engine._turns.state", tn_capsule_free);
     if (!cap) tn_free(t);
     return cap;
