@@ -222,23 +222,38 @@ static int tn_resolve_at(turns_t *t, const uint64_t *b, int64_t j, uint64_t hash
 
 #define TN_AHEAD 32   /* positions hashed (and their filter words prefetched: 512 KB misses the L1 cache) at once */
 
+/* Up to TN_AHEAD positions from j0 (< nh) whose id some key may hold (at most top, its bit set in the id bitmap, or
+ * past the bitmap after an id did not fit it) into js, their count into *c; returns the position after the last one
+ * looked at. The bitmap in a local (the search never writes it). fits: no key's id fell past the bitmap (a constant at each
+ * call): every key's id is below ids_cap, so an id at most top needs no size check. */
+static inline int64_t tn_candidates(const turns_t *t, const uint64_t *b, int64_t j0, int64_t nh, uint64_t top,
+                                    int64_t *js, int64_t *c, const int fits) {
+    const uint64_t *bits = t->ids_bits;
+    int64_t j = j0, n = 0;
+    for (; j < nh && n < TN_AHEAD; j++) {
+        const uint64_t id = b[j];
+        if (id > top) continue;   /* above every key's id (ids new to the trace when numbered in order of appearance) */
+        if (fits ? !(bits[id >> 6] >> (id & 63) & 1) : !tn_id_maybe(t, id)) continue;   /* no key holds this id */
+        js[n++] = j;
+    }
+    *c = n;
+    return j;
+}
+
 /* Request B (ids b[0 .. nh), prompt p_b, cacheable blocks) resolves every request waiting on key (b[j], j + 1)
- * whose p + o <= p_b, position by position. */
+ * whose p + o <= p_b, position by position: the positions whose id a key may hold are gathered TN_AHEAD at a time
+ * (tn_candidates), hashed with their filter words prefetched, then probed. */
 static int tn_resolve(turns_t *t, const uint64_t *b, int64_t nh, int64_t p_b, int64_t cacheable, int64_t bs) {
     uint64_t hs[TN_AHEAD];
     int64_t js[TN_AHEAD];
     const uint64_t top = t->max_key;
     while (nh > 0 && b[nh - 1] > top) nh--;   /* the row's last ids above every key's (new to the trace): none match */
-    for (int64_t j0 = 0; j0 < nh; j0 += TN_AHEAD) {
-        int64_t k = nh - j0 < TN_AHEAD ? nh - j0 : TN_AHEAD, c = 0;
-        for (int64_t i = 0; i < k; i++) {
-            /* no key holds this id: above every key's (ids new to the trace when numbered in order of appearance,
-             * most positions of Mooncake's), or its bit clear */
-            if (b[j0 + i] > top || !tn_id_maybe(t, b[j0 + i])) continue;
-            js[c] = j0 + i;
-            hs[c] = turn_hash(b[j0 + i], j0 + i + 1);
-            __builtin_prefetch(&t->filter[(hs[c] >> (64 - FILTER_BITS)) >> 6], 0, 1);
-            c++;
+    const int fits = !t->ids_over;
+    for (int64_t j = 0, c; j < nh;) {
+        j = fits ? tn_candidates(t, b, j, nh, top, js, &c, 1) : tn_candidates(t, b, j, nh, top, js, &c, 0);
+        for (int64_t i = 0; i < c; i++) {
+            hs[i] = turn_hash(b[js[i]], js[i] + 1);
+            __builtin_prefetch(&t->filter[(hs[i] >> (64 - FILTER_BITS)) >> 6], 0, 1);
         }
         for (int64_t i = 0; i < c; i++) {
             uint64_t bit = hs[i] >> (64 - FILTER_BITS);
@@ -267,6 +282,8 @@ static PyObject *py_new(PyObject *self, PyObject *args) {
 static int tn_batch(turns_t *t, int64_t first, int64_t bs, const uint64_t *h, const int64_t *off, const int64_t *p,
                     const int64_t *o, int64_t m) {
     if (first + m > t->requests) t->requests = first + m;
+    while (2 * (t->used + m) > t->mask + 1)   /* room for a key per request: the table grown while it is emptier */
+        if (tn_grow(t) < 0) return -1;
     for (int64_t r = 0; r < m; r++) {
         int64_t nh = off[r + 1] - off[r], f = p[r] / bs, cacheable = f < nh ? f : nh;
         const uint64_t *b = h + off[r];

@@ -144,6 +144,18 @@ def test_scan_two_tiers_victims_with_a_lower_copy_hand_traced():
     assert _scan_hits([[1, 2], [5, 6], [1, 2], [5, 6], [7, 8], [1, 2]], 2, 4) == ([0, 0, 2, 2, 0, 2], True)
 
 
+@needs_scan
+def test_scan_two_tiers_log_ring_wraps_hand_traced():
+    # GPU 3,000, CPU 3,000 blocks, LRU, write-back; the scan logs each GPU time's id in a ring of 4,096 entries
+    # (times from 64). R1 = ids 0 .. 2999 (times 64 .. 3063) misses. R2 = 3000 .. 5999 misses: the 3,000 victims
+    # are R1's ids (demoted: the CPU holds R1), R2 is released at times 3064 .. 6063, whose log entries run past the
+    # ring's end (3064 .. 4095, then 0 .. 1967). R3 = R1's ids: no GPU lead, all 3,000 below: 3,000 hits; restores
+    # touch them, then R2's ids -- read back through the wrapped log -- are demoted, newer: the CPU keeps R2's.
+    # R4 = R2's ids: 3,000 CPU hits only if the log gave R2's ids back; then R3's ids are demoted. R5 = R1's: 3,000.
+    r1, r2 = list(range(3000)), list(range(3000, 6000))
+    assert _scan_hits([r1, r2, r1, r2, r1], 3000, 3000) == ([0, 0, 3000, 3000, 3000], True)
+
+
 def _sequential_reference(reqs, caps, rules):
     return np.frombuffer(_reference(reqs, caps, rules, "back").columns["hit_blocks"], np.int64).tolist()
 

@@ -141,6 +141,20 @@ def test_a_key_on_an_id_above_every_earlier_key(native):
 
 
 @pytest.mark.parametrize("native", NATIVES)
+def test_more_keyed_positions_than_one_gathering(native):
+    # bs 2. The compiled search gathers the positions a key may hold 32 at a time; B holds 40 of them. A_k
+    # (k = 0 .. 39): ids [1 .. k + 1], prompt 2 (k + 1), output 200 -> waits on (k + 1, f = k + 1), s = 2 k + 202
+    # (no A's prompt, at most 80, reaches another's s). B: ids [1 .. 140], prompt 280 >= every s, cacheable 140:
+    # it holds id k + 1 at position k for every k, so it resolves all 40 (the last 8 past the first gathering). A_k's
+    # KV ends at (2 k + 201) // 2 = k + 100 blocks (below 140) -> positions k + 1 .. k + 99: ids k + 2 .. k + 100.
+    reqs = [req(list(range(1, k + 2)), k, prompt=2 * (k + 1), out=200, bs=2) for k in range(40)]
+    reqs.append(req(list(range(1, 141)), 40, prompt=280, out=0, bs=2))
+    dec = turns.decode_blocks(reqs, native)
+    assert dec.hashes == {k: list(range(k + 2, k + 101)) for k in range(40)} and dec.pairs == 40
+    assert (dec.hashes, dec.pairs) == next_turns_by_the_rule(reqs)
+
+
+@pytest.mark.parametrize("native", NATIVES)
 def test_resolved_out_of_request_order_laid_out_by_request(native):
     # bs 2. A0 (0): [1, 2, 3, 4] prompt 8 output 4 -> waits on (4, f=4), s = 12; A1 (1): [1, 2] prompt 4 output 4
     # -> waits on (2, f=2), s = 8. B (2): [1 .. 7] prompt 14 resolves at position 1 first (A1: KV ends at
