@@ -34,8 +34,9 @@ What a process pays once, on its first read of a trace, is counted apart too, be
 target's figure: per run a fresh process makes the same imports, notes its resident set, reads a two-request
 trace of the case's format (the case's first two requests, converted for Parquet) and notes the resident set
 again (``first_read_bytes``: the reader's library code paged in on first use, and for Parquet the arenas of
-pyarrow's default pool -- mimalloc, which pyarrow's Parquet reader class decompresses pages into whatever pool
-pcs passes it; a one-time cost: 10.4 MB from Parquet, 0.5 MB from JSONL, docs/performance.md).
+pyarrow's default pool -- mimalloc, which pyarrow's Parquet reader class decompresses compressed pages into whatever
+pool pcs passes it; a one-time cost: 5.8 MB from the uncompressed Parquet `pcs trace convert` writes, 10.4 MB from a
+zstd one, 0.5 MB from JSONL, docs/performance.md).
 ``target_less_first_read_bytes_per_id`` is the target's figure less that median, per distinct id: what the call
 holds per block once the process has read one trace.
 

@@ -38,11 +38,14 @@ OUT_FORMATS = ("mooncake", "bailian", "parquet")
 #: ``STREAM_ROWS``).
 ROW_GROUP_ROWS = 1 << 16
 
-#: ``pyarrow.parquet.ParquetWriter`` options of ``pcs trace convert``: zstd, and the block hashes
-#: DELTA_BINARY_PACKED (ids along a chain mostly step by 1, so deltas pack into a few bits): on the
-#: Mooncake 10x replica the file is 2.2 MB instead of 6.9 MB (dictionary + zstd) and pyarrow decodes
-#: it in 32 ms instead of 52 ms CPU (docs/performance.md). Any Parquet reader reads both encodings.
-PARQUET_WRITE_OPTIONS = {"compression": "zstd",
+#: ``pyarrow.parquet.ParquetWriter`` options of ``pcs trace convert``: no compression, the block hashes
+#: DELTA_BINARY_PACKED (ids along a chain mostly step by 1, so deltas pack into a few bits) and the per-request
+#: columns dictionary-encoded. Uncompressed, a read skips the page decompression (zstd cost 53 M instructions in
+#: a 10x Mooncake read of 234 M) and pyarrow never sets up its default pool's arenas for the decompressed pages
+#: (about 4 MB resident from a process's first read on); the file is 3.5x larger (10x Mooncake replica: 7.4 MB,
+#: 2.1 MB with zstd; its JSONL is 34 MB). docs/performance.md, "The Parquet read: pages written uncompressed".
+#: Any Parquet reader reads every layout: files written with zstd read to the same batches.
+PARQUET_WRITE_OPTIONS = {"compression": "none",
                          "use_dictionary": ["arrival_s", "prompt_tokens", "output_tokens", "session_id",
                                             "parent_id", "turn", "type"],
                          "column_encoding": {"block_hashes.list.element": "DELTA_BINARY_PACKED"}}
