@@ -56,16 +56,19 @@ def linear_percentiles(values: np.ndarray, levels: Sequence[float], in_place: bo
     return _read(lambda i: 0.0 if i < zeros else stats[i - zeros], n, virtual, low)
 
 
-#: :func:`_windowed` from this many values (below it one partition of them all costs about as much as its passes)
-WINDOW_FROM = 8192
-#: the sample :func:`_windowed` sorts: about this many values, every ``len // WINDOW_SAMPLE``-th
-WINDOW_SAMPLE = 4096
+#: :func:`_windowed` from this many values: below it one partition of them all costs less than the windows' passes
+#: and numpy calls (callgrind, a lognormal column's p50 / p90 / p99: 1.29 M against 1.54 M instructions at 20,000
+#: values, 2.18 M against 1.92 M at 30,000, 6.4-6.8 M against 4.7-4.9 M at 120,310)
+WINDOW_FROM = 32768
+#: the sample :func:`_windowed` sorts: every ``WINDOW_STRIDE``-th value (a 30th of a sort of them all: at 12,000 values
+#: a sample of 6,000 cost more than the windows saved)
+WINDOW_STRIDE = 32
 
 
 def _windowed(values: np.ndarray, low: Sequence[int]) -> dict | None:
     """:func:`_order_stats`'s order statistics (at ``len(values) - 1``, each of ``low`` and the index after each)
     without partitioning ``values``: the largest is ``values.max()``; for each ``k`` of ``low``, a sorted sample
-    (every ``n // WINDOW_SAMPLE``-th value) gives bounds ``lo <= hi`` around rank ``k`` (the sample's rank
+    (every :data:`WINDOW_STRIDE`-th value) gives bounds ``lo <= hi`` around rank ``k`` (the sample's rank
     ``k m / n`` +- 4 standard errors of a sample quantile and 2), ``below`` = the values < ``lo`` counted, and the
     ``k``-th and ``k + 1``-th smallest are the ``(k - below)``-th and next of the window ``lo <= v <= hi`` (a few
     per cent of the values), partitioned -- a few vector passes over the values a level instead of numpy's
@@ -82,7 +85,7 @@ def _windowed(values: np.ndarray, low: Sequence[int]) -> dict | None:
     top = values.max()
     if top != top:                      # a NaN
         return None
-    sample = np.sort(values[::n // WINDOW_SAMPLE])
+    sample = np.sort(values[::WINDOW_STRIDE])
     m = len(sample)
     stats = {n - 1: top}
     for k in sorted(set(low)):

@@ -173,20 +173,21 @@ def test_not_in_place_leaves_the_values_as_they_were():
 
 
 def test_a_long_column_is_read_off_windows_not_partitioned(monkeypatch):
-    # 0..9,999 shuffled (n = 10,000 >= WINDOW_FROM): p50 v = 9,999 x 0.5 = 4,999.5 -> 4,999 and 5,000, g = 0.5:
-    # 5,000 - 1 x 0.5 = 4,999.5; p90 v = 8,999.1 -> 8,999 + 1 x 0.1; p99 v = 9,899.01 -> 9,899 + 1 x 0.01; p100 the
-    # largest, 9,999. No partition of the whole column (_order_stats refused here) and the column keeps its order.
+    # 0..39,999 shuffled (n = 40,000 >= WINDOW_FROM): p50 v = 39,999 x 0.5 = 19,999.5 -> 19,999 and 20,000, g = 0.5:
+    # 20,000 - 1 x 0.5 = 19,999.5; p90 v = 35,999.1 -> 35,999 + 1 x 0.1; p99 v = 39,599.01 -> 39,599 + 1 x 0.01;
+    # p100 the largest, 39,999. No partition of the whole column (_order_stats refused here) and the column keeps
+    # its order.
     import pcs.percentiles as pct
 
     def refused(values, low):
         raise AssertionError("partitioned every value")
 
     monkeypatch.setattr(pct, "_order_stats", refused)
-    values = np.random.default_rng(5).permutation(10_000).astype(np.float64)
+    values = np.random.default_rng(5).permutation(40_000).astype(np.float64)
     before = values.copy()
     p50, p90, p99, p100 = linear_percentiles(values, (50, 90, 99, 100))
-    assert p50 == 4999.5 and p100 == 9999.0
-    assert p90 == pytest.approx(8999.1, abs=1e-9) and p99 == pytest.approx(9899.01, abs=1e-9)
+    assert p50 == 19999.5 and p100 == 39999.0
+    assert p90 == pytest.approx(35999.1, abs=1e-9) and p99 == pytest.approx(39599.01, abs=1e-9)
     assert np.array_equal(values, before)
 
 
@@ -214,7 +215,7 @@ def _long_columns():
     rng = np.random.default_rng(28)
     n = 120_310
     logn = rng.lognormal(0.0, 2.0, n)
-    saw = np.tile(np.arange(29, dtype=np.float64), n // 29 + 1)[:n]   # n // 4096 = 29: every sample the same value
+    saw = np.tile(np.arange(32, dtype=np.float64), n // 32 + 1)[:n]   # WINDOW_STRIDE: every sample the same value
     signed = rng.normal(0.0, 1.0, n)
     signed[::3] = 0.0
     signed[::7] = -0.0
