@@ -225,9 +225,17 @@ class Beside:
         #: (pcs.engine.runner's scan) is let go, so a stop that comes before the gate opens cannot hang the wait
         self.opener: Callable[[], Any] | None = None
 
-    def _run(self, fn: Callable[..., Any], args: tuple) -> None:
+    def _run(self, fn: Callable[..., Any], args: tuple, inline: bool = False) -> None:
+        """``fn(*args)``: its result or exception kept for :meth:`join`; ``inline`` (on the caller's thread): a stop
+        signal (Ctrl-C, SIGTERM: :data:`pcs.errors.STOPS`) raised at once instead -- kept, it waited for the
+        caller's next work (a whole step loop's close) to reach the join, and that work, its signal already taken,
+        ran to its end."""
         try:
             self._out = fn(*args)
+        except STOPS as exc:
+            if inline:
+                raise
+            self._err = exc
         except BaseException as exc:   # handed to the caller at join
             self._err = exc
 
@@ -289,7 +297,7 @@ class Beside:
             # taken -- not now: the caller may hold it behind a gate it opens only later (pcs.engine.runner)
             self._call, self._busy, self._deferred = (fn, args), True, True
             return
-        self._run(fn, args)
+        self._run(fn, args, inline=True)
 
     def settle(self) -> None:
         """Wait for the call and drop its result or exception: the caller is raising its own error (the one
@@ -317,7 +325,7 @@ class Beside:
         """The call's result once it has finished; its exception is raised here."""
         if self._deferred:
             call, self._call, self._busy, self._deferred = self._call, None, False, False
-            self._run(*call)
+            self._run(*call, inline=True)
         elif self._busy:
             self._take_done()
             if not self.linger:          # the worker returns after its call: reap it

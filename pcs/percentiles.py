@@ -44,12 +44,67 @@ def linear_percentiles(values: np.ndarray, levels: Sequence[float], in_place: bo
     n = len(values)
     zeros = _zero_block(values)
     if not zeros:
-        return _read(_order_stats(values if in_place else values.copy(), low).__getitem__, n, virtual, low)
+        stats = _windowed(values, low)
+        if stats is None:
+            stats = _order_stats(values if in_place else values.copy(), low)
+        return _read(stats.__getitem__, n, virtual, low)
     rest = values[values != 0]          # the values after the zeros, in sorted order (NaN among them, last)
     if not len(rest):
         return _read(lambda i: 0.0, n, virtual, low)
-    stats = _order_stats(rest, [max(k - zeros, 0) for k in low if k + 1 >= zeros])
+    low_rest = [max(k - zeros, 0) for k in low if k + 1 >= zeros]
+    stats = _windowed(rest, low_rest) or _order_stats(rest, low_rest)
     return _read(lambda i: 0.0 if i < zeros else stats[i - zeros], n, virtual, low)
+
+
+#: :func:`_windowed` from this many values: below it one partition of them all costs less than the windows' passes
+#: and numpy calls (callgrind, a lognormal column's p50 / p90 / p99: 1.29 M against 1.54 M instructions at 20,000
+#: values, 2.18 M against 1.92 M at 30,000, 6.4-6.8 M against 4.7-4.9 M at 120,310)
+WINDOW_FROM = 32768
+#: the sample :func:`_windowed` sorts: every ``WINDOW_STRIDE``-th value (a 30th of a sort of them all: at 12,000 values
+#: a sample of 6,000 cost more than the windows saved)
+WINDOW_STRIDE = 32
+
+
+def _windowed(values: np.ndarray, low: Sequence[int]) -> dict | None:
+    """:func:`_order_stats`'s order statistics (at ``len(values) - 1``, each of ``low`` and the index after each)
+    without partitioning ``values``: the largest is ``values.max()``; for each ``k`` of ``low``, a sorted sample
+    (every :data:`WINDOW_STRIDE`-th value) gives bounds ``lo <= hi`` around rank ``k`` (the sample's rank
+    ``k m / n`` +- 4 standard errors of a sample quantile and 2), ``below`` = the values < ``lo`` counted, and the
+    ``k``-th and ``k + 1``-th smallest are the ``(k - below)``-th and next of the window ``lo <= v <= hi`` (a few
+    per cent of the values), partitioned -- a few vector passes over the values a level instead of numpy's
+    introselect over all of them.
+
+    The same values to the bit as :func:`_order_stats`: each is an element of ``values`` of the same rank, and
+    elements of equal value have equal bits unless they are zeros of both signs -- a window that holds 0 is
+    refused (None), as are fewer than :data:`WINDOW_FROM` values, a NaN (NaN sorts last: :func:`_read`'s rule)
+    and a window that misses its rank (the sample was unlucky); the caller then partitions as before.
+    Returns: index -> value (float64 scalars), or None."""
+    n = len(values)
+    if n < WINDOW_FROM:
+        return None
+    top = values.max()
+    if top != top:                      # a NaN
+        return None
+    sample = np.sort(values[::WINDOW_STRIDE])
+    m = len(sample)
+    stats = {n - 1: top}
+    for k in sorted(set(low)):
+        if k >= n - 1 or k in stats and k + 1 in stats:
+            continue
+        p = (k + 0.5) / n
+        r, margin = int(p * m), int(4.0 * math.sqrt(m * p * (1.0 - p))) + 2
+        lo, hi = sample[max(r - margin, 0)], sample[min(r + margin, m - 1)]
+        if lo <= 0.0 <= hi:
+            return None
+        under = values < lo
+        below = int(np.count_nonzero(under))
+        window = values[(values <= hi) & ~under]
+        i = k - below
+        if i < 0 or i + 1 >= len(window):
+            return None
+        window.partition([i, i + 1])
+        stats[k], stats[k + 1] = window[i], window[i + 1]
+    return stats
 
 
 def _order_stats(values: np.ndarray, low: Sequence[int]) -> dict:

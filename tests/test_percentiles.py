@@ -170,3 +170,78 @@ def test_not_in_place_leaves_the_values_as_they_were():
     # [3, 1, 2, 0]: p50 v = 1.5 -> 1 and 2, g = 0.5: 2 - 1 x 0.5 = 1.5; the array keeps its order
     values = np.array([3.0, 1.0, 2.0, 0.0])
     assert linear_percentiles(values, (50,), in_place=False) == [1.5] and values.tolist() == [3.0, 1.0, 2.0, 0.0]
+
+
+def test_a_long_column_is_read_off_windows_not_partitioned(monkeypatch):
+    # 0..39,999 shuffled (n = 40,000 >= WINDOW_FROM): p50 v = 39,999 x 0.5 = 19,999.5 -> 19,999 and 20,000, g = 0.5:
+    # 20,000 - 1 x 0.5 = 19,999.5; p90 v = 35,999.1 -> 35,999 + 1 x 0.1; p99 v = 39,599.01 -> 39,599 + 1 x 0.01;
+    # p100 the largest, 39,999. No partition of the whole column (_order_stats refused here) and the column keeps
+    # its order.
+    import pcs.percentiles as pct
+
+    def refused(values, low):
+        raise AssertionError("partitioned every value")
+
+    monkeypatch.setattr(pct, "_order_stats", refused)
+    values = np.random.default_rng(5).permutation(40_000).astype(np.float64)
+    before = values.copy()
+    p50, p90, p99, p100 = linear_percentiles(values, (50, 90, 99, 100))
+    assert p50 == 19999.5 and p100 == 39999.0
+    assert p90 == pytest.approx(35999.1, abs=1e-9) and p99 == pytest.approx(39599.01, abs=1e-9)
+    assert np.array_equal(values, before)
+
+
+def test_windows_refused_where_the_bits_could_differ():
+    # a window holding 0 (zeros of both signs compare equal: which one a partition puts at a rank is its own
+    # business), a NaN, too few values: None, the caller partitions as before
+    from pcs.percentiles import WINDOW_FROM, _windowed
+
+    n = WINDOW_FROM
+    assert _windowed(np.arange(n, dtype=np.float64) - n / 2, [n // 2]) is None      # p50 at 0
+    with_nan = np.arange(n, dtype=np.float64)
+    with_nan[7] = np.nan
+    assert _windowed(with_nan, [n // 2]) is None
+    assert _windowed(np.arange(n - 1, dtype=np.float64), [n // 2]) is None
+    stats = _windowed(np.arange(n, dtype=np.float64)[::-1].copy(), [n // 2, n - 2])
+    assert stats == {n - 1: n - 1.0, n // 2: n // 2, n // 2 + 1: n // 2 + 1, n - 2: n - 2.0}
+
+
+def _long_columns():
+    """Long columns (>= WINDOW_FROM values) shaped like a replay's: in arrival order, rising (queueing), falling,
+    lognormal, ties at 3 decimals, a sawtooth whose period is the sample's stride, zeros and negatives of both
+    signs, non-finite values."""
+    from pcs.percentiles import WINDOW_FROM
+
+    rng = np.random.default_rng(28)
+    n = 120_310
+    logn = rng.lognormal(0.0, 2.0, n)
+    saw = np.tile(np.arange(32, dtype=np.float64), n // 32 + 1)[:n]   # WINDOW_STRIDE: every sample the same value
+    signed = rng.normal(0.0, 1.0, n)
+    signed[::3] = 0.0
+    signed[::7] = -0.0
+    holes = logn.copy()
+    holes[::1000] = np.inf
+    holes[5] = -np.inf
+    return {"lognormal": logn, "rising": np.cumsum(logn), "falling": np.cumsum(logn)[::-1].copy(),
+            "ties": np.round(rng.exponential(0.2, n), 3), "sawtooth": saw, "signed": signed, "holes": holes,
+            "nan": np.where(np.arange(n) == 77, np.nan, logn), "short": logn[:WINDOW_FROM - 1],
+            "at_limit": logn[:WINDOW_FROM]}
+
+
+@pytest.mark.parametrize("name", sorted(_long_columns()))
+def test_long_columns_equal_to_numpy_percentile_and_to_the_partition_bit_for_bit(name, monkeypatch):
+    import pcs.percentiles as pct
+
+    values = _long_columns()[name]
+    finite = values[np.isfinite(values)]
+    for levels in ((50, 90, 99), (0, 1, 25, 50, 75, 99.9, 100), (33.3,)):
+        _assert_as_numpy(values, list(levels))
+        got = np.array(linear_percentiles(values.copy(), levels))
+        p = _pcts(values.copy())
+        with monkeypatch.context() as m:        # the partition of every value, as before the windows
+            m.setattr(pct, "_windowed", lambda values, low: None)
+            want = np.array(linear_percentiles(values.copy(), levels))
+            q = _pcts(values.copy())
+        assert got.tobytes() == want.tobytes()
+        assert (p.p50, p.p90, p.p99) == tuple(np.percentile(finite, [50, 90, 99]).tolist())
+        assert np.array([p.p50, p.p90, p.p99]).tobytes() == np.array([q.p50, q.p90, q.p99]).tobytes()

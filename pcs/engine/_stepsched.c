@@ -124,6 +124,9 @@ typedef struct {
     /* the no-cache run's GPU slots counted here, without the hierarchy (count_slots(), see "the no-cache run's
      * slots" below): the GPU tier's capacity and the slots reserved; the last slot_start's truncation */
     int slots, slot_trunc; int64_t slot_cap, slot_res;
+    /* iterations of run_until since the last signal check, kept across its calls (see SIGNAL_EVERY); the process's
+     * stop count when this feed / close began (check_signals) */
+    unsigned int spins; long stops0;
 } Sched;
 
 static PyObject *s_rbytes, *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
@@ -583,10 +586,13 @@ static void gil_take(Sched *s) {
     if (s->ts) { PyEval_RestoreThread(s->ts); s->ts = NULL; }
 }
 
+/* stop signals the loops of this process raised (check_signals; read and written with the GIL) */
+static long stops;
+
 /* feed / close may run (1), or 0 with RuntimeError: the loop is running in another thread */
 static int enter(Sched *s) {
     if (s->out) { PyErr_SetString(PyExc_RuntimeError, "the step loop has handed out its columns (columns())"); return 0; }
-    if (!s->busy) return s->busy = 1;
+    if (!s->busy) { s->stops0 = stops; return s->busy = 1; }
     PyErr_SetString(PyExc_RuntimeError, "the step loop is already running (another thread)");
     return 0;
 }
@@ -630,11 +636,25 @@ static int take(Sched *s, double t) {
     return rc;
 }
 
-/* Ctrl-C in a long tail (with the GIL); 0 or -1 */
-static int check_signals(Sched *s) {
+/* Ctrl-C / SIGTERM (with the GIL); 0 or -1. run_until checks every SIGNAL_EVERY iterations, counted across its
+ * calls (Sched.spins): feed runs it once per arrival, and with a small step budget (--max-num-batched-tokens 1) an
+ * arrival's run is thousands of steps, so a count restarted per call never reached a check and a Ctrl-C waited for
+ * the whole feed. An iteration is a few hundred to a few thousand instructions; a check (the GIL taken and given
+ * back) ~1 us: every 4,096 iterations is well under 1 % and well under 0.2 s. (A worker thread's loop sees no
+ * signal: Python runs its handlers on the main thread only. A loop on a worker -- the no-cache run beside -- stops
+ * when a loop of the main thread has raised one since this worker's feed / close began (stops): with RuntimeError,
+ * which pcs.beside's settle drops for the caller's own stop; the main thread's stop waited for the worker's whole
+ * close before.) */
+#define SIGNAL_EVERY 4096u
+static __attribute__((noinline, cold)) int check_signals(Sched *s) {
     int released = s->ts != NULL;
     gil_take(s);
     int rc = PyErr_CheckSignals();
+    if (rc < 0) stops++;
+    else if (stops != s->stops0) {
+        PyErr_SetString(PyExc_RuntimeError, "the step loop stopped: a stop signal ended the run it was part of");
+        rc = -1;
+    }
     if (released) s->ts = PyEval_SaveThread();
     return rc;
 }
@@ -1344,14 +1364,16 @@ static int end(Sched *s) { return s->lean ? end_lean(s) : end_full(s); }
 /* StepEngine._run_until (lean as begin_): begin_ and end_ inline, so an iteration is one call's body (run_until_full,
  * run_until_lean; the halves apart, begin_full ... end_lean, are a fleet's clock's: clock_advance) */
 static inline __attribute__((always_inline)) int run_until_(Sched *s, double t, const int lean) {
-    unsigned int spins = 0;
+    unsigned int spins = s->spins;
+    int rc = 0;
     while (s->now < t) {
-        if (!(++spins & 0xFFFF) && check_signals(s) < 0) return -1;    /* Ctrl-C in a long tail */
+        if (!(++spins % SIGNAL_EVERY) && (rc = check_signals(s)) < 0) break;    /* Ctrl-C (check_signals) */
         int b = begin_(s, t, lean);
-        if (b <= 0) return b;
-        if (end_(s, lean) < 0) return -1;
+        if (b <= 0) { rc = b; break; }
+        if ((rc = end_(s, lean)) < 0) break;
     }
-    return 0;
+    s->spins = spins;
+    return rc;
 }
 
 static __attribute__((noinline)) int run_until_full(Sched *s, double t) { return run_until_(s, t, 0); }

@@ -61,10 +61,10 @@ def test_settle_lets_a_stop_through(monkeypatch):
     monkeypatch.setattr(b, "join", signal_lands_here)
     with pytest.raises(Terminated):
         b.settle()
-    b.start(lambda: (_ for _ in ()).throw(KeyboardInterrupt()))   # inline: Ctrl-C inside the call itself
     monkeypatch.undo()
-    with pytest.raises(KeyboardInterrupt):
-        b.close()
+    with pytest.raises(KeyboardInterrupt):    # inline: Ctrl-C inside the call itself, raised at once (kept for
+        b.start(lambda: (_ for _ in ()).throw(KeyboardInterrupt()))   # the join, it waited for the caller's next work)
+    b.close()                                  # nothing left to wait for or raise
 
 
 def _replay(path, monkeypatch, threaded: bool | None, **kw):

@@ -1,0 +1,87 @@
+"""Ctrl-C ends the compiled step loops promptly, even when one arrival's run is thousands of steps.
+
+With ``max_num_batched_tokens=1`` a prompt of p tokens is p prefill steps, so the loop runs between two arrivals
+for longer than the signal check's period; the check's count is kept across ``feed``'s runs, a loop on a worker
+thread (the no-cache run beside, ``PCS_THREADS=on``) stops when the main thread's loop took the signal, and a stop
+in a call made inline (``PCS_THREADS=off``) is raised at once, not at the caller's next join
+(``pcs/engine/_stepsched.c`` ``check_signals``, ``pcs.beside.Beside``). A real process, SIGINT sent to itself 0.5 s
+after the first ``feed`` began: it must end with KeyboardInterrupt within a few seconds, where the uninterrupted
+run takes ten times longer (the run's own length is measured in the same test, so a slow machine scales both).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+DRIVER = textwrap.dedent("""
+    import os, signal, sys, threading, time
+    import pcs
+    from pcs.engine import stepnative
+    from pcs.engine.schedconfig import SchedulerConfig
+
+    trace, interrupt = sys.argv[1], sys.argv[2] == "1"
+    began = threading.Event()
+    real = stepnative.NativeStepEngine.feed
+
+    def feed(self, chunk):
+        began.set()
+        return real(self, chunk)
+
+    stepnative.NativeStepEngine.feed = feed
+    sent = []
+
+    def ctrl_c():
+        began.wait()
+        time.sleep(0.5)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    if interrupt:
+        threading.Thread(target=ctrl_c, daemon=True).start()
+    t0 = time.monotonic()
+    try:
+        pcs.replay(trace, tiers=["gpu=300blocks", "cpu=900blocks"], policy="lru",
+                   scheduler=SchedulerConfig(max_num_batched_tokens=1, max_num_seqs=1))
+    except KeyboardInterrupt:
+        print("interrupted", time.monotonic() - sent[0])
+    else:
+        print("finished", time.monotonic() - t0)
+""")
+
+
+@pytest.fixture(scope="module")
+def long_trace(tmp_path_factory):
+    """4,000 synthetic requests: with one token per step, tens of millions of steps."""
+    d = tmp_path_factory.mktemp("steps")
+    subprocess.run([sys.executable, "-m", "pcs", "trace", "synth", d / "t.jsonl", "--requests", "4000", "-q"],
+                   check=True, capture_output=True, cwd=ROOT)
+    return d / "t.jsonl"
+
+
+def _run(trace: Path, threads: str, interrupt: bool) -> tuple[str, float]:
+    env = dict(os.environ, PCS_THREADS=threads, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", DRIVER, str(trace), "1" if interrupt else "0"], env=env,
+                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    word, seconds = out.stdout.split()
+    return word, float(seconds)
+
+
+@pytest.mark.parametrize("threads", ["off", "on"])
+def test_ctrl_c_ends_the_step_loops(long_trace, threads):
+    word, whole = _run(long_trace, threads, interrupt=False)
+    assert word == "finished"
+    word, after = _run(long_trace, threads, interrupt=True)
+    assert word == "interrupted"
+    # the loops' part after the signal is most of the run (it began at the first feed, + 0.5 s); a stop within
+    # 0.2 s on a quiet machine, bounded here by a tenth of the whole run for a loaded one
+    assert after < max(whole / 10, 0.5), (after, whole)
