@@ -444,9 +444,9 @@ static inline int keys_rise(const uint64_t *k, Py_ssize_t m) { return keys_rise_
 #define RISE_INIT() ((void)0)
 #endif
 
-/* index of the first key repeating an earlier one (m if none) */
-static Py_ssize_t first_repeat(Hier *h, const uint64_t *k, Py_ssize_t m) {
-    if (keys_rise(k, m)) return m;
+/* first_repeat's answer for keys that do not rise (a set of the keys seen); out of line: first_repeat's test is
+ * inlined into each start, this part runs for no request of the Mooncake trace */
+static __attribute__((noinline)) Py_ssize_t repeat_scan(Hier *h, const uint64_t *k, Py_ssize_t m) {
     if ((uint64_t)m * 2 > h->smask + 1 || !h->skey) {
         int bits = 4;
         while (((uint64_t)1 << bits) < (uint64_t)m * 2) bits++;
@@ -474,6 +474,11 @@ static Py_ssize_t first_repeat(Hier *h, const uint64_t *k, Py_ssize_t m) {
         }
     }
     return m;
+}
+
+/* index of the first key repeating an earlier one (m if none) */
+static inline Py_ssize_t first_repeat(Hier *h, const uint64_t *k, Py_ssize_t m) {
+    return keys_rise(k, m) ? m : repeat_scan(h, k, m);
 }
 
 /* Tier._duel (an admission that duels, tinylfu): each of the first `need` new keys (mark -2) takes one victim's
@@ -995,9 +1000,11 @@ typedef struct {
     Py_ssize_t budget;      /* GPU slots reserved */
     Py_ssize_t first_low;   /* the first lead block held by a lower tier only (lead if none) */
     int truncated;
+    int touched;            /* the kept restores' lower copies already touched (start_reserve: sh_touch_first) */
 } Plan;
 
-static int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap, Py_ssize_t m);
+static inline __attribute__((always_inline)) int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap,
+                                                            Py_ssize_t m);
 
 /* arguments -> h->k = h->req (the cacheable head) and p->n, p->cap, p->extra; *wait set; -1 on error */
 static int start_args(Hier *h, PyObject *const *args, Py_ssize_t nargs, Plan *p, int *wait) {
@@ -1023,8 +1030,11 @@ static int start_args(Hier *h, PyObject *const *args, Py_ssize_t nargs, Plan *p,
     return start_head(h, p, n, cap, m);
 }
 
-/* h->req holds the first m keys of the request: cut n (and cap) at a repeated key; p->n, p->cap set */
-static int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap, Py_ssize_t m) {
+/* h->req holds the first m keys of the request: cut n (and cap) at a repeated key; p->n, p->cap set. Inlined into
+ * each start (with first_repeat's rising-keys test): a call less per request (callgrind, 10x: start_head and its
+ * call were about 40 instructions a request) */
+static inline __attribute__((always_inline)) int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap,
+                                                            Py_ssize_t m) {
     if (n > 1) {
         Py_ssize_t r = first_repeat(h, h->req, m);
         if (r < 0) return -1;
@@ -1228,10 +1238,15 @@ static int start_budget(Hier *h, Plan *p, int wait) {
     return 0;
 }
 
+/* an admission's first buffers hold this many keys (12 B each): a request of the Mooncake trace has 23 blocks on
+ * average, so from 16 most admissions of the step loop's pool grew two or three times (callgrind, 10x: 1,471
+ * growths a call, each two reallocs) */
+#define ADM_MIN_KEYS 64
+
 /* adm_reserve's growth of a's buffers (raw memory); 0 or -1 */
 static int adm_grow(PcsAdm *a, Py_ssize_t m, int ntiers) {
     if (m > a->kcap) {
-        Py_ssize_t c = a->kcap ? a->kcap : 16;
+        Py_ssize_t c = a->kcap ? a->kcap : ADM_MIN_KEYS;
         while (c < m) c *= 2;
         uint64_t *k = PyMem_RawRealloc(a->keys, sizeof(uint64_t) * (size_t)c);
         if (!k) { PyErr_NoMemory(); return -1; }
@@ -1391,6 +1406,36 @@ static int sh_demote(Hier *h, Py_ssize_t n) {
     return 1;
 }
 
+/* before the GPU victims of a request with kept restores are chosen (two plain LRU tiers' shared table, write-back,
+ * n > 0 victims): the restores' CPU copies touched now (start_restore's touches, tail first: h->eidx holds the kept
+ * restores' entries in chain order, sh_lookup) so that the victims may be demoted in their eviction walk (sh_demote)
+ * as for a request without restores. The CPU tier's order comes out the same: its touches precede the cascade's
+ * inserts in both, and the GPU eviction and the fill do not touch it. Made only when the CPU tier's evictions for
+ * the victims (at most n - free of them) stop short of the touched copies (the last n_restore live items of its
+ * order): the two steps fill the restores into the GPU tier before the cascade, so a touched copy evicted from the
+ * CPU tier stays in the table; here it is filled after. p->touched set when made (start_restore then skips its
+ * touches). 1: touched (the demotion may follow), 0: nothing done (the two steps follow), -1 (no memory) */
+static __attribute__((noinline)) int sh_touch_first(Hier *h, Plan *p, Py_ssize_t n) {
+    Tier *c = &h->t[1];
+    const Py_ssize_t free_ = c->capacity - c->nres - c->reserved;
+    if (n - free_ > c->held - p->n_restore || c->lqoff != offsetof(Entry, next)) return 0;
+    const int32_t *const re = h->eidx;
+    const Py_ssize_t nr = p->n_restore;
+    if (lq_room(c, nr) < 0) return -1;                     /* (a compaction moves the positions: made first) */
+    Entry *const ent = c->ent;
+    int32_t *const q = c->lq;
+    int32_t pos = (int32_t)c->lqn;
+    for (Py_ssize_t i = nr - 1; i >= 0; i--) {     /* pol_touch of the inline LRU order (sh_open: no policy): */
+        int32_t *const at = &ent[re[i]].next;      /* lq_unlink then lq_append, the room made once, held unchanged */
+        q[*at] = -1;                               /* (the CPU tier's positions in Entry.next: sh_open) */
+        *at = pos;
+        q[pos++] = re[i];
+    }
+    c->lqn = pos;
+    p->touched = 1;
+    return 1;
+}
+
 /* gpu_evict under write-back for a GPU tier with a policy and no retain pool (so a table of its own, sh_open): tevict's
  * steps (ops_evict, the evicted count), the victims' key_fp kept in h->fps for the cascade's first insert (fps_n).
  * Out of line: the LRU tiers' gpu_evict compiles as without it. 0 or -1 */
@@ -1419,21 +1464,25 @@ static int gpu_evict(Hier *h, Py_ssize_t n, int now) {
 }
 
 /* reserve the budget in the GPU tier; the victims go to h->buf_a (*demoted: already demoted, gpu_evict, when no
- * restore touches the CPU tier before the cascade); returns their number or -1 */
-static Py_ssize_t start_reserve(Hier *h, const Plan *p, const PcsAdm *a, int *demoted) {
+ * restore touches the CPU tier before the cascade, or its touches were made first: sh_touch_first); returns their
+ * number or -1 */
+static Py_ssize_t start_reserve(Hier *h, Plan *p, const PcsAdm *a, int *demoted) {
     Tier *g = &h->t[0];
     if (start_expect(h, p, a) < 0) return -1;
     Py_ssize_t nvict = p->budget - (g->capacity - g->nres - g->reserved);
+    p->touched = 0;
     if (nvict > 0) {
-        if ((*demoted = gpu_evict(h, nvict, !p->n_restore)) < 0) return -1;
+        int now = !p->n_restore;
+        if (!now && lru_shared(h) && !h->write_through && (now = sh_touch_first(h, p, nvict)) < 0) return -1;
+        if ((*demoted = gpu_evict(h, nvict, now)) < 0) return -1;
     } else nvict = 0;
     g->reserved += p->budget;
     if (g->nres + g->reserved > g->peak_used) g->peak_used = g->nres + g->reserved;
     return nvict;
 }
 
-/* per lower tier j: fill the GPU slots of its kept restores, touch the lower copies (tail first);
- * sets the Admission's per-tier counts; returns the slots filled or -1 */
+/* per lower tier j: fill the GPU slots of its kept restores, touch the lower copies (tail first; p->touched: made
+ * already, sh_touch_first); sets the Admission's per-tier counts; returns the slots filled or -1 */
 static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nvict) {
     int T = h->ntiers;
     Py_ssize_t filled = 0;
@@ -1469,7 +1518,7 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
                 filled += cnt - sh;
                 Tier *tj = &h->t[j];
                 int any = 0;
-                for (Py_ssize_t i = cnt - 1; i >= 0; i--) {
+                for (Py_ssize_t i = p->touched ? -1 : cnt - 1; i >= 0; i--) {   /* (touched: sh_touch_first) */
                     int32_t e = re[i];
                     if (!tier_pin(tj, e)) {
                         if (pol_touch(tj, e) < 0) return -1;

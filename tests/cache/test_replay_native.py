@@ -594,3 +594,33 @@ def test_a_start_that_waits_leaves_the_lead_unpinned_in_place_worked_by_hand(use
     h.finish(a)                      # tail first: the computed 7, then the pinned 2, 3, 1
     assert _orders(h) == ([9, 7, 2, 3, 1], []) and h.tiers[0].reserved_blocks == 0
     h._check()
+
+
+@pytest.mark.parametrize("use_native", [False, True])
+def test_restores_touched_before_the_victims_demoted_in_their_walk_worked_by_hand(use_native):
+    """LRU, write-back: a request with restores and GPU victims. On the shared table the restores' CPU copies are
+    touched before the victims are chosen (pcs/cache/_lruhier.c ``sh_touch_first``), so the victims are demoted in
+    their eviction walk, when the CPU tier's evictions for them stop short of the touched copies; else the two steps
+    (GPU eviction, fill, touches, cascade). Either way the orders are those of docs/semantics.md §7 (victims demoted
+    after the restores' touches; a finish unpins tail first), worked out by hand, on the Python hierarchy and the
+    compiled one."""
+    def hier(caps):
+        return native.NativeHierarchy(_tiers(caps), "back") if use_native else Hierarchy(_tiers(caps), "back")
+
+    h = hier([3, 4])                 # CPU room for the victims: one eviction, short of the touched copy
+    _admit(h, [1, 2, 3])
+    _admit(h, [4, 5, 6])             # victims 3, 2, 1 demoted
+    assert _orders(h) == ([6, 5, 4], [3, 2, 1]) and h.dropped_blocks == 0
+    a = _admit(h, [3, 7])            # restore 3 (touched: CPU [2, 1, 3]), 7 computed: victims 6, 5; the CPU tier has
+    assert (a.hit_blocks, list(a.restored_blocks_per_tier)) == (1, [0, 1])   # one free slot, so it evicts 2
+    assert _orders(h) == ([4, 7, 3], [1, 3, 6, 5]) and h.dropped_blocks == 1 and h.written_blocks == [0, 5]
+    assert 2 not in h.tiers[0] and 2 not in h.tiers[1] and 3 in h.tiers[0] and 3 in h.tiers[1]
+
+    h = hier([3, 3])                 # no CPU room: the evictions would reach a touched copy (the two steps)
+    _admit(h, [1, 2, 3])
+    _admit(h, [4, 5, 6])
+    assert _orders(h) == ([6, 5, 4], [3, 2, 1])
+    b = _admit(h, [1, 2])            # restores 1, 2 (touched tail first: CPU [3, 2, 1]), victims 6, 5: the CPU tier
+    assert (b.hit_blocks, list(b.restored_blocks_per_tier)) == (2, [0, 2])   # evicts 3 (dropped) and 2 (in the GPU)
+    assert _orders(h) == ([4, 2, 1], [1, 6, 5]) and h.dropped_blocks == 2 and h.written_blocks == [0, 5]
+    assert 2 in h.tiers[0] and 2 not in h.tiers[1] and 3 not in h.tiers[0] and 3 not in h.tiers[1]
