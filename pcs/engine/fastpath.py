@@ -146,11 +146,21 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
     del cols
     cat = []
     for k in range(len(per)):   # one column's batches joined, then dropped: one column copied at a time
-        cat.append(np.concatenate(per[k]))
+        cat.append(_joined(per[k]))
         per[k] = None
     seen_dec = cat.pop() if decode is not None else None
     base = cat.pop() if tiers else None         # the two-tier baseline's column: kept if its premise held
     return Scan(bs0, int(capacity_blocks), *cat, sizes, base if hold else None, seen_dec)
+
+
+def _joined(parts: list) -> np.ndarray:
+    """One column from its batches' pieces (1-D arrays of one dtype): a single piece is kept as a read-only view
+    (no copy: the whole decoded trace is often one batch), several are joined with ``numpy.concatenate``."""
+    if len(parts) == 1:
+        view = parts[0].view()
+        view.flags.writeable = False
+        return view
+    return np.concatenate(parts)
 
 
 def _single(hits: np.ndarray, prompt: np.ndarray, bs: int) -> SingleSequenceResult:
