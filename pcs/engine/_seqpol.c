@@ -22,12 +22,14 @@
  *
  * FIFO per tier: a number per block from its first add to the tier's policy (kept across pins and re-inserts); a
  * queue of (entry, number) in number order, an item stale when its entry left the tier or took another number.
- * Victims: the first items not excluded (pinned GPU blocks, the CPU batch's resident blocks), the excluded ones met
- * kept in place (written back just before the queue's new front, in order). SLRU per tier: probation and protected
+ * Victims: the first items not excluded (pinned GPU blocks, the CPU batch's resident blocks); the excluded ones met
+ * at the front are parked in a short array kept before the queue (older than every queued item, in number order),
+ * looked at first by each later search. SLRU per tier: probation and protected
  * lists (front = LRU), protected capped at floor(share x capacity) (rebalance: protected's front to probation's end).
  *
  * Keys map to entries through an open-addressing table (linear probing, key_hash with the process seed, load <= 0.5)
- * that keeps every key it met (no deletion): memory grows with the distinct keys (about 40 B each).
+ * that keeps every key it met (no deletion), sized once for the trace's hashes: 8-16 B of slots per hash, and per
+ * distinct key 29 B (fifo on both tiers) to 31 B (slru), touched as keys come.
  * Equality with the compiled hierarchy and the Python reference: tests/engine/test_seqpol.py.
  */
 #define PY_SSIZE_T_CLEAN
@@ -46,8 +48,10 @@ typedef struct {
     int64_t cap, nres, pmax;
     /* fifo */
     int64_t *seq;                 /* per entry: its number here, -1 none */
-    Item *q;
+    Item *q;                      /* the queue, number order, [qh, qt) */
     int64_t qh, qt, qcap, next_seq;
+    Item *park;                   /* items passed over at the queue's front (all older than the queue's): [0, np) */
+    int64_t np, pcap;
     /* slru */
     int32_t *prev, *next;
     int8_t *seg;                  /* per entry: PROB, PROT or -1 */
@@ -58,7 +62,7 @@ typedef struct {
 typedef struct {
     uint64_t *keys;               /* per entry */
     uint8_t *flags;
-    int64_t *stamp;               /* the last request that listed the key (repeat test) */
+    int32_t *stamp;               /* the last request that listed the key (repeat test) */
     int64_t nent, entcap;
     int32_t *slots;               /* -1 empty */
     uint64_t mask;
@@ -68,7 +72,7 @@ typedef struct {
 } W;
 
 static void pt_free(PT *t) {
-    free(t->seq); free(t->q); free(t->prev); free(t->next); free(t->seg);
+    free(t->seq); free(t->q); free(t->park); free(t->prev); free(t->next); free(t->seg);
 }
 
 static void w_free(W *w) {
@@ -81,7 +85,7 @@ static void w_free(W *w) {
 static int w_grow_ents(W *w, int64_t c) {
     void *p;
 #define GROW(ptr, type) if (!(p = realloc((ptr), sizeof(type) * (size_t)c))) return -1; (ptr) = p;
-    GROW(w->keys, uint64_t) GROW(w->flags, uint8_t) GROW(w->stamp, int64_t)
+    GROW(w->keys, uint64_t) GROW(w->flags, uint8_t) GROW(w->stamp, int32_t)
     for (int j = 0; j < 2; j++) {
         PT *t = &w->t[j];
         if (t->kind == K_FIFO) { GROW(t->seq, int64_t) }
@@ -159,25 +163,44 @@ static void sl_rebalance(PT *t) {
 }
 
 /* ---- fifo queue ---- */
-static int fq_append(PT *t, int32_t e) {
-    if (t->qt == t->qcap) {                       /* stale items dropped, then room doubled if still half full */
-        int64_t k = 0;
-        for (int64_t i = t->qh; i < t->qt; i++) {
-            const Item it = t->q[i];
-            if (t->seq[it.e] == it.s) t->q[k++] = it;
-        }
-        t->qh = 0;
-        t->qt = k;
-        if (k * 2 >= t->qcap) {
-            const int64_t c = t->qcap ? t->qcap * 2 : 1024;
-            Item *q = realloc(t->q, sizeof(Item) * (size_t)c);
-            if (!q) return -1;
-            t->q = q;
-            t->qcap = c;
-        }
+
+/* fq_append's slow path: the queue at its end: stale items dropped, then its room doubled if still half full */
+static __attribute__((noinline)) int fq_room(PT *t) {
+    int64_t k = 0;
+    for (int64_t i = t->qh; i < t->qt; i++) {
+        const Item it = t->q[i];
+        if (t->seq[it.e] == it.s) t->q[k++] = it;
     }
+    t->qh = 0;
+    t->qt = k;
+    if (k * 2 >= t->qcap) {
+        const int64_t c = t->qcap ? t->qcap * 2 : 1024;
+        Item *q = realloc(t->q, sizeof(Item) * (size_t)c);
+        if (!q) return -1;
+        t->q = q;
+        t->qcap = c;
+    }
+    return 0;
+}
+
+/* e numbered (the next number) at the queue's end; 0 or -1 */
+static inline int fq_append(PT *t, int32_t e) {
+    if (t->qt == t->qcap && fq_room(t) < 0) return -1;
     t->seq[e] = t->next_seq;
     t->q[t->qt++] = (Item){e, t->next_seq++};
+    return 0;
+}
+
+/* it parked at the end of the passed-over items; 0 or -1 */
+static int fq_park(PT *t, Item it) {
+    if (t->np == t->pcap) {
+        const int64_t c = t->pcap ? t->pcap * 2 : 256;
+        Item *p = realloc(t->park, sizeof(Item) * (size_t)c);
+        if (!p) return -1;
+        t->park = p;
+        t->pcap = c;
+    }
+    t->park[t->np++] = it;
     return 0;
 }
 
@@ -202,8 +225,9 @@ static inline void pol_drop(PT *t, int32_t e) {
 }
 
 /* n victims (the tier holds at least n blocks not excluded) to out, each taken out of the tier (its flag and
- * number, nres); `excl`: the flag of blocks to pass over (fifo; slru's are out of its lists) */
-static void pol_evict(W *w, PT *t, int64_t n, uint8_t excl, int32_t *out) {
+ * number, nres); `excl`: the flag of blocks to pass over (fifo: parked, kept before the queue in number order;
+ * slru's are out of its lists). 0 or -1 */
+static int pol_evict(W *w, PT *t, int64_t n, uint8_t excl, int32_t *out) {
     uint8_t *const fl = w->flags;
     if (t->kind == K_SLRU) {
         for (int64_t i = 0; i < n; i++) {
@@ -213,21 +237,29 @@ static void pol_evict(W *w, PT *t, int64_t n, uint8_t excl, int32_t *out) {
             out[i] = e;
         }
     } else {
-        int64_t i = 0, p = t->qh, kept = 0;
-        Item *const q = t->q;
-        while (i < n) {
-            const Item it = q[p++];
-            if (t->seq[it.e] != it.s) continue;            /* stale */
-            if (fl[it.e] & excl) { q[t->qh + kept++] = it; continue; }   /* passed over, kept in order */
+        int64_t i = 0, k = 0;
+        Item *const pk = t->park;
+        for (int64_t j = 0; j < t->np; j++) {              /* the parked items first (older than the queue's) */
+            const Item it = pk[j];
+            if (t->seq[it.e] != it.s) continue;            /* stale: gone */
+            if (i == n || (fl[it.e] & excl)) { pk[k++] = it; continue; }
             t->seq[it.e] = -1;
             fl[it.e] &= (uint8_t)~t->in;
             out[i++] = it.e;
         }
-        /* the kept items (written at qh.. in order, never past p) moved to just before p */
-        memmove(q + p - kept, q + t->qh, sizeof(Item) * (size_t)kept);
-        t->qh = p - kept;
+        t->np = k;
+        Item *const q = t->q;
+        while (i < n) {
+            const Item it = q[t->qh++];
+            if (t->seq[it.e] != it.s) continue;            /* stale */
+            if (fl[it.e] & excl) { if (fq_park(t, it) < 0) return -1; continue; }   /* passed over */
+            t->seq[it.e] = -1;
+            fl[it.e] &= (uint8_t)~t->in;
+            out[i++] = it.e;
+        }
     }
     t->nres -= n;
+    return 0;
 }
 
 /* ---- one request ---- */
@@ -264,7 +296,7 @@ static int cpu_insert(W *w, const int32_t *v, int64_t nv, int32_t *scratch) {
         else fresh++;
     }
     const int64_t need = fresh - (c->cap - c->nres);
-    if (need > 0) pol_evict(w, c, need, F_AGAIN, scratch);
+    if (need > 0 && pol_evict(w, c, need, F_AGAIN, scratch) < 0) return -1;
     for (int64_t i = 0; i < nv; i++) {
         const int32_t e = v[i];
         if (fl[e] & F_AGAIN) continue;
@@ -301,8 +333,8 @@ static int64_t w_one(W *w, int64_t r, const uint64_t *k, int64_t len, int64_t n,
     for (int64_t i = 0; i < n; i++) {                      /* head: cut at a repeated key */
         const int32_t e = w_entry(w, k[i]);
         if (e < 0) return -1;
-        if (w->stamp[e] == r) { n = i; break; }
-        w->stamp[e] = r;
+        if (w->stamp[e] == (int32_t)r) { n = i; break; }
+        w->stamp[e] = (int32_t)r;
         ents[i] = e;
     }
     if (cap > n) cap = n;
@@ -337,7 +369,7 @@ static int64_t w_one(W *w, int64_t r, const uint64_t *k, int64_t len, int64_t n,
         if (f8[e] & F_G) { f8[e] |= F_PIN; pol_remove(g, e); }
     }
     int64_t nv = budget - (g->cap - g->nres);
-    if (nv > 0) pol_evict(w, g, nv, F_PIN, w->vict); else nv = 0;
+    if (nv > 0) { if (pol_evict(w, g, nv, F_PIN, w->vict) < 0) return -1; } else nv = 0;
     if (nres_) {                                           /* restores: filled pinned, CPU copies touched tail first */
         for (int64_t i = 0; i < hits; i++) {
             const int32_t e = ents[i];
@@ -394,13 +426,15 @@ static int pt_init(PT *t, int kind, uint8_t in, int64_t cap, int64_t pmax) {
     return 0;
 }
 
-static int w_init(W *w, const int *kind, const int64_t *cap, const int64_t *pmax) {
+/* the walk's state for at most `keys` distinct keys (the trace's hashes: no growth then; more are taken, grown) */
+static int w_init(W *w, const int *kind, const int64_t *cap, const int64_t *pmax, int64_t keys) {
     memset(w, 0, sizeof *w);
     pt_init(&w->t[0], kind[0], F_G, cap[0], pmax[0]);
     pt_init(&w->t[1], kind[1], F_C, cap[1], pmax[1]);
-    if (w_grow_ents(w, 1024) < 0) return -1;
-    w->mask = 0;
-    return w_rehash(w, 4096);
+    if (w_grow_ents(w, keys + 1 > 1024 ? keys + 1 : 1024) < 0) return -1;
+    uint64_t slots = 4096;
+    while (slots < (uint64_t)(keys + 1) * 2) slots *= 2;
+    return w_rehash(w, slots);
 }
 
 static int get_buf8(PyObject *o, Py_buffer *b, int writable, const char *what) {
@@ -457,11 +491,12 @@ static PyObject *seqpol_run(PyObject *self, PyObject *const *args, Py_ssize_t na
         int bad = 0;
         for (Py_ssize_t i = 0; i < R && !bad; i++) bad = off[i] < 0 || off[i] > off[i + 1] || off[i + 1] > H;
         if (bad) PyErr_SetString(PyExc_ValueError, "offsets must rise within the hashes");
+        else if (R >= INT32_MAX || H >= INT32_MAX) PyErr_SetString(PyExc_ValueError, "at most 2**31 - 2 requests and hashes");
         else {
             W w;
             int mem = 0;
             Py_BEGIN_ALLOW_THREADS
-            if (w_init(&w, kind, cap, pmax) < 0) mem = 1;
+            if (w_init(&w, kind, cap, pmax, (int64_t)H) < 0) mem = 1;
             for (Py_ssize_t i = 0; i < R && !mem; i++) {
                 const int64_t h = w_one(&w, i, keys + off[i], off[i + 1] - off[i], n[i], mh[i]);
                 if (h < 0) mem = 1; else out[i] = h;
