@@ -27,7 +27,8 @@
  * looked at first by each later search. SLRU per tier: probation and protected
  * lists (front = LRU), protected capped at floor(share x capacity) (rebalance: protected's front to probation's end).
  *
- * Keys map to entries through an open-addressing table (linear probing, key_hash with the process seed, load <= 0.5)
+ * Keys map to entries directly when the ids are dense (an entry per id up to the largest: w_init), else through an
+ * open-addressing table (linear probing, key_hash with the process seed, load <= 0.5)
  * that keeps every key it met (no deletion), sized once for the trace's hashes: 8-16 B of slots per hash, and per
  * distinct key 29 B (fifo on both tiers) to 31 B (slru), touched as keys come.
  * Equality with the compiled hierarchy and the Python reference: tests/engine/test_seqpol.py.
@@ -69,6 +70,7 @@ typedef struct {
     PT t[2];
     int32_t *ents, *vict, *buf;   /* per request: head entries; victims; scratch (computed, pinned lists) */
     int64_t bcap;
+    int direct;                   /* every key < nent: its entry is the key itself (no table: w_init) */
 } W;
 
 static void pt_free(PT *t) {
@@ -331,7 +333,7 @@ static int64_t w_one(W *w, int64_t r, const uint64_t *k, int64_t len, int64_t n,
     if (w_reserve(w, n + 1) < 0) return -1;
     int32_t *const ents = w->ents;
     for (int64_t i = 0; i < n; i++) {                      /* head: cut at a repeated key */
-        const int32_t e = w_entry(w, k[i]);
+        const int32_t e = w->direct ? (int32_t)k[i] : w_entry(w, k[i]);
         if (e < 0) return -1;
         if (w->stamp[e] == (int32_t)r) { n = i; break; }
         w->stamp[e] = (int32_t)r;
@@ -426,11 +428,36 @@ static int pt_init(PT *t, int kind, uint8_t in, int64_t cap, int64_t pmax) {
     return 0;
 }
 
-/* the walk's state for at most `keys` distinct keys (the trace's hashes: no growth then; more are taken, grown) */
-static int w_init(W *w, const int *kind, const int64_t *cap, const int64_t *pmax, int64_t keys) {
+/* every entry [0, nent) in no tier, unlisted (as w_entry makes one) */
+static void w_clear(W *w) {
+    const size_t m = (size_t)w->nent;
+    memset(w->flags, 0, m);
+    memset(w->stamp, 0xff, sizeof(int32_t) * m);
+    for (int j = 0; j < 2; j++) {
+        PT *t = &w->t[j];
+        if (t->kind == K_FIFO) memset(t->seq, 0xff, sizeof(int64_t) * m);
+        else {
+            memset(t->prev, 0xff, sizeof(int32_t) * m);
+            memset(t->next, 0xff, sizeof(int32_t) * m);
+            memset(t->seg, 0xff, m);
+        }
+    }
+}
+
+/* the walk's state for the trace's H hashes, the largest `top`: direct (an entry per id, no table) when the ids are
+ * dense -- top below 2 H + 1024, as in a trace numbered in order of appearance (Mooncake's) --, else a table sized
+ * for H distinct keys (no growth then) */
+static int w_init(W *w, const int *kind, const int64_t *cap, const int64_t *pmax, int64_t keys, uint64_t top) {
     memset(w, 0, sizeof *w);
     pt_init(&w->t[0], kind[0], F_G, cap[0], pmax[0]);
     pt_init(&w->t[1], kind[1], F_C, cap[1], pmax[1]);
+    if (top < (uint64_t)keys * 2 + 1024 && top < INT32_MAX - 1) {
+        if (w_grow_ents(w, (int64_t)top + 1) < 0) return -1;
+        w->nent = (int64_t)top + 1;
+        w->direct = 1;
+        w_clear(w);
+        return 0;
+    }
     if (w_grow_ents(w, keys + 1 > 1024 ? keys + 1 : 1024) < 0) return -1;
     uint64_t slots = 4096;
     while (slots < (uint64_t)(keys + 1) * 2) slots *= 2;
@@ -496,7 +523,9 @@ static PyObject *seqpol_run(PyObject *self, PyObject *const *args, Py_ssize_t na
             W w;
             int mem = 0;
             Py_BEGIN_ALLOW_THREADS
-            if (w_init(&w, kind, cap, pmax, (int64_t)H) < 0) mem = 1;
+            uint64_t top = 0;
+            for (Py_ssize_t i = 0; i < H; i++) top = keys[i] > top ? keys[i] : top;
+            if (w_init(&w, kind, cap, pmax, (int64_t)H, top) < 0) mem = 1;
             for (Py_ssize_t i = 0; i < R && !mem; i++) {
                 const int64_t h = w_one(&w, i, keys + off[i], off[i + 1] - off[i], n[i], mh[i]);
                 if (h < 0) mem = 1; else out[i] = h;

@@ -39,12 +39,16 @@ def _reference(source, caps, specs, rules):
     return np.frombuffer(eng.close().columns["hit_blocks"], np.int64).tolist()
 
 
-def _both(source, caps, specs, rules):
-    """(run_sequential's hit blocks per request, the lean walk's), over the same arrays."""
+def _both(source, caps, specs, rules, sparse=False):
+    """(run_sequential's hit blocks per request, the lean walk's), over the same arrays; ``sparse``: every id
+    multiplied by a large odd number first (distinct ids stay distinct, far apart: the walk's hashed table instead
+    of its entry per id)."""
     h = native.NativeHierarchy(_tiers(caps, specs), "back")
     walk = seqbase.policy_walk(h)
     assert walk is not None
     _parts, call = seqbase._whole_call(source, rules)
+    if sparse:
+        call = (call[0] * np.uint64(0x9E3779B97F4A7C15),) + call[1:]
     a, b = np.empty_like(call[4]), np.empty_like(call[4])
     h.run_sequential(*call[:4], a)
     _seqpol.run(*call[:4], b, *walk)
@@ -87,6 +91,7 @@ def test_the_walk_takes_exactly_the_shared_fifo_slru_tiers():
 def test_walk_equals_run_sequential_and_python_on_random_traces(reqs, caps, specs, rules):
     want = _reference(reqs, caps, specs, rules)
     assert _both(reqs, caps, specs, rules) == (want, want)
+    assert _both(reqs, caps, specs, rules, sparse=True) == (want, want)
 
 
 @pytest.mark.parametrize("specs", [("fifo", "fifo"), ("slru", "slru"), ("fifo", "slru"), ("slru", "fifo")])
@@ -104,9 +109,10 @@ def test_walk_equals_run_sequential_on_mooncake(mooncake_conv, specs):
         def iter_batches(self):
             return iter(batches)
 
-    for caps in ([2372, 11921], [16384, 65536], [50, 20], [1000, 0]):
-        a, b = _both(Src(), caps, specs, BlockRules())
-        assert a == b, (caps, next(i for i, (x, y) in enumerate(zip(a, b)) if x != y))
+    for caps, sparse in (([2372, 11921], False), ([2372, 11921], True), ([16384, 65536], False), ([50, 20], False),
+                         ([1000, 0], True)):
+        a, b = _both(Src(), caps, specs, BlockRules(), sparse)
+        assert a == b, (caps, sparse, next(i for i, (x, y) in enumerate(zip(a, b)) if x != y))
 
 
 @pytest.mark.parametrize("pol", ["fifo", "slru"])
