@@ -48,29 +48,29 @@ typedef struct {
     uint8_t in;                   /* F_G or F_C */
     int64_t cap, nres, pmax;
     /* fifo */
-    int64_t *seq;                 /* per entry: its number here, -1 none */
+    int64_t *seq;                 /* per entry: its number here (from 1), 0 none */
     Item *q;                      /* the queue, number order, [qh, qt) */
     int64_t qh, qt, qcap, next_seq;
     Item *park;                   /* items passed over at the queue's front (all older than the queue's): [0, np) */
     int64_t np, pcap;
     /* slru */
     int32_t *prev, *next;
-    int8_t *seg;                  /* per entry: PROB, PROT or -1 */
+    int8_t *seg;                  /* per entry: 1 + PROB or PROT, 0 in no list */
     int32_t head[2], tail[2];
     int64_t len[2];
 } PT;
 
 typedef struct {
-    uint64_t *keys;               /* per entry */
+    uint64_t *keys;               /* per entry (the table's; unused when direct) */
     uint8_t *flags;
-    int32_t *stamp;               /* the last request that listed the key (repeat test) */
-    int64_t nent, entcap;
-    int32_t *slots;               /* -1 empty */
+    int32_t *stamp;               /* 1 + the last request that listed the key (repeat test), 0 none */
+    int64_t nent;
+    int32_t *slots;               /* 1 + entry, 0 empty */
     uint64_t mask;
     PT t[2];
     int32_t *ents, *vict, *buf;   /* per request: head entries; victims; scratch (computed, pinned lists) */
     int64_t bcap;
-    int direct;                   /* every key < nent: its entry is the key itself (no table: w_init) */
+    int direct;                   /* every key is below the entries' count: its entry is the key itself (w_init) */
 } W;
 
 static void pt_free(PT *t) {
@@ -83,57 +83,33 @@ static void w_free(W *w) {
     free(w->ents); free(w->vict); free(w->buf);
 }
 
-/* every per-entry array grown to c entries; 0 or -1 */
-static int w_grow_ents(W *w, int64_t c) {
-    void *p;
-#define GROW(ptr, type) if (!(p = realloc((ptr), sizeof(type) * (size_t)c))) return -1; (ptr) = p;
-    GROW(w->keys, uint64_t) GROW(w->flags, uint8_t) GROW(w->stamp, int32_t)
+/* every per-entry array for c entries, each entry in no tier and no list: the arrays read before written zeroed
+ * (calloc: pages the C library maps zeroed, not written here); 0 or -1 */
+static int w_alloc_ents(W *w, int64_t c, int keys) {
+    const size_t m = (size_t)c;
+    if (keys && !(w->keys = malloc(sizeof(uint64_t) * m))) return -1;
+    if (!(w->flags = calloc(m, 1)) || !(w->stamp = calloc(m, sizeof(int32_t)))) return -1;
     for (int j = 0; j < 2; j++) {
         PT *t = &w->t[j];
-        if (t->kind == K_FIFO) { GROW(t->seq, int64_t) }
-        else { GROW(t->prev, int32_t) GROW(t->next, int32_t) GROW(t->seg, int8_t) }
+        if (t->kind == K_FIFO) { if (!(t->seq = calloc(m, sizeof(int64_t)))) return -1; }
+        else if (!(t->prev = malloc(sizeof(int32_t) * m)) || !(t->next = malloc(sizeof(int32_t) * m)) ||
+                 !(t->seg = calloc(m, 1))) return -1;     /* (prev, next: read only while listed) */
     }
-#undef GROW
-    w->entcap = c;
     return 0;
 }
 
-static int w_rehash(W *w, uint64_t nslots) {
-    int32_t *s = malloc(sizeof(int32_t) * (size_t)nslots);
-    if (!s) return -1;
-    memset(s, 0xff, sizeof(int32_t) * (size_t)nslots);
-    const uint64_t mask = nslots - 1;
-    for (int64_t e = 0; e < w->nent; e++) {
-        uint64_t i = key_hash(w->keys[e]) & mask;
-        while (s[i] >= 0) i = (i + 1) & mask;
-        s[i] = (int32_t)e;
-    }
-    free(w->slots);
-    w->slots = s;
-    w->mask = mask;
-    return 0;
-}
-
-/* the entry of key k, added (in no tier) when new; -1 on no memory */
+/* the entry of key k, added (in no tier: its fields zero) when new; the table holds at most half its slots (w_init:
+ * sized for every hash of the trace) */
 static inline int32_t w_entry(W *w, uint64_t k) {
     uint64_t i = key_hash(k) & w->mask;
     int32_t e;
-    while ((e = w->slots[i]) >= 0) {
-        if (w->keys[e] == k) return e;
+    while ((e = w->slots[i]) > 0) {
+        if (w->keys[e - 1] == k) return e - 1;
         i = (i + 1) & w->mask;
     }
-    if (w->nent == w->entcap && w_grow_ents(w, w->entcap * 2) < 0) return -1;
     e = (int32_t)w->nent++;
     w->keys[e] = k;
-    w->flags[e] = 0;
-    w->stamp[e] = -1;
-    for (int j = 0; j < 2; j++) {
-        PT *t = &w->t[j];
-        if (t->kind == K_FIFO) t->seq[e] = -1;
-        else { t->prev[e] = t->next[e] = -1; t->seg[e] = -1; }
-    }
-    w->slots[i] = e;
-    if ((uint64_t)w->nent * 2 > w->mask + 1 && w_rehash(w, (w->mask + 1) * 2) < 0) return -1;
+    w->slots[i] = e + 1;
     return e;
 }
 
@@ -143,16 +119,16 @@ static inline void sl_append(PT *t, int s, int32_t e) {
     t->next[e] = -1;
     if (t->tail[s] >= 0) t->next[t->tail[s]] = e; else t->head[s] = e;
     t->tail[s] = e;
-    t->seg[e] = (int8_t)s;
+    t->seg[e] = (int8_t)(s + 1);
     t->len[s]++;
 }
 
 static inline void sl_unlink(PT *t, int32_t e) {
-    const int s = t->seg[e];
+    const int s = t->seg[e] - 1;
     const int32_t p = t->prev[e], n = t->next[e];
     if (p >= 0) t->next[p] = n; else t->head[s] = n;
     if (n >= 0) t->prev[n] = p; else t->tail[s] = p;
-    t->seg[e] = -1;
+    t->seg[e] = 0;
     t->len[s]--;
 }
 
@@ -166,7 +142,8 @@ static void sl_rebalance(PT *t) {
 
 /* ---- fifo queue ---- */
 
-/* fq_append's slow path: the queue at its end: stale items dropped, then its room doubled if still half full */
+/* fq_append's slow path: the queue at its end: stale items dropped, then its room doubled if still a quarter full
+ * (so a compaction's scan is paid by at least 3/4 of the room's appends) */
 static __attribute__((noinline)) int fq_room(PT *t) {
     int64_t k = 0;
     for (int64_t i = t->qh; i < t->qt; i++) {
@@ -175,7 +152,7 @@ static __attribute__((noinline)) int fq_room(PT *t) {
     }
     t->qh = 0;
     t->qt = k;
-    if (k * 2 >= t->qcap) {
+    if (k * 4 >= t->qcap) {
         const int64_t c = t->qcap ? t->qcap * 2 : 1024;
         Item *q = realloc(t->q, sizeof(Item) * (size_t)c);
         if (!q) return -1;
@@ -211,7 +188,7 @@ static int fq_park(PT *t, Item it) {
 /* add(e, reused): fifo numbers a block new to it (kept: back in place); slru appends to a segment (the caller
  * rebalances after a reused batch). 0 or -1 */
 static inline int pol_add(PT *t, int32_t e, int reused) {
-    if (t->kind == K_FIFO) return t->seq[e] < 0 ? fq_append(t, e) : 0;
+    if (t->kind == K_FIFO) return t->seq[e] ? 0 : fq_append(t, e);
     sl_append(t, reused ? PROT : PROB, e);
     return 0;
 }
@@ -222,8 +199,8 @@ static inline void pol_remove(PT *t, int32_t e) { if (t->kind == K_SLRU) sl_unli
 
 /* drop(e) (an evicted or cut block): its number forgotten */
 static inline void pol_drop(PT *t, int32_t e) {
-    if (t->kind == K_FIFO) t->seq[e] = -1;
-    else if (t->seg[e] >= 0) sl_unlink(t, e);
+    if (t->kind == K_FIFO) t->seq[e] = 0;
+    else if (t->seg[e]) sl_unlink(t, e);
 }
 
 /* n victims (the tier holds at least n blocks not excluded) to out, each taken out of the tier (its flag and
@@ -245,7 +222,7 @@ static int pol_evict(W *w, PT *t, int64_t n, uint8_t excl, int32_t *out) {
             const Item it = pk[j];
             if (t->seq[it.e] != it.s) continue;            /* stale: gone */
             if (i == n || (fl[it.e] & excl)) { pk[k++] = it; continue; }
-            t->seq[it.e] = -1;
+            t->seq[it.e] = 0;
             fl[it.e] &= (uint8_t)~t->in;
             out[i++] = it.e;
         }
@@ -255,7 +232,7 @@ static int pol_evict(W *w, PT *t, int64_t n, uint8_t excl, int32_t *out) {
             const Item it = q[t->qh++];
             if (t->seq[it.e] != it.s) continue;            /* stale */
             if (fl[it.e] & excl) { if (fq_park(t, it) < 0) return -1; continue; }   /* passed over */
-            t->seq[it.e] = -1;
+            t->seq[it.e] = 0;
             fl[it.e] &= (uint8_t)~t->in;
             out[i++] = it.e;
         }
@@ -334,9 +311,8 @@ static int64_t w_one(W *w, int64_t r, const uint64_t *k, int64_t len, int64_t n,
     int32_t *const ents = w->ents;
     for (int64_t i = 0; i < n; i++) {                      /* head: cut at a repeated key */
         const int32_t e = w->direct ? (int32_t)k[i] : w_entry(w, k[i]);
-        if (e < 0) return -1;
-        if (w->stamp[e] == (int32_t)r) { n = i; break; }
-        w->stamp[e] = (int32_t)r;
+        if (w->stamp[e] == (int32_t)(r + 1)) { n = i; break; }
+        w->stamp[e] = (int32_t)(r + 1);
         ents[i] = e;
     }
     if (cap > n) cap = n;
@@ -425,43 +401,26 @@ static int pt_init(PT *t, int kind, uint8_t in, int64_t cap, int64_t pmax) {
     t->cap = cap;
     t->pmax = pmax;
     t->head[0] = t->head[1] = t->tail[0] = t->tail[1] = -1;
+    t->next_seq = 1;
     return 0;
 }
 
-/* every entry [0, nent) in no tier, unlisted (as w_entry makes one) */
-static void w_clear(W *w) {
-    const size_t m = (size_t)w->nent;
-    memset(w->flags, 0, m);
-    memset(w->stamp, 0xff, sizeof(int32_t) * m);
-    for (int j = 0; j < 2; j++) {
-        PT *t = &w->t[j];
-        if (t->kind == K_FIFO) memset(t->seq, 0xff, sizeof(int64_t) * m);
-        else {
-            memset(t->prev, 0xff, sizeof(int32_t) * m);
-            memset(t->next, 0xff, sizeof(int32_t) * m);
-            memset(t->seg, 0xff, m);
-        }
-    }
-}
-
 /* the walk's state for the trace's H hashes, the largest `top`: direct (an entry per id, no table) when the ids are
- * dense -- top below 2 H + 1024, as in a trace numbered in order of appearance (Mooncake's) --, else a table sized
- * for H distinct keys (no growth then) */
+ * dense -- top below 2 H + 1024, as in a trace numbered in order of appearance (Mooncake's) --, else a table of at
+ * least 2 H slots (at most H distinct keys: no growth). 0 or -1 (no memory) */
 static int w_init(W *w, const int *kind, const int64_t *cap, const int64_t *pmax, int64_t keys, uint64_t top) {
     memset(w, 0, sizeof *w);
     pt_init(&w->t[0], kind[0], F_G, cap[0], pmax[0]);
     pt_init(&w->t[1], kind[1], F_C, cap[1], pmax[1]);
     if (top < (uint64_t)keys * 2 + 1024 && top < INT32_MAX - 1) {
-        if (w_grow_ents(w, (int64_t)top + 1) < 0) return -1;
-        w->nent = (int64_t)top + 1;
         w->direct = 1;
-        w_clear(w);
-        return 0;
+        return w_alloc_ents(w, (int64_t)top + 1, 0);
     }
-    if (w_grow_ents(w, keys + 1 > 1024 ? keys + 1 : 1024) < 0) return -1;
     uint64_t slots = 4096;
     while (slots < (uint64_t)(keys + 1) * 2) slots *= 2;
-    return w_rehash(w, slots);
+    if (!(w->slots = calloc(slots, sizeof(int32_t)))) return -1;
+    w->mask = slots - 1;
+    return w_alloc_ents(w, keys + 1, 1);
 }
 
 static int get_buf8(PyObject *o, Py_buffer *b, int writable, const char *what) {
