@@ -28,9 +28,9 @@
  * lists (front = LRU), protected capped at floor(share x capacity) (rebalance: protected's front to probation's end).
  *
  * Keys map to entries directly when the ids are dense (an entry per id up to the largest: w_init), else through an
- * open-addressing table (linear probing, key_hash with the process seed, load <= 0.5)
- * that keeps every key it met (no deletion), sized once for the trace's hashes: 8-16 B of slots per hash, and per
- * distinct key 29 B (fifo on both tiers) to 31 B (slru), touched as keys come.
+ * open-addressing table (linear probing, key_hash with the process seed, load <= 0.5) sized once for the trace's
+ * hashes (8-16 B of slots per hash) that keeps every key it met (no deletion). Per entry 21-23 B (fifo / slru tiers),
+ * 8 B more with the table (its key), touched as keys come.
  * Equality with the compiled hierarchy and the Python reference: tests/engine/test_seqpol.py.
  */
 #define PY_SSIZE_T_CLEAN
@@ -441,7 +441,8 @@ static int get_buf8(PyObject *o, Py_buffer *b, int writable, const char *what) {
  * Raises TypeError (arguments), ValueError (offsets, lengths, a policy name, a negative capacity), MemoryError. */
 static PyObject *seqpol_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "run(hashes, offsets, cacheable, max_hit, out, policies, capacities, protected)");
+        PyErr_SetString(PyExc_TypeError,
+                        "run(hashes, offsets, cacheable, max_hit, out, policies, capacities, protected)");
         return NULL;
     }
     int kind[2];
@@ -477,7 +478,8 @@ static PyObject *seqpol_run(PyObject *self, PyObject *const *args, Py_ssize_t na
         int bad = 0;
         for (Py_ssize_t i = 0; i < R && !bad; i++) bad = off[i] < 0 || off[i] > off[i + 1] || off[i + 1] > H;
         if (bad) PyErr_SetString(PyExc_ValueError, "offsets must rise within the hashes");
-        else if (R >= INT32_MAX || H >= INT32_MAX) PyErr_SetString(PyExc_ValueError, "at most 2**31 - 2 requests and hashes");
+        else if (R >= INT32_MAX || H >= INT32_MAX)
+            PyErr_SetString(PyExc_ValueError, "at most 2**31 - 2 requests and hashes");
         else {
             W w;
             int mem = 0;

@@ -57,13 +57,13 @@ def _both(source, caps, specs, rules, sparse=False):
 
 
 def test_fifo_keeps_a_number_across_a_reinsert_worked_by_hand():
-    """fifo on both tiers, GPU 2 blocks, CPU 2, every id may hit. Numbers per tier in order of entry:
-    1: GPU 2#0 1#1 (released tail first). 2: victim 2, CPU 2#0; GPU 1#1 3#2. 3: 1 a GPU hit (pinned), 2 restored (its
-    slot from victim 3, which goes down: CPU 2#0 3#1); GPU 1#1 2#3, 2 hits. 4: three new blocks, two slots (truncated):
-    victims 1, 2 go down as one batch, 2 already in the CPU tier keeps #0, 1 new needs a slot: victim 3 (2 set aside);
-    CPU 2#0 1#2. 5: victim 5 goes down, the CPU victim is 2 (#0), not 1. 6: 2 is gone (no hit; a FIFO that moved it
-    to the back on its re-insert would have evicted 1 and hit); its slot's victim 4 goes down, the CPU victim 1 (#2):
-    CPU 5#3 4#4. 7: 5 is restored, 1 hit."""
+    """fifo on both tiers, GPU 2 blocks, CPU 2, every id may hit. Block:number per tier, numbered in order of
+    entry: 1: GPU 2:0 1:1 (released tail first). 2: victim 2, CPU 2:0; GPU 1:1 3:2. 3: 1 a GPU hit (pinned), 2
+    restored (its slot from victim 3, which goes down: CPU 2:0 3:1); GPU 1:1 2:3, 2 hits. 4: three new blocks, two
+    slots (truncated): victims 1, 2 go down as one batch, 2 already in the CPU tier keeps number 0, 1 new needs a
+    slot: victim 3 (2 set aside); CPU 2:0 1:2. 5: victim 5 goes down, the CPU victim is 2 (number 0), not 1. 6: 2 is
+    gone (no hit; a FIFO that moved it to the back on its re-insert would have evicted 1 and hit); its slot's victim
+    4 goes down, the CPU victim 1 (number 2): CPU 5:3 4:4. 7: 5 is restored, 1 hit."""
     reqs = [req([1, 2]), req([3]), req([1, 2]), req([4, 5, 6]), req([7]), req([2]), req([5])]
     want = [0, 0, 2, 0, 0, 0, 1]
     assert _reference(reqs, [2, 2], ["fifo", "fifo"], UNIT_RULES) == want
