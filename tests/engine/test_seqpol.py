@@ -128,3 +128,20 @@ def test_replay_baseline_equal_with_and_without_the_walk(mooncake_conv, pol, mon
     monkeypatch.setattr(seqbase, "policy_walk", lambda h: None)
     without = pcs.replay(mooncake_conv, **kw).summary
     assert with_walk == without
+
+
+def test_bad_arguments_are_refused():
+    u, i = np.zeros(2, np.uint64), np.zeros(1, np.int64)
+    walk = (("fifo", "slru"), (2, 4), (0, 3))
+    with pytest.raises(ValueError, match="len\\(offsets\\)"):
+        _seqpol.run(u, np.array([0, 1], np.int64), np.zeros(2, np.int64), i, i, *walk)
+    with pytest.raises(TypeError, match="8-byte"):
+        _seqpol.run(u, np.array([0, 1], np.int32), i, i, i, *walk)
+    with pytest.raises(ValueError, match="offsets must rise"):
+        _seqpol.run(u, np.array([0, 3], np.int64), i, i, i.copy(), *walk)
+    with pytest.raises(ValueError, match="'fifo' or 'slru'"):
+        _seqpol.run(u, np.array([0, 1], np.int64), i, i, i.copy(), ("lru", "fifo"), (2, 4), (0, 0))
+    with pytest.raises(ValueError, match="capacities"):
+        _seqpol.run(u, np.array([0, 1], np.int64), i, i, i.copy(), ("fifo", "fifo"), (-1, 4), (0, 0))
+    with pytest.raises(TypeError, match="run\\(hashes"):
+        _seqpol.run(u)
