@@ -17,6 +17,9 @@ them and owns the ``auto | c | python`` switch):
   ``pcs trace stats`` (pcs/trace/statscan.py);
 - ``pcs.engine._turns`` (pcs/engine/_turns.c): the next-turn search of the
   step scheduler (pcs/engine/turns.py);
+- ``pcs.engine._seqpol`` (pcs/engine/_seqpol.c): the sequential baseline of
+  two fifo / slru tiers in one lean walk (pcs/engine/seqbase.py; without it
+  the compiled hierarchy's ``run_sequential`` runs it);
 - ``pcs.engine._prefill`` (pcs/engine/_prefill.c): the replay's prefill
   tables in one pass (pcs/engine/timing.py);
 - ``pcs.cache._grouphier`` (pcs/cache/_grouphier.c): the hybrid-model
@@ -47,6 +50,7 @@ _SLOWER = {"pcs.curves._stackdist": "curves", "pcs.engine._lruscan": "sequential
            "pcs.engine._stepsched": "default step-scheduler replays",
            "pcs.trace._statscan": "pcs trace stats",
            "pcs.engine._turns": "the next-turn search of step-scheduler replays",
+           "pcs.engine._seqpol": "the sequential baseline of two fifo / slru tiers",
            "pcs.engine._prefill": "the prefill tables of modeled replays",
            "pcs.cache._grouphier": "hybrid-model replays (sliding window, chunked, SSM-state cache groups)",
            "pcs.trace._jsonrows": "reading Mooncake and Bailian JSONL",
@@ -128,6 +132,7 @@ setup(
         _ext("pcs.engine._stepsched", "pcs/engine/_stepsched.c", args=("-ffp-contract=off",)),
         _ext("pcs.trace._statscan", "pcs/trace/_statscan.c"),
         _ext("pcs.engine._turns", "pcs/engine/_turns.c"),
+        _ext("pcs.engine._seqpol", "pcs/engine/_seqpol.c"),
         # the prefill tables bit-identical to the numpy reference: no fused multiply-add contraction
         _ext("pcs.engine._prefill", "pcs/engine/_prefill.c", args=("-ffp-contract=off",)),
         _ext("pcs.cache._grouphier", "pcs/cache/_grouphier.c"),

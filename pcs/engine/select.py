@@ -67,6 +67,10 @@ The rules for the sequential baseline live here too: :func:`baseline_request`
 (``compiled-step`` asked for by name runs its baseline on
 ``compiled-hierarchy``) and :func:`baseline_in_scan` (``auto`` moves a
 baseline on two ``lru`` write-back tiers to ``lru-scan``, the one-pass scan).
+A baseline left on ``compiled-hierarchy`` over two fifo / slru tiers that share
+one table runs as a lean walk of the same rules (``pcs/engine/_seqpol.c``,
+:func:`pcs.engine.seqbase.policy_walk`: the same hit blocks,
+``tests/engine/test_seqpol.py``); the row's name stays.
 What only set-up can see is checked by the runner (:mod:`pcs.engine.runner`)
 and decided here, each written into the reason: ``_native_step_or_fallback``
 asks :func:`pcs.engine.stepnative.unsupported` whether the C step loop takes

@@ -13,6 +13,12 @@ the hit cap from :func:`pcs.engine.chunks.rule_columns` (§2, §4); hit tokens
 ``min(hits x block_size, prompt)`` (§11); a hybrid request's tokens the rules
 refused ``lost x block_size`` (§12, ``hybrid_lost_tokens``).
 ``tests/engine/test_seqbase.py`` diffs both against the event loop.
+Two tiers that both run ``fifo`` or ``slru`` sharing one table (write-back, no
+admission, retain or hosted policy: ``pcs/cache/_lruhier_polshare.h``) take the
+lean walk ``pcs/engine/_seqpol.c`` instead (:func:`policy_walk`): the same rules
+with only the hit counts kept, no second hierarchy's mechanism
+(``tests/engine/test_seqpol.py`` diffs it against ``run_sequential`` and the
+Python reference).
 The baseline is one C call over the whole trace (:func:`begin_sequential`), which
 releases the GIL when the hierarchy runs no Python code (``releases_gil``: no
 hosted Python policy, no followed clock): the runner starts it on a worker
@@ -22,6 +28,7 @@ turn.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -33,7 +40,32 @@ from pcs.engine.engine import EngineResult
 from pcs.engine.ledger import ReplayLedger
 from pcs.trace.batches import as_batches
 
-__all__ = ["sequential_baseline", "begin_sequential", "baseline_from_scan"]
+__all__ = ["sequential_baseline", "begin_sequential", "baseline_from_scan", "policy_walk"]
+
+
+def policy_walk(hierarchy: Any) -> tuple | None:
+    """The arguments the lean walk (``pcs.engine._seqpol.run``) takes after the trace's arrays -- (policy names,
+    capacities in blocks, slru protected sizes in blocks), GPU then CPU -- when ``hierarchy`` is exactly what the walk
+    models: a :class:`pcs.cache.native.NativeHierarchy` of two tiers, each ``fifo`` or ``slru``, sharing one table
+    (write-back, no admission gate, retain pool or hosted policy: ``ps_open`` in
+    ``pcs/cache/_lruhier_polshare.h``), the walk built; else None (the hierarchy's own ``run_sequential`` runs).
+    A protected size is ``floor(protected_share x capacity)``, the rule of :class:`pcs.cache.policies.slru.SLRUPolicy`
+    (0 for fifo, unread)."""
+    h = getattr(hierarchy, "_h", None)
+    tiers = getattr(hierarchy, "tiers", ())
+    if h is None or hasattr(hierarchy, "groups") or getattr(hierarchy, "write_through", True) or len(tiers) != 2:
+        return None
+    names = tuple(t.policy.name for t in tiers)
+    if any(n not in ("fifo", "slru") for n in names) or not h.shared_table():
+        return None
+    try:
+        from pcs.engine import _seqpol  # noqa: F401  (the walk built)
+    except ImportError:
+        return None
+    caps = tuple(int(t.capacity_blocks) for t in tiers)
+    prot = tuple(math.floor(float(t.policy.protected_share) * c) if n == "slru" else 0
+                 for t, n, c in zip(tiers, names, caps))
+    return names, caps, prot
 
 
 def sequential_baseline(source: Any, hierarchy: Any, rules: BlockRules) -> EngineResult:
@@ -57,13 +89,15 @@ def sequential_baseline(source: Any, hierarchy: Any, rules: BlockRules) -> Engin
     return begin_sequential(source, hierarchy, rules, Beside(False))()
 
 
-def begin_sequential(source: Any, hierarchy: Any, rules: BlockRules, beside: Beside) -> Callable[[], EngineResult]:
+def begin_sequential(source: Any, hierarchy: Any, rules: BlockRules, beside: Beside,
+                     lean: bool = True) -> Callable[[], EngineResult]:
     """Start :func:`sequential_baseline`: the whole trace in one ``run_sequential`` call of ``hierarchy`` (a fresh
     :class:`pcs.cache.native.NativeHierarchy` or :class:`pcs.cache.nativegroups.NativeGroupHierarchy`), on
     ``beside``'s worker thread when ``beside`` is threaded and the call releases the GIL (``releases_gil``: the
     caller's step loop runs meanwhile, ``pcs/cache/_lruhier.c``, ``pcs/cache/_grouphier.c``), else now on this
     thread, its errors raised here. The same requests in the same order as one call per batch, so the result is
-    the same (``tests/engine/test_seqbase.py``).
+    the same (``tests/engine/test_seqbase.py``). With ``lean`` (the default) a hierarchy :func:`policy_walk` takes
+    runs the lean walk instead of its ``run_sequential`` (the same hit counts; the hierarchy stays empty).
 
     Returns:
         the call that waits for the baseline and gives its :class:`EngineResult` (as
@@ -76,13 +110,18 @@ def begin_sequential(source: Any, hierarchy: Any, rules: BlockRules, beside: Bes
     48 B per request) until the call returned has run.
     """
     parts, call = _whole_call(source, rules)
+    run, extra = hierarchy.run_sequential, ()
     if not hasattr(hierarchy, "groups"):
         call = call[:5]                 # NativeHierarchy.run_sequential: hashes, offsets, cacheable, max_hit, out
+        walk = policy_walk(hierarchy) if lean else None
+        if walk is not None:
+            from pcs.engine import _seqpol
+            run, extra = _seqpol.run, walk          # releases the GIL, as run_sequential here
     if not (beside.threaded and getattr(hierarchy, "releases_gil", False)):
-        hierarchy.run_sequential(*call)
+        run(*call, *extra)
         res = _result(hierarchy, parts, call)
         return lambda: res
-    beside.start(hierarchy.run_sequential, *call)
+    beside.start(run, *call, *extra)
 
     def result() -> EngineResult:
         beside.join()
