@@ -434,8 +434,9 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
         table = load_hardware_file(kw["hardware_file"])
     tier_policies = _pairs(kw["tier_policy"], "tier policy", "--tier-policy")
     refuse_inapplicable(kw)
-    from pcs.cli.tiernames import check_tier_names
+    from pcs.cli.tiernames import check_tier_names, refuse_tier_lists
 
+    refuse_tier_lists(kw.get("tiers") or ())
     check_tier_names(kw.get("tiers") or (), kw["link"])
     from pcs.blocks import BlockRules
 
