@@ -41,3 +41,37 @@ def test_a_comma_list_given_to_tier_points_at_repeating_it_and_at_tiers(cmd):
                                  "--tier gpu=200GB,cpu=1TB", "one tier per --tier",
                                  "--tier gpu=200GB --tier cpu=1TB", "--tiers")
     assert "bad tier size" not in line
+
+
+# -- pcs report given a trace -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("trace, kind", [("traces/sample_chat.jsonl", "a trace"),
+                                         ("traces/formats/vllm_kv_events_9.jsonl", "a trace"),
+                                         ("traces/formats/openai_chat_4.jsonl", "a trace"),
+                                         ("traces/formats/azure2023_conv_8.csv", "a CSV trace"),
+                                         ("traces/formats/burstgpt1_4.csv", "a CSV trace")])
+def test_report_given_a_trace_says_replay_it_first(trace, kind, tmp_path):
+    assert_one_line_error(invoke("report", trace, "-o", tmp_path / "x.html"),
+                          f"{trace}: {kind}, not pcs JSON: replay it with --format json first")
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_report_given_a_one_request_trace_or_a_parquet_trace(tmp_path):
+    line = open("traces/sample_chat.jsonl").readline()
+    (tmp_path / "one.jsonl").write_text(line)            # one line: a single object, but a request's keys
+    assert_one_line_error(invoke("report", tmp_path / "one.jsonl", "-o", tmp_path / "x.html"), "a trace, not pcs JSON")
+    (tmp_path / "t.parquet").write_bytes(b"PAR1" + b"\0" * 16 + b"PAR1")   # the magic is all the check reads
+    assert_one_line_error(invoke("report", tmp_path / "t.parquet", "-o", tmp_path / "x.html"),
+                          "a Parquet trace, not pcs JSON")
+
+
+def test_report_still_reads_pcs_json_on_one_line(tmp_path):
+    import json
+
+    d = invoke_json("replay", "--timing", "sequential")
+    (tmp_path / "run.json").write_text(json.dumps(d))          # one line, as a user's re-dump would be
+    r = invoke("report", tmp_path / "run.json", "-o", tmp_path / "x.html", "--no-curve", "-q")
+    assert r.exit_code == 0, r.output
+    (tmp_path / "other.json").write_text('{"a": 1}\n')          # not a trace: the old message stands
+    assert_one_line_error(invoke("report", tmp_path / "other.json", "-o", tmp_path / "x.html"),
+                          "not the JSON of pcs replay")
