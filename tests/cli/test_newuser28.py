@@ -75,3 +75,37 @@ def test_report_still_reads_pcs_json_on_one_line(tmp_path):
     (tmp_path / "other.json").write_text('{"a": 1}\n')          # not a trace: the old message stands
     assert_one_line_error(invoke("report", tmp_path / "other.json", "-o", tmp_path / "x.html"),
                           "not the JSON of pcs replay")
+
+
+# -- trace outputs: the suffix picks Parquet only; pcs writes no CSV -------------------------------------------------
+
+@pytest.mark.parametrize("cmd", [("trace", "convert", "traces/sample_chat.jsonl"),
+                                 ("trace", "transform", "traces/sample_chat.jsonl", "--speed", "2"),
+                                 ("trace", "synth", "--requests", "5")])
+@pytest.mark.parametrize("name", ["out.csv", "OUT.TSV", "out.csv.gz"])
+def test_a_csv_output_name_is_refused_without_to(cmd, name, tmp_path):
+    out = tmp_path / name
+    args = [*cmd[:2], *([cmd[2]] if cmd[1] != "synth" else []), out, *cmd[3 if cmd[1] != "synth" else 2:]]
+    assert_one_line_error(invoke(*args, "-q"), f"OUT {out}", "pcs writes no", "--to mooncake")
+    assert not out.exists()
+
+
+def test_to_mooncake_writes_jsonl_under_a_csv_name(tmp_path):
+    import json
+
+    out = tmp_path / "out.csv"
+    r = invoke("trace", "convert", "traces/sample_chat.jsonl", out, "--to", "mooncake", "-q")
+    assert r.exit_code == 0, r.output
+    first = json.loads(out.read_text().splitlines()[0])         # JSONL, as asked, the sample's first request
+    assert first == json.loads(open("traces/sample_chat.jsonl").readline())
+
+
+def test_convert_help_and_the_traces_doc_say_parquet_is_uncompressed():
+    text = " ".join(invoke("trace", "convert", "--help").stdout.split())
+    assert "Parquet is written uncompressed" in text and "23 % fewer instructions" in text
+    assert "*.csv or *.tsv name needs --to" in text
+    doc = " ".join(open("docs/traces.md").read().split())
+    assert "Parquet is written **uncompressed**" in doc and "23 % fewer instructions" in doc
+    assert 1 - 180.6 / 234.0 == pytest.approx(0.23, abs=0.005)     # the read's figures the two quote
+    assert 7.36 / 2.09 == pytest.approx(3.5, abs=0.05) and 798 / 232 == pytest.approx(3.4, abs=0.05)
+    assert 34 / 7.36 == pytest.approx(4.6, abs=0.05) and 3.03e6 / 798e3 == pytest.approx(3.8, abs=0.05)
