@@ -168,7 +168,9 @@ def _tier_options(policy_multiple: bool) -> list:
         click.option("--admit", "admit", multiple=True, callback=_check_admit, metavar="TIER=KIND[:ARGS]",
                      help="Admission policy of a tier, repeatable (pcs policies lists them): cpu=reuse:2 (store "
                           "on the 2nd use), cpu=selective:2 (blocks hit twice), cpu=tinylfu, "
-                          "gpu=retain:tokens=0-4096,duration=60 (keep a token range longer); single-instance "
+                          "gpu=retain:tokens=0-4096,duration=60s (keep a token range longer; duration takes "
+                          "any duration unit, 1min, 500ms, and a plain number is seconds, as it always was); "
+                          "single-instance "
                           "replays only (refused with --instances/--router)"
                           + ("; in pcs compare each value is one variant (join items with +; none = no "
                              "admission)." if policy_multiple else ".")),

@@ -109,3 +109,60 @@ def test_convert_help_and_the_traces_doc_say_parquet_is_uncompressed():
     assert 1 - 180.6 / 234.0 == pytest.approx(0.23, abs=0.005)     # the read's figures the two quote
     assert 7.36 / 2.09 == pytest.approx(3.5, abs=0.05) and 798 / 232 == pytest.approx(3.4, abs=0.05)
     assert 34 / 7.36 == pytest.approx(4.6, abs=0.05) and 3.03e6 / 798e3 == pytest.approx(3.8, abs=0.05)
+
+
+# -- retain's duration= reads units as every duration option -------------------------------------------------------
+
+
+
+@pytest.mark.parametrize("text, seconds", [("60s", 60.0), ("1min", 60.0), ("2minutes", 120.0), ("500ms", 0.5),
+                                           ("0.5h", 1800.0), ("60", 60.0), ("0.25", 0.25)])
+def test_retain_duration_takes_the_duration_units_and_a_plain_number_is_seconds(text, seconds):
+    from pcs.cache.admission_retention import _duration_s
+    from pcs.cache.admission import parse_admission
+
+    value = parse_admission(f"retain:tokens=0-4096,duration={text}")[1]["duration"]
+    assert _duration_s(value) == seconds
+
+
+def test_retain_duration_spellings_give_one_run():
+    runs = [invoke_json("replay", "--admit", f"gpu=retain:tokens=0-4096,duration={d}", "--timing", "sequential")
+            for d in ("60s", "1min", "60")]
+    assert runs[0]["hit_ratio"] == runs[1]["hit_ratio"] == runs[2]["hit_ratio"]
+
+
+@pytest.mark.parametrize("text, needle", [("60x", "unknown unit 'x'"), ("1m", "unknown unit 'm'"),
+                                          ("-5s", "must not be negative"), ("0s", "must be > 0"),
+                                          ("0", "must be > 0")])
+def test_retain_duration_refusals_name_the_option_and_the_rule(text, needle):
+    assert_one_line_error(invoke("replay", "--admit", f"gpu=retain:tokens=0-4096,duration={text}"),
+                          f"duration={text}", needle)
+
+
+# -- compare's notes name the variant they describe ------------------------------------------------------------------
+
+def test_variant_notes_once_when_shared_else_one_per_variant_that_has_it():
+    from types import SimpleNamespace as NS
+
+    from pcs.report.compare import variant_notes
+
+    res = NS(variants=[NS(variant="a", summary=NS(notes=["shared", "busy 58 of 59"])),
+                       NS(variant="b", summary=NS(notes=["shared", "over HBM", "busy 30 of 31"])),
+                       NS(variant="c", summary=NS(notes=["shared", "over HBM"])),
+                       NS(variant="d", summary=None)])
+    assert variant_notes(res) == ("a: shared", "a: busy 58 of 59", "b: shared", "b: over HBM", "b: busy 30 of 31",
+                                  "c: shared", "c: over HBM")
+    res.variants.pop()                                    # without the summary-less variant, "shared" is everyone's
+    assert variant_notes(res) == ("shared", "a: busy 58 of 59", "b: over HBM", "b: busy 30 of 31", "c: over HBM")
+
+
+def test_compare_names_the_variant_whose_gpu_tier_is_above_the_deployment():
+    # gpu=auto is the deployment's own size (398.05 GB), so only 5000 blocks x 167,772,160 B = 838.86 GB exceeds it
+    assert 5000 * BLOCK == 838_860_800_000
+    r = invoke("compare", "--tiers", "gpu=auto,cpu=1TB", "--tiers", "gpu=5000blocks", "--timing", "sequential")
+    assert r.exit_code == 0, r.output
+    over = [ln for ln in r.stdout.splitlines() if "more than this deployment leaves for KV" in ln]
+    assert over == [ln for ln in over if ln.startswith("note: lru gpu=5000blocks: the GPU tier (838.86 GB)")]
+    assert len(over) == 1
+    defaults = [ln for ln in r.stdout.splitlines() if ln.startswith("note: defaults: model llama-2-70b")]
+    assert len(defaults) == 1                              # a note both variants have: once, unlabelled
