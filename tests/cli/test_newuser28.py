@@ -166,3 +166,29 @@ def test_compare_names_the_variant_whose_gpu_tier_is_above_the_deployment():
     assert len(over) == 1
     defaults = [ln for ln in r.stdout.splitlines() if ln.startswith("note: defaults: model llama-2-70b")]
     assert len(defaults) == 1                              # a note both variants have: once, unlabelled
+
+
+# -- the curve chart's caption names only what is drawn ---------------------------------------------------------------
+
+def test_curve_caption_names_the_run_marks_only_when_drawn():
+    from pcs.report.htmlcharts import curve_caption
+
+    knees = [{"label": "50 %"}, {"label": "90 %"}, {"label": "99 %"}]
+    alone = curve_caption(True, 0, True, knees, [])
+    assert alone == ("LRU from one pass over the trace (every capacity), Belady where computed, the single-sequence "
+                     "ceiling; circles mark where LRU reaches 50/90/99 % of the ceiling.")
+    lines = curve_caption(True, 0, True, knees, [{"label": "gpu", "capacity_blocks": 1192}])
+    assert lines.endswith("; vertical lines are the run's capacities (GPU tier, all tiers).")
+    square = curve_caption(True, 0, True, knees, [{"label": "gpu", "capacity_blocks": 1192, "hit_ratio": 0.3}])
+    assert square.endswith("(GPU tier, all tiers) and the square the run's real hit ratio.")
+    assert curve_caption(False, 15, False, [], [{"label": "gpu", "capacity_blocks": 0}]) == (
+        "LRU at the curve's 15 capacities and knees (exact there, straight between: a curve JSON holds no more), "
+        "the single-sequence ceiling.")                   # a 0-block mark is not drawn (log axis), so not named
+
+
+def test_the_curve_page_without_a_replay_names_no_run_marks(tmp_path):
+    r = invoke("curve", "traces/sample_chat.jsonl", "--model", "llama-3.1-8b", "--html", tmp_path / "c.html", "-q")
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "c.html").read_text()
+    assert "circles mark where LRU reaches" in page
+    assert "vertical lines" not in page and "the square" not in page
