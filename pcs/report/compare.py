@@ -15,7 +15,7 @@ from pcs.report.replay import (CEILING_LABEL, CEILING_MEANING, REAL_LABEL, WHOLE
 from pcs.report.table import render_table, shown_path
 from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points
 
-__all__ = ["render_compare", "variant_notes", "ROWS"]
+__all__ = ["render_compare", "variant_notes", "capacity_text", "ROWS"]
 
 
 def _pts(x: float) -> str:
@@ -62,10 +62,15 @@ def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
 
 
 def _capacity(t: Any) -> str:
-    """One tier's capacity as the replay's tier table prints it: ``199.98 GB = 1,192 blk`` (pages for a hybrid
-    model: the bytes per block come from the model, so a size given in blocks reads in bytes too)."""
-    return (f"{format_bytes(t.capacity_bytes)} = {format_count(t.capacity_blocks)} "
-            f"{'pages' if t.blocks_unit == 'page' else 'blk'}")
+    """One tier's capacity as the replay's tier table prints it (:func:`capacity_text`)."""
+    return capacity_text(t.capacity_bytes, t.capacity_blocks, t.blocks_unit == "page")
+
+
+def capacity_text(capacity_bytes: int, capacity_blocks: int, pages: bool) -> str:
+    """A tier's capacity as every compare table prints it: ``199.98 GB = 1,192 blk`` (decimal bytes beside the
+    whole blocks; ``pages`` for a hybrid model: the bytes per block come from the model, so a size given in
+    blocks reads in bytes too). The text table and the HTML one (from the JSON's ``tier_capacities``) both."""
+    return f"{format_bytes(capacity_bytes)} = {format_count(capacity_blocks)} {'pages' if pages else 'blk'}"
 
 
 def _tier_rows(res: CompareResult) -> list[list[str]]:

@@ -192,3 +192,38 @@ def test_the_curve_page_without_a_replay_names_no_run_marks(tmp_path):
     page = (tmp_path / "c.html").read_text()
     assert "circles mark where LRU reaches" in page
     assert "vertical lines" not in page and "the square" not in page
+
+
+# -- the HTML compare table gives tiers in bytes beside blocks, as the text table -----------------------------------
+
+def _tier_cells(table):
+    return {r[0]["text"]: [c["text"] for c in r[1:]] for r in table["rows"] if r[0]["text"].startswith("tier")}
+
+
+def test_html_compare_table_gives_bytes_beside_blocks_from_tier_capacities():
+    from pcs.report.htmltables import compare_table
+
+    d = invoke_json("compare", "--tiers", "gpu=200GB,cpu=1TB", "--tiers", "gpu=5000blocks", "--timing", "sequential")
+    assert _tier_cells(compare_table(d)) == {
+        "tier gpu": ["199.98 GB = 1,192 blk", "838.86 GB = 5,000 blk"],     # 5000 x 167,772,160 = 838,860,800,000 B
+        "tier cpu": ["999.92 GB = 5,960 blk", "-"]}                         # the second list has no cpu tier
+    for v in d["variants"]:
+        del v["tier_capacities"]                     # a compare JSON written before they were added: the tiers text
+    assert _tier_cells(compare_table(d)) == {"tiers": ["gpu=1192blocks cpu=5960blocks", "gpu=5000blocks"]}
+
+
+def test_compare_html_and_report_of_its_json_show_the_text_tables_tier_cells(tmp_path):
+    import json
+
+    args = ("compare", "--policy", "lru", "--policy", "fifo", "--tier", "gpu=200GB", "--tier", "cpu=1TB",
+            "--timing", "sequential", "-q")
+    assert invoke(*args, "--html", tmp_path / "c.html").exit_code == 0
+    (tmp_path / "c.json").write_text(json.dumps(invoke_json(*args[:-1])))
+    assert invoke("report", tmp_path / "c.json", "-o", tmp_path / "r.html", "-q").exit_code == 0
+    row = ('<tr><td class="">tier gpu</td><td class="">199.98 GB = 1,192 blk</td>'
+           '<td class="">199.98 GB = 1,192 blk</td></tr>')
+    for page in ("c.html", "r.html"):
+        text = (tmp_path / page).read_text()
+        assert row in text and "999.92 GB = 5,960 blk" in text and ">gpu=1192blocks cpu=5960blocks<" not in text
+    csv = invoke(*args, "--format", "csv", "--html", tmp_path / "d.html")     # the page's extra key stays off CSV
+    assert csv.exit_code == 0 and "tier_capacities" not in csv.stdout
