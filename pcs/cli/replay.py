@@ -530,7 +530,7 @@ _REPLAY_MODULES = ("pcs.engine.api", "pcs.engine.deployment", "pcs.engine.schedu
                    "pcs.cache.admission_retention", "pcs.model.presets", "pcs.model.deploy", "pcs.model.footprint",
                    "pcs.model.parallel", "pcs.trace.jsonfast",
                    "pcs.trace.reblock", "pcs.trace.pathcheck", "pcs.trace.hashids", "pcs.extras", "pcs.report.replay",
-                   "pcs.report.tiercheck")
+                   "pcs.report.tiercheck", "pcs.cli.tiernames")
 
 
 @command("replay", twins=True, preload=_REPLAY_MODULES)
