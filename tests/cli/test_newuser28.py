@@ -227,3 +227,12 @@ def test_compare_html_and_report_of_its_json_show_the_text_tables_tier_cells(tmp
         assert row in text and "999.92 GB = 5,960 blk" in text and ">gpu=1192blocks cpu=5960blocks<" not in text
     csv = invoke(*args, "--format", "csv", "--html", tmp_path / "d.html")     # the page's extra key stays off CSV
     assert csv.exit_code == 0 and "tier_capacities" not in csv.stdout
+
+
+def test_compare_saturation_notes_each_lead_with_their_variant():
+    # modeled timing, the default llama-2-70b on 8 H100s: the sample saturates the instance under either tier list
+    # (newuser28 #5 saw one note for two saturated variants); each has its own bins, so each note names its variant
+    r = invoke("compare", "--tiers", "gpu=auto,cpu=1TB", "--tiers", "gpu=5000blocks")
+    assert r.exit_code == 0, r.output
+    busy = [ln for ln in r.stdout.splitlines() if "was busy >= 99 %" in ln]
+    assert [ln.split(": the instance", 1)[0] for ln in busy] == ["note: lru gpu=auto cpu=1TB", "note: lru gpu=5000blocks"]
