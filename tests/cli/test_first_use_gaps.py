@@ -1,4 +1,4 @@
-"""The new user's findings of round 28, each checked against the rule it follows.
+"""Gaps a first user of the README met, each checked against the rule it follows.
 
 Block arithmetic, worked by hand: llama-2-70b fp16 at block 512 (the default model and block) is 80 layers x 8 KV
 heads x 128 x 2 (K, V) x 2 B x 512 tokens = 167,772,160 B per block; 200 GB holds floor(200e9 / 167,772,160) =
@@ -231,7 +231,7 @@ def test_compare_html_and_report_of_its_json_show_the_text_tables_tier_cells(tmp
 
 def test_compare_saturation_notes_each_lead_with_their_variant():
     # modeled timing, the default llama-2-70b on 8 H100s: the sample saturates the instance under either tier list
-    # (newuser28 #5 saw one note for two saturated variants); each has its own bins, so each note names its variant
+    # (one note used to stand for both); each has its own bins, so each note names its variant
     r = invoke("compare", "--tiers", "gpu=auto,cpu=1TB", "--tiers", "gpu=5000blocks")
     assert r.exit_code == 0, r.output
     busy = [ln for ln in r.stdout.splitlines() if "was busy >= 99 %" in ln]
