@@ -354,7 +354,11 @@ def require_unit(text: str | None, option: str, kind: str, shown: str | None = N
     return text
 
 
-_BLOCKS = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*blocks?\s*$", re.IGNORECASE | re.ASCII)
+#: The spellings of a block count's unit, in any case: ``blocks``, ``block`` and ``blk`` (as the tables print
+#: ``1,192 blk``); one rule for every parser of a capacity (:func:`parse_capacity`).
+BLOCK_UNIT = r"(?:blocks?|blk)"
+_BLOCKS = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*" + BLOCK_UNIT + r"\s*$",
+                     re.IGNORECASE | re.ASCII)
 _CAP_HELP = "a size with a unit (400GB, 1.5TiB) or a block count (5000blocks)"
 
 
@@ -411,7 +415,7 @@ def capacity_to_blocks(size_bytes: int | None, blocks: int | None, block_bytes: 
 def parse_capacity(text: str | int) -> Capacity:
     """Parse a capacity: a size with a unit or ``N blocks``; a plain number other than 0 is refused.
 
-    ``"400GB"`` -> 400e9 bytes, ``"5000blocks"`` (or ``5000 block``) -> 5000
+    ``"400GB"`` -> 400e9 bytes, ``"5000blocks"`` (or ``5000 block``, ``5000blk``) -> 5000
     blocks, ``"0"`` -> 0 blocks. A plain ``400`` is refused naming the two
     spellings that work (``400GB or 400blocks``): it used to mean bytes in
     one command and blocks in another (docs/semantics.md §16).

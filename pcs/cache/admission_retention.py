@@ -52,12 +52,36 @@ def _token_range(text: Any) -> tuple[int, int]:
     return lo, hi
 
 
+def _duration_s(value: Any) -> float:
+    """``duration=`` in seconds: a duration with a unit as every duration option takes it (``60s``, ``1min``,
+    ``2 minutes``, ``500ms``: :func:`pcs.units.parse_duration`), or a plain number, which is seconds (the key's
+    unit since it was added, ``duration=S``, and the Python API's rule for a plain time, docs/semantics.md §16).
+
+    Raises:
+        UserError: not a duration (the units' message: an unknown unit, a negative duration ...), or not > 0.
+    """
+    from pcs.units import parse_duration
+
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise UserError(f"admission retain: duration must be > 0 seconds (60s, 1min, or 60 for seconds), "
+                        f"got {value!r}")
+    try:
+        seconds = parse_duration(value)
+    except UserError as exc:
+        raise UserError(f"admission retain: duration={value}: {exc}") from None
+    if not seconds > 0:
+        raise UserError(f"admission retain: duration must be > 0 seconds (60s, 1min, or 60 for seconds), "
+                        f"got {value!r}")
+    return seconds
+
+
 class RetentionAdmission(AdmissionPolicy):
     """Retention of a token range for a duration (admits every block; wraps the tier's policy).
 
     Args:
         tokens: ``"A-B"``, prompt tokens [A, B) (default the first 4096).
-        duration: seconds a released block of the range stays retained (> 0).
+        duration: how long a released block of the range stays retained (> 0): a duration with a unit
+            (``"60s"``, ``"1min"``, ``"500ms"``, as every duration option), or a plain number of seconds.
         context: the trace context (depth, block size, arrivals, clock).
     Raises:
         UserError: a bad range or duration, or no trace context.
@@ -68,14 +92,13 @@ class RetentionAdmission(AdmissionPolicy):
     summary = "keep blocks of a token range (system prompt) until the others are gone, for a duration"
     source = "TensorRT-LLM KvCacheRetentionConfig / TokenRangeRetentionConfig"
 
-    def __init__(self, tokens: str = "0-4096", duration: float = 60.0, context: Any = None) -> None:
+    def __init__(self, tokens: str = "0-4096", duration: float | str = 60.0, context: Any = None) -> None:
         self.lo, self.hi = _token_range(tokens)
-        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not duration > 0:
-            raise UserError(f"admission retain: duration must be > 0 seconds, got {duration!r}")
+        duration = _duration_s(duration)
         if context is None or context.oracle is None:
             raise UserError("admission retain reads block positions and arrival times: it needs the trace "
                              "context (pcs.replay builds one)")
-        self.duration_s = float(duration)
+        self.duration_s = duration
         self.context = context
 
     def wrap(self, policy: EvictionPolicy) -> "RetainingPolicy":

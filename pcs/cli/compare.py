@@ -83,9 +83,9 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
                           **dict(replay_kwargs, tiers=list(kw["tiers"]) or None))
     payload = res.to_dict()
     notes = with_trace_notes(payload, trace, fmt, kw["quiet"]) + _tier_notes(res, payload, fmt, kw["quiet"])
-    write_outputs(html_path, plot_dir, [payload])
     if fmt == "json":
         add_tier_capacities(res, payload)
+    write_outputs(html_path, plot_dir, [payload if fmt == "json" else _with_tier_capacities(res, payload)])
     emit(payload, fmt, lambda: "\n".join([render_compare(res)] + [f"note: {n}" for n in notes]), rows_key="variants")
 
 
@@ -98,6 +98,14 @@ def add_tier_capacities(res: Any, payload: dict[str, Any]) -> None:
         if v.summary is not None:
             row["tier_capacities"] = {t.name: {"capacity_blocks": t.capacity_blocks,
                                                "capacity_bytes": t.capacity_bytes} for t in v.summary.tiers}
+
+
+def _with_tier_capacities(res: Any, payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` with each variant's ``tier_capacities`` (:func:`add_tier_capacities`), for the HTML page's tier
+    rows (bytes beside blocks, as the text table and the JSON), leaving the table's and CSV's rows as they are."""
+    page = dict(payload, variants=[dict(v) for v in payload["variants"]])
+    add_tier_capacities(res, page)
+    return page
 
 
 def _tier_notes(res: Any, payload: dict[str, Any], fmt: str, quiet: bool) -> tuple[str, ...]:

@@ -204,3 +204,30 @@ def check_command_files(ctx: click.Context) -> None:
             note = preset_clash_note(ctx.params[p.name])
             if note:
                 click.echo(f"pcs: note: {note}", err=True)
+
+
+#: Suffixes of trace formats pcs reads but never writes (``pcs.trace.convert.OUT_FORMATS`` has no CSV).
+_UNWRITTEN_SUFFIXES = (".csv", ".tsv")
+
+
+def refuse_unwritten_format(out_path: Any, out_format: str | None, option: str = "OUT") -> None:
+    """Refuse a trace output named ``*.csv`` or ``*.tsv`` (``.gz`` aside) with no ``--to``.
+
+    The suffix picks the format only for ``*.parquet`` (``--to``'s default: "parquet for *.parquet, else
+    mooncake"), so ``out.csv`` would be Mooncake JSONL under a CSV name; pcs writes no CSV trace, so the name
+    is refused rather than written in another format. ``--to mooncake`` (or bailian, parquet) writes that
+    format under any name, as asked.
+
+    Args:
+        out_path: the output path as given; out_format: ``--to``, or None; option: the argument for messages.
+    Raises:
+        UserError: naming the output, the formats pcs writes and the two ways on.
+    """
+    from pcs.errors import UserError
+
+    name = str(out_path).lower().removesuffix(".gz")
+    suffix = next((s for s in _UNWRITTEN_SUFFIXES if name.endswith(s)), None)
+    if out_format is None and suffix is not None:
+        raise UserError(f"{option} {out_path}: pcs writes no {suffix[1:].upper()} trace (it writes Mooncake or "
+                        f"Bailian JSONL, or Parquet): name it .jsonl or .parquet, or give --to mooncake to write "
+                        f"JSONL under this name")

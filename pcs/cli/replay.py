@@ -150,8 +150,9 @@ def _tier_options(policy_multiple: bool) -> list:
                    + (" (repeat to compare)." if policy_multiple else "."))
     return [
         click.option("--tier", "tiers", multiple=True,
-                     help="A tier NAME=SIZE, GPU first, repeatable: gpu=400GB, cpu=2TB, ssd=30TB or "
-                          "gpu=5000blocks (0 allowed; a plain number is refused: 400GB or 400blocks?; a hybrid model's block is the "
+                     help="A tier NAME=SIZE, GPU first, one per --tier (repeat it: --tier gpu=400GB --tier "
+                          "cpu=2TB): gpu=400GB, cpu=2TB, ssd=30TB or gpu=5000blocks (or 5000blk; 0 allowed; a "
+                          "plain number is refused: 400GB or 400blocks?; a hybrid model's block is the "
                           "one pcs deploy counts, its pages x page bytes, padding included). gpu=auto (GPU tier only) "
                           "sizes it from the deployment: GPUs x (HBM x 0.9 - weights per GPU - 5 GB reserve), as pcs "
                           "deploy prints. Default: gpu=auto and cpu=2TB. Names: the first tier is the GPU tier, "
@@ -168,7 +169,9 @@ def _tier_options(policy_multiple: bool) -> list:
         click.option("--admit", "admit", multiple=True, callback=_check_admit, metavar="TIER=KIND[:ARGS]",
                      help="Admission policy of a tier, repeatable (pcs policies lists them): cpu=reuse:2 (store "
                           "on the 2nd use), cpu=selective:2 (blocks hit twice), cpu=tinylfu, "
-                          "gpu=retain:tokens=0-4096,duration=60 (keep a token range longer); single-instance "
+                          "gpu=retain:tokens=0-4096,duration=60s (keep a token range longer; duration takes "
+                          "any duration unit, 1min, 500ms, and a plain number is seconds, as it always was); "
+                          "single-instance "
                           "replays only (refused with --instances/--router)"
                           + ("; in pcs compare each value is one variant (join items with +; none = no "
                              "admission)." if policy_multiple else ".")),
@@ -434,8 +437,9 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
         table = load_hardware_file(kw["hardware_file"])
     tier_policies = _pairs(kw["tier_policy"], "tier policy", "--tier-policy")
     refuse_inapplicable(kw)
-    from pcs.cli.tiernames import check_tier_names
+    from pcs.cli.tiernames import check_tier_names, refuse_tier_lists
 
+    refuse_tier_lists(kw.get("tiers") or ())
     check_tier_names(kw.get("tiers") or (), kw["link"])
     from pcs.blocks import BlockRules
 
@@ -527,7 +531,7 @@ _REPLAY_MODULES = ("pcs.engine.api", "pcs.engine.deployment", "pcs.engine.schedu
                    "pcs.cache.admission_retention", "pcs.model.presets", "pcs.model.deploy", "pcs.model.footprint",
                    "pcs.model.parallel", "pcs.trace.jsonfast",
                    "pcs.trace.reblock", "pcs.trace.pathcheck", "pcs.trace.hashids", "pcs.extras", "pcs.report.replay",
-                   "pcs.report.tiercheck")
+                   "pcs.report.tiercheck", "pcs.cli.tiernames")
 
 
 @command("replay", twins=True, preload=_REPLAY_MODULES)

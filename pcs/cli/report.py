@@ -186,12 +186,55 @@ def _checked_trace(run: dict, changed: str, quiet: bool) -> str | None:
     return recorded["path"]
 
 
+#: Keys of a trace's request line (Mooncake ``hash_ids``/``input_length``, the token format's ``token_ids``, a
+#: chat request's ``messages``), none of which a pcs JSON document has at its top level.
+_TRACE_KEYS = ("hash_ids", "input_length", "token_ids", "messages")
+
+
+def _refuse_trace(path: str) -> None:
+    """Refuse a trace given to ``pcs report`` in one line, before the JSON reader calls it "not JSON".
+
+    A trace is a Parquet file (its ``PAR1`` magic), a CSV trace (an Azure or BurstGPT header, ``timestamp,...``
+    in any case) or JSON Lines: a first line that is a request (a key of :data:`_TRACE_KEYS`), or two lines that
+    are each an object (vLLM's KV events). A pcs JSON document is one object, indented or on one line, never a
+    line per request (docs/json.md).
+
+    Raises:
+        UserError: ``PATH: a trace, not pcs JSON: replay it with --format json first``, with the command.
+    """
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    lines = [ln for ln in head.lstrip().split(b"\n")[:2] if ln.strip()]
+    objs = [_json_object(ln) for ln in lines]
+    kind = None
+    if head.startswith(b"PAR1"):
+        kind = "a Parquet trace"
+    elif lines and lines[0].lower().startswith(b"timestamp,"):
+        kind = "a CSV trace"
+    elif objs and objs[0] is not None and (any(k in objs[0] for k in _TRACE_KEYS)
+                                           or len(objs) == 2 and objs[1] is not None):
+        kind = "a trace"
+    if kind is not None:
+        raise UserError(f"{path}: {kind}, not pcs JSON: replay it with --format json first "
+                        f"(pcs replay {path} --format json > run.json; then pcs report run.json)")
+
+
+def _json_object(line: bytes) -> dict | None:
+    """``line`` as a JSON object, or None (not JSON, not an object, or cut at the 64 KiB read)."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
 def _read_payload(path: str) -> dict:
     from pcs.report.htmlpage import check_replay_payload, payload_kind
     from pcs.report.payloadcheck import check_payload
     from pcs.trace.pathcheck import check_regular_file
 
     check_regular_file(path)     # a FIFO would block the read until a writer came
+    _refuse_trace(path)
     try:
         payload = jsondepth.loads(Path(path).read_text(encoding="utf-8"))
     except jsondepth.TooDeepError as exc:

@@ -58,3 +58,22 @@ def check_tier_names(tiers: Sequence[str], links: Sequence[str] = (), option: st
             if hint:                  # no close name: the API's message asks for the link
                 raise UserError(f"{shown}: unknown lower tier {name!r}; {hint}(known: {', '.join(TIER_LINKS)}; "
                                 f"a tier of your own names its link: links['{name}'] = '25GB/s')")
+
+
+def refuse_tier_lists(tiers: Sequence[str]) -> None:
+    """Refuse a ``--tier`` value holding a comma list (``gpu=200GB,cpu=1TB``): ``--tier`` takes one tier.
+
+    Args:
+        tiers: the ``--tier`` texts as given.
+    Raises:
+        UserError: naming the value, the repeated ``--tier`` that gives those tiers and compare's ``--tiers``,
+            which takes the comma list (one tier list per ``--tiers``); without it the size parser refused
+            ``200GB,cpu=1TB`` as a size.
+    """
+    for text in tiers:
+        name, eq, size = str(text).partition("=")
+        if eq and "," in size:
+            parts = [p.strip() for p in str(text).split(",") if p.strip()]
+            raise UserError(f"--tier {text}: one tier per --tier: write "
+                            f"{' '.join('--tier ' + p for p in parts)} (a comma list of tiers is "
+                            f"pcs compare's --tiers, one tier list to compare per --tiers)")

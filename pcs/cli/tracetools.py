@@ -157,7 +157,8 @@ def _large_output_note(requests: int, spec) -> None:
 @click.option("--seed", type=Int(0, MAX_SEED), default=0, show_default=True,
               help="Seed of sampling and of --tenant-mode split.")
 @click.option("--to", "out_format", type=Choice(["mooncake", "bailian", "parquet"]), default=None,
-              help="Output format; default parquet for *.parquet, else mooncake.")
+              help="Output format; default parquet for *.parquet, else mooncake; a *.csv or *.tsv name needs "
+                   "--to (pcs writes no CSV).")
 @trace_input_options
 @format_option
 @quiet_option
@@ -191,6 +192,9 @@ def transform_cmd(in_path, out_path, speed, tenants, tenant_mode, prefix_scale, 
     from pcs.outfile import check_outputs
 
     check_outputs({"OUT": out_path}, {"IN": in_path})
+    from pcs.cli.iofiles import refuse_unwritten_format
+
+    refuse_unwritten_format(out_path, out_format)
     t = open_from_options(in_path, trace_format, block_size, on_error, sort)
     with Progress(quiet, desc="reading", total=t.estimated_requests) as progress:
         before = concat_batches(list(counted(t, progress).iter_batches()), t.block_size)

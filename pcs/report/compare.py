@@ -15,7 +15,7 @@ from pcs.report.replay import (CEILING_LABEL, CEILING_MEANING, REAL_LABEL, WHOLE
 from pcs.report.table import render_table, shown_path
 from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points
 
-__all__ = ["render_compare", "ROWS"]
+__all__ = ["render_compare", "variant_notes", "capacity_text", "ROWS"]
 
 
 def _pts(x: float) -> str:
@@ -62,10 +62,15 @@ def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
 
 
 def _capacity(t: Any) -> str:
-    """One tier's capacity as the replay's tier table prints it: ``199.98 GB = 1,192 blk`` (pages for a hybrid
-    model: the bytes per block come from the model, so a size given in blocks reads in bytes too)."""
-    return (f"{format_bytes(t.capacity_bytes)} = {format_count(t.capacity_blocks)} "
-            f"{'pages' if t.blocks_unit == 'page' else 'blk'}")
+    """One tier's capacity as the replay's tier table prints it (:func:`capacity_text`)."""
+    return capacity_text(t.capacity_bytes, t.capacity_blocks, t.blocks_unit == "page")
+
+
+def capacity_text(capacity_bytes: int, capacity_blocks: int, pages: bool) -> str:
+    """A tier's capacity as every compare table prints it: ``199.98 GB = 1,192 blk`` (decimal bytes beside the
+    whole blocks; ``pages`` for a hybrid model: the bytes per block come from the model, so a size given in
+    blocks reads in bytes too). The text table and the HTML one (from the JSON's ``tier_capacities``) both."""
+    return f"{format_bytes(capacity_bytes)} = {format_count(capacity_blocks)} {'pages' if pages else 'blk'}"
 
 
 def _tier_rows(res: CompareResult) -> list[list[str]]:
@@ -105,15 +110,31 @@ def _curve_table(res: CompareResult) -> str:
 def render_compare(res: CompareResult) -> str:
     """The variants table and, with curve rows, the capacity table (one string).
 
-    The notes of the first variant's replay (defaults used) follow the
-    variants table.
+    The notes of the variants' replays (defaults used, saturation, a GPU
+    tier above the deployment's HBM ...) follow the variants table
+    (:func:`variant_notes`).
     """
-    first = res.variants[0].summary
-    text = _variants_table(res, first.notes if first is not None else ())
+    text = _variants_table(res, variant_notes(res))
     text += "\n\n" + _lens_tables(res)
     if res.curve is not None:
         text += "\n\n" + _curve_table(res)
     return text
+
+
+def variant_notes(res: CompareResult) -> tuple[str, ...]:
+    """The notes of every variant's replay, each once: a note every variant has as it stands; any other led by
+    the variant it describes (``lru+gpu=5000blocks: the instance was busy ...``), one per variant that has it,
+    in variant order -- the saturation of one tier list is not the other's, nor is one GPU tier's size.
+
+    Returns:
+        the notes, in the order first met (variants in table order, each variant's notes in its order).
+    """
+    per = [(v.variant, tuple(v.summary.notes) if v.summary is not None else ()) for v in res.variants]
+    out: dict[str, None] = {}
+    for label, notes in per:
+        for note in notes:
+            out.setdefault(note if all(note in ns for _, ns in per) else f"{label}: {note}")
+    return tuple(out)
 
 
 def _lens_tables(res: CompareResult) -> str:

@@ -272,11 +272,31 @@ def curve_chart(curve: dict, marks: Sequence[dict] = (), chart_id: str = "curve"
             if "x" in layer["encoding"] and "axis" not in layer["encoding"]["x"]:
                 layer["encoding"]["x"]["axis"] = None
     return Chart(chart_id, title, _spec(title, layers, datasets, **extra), series,
-                 ("LRU from one pass over the trace (every capacity)" if every else
-                  f"LRU at the curve's {len(dense)} capacities and knees (exact there, straight between: a curve "
-                  "JSON holds no more)") + ", Belady where computed, the single-sequence "
-                 "ceiling; circles mark where LRU reaches 50/90/99 % of the ceiling; vertical lines are the "
-                 "run's capacities (GPU tier, all tiers) and the square the run's real hit ratio.")
+                 curve_caption(every, len(dense), bool(bel), knees, marks))
+
+
+def curve_caption(every: bool, lru_points: int, belady: bool, knees: Sequence[dict], marks: Sequence[dict]) -> str:
+    """The curve chart's caption, naming only what :func:`curve_chart` draws: Belady when computed, the knee
+    circles when there are knees, and the run's capacity lines and real-hit square only with a run (a ``pcs curve``
+    page has no run: neither is drawn, so neither is named).
+
+    Args:
+        every: LRU drawn at every capacity (one pass) rather than at ``lru_points`` capacities of a curve JSON;
+        belady: a Belady point or line is drawn; knees: the knee points drawn (``label`` "50 %" ...);
+        marks: the run's capacities as given to :func:`curve_chart` (only those >= 1 block are drawn).
+    """
+    text = ("LRU from one pass over the trace (every capacity)" if every else
+            f"LRU at the curve's {lru_points} capacities and knees (exact there, straight between: a curve "
+            "JSON holds no more)") + (", Belady where computed" if belady else "") + ", the single-sequence ceiling"
+    if knees:
+        shares = "/".join(k["label"].removesuffix(" %") for k in knees)
+        text += f"; circles mark where LRU reaches {shares} % of the ceiling"
+    drawn = [m for m in marks if m["capacity_blocks"] >= 1]
+    if drawn:
+        text += "; vertical lines are the run's capacities (GPU tier, all tiers)"
+        if any(m.get("hit_ratio") is not None for m in drawn):
+            text += " and the square the run's real hit ratio"
+    return text + "."
 
 
 def _mark_layers(layers: list[dict], datasets: dict, marks: Sequence[dict], xs: dict) -> int:

@@ -171,7 +171,7 @@ def _metrics() -> list[tuple[str, str, Callable[[Any], str]]]:
 def compare_table(c: dict) -> dict:
     """One column per variant, one row per metric; the best cell of a row marked (:data:`BEST`)."""
     vs = c["variants"]
-    rows = [[cell("tiers")] + [cell(v["tiers"]) for v in vs]]
+    rows = _compare_tier_rows(vs)
     for label, key, fmt in _metrics():
         values = [v.get(key) for v in vs]
         if key == "gap_hybrid_rules" and all(x is None for x in values):
@@ -181,6 +181,30 @@ def compare_table(c: dict) -> dict:
                                      for i, x in enumerate(values)])
     return _table(f"{c['trace']} | {c['model']} | {c['timing']} timing", ["metric"] + [v["variant"] for v in vs],
                   rows, [MARKED_NOTE])
+
+
+def _compare_tier_rows(vs: Sequence[dict]) -> list[list[dict]]:
+    """The compare table's tier rows as the text table's (:func:`pcs.report.compare._tier_rows`): ``tier NAME``
+    rows, one per tier name in first-seen order, ``199.98 GB = 1,192 blk`` from each variant's
+    ``tier_capacities`` (pages for a hybrid model, whose variants carry a ``gap_hybrid_rules``), ``-`` where a
+    variant has no such tier; a variant without ``tier_capacities`` (a JSON written before they were added)
+    shows its ``tiers`` text in the first row, as a variant without a summary does in the text table."""
+    from pcs.report.compare import capacity_text
+
+    caps = [v.get("tier_capacities") or {} for v in vs]
+    names = list(dict.fromkeys(name for cap in caps for name in cap))
+    if not names:
+        return [[cell("tiers")] + [cell(v["tiers"]) for v in vs]]
+    rows = []
+    for i, name in enumerate(names):
+        cells = []
+        for v, cap in zip(vs, caps):
+            t = cap.get(name)
+            text = (capacity_text(t["capacity_bytes"], t["capacity_blocks"], v.get("gap_hybrid_rules") is not None)
+                    if t is not None else (v["tiers"] if not cap and i == 0 else "-"))
+            cells.append(cell(text))
+        rows.append([cell(f"tier {name}")] + cells)
+    return rows
 
 
 def _pts(x: float) -> str:
