@@ -277,9 +277,10 @@ def _duration_mult(unit: str, text) -> int:
     """Nanoseconds per ``unit`` (:data:`DURATION_UNITS`, in any case, but for the milliseconds' upper-case ``M``).
 
     Raises:
-        UserError: an unknown unit, listing the accepted ones; ``Ms``/``MS``/``Msec`` (mega in SI), naming ms and min.
+        UserError: an unknown unit, listing the accepted ones; the abbreviations ``Ms``/``MS``/``Msec`` (mega in SI),
+            naming ms and min (``Milliseconds`` spelled out is accepted in any case).
     """
-    if unit.startswith("M") and DURATION_UNITS.get(unit.lower()) == 10**6:
+    if unit.startswith("M") and unit.lower() in ("ms", "msec", "msecs"):   # "Milliseconds" spelled out is clear
         raise UserError(f"invalid duration {str(text)!r}: unit {unit!r} starts with an upper-case M (mega in SI); "
                          "write ms for milliseconds or min for minutes")
     mult = DURATION_UNITS.get(unit.lower())

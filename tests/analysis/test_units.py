@@ -105,3 +105,9 @@ def test_an_unknown_duration_unit_lists_what_is_accepted():
     assert "unknown unit 'fortnights'" in msg
     for unit in ("ns", "us (µs)", "ms", " s,", "min", " h,", "second(s)", "hr", "hour(s)", "minute(s)"):
         assert unit in msg
+
+
+@pytest.mark.parametrize("text", ["2 Milliseconds", "2 MILLISECONDS", "2 Millisecond", "2 milliseconds"])
+def test_milliseconds_spelled_out_in_any_case(text):
+    # only the abbreviations' upper-case M reads as mega; the spelled-out word is unambiguous: 2 ms = 0.002 s
+    assert units.parse_duration(text) == 0.002

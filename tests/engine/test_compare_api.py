@@ -76,6 +76,11 @@ def test_cli_json_and_csv_are_the_api_result():
     printed = json.loads(out.stdout)
     # the CLI adds "notes" about the trace (docs/json.md, "Keys pcs compare adds"): the bundled sample is synthetic
     assert any("prefix reuse is synthetic" in n for n in printed.pop("notes"))
+    # and each variant's "tier_capacities" (same section): the one 300-block GPU tier, in whole blocks of bytes
+    for row in printed["variants"]:
+        caps = row.pop("tier_capacities")
+        assert list(caps) == ["gpu"] and caps["gpu"]["capacity_blocks"] == 300
+        assert caps["gpu"]["capacity_bytes"] > 0 and caps["gpu"]["capacity_bytes"] % 300 == 0
     assert printed == json.loads(json.dumps(api.to_dict()))
     csv_lines = CliRunner().invoke(cli, args + ["--format", "csv"]).stdout.splitlines()
     assert csv_lines[0].startswith("variant,policy,tiers,hit_ratio,") and len(csv_lines) == 3

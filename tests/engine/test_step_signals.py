@@ -28,6 +28,9 @@ DRIVER = textwrap.dedent("""
     from pcs.engine import stepnative
     from pcs.engine.schedconfig import SchedulerConfig
 
+    # a test runner started in the background (nohup, CI) ignores SIGINT, and its children inherit that; a
+    # user's shell does not: Python's own Ctrl-C handler, as an interactive process has it
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     trace, interrupt = sys.argv[1], sys.argv[2] == "1"
     began = threading.Event()
     real = stepnative.NativeStepEngine.feed
