@@ -47,7 +47,8 @@ HELP = ("Compiled twins: auto (the compiled code when built; a configuration no 
 TWINS = {"stackdist": "pcs.curves._stackdist", "lruscan": "pcs.engine._lruscan", "lruhier": "pcs.cache._lruhier",
          "stepsched": "pcs.engine._stepsched", "statscan": "pcs.trace._statscan",
          "turns": "pcs.engine._turns", "prefill": "pcs.engine._prefill",
-         "grouphier": "pcs.cache._grouphier", "jsonrows": "pcs.trace._jsonrows", "route": "pcs.fleet._route"}
+         "grouphier": "pcs.cache._grouphier", "jsonrows": "pcs.trace._jsonrows", "route": "pcs.fleet._route",
+         "seqpol": "pcs.engine._seqpol"}
 
 #: twin name -> what runs slower without it. benchmarks/bench_native.py on the Mooncake trace (2 cores):
 #: curve 4.9x, sequential one-tier replay 5.1x, modeled two-tier replay 1.6x slower on the Python twins.
@@ -56,7 +57,8 @@ SLOWER = {"stackdist": "curves", "lruscan": "sequential one-tier replays",
           "stepsched": "default step-scheduler replays", "statscan": "pcs trace stats",
           "turns": "the next-turn search of step-scheduler replays", "prefill": "the prefill tables of modeled replays",
           "grouphier": "hybrid-model replays", "jsonrows": "Mooncake and Bailian JSONL reads",
-          "route": "fleet routing with the prefix, cache-aware and least-loaded routers"}
+          "route": "fleet routing with the prefix, cache-aware and least-loaded routers",
+          "seqpol": "the sequential baseline of two fifo / slru tiers"}
 
 _loaded: dict[str, ModuleType | None] = {}
 
