@@ -310,8 +310,22 @@ def _compare(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
     caps = _parse_capacities(kw["curve_capacities"], kw, trace_of().block_size) if kw["curve_capacities"] else None
     _, kwargs = replay_call_kwargs(kw, _PLACEHOLDER)
     sets = [[t for t in ts.split(",") if t.strip()] for ts in kw["tier_sets"]] or None
+    _check_tier_sets(sets or (), kw["link"])
     return dict(kwargs, policies=list(kw["policy"]) or None, tier_sets=sets, tiers=list(kw["tiers"]) or None,
                 curve_capacities=caps, admits=list(kw["admit"]) or None)
+
+
+def _check_tier_sets(sets: Any, links: Any) -> None:
+    """A compare plan's ``tiers`` lists under the tier-name rule ``pcs compare --tiers`` applies
+    (:func:`pcs.cli.tiernames.check_tier_names`), on the driver before any point runs, in the plan's words."""
+    from pcs.cli.common import option_names
+    from pcs.cli.tiernames import check_tier_names
+
+    try:
+        for one in sets:
+            check_tier_names(one, links, "tiers")
+    except UserError as exc:
+        raise PlanError(option_names(str(exc).splitlines()[0], plan=True)) from None
 
 
 def _curve(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:

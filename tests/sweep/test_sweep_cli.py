@@ -89,6 +89,11 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
     ("[fixed]\nrouter_stale_s = 1\n", "router-stale-s: pcs sweep"),
     ("kind = 'compare'\n[fixed]\ninstances = 2\n", "instances: pcs sweep"),
     ("[fixed]\nshared_tier = 'remote=1TB'\n", "shared-tier: pcs sweep replays one instance"),
+    # a compare plan's tiers lists under pcs compare --tiers' tier-name rule: the first tier is named gpu, a lower
+    # tier's typo gets the closest known name (it ran as a GPU tier 'gpuu', or failed while running)
+    ("kind = 'compare'\n[fixed]\ntiers = ['gpuu=500blocks', 'gpu=500blocks']\n",
+     "tiers gpuu=500blocks: the first tier is the GPU tier, named gpu"),
+    ("kind = 'compare'\n[fixed]\ntiers = ['gpu=500blocks,sdd=1000blocks']\n", "did you mean 'ssd'?"),
 ])
 def test_bad_plans_are_one_line_errors_before_anything_runs(tmp_path, plan_text, words):
     plan = tmp_path / "p.toml"
