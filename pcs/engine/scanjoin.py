@@ -192,7 +192,10 @@ def _baseline(scan2: _ScanJoin | None, plans: list[_Plan], source: Any, rules: B
     if len(plans) < 2 or plans[-1].row.name not in ("compiled-hierarchy", "compiled-hybrid"):
         return None
     kw = _hybrid_kwargs(hybrid, block_bytes, step_s) if plans[-1].row.name == "compiled-hybrid" else {}
-    return seqbase.begin_sequential(source, plans[-1].row.load()(make_tiers(), write_policy, **kw), rules, beside)
+    hierarchy = plans[-1].row.load()(make_tiers(), write_policy, **kw)
+    if not hasattr(hierarchy, "groups") and seqbase.policy_walk(hierarchy) is not None:   # the JSON says which ran
+        plans[-1].reason += "; " + seqbase.POLICY_WALK_REASON
+    return seqbase.begin_sequential(source, hierarchy, rules, beside)
 
 
 class _Queued:

@@ -40,7 +40,12 @@ from pcs.engine.engine import EngineResult
 from pcs.engine.ledger import ReplayLedger
 from pcs.trace.batches import as_batches
 
-__all__ = ["sequential_baseline", "begin_sequential", "baseline_from_scan", "policy_walk"]
+__all__ = ["sequential_baseline", "begin_sequential", "baseline_from_scan", "policy_walk", "POLICY_WALK_REASON"]
+
+#: What the baseline's engine reason adds when :func:`begin_sequential` runs the lean walk (the JSON's
+#: ``baseline_engine_reason``): the row stays ``compiled-hierarchy``, whose rules the walk follows.
+POLICY_WALK_REASON = ("run as the lean walk of two fifo / slru tiers sharing one table (pcs/engine/_seqpol.c: the "
+                      "hierarchy's sequential rules, not a second hierarchy pass)")
 
 
 def policy_walk(hierarchy: Any) -> tuple | None:

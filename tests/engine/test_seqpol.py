@@ -123,10 +123,13 @@ def test_replay_baseline_equal_with_and_without_the_walk(mooncake_conv, pol, mon
     kw = dict(tiers=["gpu=auto", "cpu=2TB"], policy=pol, compute_mode="step")
     taken, walk = [], seqbase.policy_walk
     monkeypatch.setattr(seqbase, "policy_walk", lambda h: taken.append(walk(h)) or taken[-1])
-    with_walk = pcs.replay(mooncake_conv, **kw).summary
-    assert len(taken) == 1 and taken[0] is not None
+    with_walk = pcs.replay(mooncake_conv, **kw).summary.to_dict()
+    assert taken and all(t is not None for t in taken)      # asked when the baseline is placed and when it runs
     monkeypatch.setattr(seqbase, "policy_walk", lambda h: None)
-    without = pcs.replay(mooncake_conv, **kw).summary
+    without = pcs.replay(mooncake_conv, **kw).summary.to_dict()
+    # the JSON says which ran: the walk's words end the baseline's reason, and only there
+    assert with_walk.pop("baseline_engine_reason") == without.pop("baseline_engine_reason") + "; " + \
+        seqbase.POLICY_WALK_REASON
     assert with_walk == without
 
 
