@@ -1953,16 +1953,7 @@ static PyObject *hier_finish(Hier *h, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-/* the n-th buffer argument of run_sequential: C-contiguous, 8-byte items (uint64 / int64) */
-static int get_buf8(PyObject *o, Py_buffer *b, int writable, const char *what) {
-    if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0) return -1;
-    if (b->itemsize != 8) {
-        PyErr_Format(PyExc_TypeError, "%s: need 8-byte items (uint64 / int64)", what);
-        PyBuffer_Release(b);
-        return -1;
-    }
-    return 0;
-}
+#include "../_buf8.h"   /* get_buf8: run_sequential's buffer arguments */
 
 /* one sequential request: start, prefill_done, finish; its hit blocks, or -1 on error */
 static Py_ssize_t seq_one(Hier *h, const uint64_t *keys, Py_ssize_t len, Py_ssize_t n, Py_ssize_t cap) {

@@ -36,6 +36,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "../_kernel_common.h"
+#include "../_buf8.h"
 
 enum { K_FIFO = 0, K_SLRU = 1 };
 enum { F_G = 1, F_C = 2, F_PIN = 4, F_NEW = 8, F_AGAIN = 16 };   /* in GPU, in CPU, pinned, unnumbered, set aside */
@@ -423,15 +424,6 @@ static int w_init(W *w, const int *kind, const int64_t *cap, const int64_t *pmax
     return w_alloc_ents(w, keys + 1, 1);
 }
 
-static int get_buf8(PyObject *o, Py_buffer *b, int writable, const char *what) {
-    if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0) return -1;
-    if (b->itemsize != 8) {
-        PyErr_Format(PyExc_TypeError, "%s: need 8-byte items (uint64 / int64)", what);
-        PyBuffer_Release(b);
-        return -1;
-    }
-    return 0;
-}
 
 /* run(hashes, offsets, cacheable, max_hit, out, policies, capacities, protected):
  *   hashes uint64 (H,), offsets int64 (R+1,) rising within [0, H], cacheable and max_hit int64 (R,), out int64 (R,)
