@@ -29,7 +29,9 @@ __all__ = ["expand_axis", "format_size", "MAX_AXIS_VALUES"]
 #: Values one range may produce (a guard against a step typo; a list has no limit).
 MAX_AXIS_VALUES = 100_000
 
-_BLOCKS = re.compile(r"^\s*(\d+)\s*blocks?\s*$", re.IGNORECASE | re.ASCII)   # ASCII digits: docs/semantics.md §16
+#: text ending in a block unit (``blocks``, ``block``, ``blk``: :data:`pcs.units.BLOCK_UNIT`, the one spelling rule of
+#: every capacity parser) is a block count, read by :func:`pcs.units.parse_capacity` (ASCII digits, whole, >= 0)
+_BLOCKS = re.compile(units.BLOCK_UNIT + r"\s*$", re.IGNORECASE | re.ASCII)
 #: decimal byte units, largest first, for :func:`format_size`
 _DECIMAL_UNITS = (("PB", 10**15), ("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
 
@@ -51,9 +53,11 @@ def _kind(value: Any, where: str) -> tuple[str, Any]:
             raise UserError(f"{where}: {value!r} is not finite")
         return "number", Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
     if isinstance(value, str):
-        m = _BLOCKS.match(value)
-        if m:
-            return "blocks", int(m.group(1))
+        if _BLOCKS.search(value):
+            try:
+                return "blocks", units.parse_capacity(value).blocks
+            except ValueError as exc:
+                raise UserError(f"{where}: {str(exc).splitlines()[0]}") from None
         try:
             return "bytes", units.parse_bytes(value)
         except ValueError as exc:
@@ -121,9 +125,11 @@ def expand_axis(name: str, spec: Any) -> list[Any]:
         the values: numbers, strings, or for a list the items as written.
     Raises:
         UserError: an empty list, numbers and strings on one list (:func:`_refuse_numbers_with_text`), a value
-            listed twice (sizes compared in bytes: ``"10GB"`` and
-            ``"10000MB"`` are one value, refused rather than merged so the grid run is the grid written),
-            a malformed range.
+            listed twice (text with a unit compared as what it reads as: sizes in bytes, ``"10GB"`` and
+            ``"10000MB"``; block counts, ``"5blk"`` and ``"5blocks"``; durations in ns, ``"2s"`` and
+            ``"2000ms"``; bandwidths in bytes/s, ``"25GB/s"`` and ``"25000MB/s"``; policies as configurations:
+            one value in two spellings, refused rather than merged so the grid run is the grid written;
+            the message names both as written), a malformed range.
     """
     if isinstance(spec, dict):
         return _range(name, spec)
@@ -159,9 +165,9 @@ def _refuse_numbers_with_text(name: str, spec: list) -> None:
 def _same_value_key(value: Any, name: str = "") -> tuple:
     """What two axis values must differ in: a policy on a policy axis (``policy``, ``tier-policy.cpu``) as its
     configuration (``"lru"`` and ``"LRU"`` are one, :func:`pcs.cache.policies.configuration_key`, as compare
-    reads them); a size with a unit as its bytes (``"10GB"``, ``"10 GB"`` and ``"10000MB"`` are one value, as the
-    command reads them), a block count as its blocks, else type and value (``1`` and ``1.0`` stay apart: the
-    command may read them differently)."""
+    reads them); text with a unit as the quantity the command reads (:func:`_quantity`: ``"10GB"``, ``"10 GB"``
+    and ``"10000MB"`` are one size, ``"2s"``, ``"2 seconds"`` and ``"2000ms"`` one duration); else type and value
+    (``1`` and ``1.0`` stay apart: the command may read them differently)."""
     if isinstance(value, str) and name.split(".")[0].strip().lower().replace("_", "-") in ("policy", "tier-policy"):
         from pcs.cache.policies import configuration_key
 
@@ -169,10 +175,32 @@ def _same_value_key(value: Any, name: str = "") -> tuple:
             return ("policy", configuration_key(value))
         except ValueError:
             pass                        # an unknown name: the command's own parser names it
-    if isinstance(value, str) and re.search(r"[A-Za-z]", value):
-        try:
-            kind, n = _kind(value, "")
-            return ("size" if kind == "bytes" else "block count"), n
-        except UserError:
-            pass
+    if isinstance(value, str) and re.search(r"[A-Za-zµμ]", value):
+        quantity = _quantity(value)
+        if quantity is not None:
+            return quantity
     return type(value).__name__, repr(value) if isinstance(value, (dict, list)) else value
+
+
+#: the parsers of text with a unit other than a size or block count, by the kind a message names; their units are
+#: disjoint from the sizes' (``B``, ``KB``, ``GiB`` ...), the block counts' and each other's (a bandwidth ends in
+#: ``/s``), so a text parses as one kind at most
+_QUANTITIES = (("duration", units.parse_duration_ns), ("bandwidth", units.parse_bandwidth))
+
+
+def _quantity(text: str) -> tuple[str, Any] | None:
+    """``(kind, amount)`` of a text the command reads as a quantity, as :mod:`pcs.units` parses it: ``("size",
+    bytes)``, ``("block count", blocks)`` (``blocks``, ``block`` or ``blk``), ``("duration", ns)`` (exact: ``"2s"``
+    and ``"2000ms"`` are 2,000,000,000 ns) or ``("bandwidth", bytes/s)``; None for text that is none of them (a
+    policy, a model name), which is compared as written."""
+    try:
+        kind, n = _kind(text, "")
+        return ("size" if kind == "bytes" else "block count"), n
+    except UserError:
+        pass
+    for kind, parse in _QUANTITIES:
+        try:
+            return kind, parse(text)
+        except ValueError:
+            pass
+    return None
