@@ -8,8 +8,9 @@ both ends included when they fall on the grid:
 
 A, B and S are numbers, sizes in bytes (``"10GB"``, ``"1.5TiB"``: decimal GB,
 binary GiB as :func:`pcs.units.parse_bytes` reads them) or block counts
-(``"1000blocks"``); all of one kind. Sizes come back as exact strings in the
-largest decimal unit that divides them (``"10GB"``, ``"1500MB"``, ``"7B"``), so
+(``"1000blocks"``, ``"1000blk"``: :data:`pcs.units.BLOCK_UNIT`); all of one
+kind. Sizes come back as exact strings in the largest decimal unit that divides
+them (``"10GB"``, ``"1500MB"``, ``"7B"``), so
 every value reads back as the same number of bytes; block counts as
 ``"Nblocks"``; numbers stay numbers (a float grid is stepped in decimal, so
 0.1 steps give 0.1, 0.2, 0.3 -- not 0.30000000000000004).
