@@ -169,6 +169,9 @@ def _same_value_key(value: Any, name: str = "") -> tuple:
     reads them); text with a unit as the quantity the command reads (:func:`_quantity`: ``"10GB"``, ``"10 GB"``
     and ``"10000MB"`` are one size, ``"2s"``, ``"2 seconds"`` and ``"2000ms"`` one duration); else type and value
     (``1`` and ``1.0`` stay apart: the command may read them differently)."""
+    compound = _compound_key(value, name)
+    if compound is not None:
+        return compound
     if isinstance(value, str) and name.split(".")[0].strip().lower().replace("_", "-") in ("policy", "tier-policy"):
         from pcs.cache.policies import configuration_key
 
@@ -181,6 +184,35 @@ def _same_value_key(value: Any, name: str = "") -> tuple:
         if quantity is not None:
             return quantity
     return type(value).__name__, repr(value) if isinstance(value, (dict, list)) else value
+
+
+def _compound_key(value: Any, name: str) -> tuple | None:
+    """The key of a value made of several (None for one value): a ``NAME=VALUE`` option's whole value (``tier``,
+    ``link``, ``tier-policy``: a table, ``"NAME=VALUE"`` strings) as its entries in order, names case-folded as
+    the plan reads them; a comma-list option's value (``capacities``: ``"1000blk,2000blk"`` or a list) and any
+    other list (a repeated option) as its items in order; each entry or item keyed as one value of that option
+    (:func:`_same_value_key`), so ``{gpu = "10GB"}`` and ``["gpu=10000MB"]`` are the same entries."""
+    from pcs.sweep.kinds import COMMA_OPTIONS, PAIR_OPTIONS
+
+    option = name.strip().lower().replace("-", "_")
+    if option in set().union(*PAIR_OPTIONS.values()) and isinstance(value, (dict, list, str)):
+        if isinstance(value, dict):
+            entries = [(str(k), v) for k, v in value.items()]
+        else:
+            entries = [tuple(str(item).split("=", 1)) for item in (value if isinstance(value, list) else [value])]
+            if any(len(e) != 2 for e in entries):
+                return None             # not NAME=VALUE: the plan's shape check names it
+        return "entries", tuple((k.strip().lower(), _same_value_key(v.strip() if isinstance(v, str) else v,
+                                                                     f"{name}.{k.strip()}")) for k, v in entries)
+    if option in COMMA_OPTIONS and isinstance(value, (str, list)):
+        text = ",".join(str(v) for v in value) if isinstance(value, list) else value
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if len(items) == 1:             # "1000blk" and ["1000blocks"]: one capacity
+            return _same_value_key(items[0], "")
+        return ("list", tuple(_same_value_key(item, "") for item in items)) if items else None
+    if isinstance(value, list):
+        return "list", tuple(_same_value_key(item, name) for item in value)
+    return None
 
 
 #: the parsers of text with a unit other than a size or block count, by the kind a message names; their units are

@@ -113,6 +113,18 @@ def test_bad_plans_say_what_is_wrong(data, words):
     # bandwidths compare in bytes/s: 25 GB/s = 25,000 MB/s = 25 * 10**9; 1 GiB/s = 2**30 = 1,073,741,824 B/s
     ({"axes": {"link.cpu": ["25GB/s", "25000 MB/s"]}}, "'25000 MB/s' and '25GB/s' are the same bandwidth"),
     ({"axes": {"link.cpu": ["1GiB/s", "1073741824B/s"]}}, "'1073741824B/s' and '1GiB/s' are the same bandwidth"),
+    # a whole NAME=VALUE option's value: entries in order, names case-folded, each value as above (10 GB = 10,000
+    # MB; 5blk = 5 blocks; lru = LRU), a table or "NAME=VALUE" strings alike
+    ({"axes": {"tier": [{"gpu": "10GB", "cpu": "5blk"}, ["GPU=10000MB", "cpu=5 blocks"]]}},
+     r"axis 'tier': \['GPU=10000MB', 'cpu=5 blocks'\] and \{'gpu': '10GB', 'cpu': '5blk'\} are the same entries"),
+    ({"axes": {"tier-policy": ["cpu=lru", {"CPU": "LRU"}]}}, "are the same entries"),
+    # a comma list: its items in order (1000 blk = 1000 blocks; 1 GB = 1,000 MB), a string or a list alike
+    ({"kind": "curve", "axes": {"capacities": ["1000blocks,2000blocks", "1000blk, 2000blk"]}},
+     "axis 'capacities': '1000blk, 2000blk' and '1000blocks,2000blocks' are the same list"),
+    ({"kind": "curve", "axes": {"curve-capacities": ["1GB,2GB", ["1000MB", "2GB"]]}}, "are the same list"),
+    ({"kind": "curve", "axes": {"capacities": ["1000blocks", ["1000blk"]]}}, "are the same block count"),
+    # a repeated option's list: items in order, each as its option reads it
+    ({"kind": "compare", "axes": {"policy": [["lru", "fifo"], ["LRU", "fifo"]]}}, "are the same list"),
     # a number and a string on one axis: 1 and "1" are one value in two spellings (the same point ran twice under
     # two ids); 1 and "2" gave point files whose option column is int64 in one, string in the other
     ({"axes": {"tp": [1, "1"]}}, "axis 'tp': 1 is a number and '1' a string"),
@@ -137,3 +149,9 @@ def test_distinct_values_and_entries_still_run():
     assert expand_axis("link.cpu", ["1GB/s", "1GiB/s"]) == ["1GB/s", "1GiB/s"]
     # a size and a duration of one number are two kinds (neither axis is right for both; the command names it)
     assert expand_axis("x", ["1000B", "1000ms", "1000blk"]) == ["1000B", "1000ms", "1000blk"]
+    # entries or items in another order, or one more, are another value: each runs
+    assert expand_axis("tier", [{"gpu": "10GB", "cpu": "5blk"}, {"gpu": "10GB"}, {"cpu": "5blk", "gpu": "10GB"}]) \
+        == [{"gpu": "10GB", "cpu": "5blk"}, {"gpu": "10GB"}, {"cpu": "5blk", "gpu": "10GB"}]
+    assert expand_axis("capacities", ["1000blk,2000blk", "2000blk,1000blk", "1000blk"]) == \
+        ["1000blk,2000blk", "2000blk,1000blk", "1000blk"]
+    assert expand_axis("policy", [["lru", "fifo"], ["fifo", "lru"]]) == [["lru", "fifo"], ["fifo", "lru"]]
