@@ -128,7 +128,8 @@ def expand_axis(name: str, spec: Any) -> list[Any]:
         UserError: an empty list, numbers and strings on one list (:func:`_refuse_numbers_with_text`), a value
             listed twice (text with a unit compared as what it reads as: sizes in bytes, ``"10GB"`` and
             ``"10000MB"``; block counts, ``"5blk"`` and ``"5blocks"``; durations in ns, ``"2s"`` and
-            ``"2000ms"``; bandwidths in bytes/s, ``"25GB/s"`` and ``"25000MB/s"``; policies as configurations:
+            ``"2000ms"``; bandwidths in bytes/s, ``"25GB/s"`` and ``"25000MB/s"``; policies as configurations;
+            a table, comma list or list item by item:
             one value in two spellings, refused rather than merged so the grid run is the grid written;
             the message names both as written), a malformed range.
     """
@@ -164,11 +165,12 @@ def _refuse_numbers_with_text(name: str, spec: list) -> None:
 
 
 def _same_value_key(value: Any, name: str = "") -> tuple:
-    """What two axis values must differ in: a policy on a policy axis (``policy``, ``tier-policy.cpu``) as its
-    configuration (``"lru"`` and ``"LRU"`` are one, :func:`pcs.cache.policies.configuration_key`, as compare
-    reads them); text with a unit as the quantity the command reads (:func:`_quantity`: ``"10GB"``, ``"10 GB"``
-    and ``"10000MB"`` are one size, ``"2s"``, ``"2 seconds"`` and ``"2000ms"`` one duration); else type and value
-    (``1`` and ``1.0`` stay apart: the command may read them differently)."""
+    """What two axis values must differ in: a value made of several as its items (:func:`_compound_key`); a
+    policy on a policy axis (``policy``, ``tier-policy.cpu``) as its configuration (``"lru"`` and ``"LRU"`` are
+    one, :func:`pcs.cache.policies.configuration_key`, as compare reads them); text with a unit as the quantity
+    the command reads (:func:`_quantity`: ``"10GB"``, ``"10 GB"`` and ``"10000MB"`` are one size, ``"2s"``,
+    ``"2 seconds"`` and ``"2000ms"`` one duration); else type and value (``1`` and ``1.0`` stay apart: the command
+    may read them differently)."""
     compound = _compound_key(value, name)
     if compound is not None:
         return compound
