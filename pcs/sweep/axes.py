@@ -8,8 +8,9 @@ both ends included when they fall on the grid:
 
 A, B and S are numbers, sizes in bytes (``"10GB"``, ``"1.5TiB"``: decimal GB,
 binary GiB as :func:`pcs.units.parse_bytes` reads them) or block counts
-(``"1000blocks"``); all of one kind. Sizes come back as exact strings in the
-largest decimal unit that divides them (``"10GB"``, ``"1500MB"``, ``"7B"``), so
+(``"1000blocks"``, ``"1000blk"``: :data:`pcs.units.BLOCK_UNIT`); all of one
+kind. Sizes come back as exact strings in the largest decimal unit that divides
+them (``"10GB"``, ``"1500MB"``, ``"7B"``), so
 every value reads back as the same number of bytes; block counts as
 ``"Nblocks"``; numbers stay numbers (a float grid is stepped in decimal, so
 0.1 steps give 0.1, 0.2, 0.3 -- not 0.30000000000000004).
@@ -29,7 +30,9 @@ __all__ = ["expand_axis", "format_size", "MAX_AXIS_VALUES"]
 #: Values one range may produce (a guard against a step typo; a list has no limit).
 MAX_AXIS_VALUES = 100_000
 
-_BLOCKS = re.compile(r"^\s*(\d+)\s*blocks?\s*$", re.IGNORECASE | re.ASCII)   # ASCII digits: docs/semantics.md §16
+#: text ending in a block unit (``blocks``, ``block``, ``blk``: :data:`pcs.units.BLOCK_UNIT`, the one spelling rule of
+#: every capacity parser) is a block count, read by :func:`pcs.units.parse_capacity` (ASCII digits, whole, >= 0)
+_BLOCKS = re.compile(units.BLOCK_UNIT + r"\s*$", re.IGNORECASE | re.ASCII)
 #: decimal byte units, largest first, for :func:`format_size`
 _DECIMAL_UNITS = (("PB", 10**15), ("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
 
@@ -51,9 +54,11 @@ def _kind(value: Any, where: str) -> tuple[str, Any]:
             raise UserError(f"{where}: {value!r} is not finite")
         return "number", Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
     if isinstance(value, str):
-        m = _BLOCKS.match(value)
-        if m:
-            return "blocks", int(m.group(1))
+        if _BLOCKS.search(value):
+            try:
+                return "blocks", units.parse_capacity(value).blocks
+            except ValueError as exc:
+                raise UserError(f"{where}: {str(exc).splitlines()[0]}") from None
         try:
             return "bytes", units.parse_bytes(value)
         except ValueError as exc:
@@ -121,9 +126,12 @@ def expand_axis(name: str, spec: Any) -> list[Any]:
         the values: numbers, strings, or for a list the items as written.
     Raises:
         UserError: an empty list, numbers and strings on one list (:func:`_refuse_numbers_with_text`), a value
-            listed twice (sizes compared in bytes: ``"10GB"`` and
-            ``"10000MB"`` are one value, refused rather than merged so the grid run is the grid written),
-            a malformed range.
+            listed twice (text with a unit compared as what it reads as: sizes in bytes, ``"10GB"`` and
+            ``"10000MB"``; block counts, ``"5blk"`` and ``"5blocks"``; durations in ns, ``"2s"`` and
+            ``"2000ms"``; bandwidths in bytes/s, ``"25GB/s"`` and ``"25000MB/s"``; policies as configurations;
+            a table, comma list or list item by item:
+            one value in two spellings, refused rather than merged so the grid run is the grid written;
+            the message names both as written), a malformed range.
     """
     if isinstance(spec, dict):
         return _range(name, spec)
@@ -157,11 +165,15 @@ def _refuse_numbers_with_text(name: str, spec: list) -> None:
 
 
 def _same_value_key(value: Any, name: str = "") -> tuple:
-    """What two axis values must differ in: a policy on a policy axis (``policy``, ``tier-policy.cpu``) as its
-    configuration (``"lru"`` and ``"LRU"`` are one, :func:`pcs.cache.policies.configuration_key`, as compare
-    reads them); a size with a unit as its bytes (``"10GB"``, ``"10 GB"`` and ``"10000MB"`` are one value, as the
-    command reads them), a block count as its blocks, else type and value (``1`` and ``1.0`` stay apart: the
-    command may read them differently)."""
+    """What two axis values must differ in: a value made of several as its items (:func:`_compound_key`); a
+    policy on a policy axis (``policy``, ``tier-policy.cpu``) as its configuration (``"lru"`` and ``"LRU"`` are
+    one, :func:`pcs.cache.policies.configuration_key`, as compare reads them); text with a unit as the quantity
+    the command reads (:func:`_quantity`: ``"10GB"``, ``"10 GB"`` and ``"10000MB"`` are one size, ``"2s"``,
+    ``"2 seconds"`` and ``"2000ms"`` one duration); else type and value (``1`` and ``1.0`` stay apart: the command
+    may read them differently)."""
+    compound = _compound_key(value, name)
+    if compound is not None:
+        return compound
     if isinstance(value, str) and name.split(".")[0].strip().lower().replace("_", "-") in ("policy", "tier-policy"):
         from pcs.cache.policies import configuration_key
 
@@ -169,10 +181,61 @@ def _same_value_key(value: Any, name: str = "") -> tuple:
             return ("policy", configuration_key(value))
         except ValueError:
             pass                        # an unknown name: the command's own parser names it
-    if isinstance(value, str) and re.search(r"[A-Za-z]", value):
-        try:
-            kind, n = _kind(value, "")
-            return ("size" if kind == "bytes" else "block count"), n
-        except UserError:
-            pass
+    if isinstance(value, str) and re.search(r"[A-Za-zµμ]", value):
+        quantity = _quantity(value)
+        if quantity is not None:
+            return quantity
     return type(value).__name__, repr(value) if isinstance(value, (dict, list)) else value
+
+
+def _compound_key(value: Any, name: str) -> tuple | None:
+    """The key of a value made of several (None for one value): a ``NAME=VALUE`` option's whole value (``tier``,
+    ``link``, ``tier-policy``: a table, ``"NAME=VALUE"`` strings) as its entries in order, names case-folded as
+    the plan reads them; a comma-list option's value (``capacities``: ``"1000blk,2000blk"`` or a list) and any
+    other list (a repeated option) as its items in order; each entry or item keyed as one value of that option
+    (:func:`_same_value_key`), so ``{gpu = "10GB"}`` and ``["gpu=10000MB"]`` are the same entries."""
+    from pcs.sweep.kinds import COMMA_OPTIONS, PAIR_OPTIONS
+
+    option = name.strip().lower().replace("-", "_")
+    if option in set().union(*PAIR_OPTIONS.values()) and isinstance(value, (dict, list, str)):
+        if isinstance(value, dict):
+            entries = [(str(k), v) for k, v in value.items()]
+        else:
+            entries = [tuple(str(item).split("=", 1)) for item in (value if isinstance(value, list) else [value])]
+            if any(len(e) != 2 for e in entries):
+                return None             # not NAME=VALUE: the plan's shape check names it
+        return "entries", tuple((k.strip().lower(), _same_value_key(v.strip() if isinstance(v, str) else v,
+                                                                     f"{name}.{k.strip()}")) for k, v in entries)
+    if option in COMMA_OPTIONS and isinstance(value, (str, list)):
+        text = ",".join(str(v) for v in value) if isinstance(value, list) else value
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if len(items) == 1:             # "1000blk" and ["1000blocks"]: one capacity
+            return _same_value_key(items[0], "")
+        return ("list", tuple(_same_value_key(item, "") for item in items)) if items else None
+    if isinstance(value, list):
+        return "list", tuple(_same_value_key(item, name) for item in value)
+    return None
+
+
+#: the parsers of text with a unit other than a size or block count, by the kind a message names; their units are
+#: disjoint from the sizes' (``B``, ``KB``, ``GiB`` ...), the block counts' and each other's (a bandwidth ends in
+#: ``/s``), so a text parses as one kind at most
+_QUANTITIES = (("duration", units.parse_duration_ns), ("bandwidth", units.parse_bandwidth))
+
+
+def _quantity(text: str) -> tuple[str, Any] | None:
+    """``(kind, amount)`` of a text the command reads as a quantity, as :mod:`pcs.units` parses it: ``("size",
+    bytes)``, ``("block count", blocks)`` (``blocks``, ``block`` or ``blk``), ``("duration", ns)`` (exact: ``"2s"``
+    and ``"2000ms"`` are 2,000,000,000 ns) or ``("bandwidth", bytes/s)``; None for text that is none of them (a
+    policy, a model name), which is compared as written."""
+    try:
+        kind, n = _kind(text, "")
+        return ("size" if kind == "bytes" else "block count"), n
+    except UserError:
+        pass
+    for kind, parse in _QUANTITIES:
+        try:
+            return kind, parse(text)
+        except ValueError:
+            pass
+    return None

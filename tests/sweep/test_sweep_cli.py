@@ -83,6 +83,8 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
     ("[fixed]\ntrace = 'missing.jsonl'\n", "missing.jsonl: No such file"),
     ("kind = 'curve'\n[fixed]\ncapacities = '40GB'\n", "a size in bytes needs --model"),
     ("kind = 'compare'\n[fixed]\npolicy = ['slru', 'protected']\n", "name the same policy"),
+    # one duration in two spellings (2 s = 2,000 ms): two equal points ran
+    ("[axes]\nttft-slo = ['2 seconds', '2000ms']\n", "axis 'ttft-slo': '2000ms' and '2 seconds' are the same duration"),
     # hostile F8: a sweep point replays one instance; fleet keys used to be dropped and the row mislabelled
     ("[fixed]\ninstances = 2\n[axes]\nrouter = ['prefix', 'nope']\n", "does not run fleets"),
     ("[axes]\nrouter = ['round-robin', 'random']\n", "router: pcs sweep replays one instance"),

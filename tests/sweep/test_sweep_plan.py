@@ -29,6 +29,11 @@ def test_size_ranges_come_back_as_exact_sizes():
     assert expand_axis("c", {"from": "1000blocks", "to": "4000blocks", "times": 2}) == \
         ["1000blocks", "2000blocks", "4000blocks"]
     assert format_size(1_500_000_000) == "1500MB" and format_size(7) == "7B"
+    # blk is a block count as in --tier (5000blk = 5000blocks): 1000, 2000, 4000 blocks; 1, 2, 3 blocks
+    assert expand_axis("c", {"from": "1000blk", "to": "4000blk", "times": 2}) == \
+        ["1000blocks", "2000blocks", "4000blocks"]
+    assert expand_axis("c", {"from": "1blk", "to": "3 blocks", "step": "1 block"}) == \
+        ["1blocks", "2blocks", "3blocks"]
 
 
 @pytest.mark.parametrize("spec,words", [
@@ -40,6 +45,8 @@ def test_size_ranges_come_back_as_exact_sizes():
     ({"from": "1XB", "to": "2GB", "step": "1GB"}, "block count"),
     ([], "non-empty list"),
     (["lru", "lru"], "listed twice"),
+    ({"from": "1.5blk", "to": "4blk", "step": "1blk"}, "invalid block count '1.5blk': expected a whole number"),
+    ({"from": "1blk", "to": "4GB", "step": "1blk"}, "all sizes or all block counts"),
 ])
 def test_bad_axes_say_what_is_wrong(spec, words):
     with pytest.raises(ValueError, match=words):
@@ -96,6 +103,28 @@ def test_bad_plans_say_what_is_wrong(data, words):
     # 10 GB = 10,000 MB = 10 * 10**9 bytes (GB decimal): one value in three spellings, three equal points
     ({"axes": {"tier.cpu": ["10GB", "10000MB", "10 GB"]}}, "'10000MB' and '10GB' are the same size"),
     ({"axes": {"tier.cpu": ["5blocks", "5 blocks"]}}, "are the same block count"),
+    ({"axes": {"tier.cpu": ["5000blk", "1000blocks", "5000blocks"]}},
+     "'5000blocks' and '5000blk' are the same block count"),
+    # durations compare in ns: 2 s = 2,000 ms = 2 * 10**9 ns; 1.5 min = 90 s; 1 ms = 1,000 us = 10**6 ns
+    ({"axes": {"ttft-slo": ["2 seconds", "2s"]}}, "axis 'ttft-slo': '2s' and '2 seconds' are the same duration"),
+    ({"axes": {"ttft-slo": ["2s", "500ms", "2000ms"]}}, "'2000ms' and '2s' are the same duration"),
+    ({"axes": {"restore-timeout": ["1.5min", "90s"]}}, "'90s' and '1.5min' are the same duration"),
+    ({"axes": {"ttft-slo": ["1ms", "1000 us"]}}, "'1000 us' and '1ms' are the same duration"),
+    # bandwidths compare in bytes/s: 25 GB/s = 25,000 MB/s = 25 * 10**9; 1 GiB/s = 2**30 = 1,073,741,824 B/s
+    ({"axes": {"link.cpu": ["25GB/s", "25000 MB/s"]}}, "'25000 MB/s' and '25GB/s' are the same bandwidth"),
+    ({"axes": {"link.cpu": ["1GiB/s", "1073741824B/s"]}}, "'1073741824B/s' and '1GiB/s' are the same bandwidth"),
+    # a whole NAME=VALUE option's value: entries in order, names case-folded, each value as above (10 GB = 10,000
+    # MB; 5blk = 5 blocks; lru = LRU), a table or "NAME=VALUE" strings alike
+    ({"axes": {"tier": [{"gpu": "10GB", "cpu": "5blk"}, ["GPU=10000MB", "cpu=5 blocks"]]}},
+     r"axis 'tier': \['GPU=10000MB', 'cpu=5 blocks'\] and \{'gpu': '10GB', 'cpu': '5blk'\} are the same entries"),
+    ({"axes": {"tier-policy": ["cpu=lru", {"CPU": "LRU"}]}}, "are the same entries"),
+    # a comma list: its items in order (1000 blk = 1000 blocks; 1 GB = 1,000 MB), a string or a list alike
+    ({"kind": "curve", "axes": {"capacities": ["1000blocks,2000blocks", "1000blk, 2000blk"]}},
+     "axis 'capacities': '1000blk, 2000blk' and '1000blocks,2000blocks' are the same list"),
+    ({"kind": "curve", "axes": {"curve-capacities": ["1GB,2GB", ["1000MB", "2GB"]]}}, "are the same list"),
+    ({"kind": "curve", "axes": {"capacities": ["1000blocks", ["1000blk"]]}}, "are the same block count"),
+    # a repeated option's list: items in order, each as its option reads it
+    ({"kind": "compare", "axes": {"policy": [["lru", "fifo"], ["LRU", "fifo"]]}}, "are the same list"),
     # a number and a string on one axis: 1 and "1" are one value in two spellings (the same point ran twice under
     # two ids); 1 and "2" gave point files whose option column is int64 in one, string in the other
     ({"axes": {"tp": [1, "1"]}}, "axis 'tp': 1 is a number and '1' a string"),
@@ -115,3 +144,14 @@ def test_distinct_values_and_entries_still_run():
     assert expand_axis("x", [True, "a"]) == [True, "a"]                     # a flag is not a number here
     plan = _plan({"fixed": {"tier": ["gpu=40blocks", "cpu=1blocks"]}, "axes": {"tier.cpu": ["10GB", "10GiB"]}})
     assert [p.options["tier"]["cpu"] for p in plan.points] == ["10GB", "10GiB"]
+    # 2 s and 2 ms, 1 GB/s (10**9) and 1 GiB/s (2**30), 1 s and 1.001 s differ: each runs
+    assert expand_axis("ttft-slo", ["2s", "2ms", "1s", "1.001s"]) == ["2s", "2ms", "1s", "1.001s"]
+    assert expand_axis("link.cpu", ["1GB/s", "1GiB/s"]) == ["1GB/s", "1GiB/s"]
+    # a size and a duration of one number are two kinds (neither axis is right for both; the command names it)
+    assert expand_axis("x", ["1000B", "1000ms", "1000blk"]) == ["1000B", "1000ms", "1000blk"]
+    # entries or items in another order, or one more, are another value: each runs
+    assert expand_axis("tier", [{"gpu": "10GB", "cpu": "5blk"}, {"gpu": "10GB"}, {"cpu": "5blk", "gpu": "10GB"}]) \
+        == [{"gpu": "10GB", "cpu": "5blk"}, {"gpu": "10GB"}, {"cpu": "5blk", "gpu": "10GB"}]
+    assert expand_axis("capacities", ["1000blk,2000blk", "2000blk,1000blk", "1000blk"]) == \
+        ["1000blk,2000blk", "2000blk,1000blk", "1000blk"]
+    assert expand_axis("policy", [["lru", "fifo"], ["fifo", "lru"]]) == [["lru", "fifo"], ["fifo", "lru"]]
