@@ -256,16 +256,20 @@ def iter_chunks(path, chunk_bytes: int | None = None, name: str | None = None,
 
 
 def _buffer_chunks(stream: BinaryIO, chunk_bytes: int, name: str) -> Generator[tuple[int, memoryview], int | None, None]:
-    """:func:`iter_chunks` with ``reuse``: ``stream`` read with ``readinto`` into one ``bytearray``, each chunk a
+    """:func:`iter_chunks` with ``reuse``: ``stream`` read with ``readinto`` into one buffer, each chunk a
     view of it; the unfinished line moved to the buffer's start before the next read (a larger buffer when a
-    line outgrows it). Same chunks, line numbers and errors as the plain reader."""
-    buf = bytearray(2 * chunk_bytes)   # a held line and a whole read: the reads are those of the plain reader
+    line outgrows it). Same chunks, line numbers and errors as the plain reader.
+
+    The buffer is an uninitialised ``numpy.empty`` array, not a ``bytearray``: a ``bytearray`` is zero-filled
+    when made (a 2 MiB memset per call, though only the bytes a read wrote are ever looked at), so its chunk
+    cut is :func:`_last_newline` rather than ``bytearray.rfind``."""
+    buf = np.empty(2 * chunk_bytes, dtype=np.uint8)   # a held line and a whole read: the plain reader's reads
     view = memoryview(buf)
     line, start, held = 1, 0, 0   # the unfinished line: buf[start:held]
     first = True
     while True:
         if held + chunk_bytes > len(buf):   # a line longer than the buffer: a larger one, the line moved over
-            grown = bytearray(max(2 * len(buf), held - start + chunk_bytes))
+            grown = np.empty(max(2 * len(buf), held - start + chunk_bytes), dtype=np.uint8)
             grown[:held - start] = view[start:held]
             buf, view, held, start = grown, memoryview(grown), held - start, 0
         got = stream.readinto(view[held:held + chunk_bytes])
@@ -278,7 +282,7 @@ def _buffer_chunks(stream: BinaryIO, chunk_bytes: int, name: str) -> Generator[t
                 yield line, view[start:held]
             return
         end = held + got
-        cut = buf.rfind(b"\n", held, end) + 1  # only the new bytes are searched: linear in the input
+        cut = _last_newline(view, held, end) + 1  # only the new bytes are searched: linear in the input
         if cut:
             chunk = view[start:cut]
             known = yield line, chunk
@@ -289,6 +293,22 @@ def _buffer_chunks(stream: BinaryIO, chunk_bytes: int, name: str) -> Generator[t
             held = end
         if held - start > MAX_LINE_BYTES:
             raise long_line(name, line)
+
+
+def _last_newline(view: memoryview, lo: int, hi: int) -> int:
+    """``bytes(view).rfind(b"\\n", lo, hi)`` for a writable byte buffer without ``rfind`` (:func:`_buffer_chunks`'
+    numpy array): ``view[lo:hi]`` searched from its end in windows of 4 KiB, then twice as large each time, each
+    window copied to ``bytes`` for its ``rfind`` (a chunk's last line end lies in its last line, so one small
+    copy as a rule; at most the ``hi - lo`` bytes copied in all). The index in ``view``, or -1 when there is no
+    ``\\n``."""
+    width = 4096
+    while hi > lo:
+        at = max(lo, hi - width)
+        i = bytes(view[at:hi]).rfind(b"\n")
+        if i >= 0:
+            return at + i
+        hi, width = at, 2 * width
+    return -1
 
 
 def iter_lines(first_line: int, chunk: bytes) -> Iterator[tuple[int, bytes]]:

@@ -65,3 +65,21 @@ def test_error_line_after_chunks_the_twin_counted(tmp_path, monkeypatch):
         for b in read_hashid_jsonl(p, "t.jsonl", MOONCAKE, None, ReadState(), fast="native"):
             got.append(len(b))
     assert got == [1, 1, 1, 1, 1] and counted == []
+
+
+@pytest.mark.parametrize("lo, hi, want", [
+    (0, 10_000, 9_000),       # in the first window (the last 4,096 bytes: 5,904..9,999)
+    (0, 13_096, 9_000),       # 9,000 is the first byte of the first window (9,000..13,095)
+    (0, 13_097, 9_000),       # just before it: found in the second window (8,192 bytes, 809..9,000)
+    (0, 30_000, 9_000),       # third window (after 4,096 + 8,192 bytes without LF)
+    (9_001, 30_000, -1),      # the LF lies before lo: not searched
+    (9_000, 9_001, 9_000),    # a one-byte range holding it
+    (9_000, 9_000, -1),       # an empty range
+    (0, 200, 100),            # the earlier LF, the later one lying at or past hi
+])
+def test_last_newline_searches_windows_back_from_hi(lo, hi, want):
+    # LFs at 100 and 9,000 in 30,000 bytes of "x" (an uninitialised buffer's view, as the reused-buffer read has)
+    import numpy as np
+    buf = np.full(30_000, ord("x"), dtype=np.uint8)
+    buf[[100, 9_000]] = 10
+    assert source._last_newline(memoryview(buf), lo, hi) == want
