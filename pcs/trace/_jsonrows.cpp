@@ -1018,10 +1018,171 @@ PyObject *decode(PyObject *, PyObject *args) {
     return result(c, spec.typed, arena);
 }
 
+/* ---- The reader's value checks over decoded columns (the numpy passes of pcs/trace/jsonfast.py's _checked and
+ * rows_distinct, in one pass each; jsonfast keeps the numpy reference they are diffed against). */
+
+/* Every row's ids strictly increase (the unsigned order), plain: one compare an id, no early exit. */
+bool rows_rise_plain(const uint64_t *k, const int64_t *off, Py_ssize_t rows) {
+    bool ok = true;
+    for (Py_ssize_t r = 0; r < rows; r++)
+        for (int64_t i = off[r] + 1; i < off[r + 1]; i++) ok &= k[i] > k[i - 1];
+    return ok;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+bool rise_avx2 = false;   // the CPU has AVX2 (PyInit__jsonrows)
+
+/* rows_rise_plain's answer, four pairs a step (the sign bit flipped: AVX2 compares signed 64-bit ints), as
+ * pcs/cache/_lruhier.c's keys_rise_avx2; a row of five ids or more ends with a step over its last four pairs
+ * (overlapping the one before: the answers are and-ed), a shorter row pair by pair; no early exit. */
+__attribute__((target("avx2"))) bool rows_rise_avx2(const uint64_t *k, const int64_t *off, Py_ssize_t rows) {
+    const __m256i flip = _mm256_set1_epi64x((long long)0x8000000000000000ULL);
+    __m256i ok = _mm256_set1_epi64x(-1);
+    bool small_ok = true;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const int64_t a = off[r], b = off[r + 1];
+        if (b - a < 5) {
+            for (int64_t i = a + 1; i < b; i++) small_ok &= k[i] > k[i - 1];
+            continue;
+        }
+        int64_t i = a + 1;
+        for (;; i += 4) {
+            if (i + 4 > b) i = b - 4;   // the row's last four pairs
+            const __m256i cur = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(k + i)), flip);
+            const __m256i prev = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(k + i - 1)), flip);
+            ok = _mm256_and_si256(ok, _mm256_cmpgt_epi64(cur, prev));
+            if (i + 4 >= b) break;
+        }
+    }
+    return small_ok && _mm256_movemask_epi8(ok) == -1;
+}
+#endif
+
+/* A buffer argument of n items of `size` bytes (n = -1: any count, returned in *n). */
+bool view_of(PyObject *o, Py_buffer *v, Py_ssize_t size, Py_ssize_t *n, bool writable, const char *what) {
+    if (PyObject_GetBuffer(o, v, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) return false;
+    if (v->len % size || (*n >= 0 && v->len / size != *n)) {
+        PyBuffer_Release(v);
+        PyErr_Format(PyExc_ValueError, "%s: a buffer of %zd bytes does not hold the items it must", what, v->len);
+        return false;
+    }
+    *n = v->len / size;
+    return true;
+}
+
+/* rows_rise(ids, offsets) -> bool: every row's ids strictly increase (so no id repeats within a row). ids: uint64
+ * (m,); offsets: int64 (n+1,), offsets[0] = 0, non-decreasing, offsets[n] <= m (not checked beyond the last). */
+PyObject *rows_rise(PyObject *, PyObject *args) {
+    PyObject *ids_o, *off_o;
+    if (!PyArg_ParseTuple(args, "OO", &ids_o, &off_o)) return nullptr;
+    Py_buffer iv, ov;
+    Py_ssize_t m = -1, n1 = -1;
+    if (!view_of(ids_o, &iv, 8, &m, false, "rows_rise")) return nullptr;
+    if (!view_of(off_o, &ov, 8, &n1, false, "rows_rise")) { PyBuffer_Release(&iv); return nullptr; }
+    const int64_t *off = (const int64_t *)ov.buf;
+    bool good = n1 >= 1 && off[0] >= 0 && off[n1 - 1] <= m;
+    for (Py_ssize_t r = 0; good && r + 1 < n1; r++) good = off[r] <= off[r + 1];
+    bool ok = false;
+    if (good) {
+        Py_BEGIN_ALLOW_THREADS
+#if defined(__x86_64__) && defined(__GNUC__)
+        ok = rise_avx2 ? rows_rise_avx2((const uint64_t *)iv.buf, off, n1 - 1)
+                       : rows_rise_plain((const uint64_t *)iv.buf, off, n1 - 1);
+#else
+        ok = rows_rise_plain((const uint64_t *)iv.buf, off, n1 - 1);
+#endif
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&iv);
+    PyBuffer_Release(&ov);
+    if (!good) {
+        PyErr_SetString(PyExc_ValueError, "rows_rise: offsets must rise from >= 0 to at most the ids' count");
+        return nullptr;
+    }
+    return PyBool_FromLong(ok);
+}
+
+/* The facts of row_checks, one pass over the rows. */
+struct RowFacts {
+    bool ok = true, ordered = true;
+    double ts_max = -INFINITY, far = 0;
+};
+
+RowFacts row_facts(const double *ts, const int64_t *il, const int64_t *ol, const int64_t *off, Py_ssize_t n,
+                   int64_t bs, double per_s, double *arrival) {
+    RowFacts f;
+    const bool pow2 = (bs & (bs - 1)) == 0;
+    const int shift = pow2 ? __builtin_ctzll((unsigned long long)bs) : 0;
+    bool ok = true, ordered = true;
+    double prev = n ? ts[0] : 0, ts_max = -INFINITY, far = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const double t = ts[i];
+        const int64_t in = il[i];
+        // ceil(in / bs) for in >= 0 (a negative in fails on its own): no overflow near INT64_MAX
+        const int64_t want = pow2 ? (in >> shift) + ((in & (bs - 1)) != 0) : in / bs + (in % bs != 0);
+        ok &= std::isfinite(t) & (in >= 0) & (ol[i] >= 0) & (off[i + 1] - off[i] == want);
+        ordered &= !(t < prev);
+        prev = t;
+        if (t > ts_max) ts_max = t;
+        const double a = t / per_s;
+        if (std::fabs(a) > far) far = std::fabs(a);
+        if (arrival) arrival[i] = a + 0.0;   // + 0.0: no -0.0 arrival (as the Python readers)
+    }
+    f.ok = ok;
+    f.ordered = ordered;
+    f.ts_max = ts_max;
+    f.far = far;
+    return f;
+}
+
+/* row_checks(ts, il, ol, offsets, bs, per_s, arrival=None) -> (ok, ordered, ts_max, far): the value checks of
+ * jsonfast._checked over a chunk's n rows in one pass. ts float64 (n,), il, ol int64 (n,), offsets int64 (n+1,),
+ * bs > 0 tokens a block, per_s > 0 timestamp units a second; arrival: a writable float64 (n,) buffer filled with
+ * ts / per_s + 0.0 (the batch's arrival_s). ok: every ts finite, il >= 0, ol >= 0 and each row's id count
+ * (offsets[i+1] - offsets[i]) = ceil(il / bs); ordered: no ts below the one before it; ts_max: the largest ts
+ * (-inf when n = 0); far: the largest |ts / per_s| (0 when n = 0; meaningful when ok). ValueError on buffers of
+ * other sizes or bs <= 0. */
+PyObject *row_checks(PyObject *, PyObject *args) {
+    PyObject *to, *io, *oo, *fo, *ao = Py_None;
+    long long bs;
+    double per_s;
+    if (!PyArg_ParseTuple(args, "OOOOLd|O", &to, &io, &oo, &fo, &bs, &per_s, &ao)) return nullptr;
+    if (bs <= 0) {
+        PyErr_SetString(PyExc_ValueError, "row_checks: bs must be > 0");
+        return nullptr;
+    }
+    Py_buffer v[5];
+    Py_ssize_t n = -1, n1 = -1;
+    int got = 0;
+    bool fine = view_of(to, &v[got], 8, &n, false, "row_checks") && ++got && view_of(io, &v[got], 8, &n, false, "row_checks")
+                && ++got && view_of(oo, &v[got], 8, &n, false, "row_checks") && ++got;
+    if (fine) {
+        n1 = n + 1;
+        fine = view_of(fo, &v[got], 8, &n1, false, "row_checks") && ++got;
+    }
+    if (fine && ao != Py_None) fine = view_of(ao, &v[got], 8, &n, true, "row_checks") && ++got;
+    RowFacts f;
+    if (fine) {
+        Py_BEGIN_ALLOW_THREADS
+        f = row_facts((const double *)v[0].buf, (const int64_t *)v[1].buf, (const int64_t *)v[2].buf,
+                      (const int64_t *)v[3].buf, n, (int64_t)bs, per_s, ao != Py_None ? (double *)v[4].buf : nullptr);
+        Py_END_ALLOW_THREADS
+    }
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    if (!fine) return nullptr;
+    return Py_BuildValue("(NNdd)", PyBool_FromLong(f.ok), PyBool_FromLong(f.ordered), f.ts_max, f.far);
+}
+
 PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS,
      "decode(chunk, extras, typed, arena=None) -> None | (ts, il, ol, offsets, ids, extras, types, synthetic, "
      "increasing): see the C++ file's header (pcs/trace/_jsonrows.cpp)."},
+    {"rows_rise", rows_rise, METH_VARARGS,
+     "rows_rise(ids, offsets) -> bool: every row's uint64 ids strictly increase (pcs/trace/_jsonrows.cpp)."},
+    {"row_checks", row_checks, METH_VARARGS,
+     "row_checks(ts, il, ol, offsets, bs, per_s, arrival=None) -> (ok, ordered, ts_max, far): the reader's value "
+     "checks in one pass (pcs/trace/_jsonrows.cpp)."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "pcs.trace._jsonrows",
@@ -1031,6 +1192,10 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "pcs.trace._jsonrows",
 }  // namespace
 
 PyMODINIT_FUNC PyInit__jsonrows(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    rise_avx2 = __builtin_cpu_supports("avx2") != 0;
+#endif
     ColumnType.tp_basicsize = sizeof(ColumnObject);
     ColumnType.tp_flags = Py_TPFLAGS_DEFAULT;
     ColumnType.tp_dealloc = column_dealloc;
