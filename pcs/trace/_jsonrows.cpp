@@ -1033,12 +1033,15 @@ bool rows_rise_plain(const uint64_t *k, const int64_t *off, Py_ssize_t rows) {
 #include <immintrin.h>
 bool rise_avx2 = false;   // the CPU has AVX2 (PyInit__jsonrows)
 
-/* rows_rise_plain's answer, four pairs a step (the sign bit flipped: AVX2 compares signed 64-bit ints), as
- * pcs/cache/_lruhier.c's keys_rise_avx2; a row of five ids or more ends with a step over its last four pairs
- * (overlapping the one before: the answers are and-ed), a shorter row pair by pair; no early exit. */
-__attribute__((target("avx2"))) bool rows_rise_avx2(const uint64_t *k, const int64_t *off, Py_ssize_t rows) {
+/* rows_rise_plain's answer, four pairs a step, as pcs/cache/_lruhier.c's keys_rise_avx2 (AVX2 compares signed
+ * 64-bit ints): compared as signed, the ids or-ed together; when one has its top bit set (an id >= 2**63, where the
+ * signed order is not the unsigned one) the rows are compared again with the sign bits flipped. A row of five ids or
+ * more ends with a step over its last four pairs (overlapping the one before: the answers are and-ed), a shorter row
+ * pair by pair; no early exit. */
+template <bool kFlip>
+__attribute__((target("avx2"))) bool rows_rise_avx2_as(const uint64_t *k, const int64_t *off, Py_ssize_t rows) {
     const __m256i flip = _mm256_set1_epi64x((long long)0x8000000000000000ULL);
-    __m256i ok = _mm256_set1_epi64x(-1);
+    __m256i ok = _mm256_set1_epi64x(-1), any = _mm256_setzero_si256();
     bool small_ok = true;
     for (Py_ssize_t r = 0; r < rows; r++) {
         const int64_t a = off[r], b = off[r + 1];
@@ -1049,13 +1052,25 @@ __attribute__((target("avx2"))) bool rows_rise_avx2(const uint64_t *k, const int
         int64_t i = a + 1;
         for (;; i += 4) {
             if (i + 4 > b) i = b - 4;   // the row's last four pairs
-            const __m256i cur = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(k + i)), flip);
-            const __m256i prev = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(k + i - 1)), flip);
+            __m256i cur = _mm256_loadu_si256((const __m256i *)(k + i));
+            __m256i prev = _mm256_loadu_si256((const __m256i *)(k + i - 1));
+            if (kFlip) {
+                cur = _mm256_xor_si256(cur, flip);
+                prev = _mm256_xor_si256(prev, flip);
+            } else {
+                any = _mm256_or_si256(any, cur);
+            }
             ok = _mm256_and_si256(ok, _mm256_cmpgt_epi64(cur, prev));
             if (i + 4 >= b) break;
         }
+        if (!kFlip) any = _mm256_or_si256(any, _mm256_set1_epi64x((long long)k[a]));   // the row's first id
     }
+    if (!kFlip && _mm256_movemask_pd(_mm256_castsi256_pd(any))) return rows_rise_avx2_as<true>(k, off, rows);
     return small_ok && _mm256_movemask_epi8(ok) == -1;
+}
+
+bool rows_rise_avx2(const uint64_t *k, const int64_t *off, Py_ssize_t rows) {
+    return rows_rise_avx2_as<false>(k, off, rows);
 }
 #endif
 

@@ -71,6 +71,10 @@ def test_rows_rise_by_hand():
     assert not TWIN.rows_rise(u([5, 1, 1]), o([0, 1, 3]))
     assert TWIN.rows_rise(u([2**63 - 1, 2**63, 2**64 - 1]), o([0, 3]))  # the unsigned order
     assert not TWIN.rows_rise(u([2**63, 1]), o([0, 2]))
+    # rows of five ids or more (four pairs a step) across 2**63: rising in the unsigned order, not in the signed one
+    assert TWIN.rows_rise(u([1, 2, 3, 4, 5, 2**63, 2**63 + 1]), o([0, 7]))
+    assert not TWIN.rows_rise(u([2**63, 1, 2, 3, 4, 5]), o([0, 6]))            # only the row's first id is high
+    assert not TWIN.rows_rise(u([7, 8, 9, 10, 11, 12, 2**63 + 9, 13]), o([0, 8]))
     assert TWIN.rows_rise(u([]), o([0]))
     with pytest.raises(ValueError):
         TWIN.rows_rise(u([1, 2]), o([0, 3]))
