@@ -1165,6 +1165,8 @@ __attribute__((target("avx2"))) void row_facts_avx2(const double *ts, const int6
     const __m256i low = _mm256_set1_epi64x(bs - 1), one = _mm256_set1_epi64x(1), izero = _mm256_setzero_si256();
     __m256d fin = _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), down = zero;
     __m256i sign = izero, diff = izero;
+    // the pairs of the first step (rows 0-3) in order one by one; each later step's against the rows before them
+    bool ordered = n < 4 || (!(ts[1] < ts[0]) & !(ts[2] < ts[1]) & !(ts[3] < ts[2]));
     Py_ssize_t i = 0;
     for (; i + 4 <= n; i += 4) {
         const __m256d t = _mm256_loadu_pd(ts + i);
@@ -1181,8 +1183,8 @@ __attribute__((target("avx2"))) void row_facts_avx2(const double *ts, const int6
     }
     bool ok = _mm256_movemask_pd(fin) == 0xF && _mm256_movemask_pd(_mm256_castsi256_pd(sign)) == 0
               && _mm256_testz_si256(diff, diff);
-    bool ordered = _mm256_movemask_pd(down) == 0 && !(i && i < n && ts[i] < ts[i - 1]);
-    for (; i < n; i++) {   // the last n mod 4 rows as row_facts does
+    ordered &= _mm256_movemask_pd(down) == 0;
+    for (; i < n; i++) {   // the last n mod 4 rows as row_facts does (and their pairs with the row before)
         const double t = ts[i];
         const int64_t in = il[i];
         ok &= std::isfinite(t) & (in >= 0) & (ol[i] >= 0) & (off[i + 1] - off[i] == (in >> shift) + ((in & (bs - 1)) != 0));

@@ -60,6 +60,26 @@ def test_row_checks_by_hand():
         TWIN.row_checks(np.zeros(2), np.zeros(2, np.int64), np.zeros(2, np.int64), np.zeros(2, np.int64), 1, 1.0)
 
 
+@pytest.mark.parametrize("n", range(1, 11))
+def test_row_checks_each_rule_at_each_row(n):
+    # n rows of 512 tokens (one id each) a second apart: every rule broken at every row j (the four-row steps and
+    # the rows after them), the others kept; ts in ms
+    def facts(**broken):
+        ts, il, ol, counts = [1000.0 * i for i in range(n)], [512] * n, [0] * n, [1] * n
+        for name, (j, v) in broken.items():
+            {"ts": ts, "il": il, "ol": ol, "counts": counts}[name][j] = v
+        return TWIN.row_checks(*_cols(ts, il, ol, counts), 512, 1000.0, np.empty(n))
+
+    assert facts() == (True, True, 1000.0 * (n - 1), float(n - 1))
+    for j in range(n):
+        for bad in ({"ts": (j, math.nan)}, {"ts": (j, -math.inf)}, {"il": (j, -1)}, {"ol": (j, -1)},
+                    {"il": (j, 513)}, {"counts": (j, 2)}):
+            assert facts(**bad)[0] is False, (j, bad)
+        if j:
+            assert facts(ts=(j, 1000.0 * j - 1500.0))[:2] == (True, False), j
+        assert facts(ts=(j, -5e9))[3] == 5e6, j   # the largest |arrival| at any row: -5e9 ms is 5e6 s
+
+
 def test_rows_rise_by_hand():
     u = lambda v: np.array(v, dtype=np.uint64)   # noqa: E731
     o = lambda v: np.array(v, dtype=np.int64)    # noqa: E731
