@@ -24,8 +24,14 @@
  * formats, the optional "type" string or null -- each key once. Anything else (blank line, bad JSON, a
  * repeated, unknown or missing key, another JSON type, an integer beyond its range, a bool, a float
  * negative-zero timestamp, an id written "-0") returns None for the whole chunk; the caller re-reads it with the authority. Value
- * checks that need no parse (lengths >= 0, ids per row, order, repeats) are the caller's vectorised
- * ones (jsonfast._checked), so they live in one place.
+ * checks that need no parse (lengths >= 0, ids per row, order, repeats) are the caller's (jsonfast._checked), on the
+ * decoded columns, so they live in one place; its numpy passes have compiled twins here, which the Parquet reader
+ * uses too (diffed against numpy in tests/trace/test_jsonrows_checks.py):
+ *
+ * row_checks(ts, il, ol, offsets, bs, per_s, arrival=None) -> (ok, ordered, ts_max, far): a chunk's scalar checks
+ *   in one pass, four rows a step on AVX2 (row_facts_avx2); see its comment below.
+ * rows_rise(ids, offsets) -> bool: every row's ids strictly increase (jsonfast.rows_distinct's shortcut), four
+ *   pairs a step on AVX2 (rows_rise_avx2).
  *
  * decode(chunk: bytes, extras: tuple[bytes, ...], typed: bool, arena: Arena | None = None) -> None | tuple:
  *   (timestamps float64 (n,), input_length int64 (n,), output_length int64 (n,), offsets int64 (n+1,),
@@ -1187,7 +1193,8 @@ __attribute__((target("avx2"))) void row_facts_avx2(const double *ts, const int6
     for (; i < n; i++) {   // the last n mod 4 rows as row_facts does (and their pairs with the row before)
         const double t = ts[i];
         const int64_t in = il[i];
-        ok &= std::isfinite(t) & (in >= 0) & (ol[i] >= 0) & (off[i + 1] - off[i] == (in >> shift) + ((in & (bs - 1)) != 0));
+        const int64_t want = (in >> shift) + ((in & (bs - 1)) != 0);
+        ok &= std::isfinite(t) & (in >= 0) & (ol[i] >= 0) & (off[i + 1] - off[i] == want);
         if (i) ordered &= !(t < ts[i - 1]);
         if (arrival) arrival[i] = t / per_s + 0.0;
     }
@@ -1217,8 +1224,8 @@ RowFacts row_facts_fast(const double *ts, const int64_t *il, const int64_t *ol, 
 
 /* row_checks(ts, il, ol, offsets, bs, per_s, arrival=None) -> (ok, ordered, ts_max, far): the value checks of
  * jsonfast._checked over a chunk's n rows in one pass. ts float64 (n,), il, ol int64 (n,), offsets int64 (n+1,),
- * bs > 0 tokens a block, per_s > 0 timestamp units a second (finite); arrival: a writable float64 (n,) buffer filled with
- * ts / per_s + 0.0 (the batch's arrival_s). ok: every ts finite, il >= 0, ol >= 0 and each row's id count
+ * bs > 0 tokens a block, per_s > 0 timestamp units a second (finite); arrival: a writable float64 (n,) buffer
+ * filled with ts / per_s + 0.0 (the batch's arrival_s). ok: every ts finite, il >= 0, ol >= 0 and each row's id count
  * (offsets[i+1] - offsets[i]) = ceil(il / bs); ordered: no ts below the one before it; ts_max: the largest ts
  * (-inf when n = 0); far: the largest |ts / per_s| (0 when n = 0; meaningful when ok). ValueError on buffers of
  * other sizes, bs <= 0 or per_s <= 0. */
@@ -1234,8 +1241,9 @@ PyObject *row_checks(PyObject *, PyObject *args) {
     Py_buffer v[5];
     Py_ssize_t n = -1, n1 = -1;
     int got = 0;
-    bool fine = view_of(to, &v[got], 8, &n, false, "row_checks") && ++got && view_of(io, &v[got], 8, &n, false, "row_checks")
-                && ++got && view_of(oo, &v[got], 8, &n, false, "row_checks") && ++got;
+    bool fine = view_of(to, &v[got], 8, &n, false, "row_checks") && ++got
+                && view_of(io, &v[got], 8, &n, false, "row_checks") && ++got
+                && view_of(oo, &v[got], 8, &n, false, "row_checks") && ++got;
     if (fine) {
         n1 = n + 1;
         fine = view_of(fo, &v[got], 8, &n1, false, "row_checks") && ++got;

@@ -151,8 +151,8 @@ def lone_surrogate(text: str) -> str | None:
 def _values_checked(spec, bs: int, state, ts: np.ndarray, il: np.ndarray, ol: np.ndarray,
                     offsets: np.ndarray, twin=None) -> tuple[np.ndarray, float] | None:
     """The authority's checks of the scalar columns; the arrivals ``ts / spec.ts_per_s + 0.0`` (float64 (n,),
-    seconds) and the largest timestamp (-inf for no row), or None when a row needs the authority: a timestamp not finite, a length < 0, a row's id count not
-    ``ceil(input_length / bs)``, a timestamp below the one before it (or below ``state.last_ts``, when
+    seconds) and the largest timestamp (-inf for no row), or None when a row needs the authority: a timestamp not
+    finite, a length < 0, a row's id count not ``ceil(input_length / bs)``, a timestamp below the one before it (or below ``state.last_ts``, when
     ``state.check_order``), an arrival beyond :data:`MAX_ARRIVAL_S`. ``twin``: the compiled module
     (:func:`check_twin`): its ``row_checks`` answers in one pass over the rows what numpy does in about ten,
     with the same answer and arrivals (tests/trace/test_jsonrows_checks.py); ``state`` is not changed."""

@@ -71,6 +71,10 @@ def test_row_checks_each_rule_at_each_row(n):
         return TWIN.row_checks(*_cols(ts, il, ol, counts), 512, 1000.0, np.empty(n))
 
     assert facts() == (True, True, 1000.0 * (n - 1), float(n - 1))
+    ts, il, ol, offs = _cols([-0.0] + [1000.0 * i for i in range(1, n)], [512] * n, [0] * n, [1] * n)
+    arrival = np.empty(n)
+    assert TWIN.row_checks(ts, il, ol, offs, 512, 1000.0, arrival)[:2] == (True, True)
+    assert not np.signbit(arrival).any() and arrival.tolist() == [float(i) for i in range(n)]   # -0.0 ms: +0.0 s
     for j in range(n):
         for bad in ({"ts": (j, math.nan)}, {"ts": (j, -math.inf)}, {"il": (j, -1)}, {"ol": (j, -1)},
                     {"il": (j, 513)}, {"counts": (j, 2)}):
