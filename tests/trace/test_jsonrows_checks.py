@@ -99,6 +99,17 @@ def test_rows_rise_by_hand():
     assert TWIN.rows_rise(u([1, 2, 3, 4, 5, 2**63, 2**63 + 1]), o([0, 7]))
     assert not TWIN.rows_rise(u([2**63, 1, 2, 3, 4, 5]), o([0, 6]))            # only the row's first id is high
     assert not TWIN.rows_rise(u([7, 8, 9, 10, 11, 12, 2**63 + 9, 13]), o([0, 8]))
+    # an id >= 2**63 in the first step of a run of ten: the run's first id, or among the step's last four
+    assert not TWIN.rows_rise(u([2**63] + list(range(1, 10))), o([0, 10]))
+    assert TWIN.rows_rise(u([1, 2, 3, 4, 5, 6, 2**63, 2**63 + 1, 2**63 + 2, 2**63 + 3]), o([0, 10]))
+    # the ids as one run (eight pairs a step): drops at row starts only, one inside a row at each place
+    run = list(range(10, 30)) + list(range(5, 25))
+    assert TWIN.rows_rise(u(run), o([0, 0, 20, 20, 40, 40]))
+    for j in range(1, 40):
+        if j != 20:
+            bad = list(run)
+            bad[j] = bad[j - 1]
+            assert not TWIN.rows_rise(u(bad), o([0, 0, 20, 20, 40, 40])), j
     assert TWIN.rows_rise(u([]), o([0]))
     with pytest.raises(ValueError):
         TWIN.rows_rise(u([1, 2]), o([0, 3]))
@@ -143,11 +154,13 @@ def test_row_checks_equal_numpy(seed):
             assert np.array_equal(np.signbit(got[0]), np.signbit(want[0]))
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(60))
 def test_rows_rise_equals_numpy(seed):
     rng = np.random.default_rng(seed)
-    # rows of 0 to 13 ids across the whole unsigned range (above 2**63 too), each sorted and distinct
-    rows = [np.unique(rng.integers(0, 2**64 - 1, int(c), dtype=np.uint64, endpoint=True))
+    # rows of 0 to 13 ids, each sorted and distinct: across the whole unsigned range (above 2**63 too) for even
+    # seeds, below 2**40 for odd ones (the ids as one run, compared signed)
+    top = 2**64 - 1 if seed % 2 == 0 else 2**40
+    rows = [np.unique(rng.integers(0, top, int(c), dtype=np.uint64, endpoint=True))
             for c in rng.integers(0, 14, int(rng.integers(1, 30)))]
     counts = np.array([r.size for r in rows], dtype=np.int64)
     hashes = np.concatenate(rows + [np.zeros(0, np.uint64)])
