@@ -24,8 +24,14 @@
  * formats, the optional "type" string or null -- each key once. Anything else (blank line, bad JSON, a
  * repeated, unknown or missing key, another JSON type, an integer beyond its range, a bool, a float
  * negative-zero timestamp, an id written "-0") returns None for the whole chunk; the caller re-reads it with the authority. Value
- * checks that need no parse (lengths >= 0, ids per row, order, repeats) are the caller's vectorised
- * ones (jsonfast._checked), so they live in one place.
+ * checks that need no parse (lengths >= 0, ids per row, order, repeats) are the caller's (jsonfast._checked), on the
+ * decoded columns, so they live in one place; its numpy passes have compiled twins here, which the Parquet reader
+ * uses too (diffed against numpy in tests/trace/test_jsonrows_checks.py):
+ *
+ * row_checks(ts, il, ol, offsets, bs, per_s, arrival=None) -> (ok, ordered, ts_max, far): a chunk's scalar checks
+ *   in one pass, four rows a step on AVX2 (row_facts_avx2); see its comment below.
+ * rows_rise(ids, offsets) -> bool: every row's ids strictly increase (jsonfast.rows_distinct's shortcut), four
+ *   pairs a step on AVX2 (rows_rise_avx2).
  *
  * decode(chunk: bytes, extras: tuple[bytes, ...], typed: bool, arena: Arena | None = None) -> None | tuple:
  *   (timestamps float64 (n,), input_length int64 (n,), output_length int64 (n,), offsets int64 (n+1,),
@@ -1018,10 +1024,287 @@ PyObject *decode(PyObject *, PyObject *args) {
     return result(c, spec.typed, arena);
 }
 
+/* ---- The reader's value checks over decoded columns (the numpy passes of pcs/trace/jsonfast.py's _checked and
+ * rows_distinct, in one pass each; jsonfast keeps the numpy reference they are diffed against). */
+
+/* Every row's ids strictly increase (the unsigned order), plain: one compare an id, no early exit. */
+bool rows_rise_plain(const uint64_t *k, const int64_t *off, Py_ssize_t rows) {
+    bool ok = true;
+    for (Py_ssize_t r = 0; r < rows; r++)
+        for (int64_t i = off[r] + 1; i < off[r + 1]; i++) ok &= k[i] > k[i - 1];
+    return ok;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+bool rise_avx2 = false;   // the CPU has AVX2 (PyInit__jsonrows)
+
+/* rows_rise_plain's answer, four pairs a step, as pcs/cache/_lruhier.c's keys_rise_avx2 (AVX2 compares signed
+ * 64-bit ints): compared as signed, the ids or-ed together; when one has its top bit set (an id >= 2**63, where the
+ * signed order is not the unsigned one) the rows are compared again with the sign bits flipped. A row of five ids or
+ * more ends with a step over its last four pairs (overlapping the one before: the answers are and-ed), a shorter row
+ * pair by pair; no early exit. */
+template <bool kFlip>
+__attribute__((target("avx2"))) bool rows_rise_avx2_as(const uint64_t *k, const int64_t *off, Py_ssize_t rows) {
+    const __m256i flip = _mm256_set1_epi64x((long long)0x8000000000000000ULL);
+    __m256i ok = _mm256_set1_epi64x(-1), any = _mm256_setzero_si256();
+    bool small_ok = true;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const int64_t a = off[r], b = off[r + 1];
+        if (b - a < 5) {
+            for (int64_t i = a + 1; i < b; i++) small_ok &= k[i] > k[i - 1];
+            continue;
+        }
+        int64_t i = a + 1;
+        for (;; i += 4) {
+            if (i + 4 > b) i = b - 4;   // the row's last four pairs
+            __m256i cur = _mm256_loadu_si256((const __m256i *)(k + i));
+            __m256i prev = _mm256_loadu_si256((const __m256i *)(k + i - 1));
+            if (kFlip) {
+                cur = _mm256_xor_si256(cur, flip);
+                prev = _mm256_xor_si256(prev, flip);
+            } else {
+                any = _mm256_or_si256(any, cur);
+            }
+            ok = _mm256_and_si256(ok, _mm256_cmpgt_epi64(cur, prev));
+            if (i + 4 >= b) break;
+        }
+        if (!kFlip) any = _mm256_or_si256(any, _mm256_set1_epi64x((long long)k[a]));   // the row's first id
+    }
+    if (!kFlip && _mm256_movemask_pd(_mm256_castsi256_pd(any))) return rows_rise_avx2_as<true>(k, off, rows);
+    return small_ok && _mm256_movemask_epi8(ok) == -1;
+}
+
+bool rows_rise_avx2(const uint64_t *k, const int64_t *off, Py_ssize_t rows) {
+    return rows_rise_avx2_as<false>(k, off, rows);
+}
+
+/* rows_rise's answer over the ids as one run, rows ignored: the rising adjacent pairs counted (four a step, compared
+ * signed, the ids they read or-ed), then the pairs at a row's start (distinct starts inside the run) taken off both
+ * counts: every row rises when every other pair does. An id >= 2**63 in the steps (the signed order is not the
+ * unsigned one): rows_rise_avx2.
+ * The offsets rise (checked by the caller). */
+__attribute__((target("avx2"))) bool run_rise_avx2(const uint64_t *k, const int64_t *off, Py_ssize_t rows) {
+    const int64_t s = off[0], e = off[rows];
+    if (e - s < 2) return true;
+    __m256i acc = _mm256_setzero_si256(), acc2 = _mm256_setzero_si256(), any = _mm256_setzero_si256();
+    int64_t j = s + 1;
+    for (; j + 8 <= e; j += 8) {   // pairs (j - 1, j) .. (j + 6, j + 7)
+        const __m256i c0 = _mm256_loadu_si256((const __m256i *)(k + j));
+        const __m256i c1 = _mm256_loadu_si256((const __m256i *)(k + j + 4));
+        acc = _mm256_sub_epi64(acc, _mm256_cmpgt_epi64(c0, _mm256_loadu_si256((const __m256i *)(k + j - 1))));
+        acc2 = _mm256_sub_epi64(acc2, _mm256_cmpgt_epi64(c1, _mm256_loadu_si256((const __m256i *)(k + j + 3))));
+        any = _mm256_or_si256(any, _mm256_or_si256(c0, c1));
+    }
+    any = _mm256_or_si256(any, _mm256_set1_epi64x((long long)k[s]));
+    if (_mm256_movemask_pd(_mm256_castsi256_pd(any))) return rows_rise_avx2(k, off, rows);
+    acc = _mm256_add_epi64(acc, acc2);
+    int64_t rising = _mm256_extract_epi64(acc, 0) + _mm256_extract_epi64(acc, 1) + _mm256_extract_epi64(acc, 2)
+                     + _mm256_extract_epi64(acc, 3);
+    for (; j < e; j++) rising += k[j] > k[j - 1];   // the last pairs, unsigned
+    int64_t pairs = e - s - 1, prev = s;
+    for (Py_ssize_t r = 1; r < rows; r++) {   // a row's start inside the run, once (an empty row repeats it)
+        const int64_t b = off[r];
+        if (b != prev && b < e) {
+            pairs--;
+            rising -= k[b] > k[b - 1];
+        }
+        prev = b;
+    }
+    return rising == pairs;
+}
+#endif
+
+/* A buffer argument of n items of `size` bytes (n = -1: any count, returned in *n). */
+bool view_of(PyObject *o, Py_buffer *v, Py_ssize_t size, Py_ssize_t *n, bool writable, const char *what) {
+    if (PyObject_GetBuffer(o, v, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) return false;
+    if (v->len % size || (*n >= 0 && v->len / size != *n)) {
+        PyBuffer_Release(v);
+        PyErr_Format(PyExc_ValueError, "%s: a buffer of %zd bytes does not hold the items it must", what, v->len);
+        return false;
+    }
+    *n = v->len / size;
+    return true;
+}
+
+/* rows_rise(ids, offsets) -> bool: every row's ids strictly increase (so no id repeats within a row). ids: uint64
+ * (m,); offsets: int64 (n+1,), offsets[0] = 0, non-decreasing, offsets[n] <= m (not checked beyond the last). */
+PyObject *rows_rise(PyObject *, PyObject *args) {
+    PyObject *ids_o, *off_o;
+    if (!PyArg_ParseTuple(args, "OO", &ids_o, &off_o)) return nullptr;
+    Py_buffer iv, ov;
+    Py_ssize_t m = -1, n1 = -1;
+    if (!view_of(ids_o, &iv, 8, &m, false, "rows_rise")) return nullptr;
+    if (!view_of(off_o, &ov, 8, &n1, false, "rows_rise")) { PyBuffer_Release(&iv); return nullptr; }
+    const int64_t *off = (const int64_t *)ov.buf;
+    bool good = n1 >= 1 && off[0] >= 0 && off[n1 - 1] <= m;
+    for (Py_ssize_t r = 0; good && r + 1 < n1; r++) good = off[r] <= off[r + 1];
+    bool ok = false;
+    if (good) {
+        Py_BEGIN_ALLOW_THREADS
+#if defined(__x86_64__) && defined(__GNUC__)
+        ok = rise_avx2 ? run_rise_avx2((const uint64_t *)iv.buf, off, n1 - 1)
+                       : rows_rise_plain((const uint64_t *)iv.buf, off, n1 - 1);
+#else
+        ok = rows_rise_plain((const uint64_t *)iv.buf, off, n1 - 1);
+#endif
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&iv);
+    PyBuffer_Release(&ov);
+    if (!good) {
+        PyErr_SetString(PyExc_ValueError, "rows_rise: offsets must rise from >= 0 to at most the ids' count");
+        return nullptr;
+    }
+    return PyBool_FromLong(ok);
+}
+
+/* The facts of row_checks, one pass over the rows. */
+struct RowFacts {
+    bool ok = true, ordered = true;
+    double ts_max = -INFINITY, far = 0;
+};
+
+RowFacts row_facts(const double *ts, const int64_t *il, const int64_t *ol, const int64_t *off, Py_ssize_t n,
+                   int64_t bs, double per_s, double *arrival) {
+    RowFacts f;
+    const bool pow2 = (bs & (bs - 1)) == 0;
+    const int shift = pow2 ? __builtin_ctzll((unsigned long long)bs) : 0;
+    bool ok = true, ordered = true;
+    double prev = n ? ts[0] : 0, ts_max = -INFINITY, far = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const double t = ts[i];
+        const int64_t in = il[i];
+        // ceil(in / bs) for in >= 0 (a negative in fails on its own): no overflow near INT64_MAX
+        const int64_t want = pow2 ? (in >> shift) + ((in & (bs - 1)) != 0) : in / bs + (in % bs != 0);
+        ok &= std::isfinite(t) & (in >= 0) & (ol[i] >= 0) & (off[i + 1] - off[i] == want);
+        ordered &= !(t < prev);
+        prev = t;
+        if (t > ts_max) ts_max = t;
+        const double a = t / per_s;
+        if (std::fabs(a) > far) far = std::fabs(a);
+        if (arrival) arrival[i] = a + 0.0;   // + 0.0: no -0.0 arrival (as the Python readers)
+    }
+    f.ok = ok;
+    f.ordered = ordered;
+    f.ts_max = ts_max;
+    f.far = far;
+    return f;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* row_facts' ok and ordered for a power-of-two bs (1 << shift), four rows a step; the arrivals written when asked.
+ * ts_max and far are left to the caller (row_checks: from the first and last rows when ok and ordered). Finite: |t|
+ * <= DBL_MAX (false for NaN); the lengths' sign bits or-ed; the id counts xor-ed with ceil(in / bs) = (in >> shift) +
+ * 1 - [in & (bs - 1) == 0] (a logical shift: a negative in fails on its sign). */
+__attribute__((target("avx2"))) void row_facts_avx2(const double *ts, const int64_t *il, const int64_t *ol,
+                                                    const int64_t *off, Py_ssize_t n, int64_t bs, double per_s,
+                                                    double *arrival, bool *ok_out, bool *ordered_out) {
+    const int shift = __builtin_ctzll((unsigned long long)bs);
+    const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+    const __m256d dmax = _mm256_set1_pd(1.7976931348623157e308), k = _mm256_set1_pd(per_s), zero = _mm256_setzero_pd();
+    const __m256i low = _mm256_set1_epi64x(bs - 1), one = _mm256_set1_epi64x(1), izero = _mm256_setzero_si256();
+    __m256d fin = _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), down = zero;
+    __m256i sign = izero, diff = izero;
+    // the pairs of the first step (rows 0-3) in order one by one; each later step's against the rows before them
+    bool ordered = n < 4 || (!(ts[1] < ts[0]) & !(ts[2] < ts[1]) & !(ts[3] < ts[2]));
+    Py_ssize_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const __m256d t = _mm256_loadu_pd(ts + i);
+        fin = _mm256_and_pd(fin, _mm256_cmp_pd(_mm256_and_pd(t, absmask), dmax, _CMP_LE_OQ));
+        if (i) down = _mm256_or_pd(down, _mm256_cmp_pd(t, _mm256_loadu_pd(ts + i - 1), _CMP_LT_OQ));
+        const __m256i in = _mm256_loadu_si256((const __m256i *)(il + i));
+        sign = _mm256_or_si256(sign, _mm256_or_si256(in, _mm256_loadu_si256((const __m256i *)(ol + i))));
+        const __m256i want = _mm256_add_epi64(_mm256_add_epi64(_mm256_srli_epi64(in, shift), one),
+                                              _mm256_cmpeq_epi64(_mm256_and_si256(in, low), izero));
+        const __m256i cnt = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(off + i + 1)),
+                                             _mm256_loadu_si256((const __m256i *)(off + i)));
+        diff = _mm256_or_si256(diff, _mm256_xor_si256(cnt, want));
+        if (arrival) _mm256_storeu_pd(arrival + i, _mm256_add_pd(_mm256_div_pd(t, k), zero));
+    }
+    bool ok = _mm256_movemask_pd(fin) == 0xF && _mm256_movemask_pd(_mm256_castsi256_pd(sign)) == 0
+              && _mm256_testz_si256(diff, diff);
+    ordered &= _mm256_movemask_pd(down) == 0;
+    for (; i < n; i++) {   // the last n mod 4 rows as row_facts does (and their pairs with the row before)
+        const double t = ts[i];
+        const int64_t in = il[i];
+        const int64_t want = (in >> shift) + ((in & (bs - 1)) != 0);
+        ok &= std::isfinite(t) & (in >= 0) & (ol[i] >= 0) & (off[i + 1] - off[i] == want);
+        if (i) ordered &= !(t < ts[i - 1]);
+        if (arrival) arrival[i] = t / per_s + 0.0;
+    }
+    *ok_out = ok;
+    *ordered_out = ordered;
+}
+#endif
+
+/* row_facts, four rows a step where the CPU has AVX2 and bs is a power of two: the same facts (ts_max and far from
+ * the first and last rows when ok and ordered: |t / per_s| = |t| / per_s and a correctly rounded division keeps the
+ * order, so the largest |arrival| is that of the row with the largest |t|, the first or the last; else row_facts). */
+RowFacts row_facts_fast(const double *ts, const int64_t *il, const int64_t *ol, const int64_t *off, Py_ssize_t n,
+                        int64_t bs, double per_s, double *arrival) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (rise_avx2 && (bs & (bs - 1)) == 0 && n) {
+        RowFacts f;
+        row_facts_avx2(ts, il, ol, off, n, bs, per_s, arrival, &f.ok, &f.ordered);
+        if (f.ok && f.ordered) {
+            f.ts_max = ts[n - 1];
+            f.far = std::fmax(std::fabs(ts[0]), std::fabs(ts[n - 1])) / per_s;
+            return f;
+        }
+    }
+#endif
+    return row_facts(ts, il, ol, off, n, bs, per_s, arrival);
+}
+
+/* row_checks(ts, il, ol, offsets, bs, per_s, arrival=None) -> (ok, ordered, ts_max, far): the value checks of
+ * jsonfast._checked over a chunk's n rows in one pass. ts float64 (n,), il, ol int64 (n,), offsets int64 (n+1,),
+ * bs > 0 tokens a block, per_s > 0 timestamp units a second (finite); arrival: a writable float64 (n,) buffer
+ * filled with ts / per_s + 0.0 (the batch's arrival_s). ok: every ts finite, il >= 0, ol >= 0 and each row's id count
+ * (offsets[i+1] - offsets[i]) = ceil(il / bs); ordered: no ts below the one before it; ts_max: the largest ts
+ * (-inf when n = 0); far: the largest |ts / per_s| (0 when n = 0; meaningful when ok). ValueError on buffers of
+ * other sizes, bs <= 0 or per_s <= 0. */
+PyObject *row_checks(PyObject *, PyObject *args) {
+    PyObject *to, *io, *oo, *fo, *ao = Py_None;
+    long long bs;
+    double per_s;
+    if (!PyArg_ParseTuple(args, "OOOOLd|O", &to, &io, &oo, &fo, &bs, &per_s, &ao)) return nullptr;
+    if (bs <= 0 || !(per_s > 0)) {
+        PyErr_SetString(PyExc_ValueError, "row_checks: bs and per_s must be > 0");
+        return nullptr;
+    }
+    Py_buffer v[5];
+    Py_ssize_t n = -1, n1 = -1;
+    int got = 0;
+    bool fine = view_of(to, &v[got], 8, &n, false, "row_checks") && ++got
+                && view_of(io, &v[got], 8, &n, false, "row_checks") && ++got
+                && view_of(oo, &v[got], 8, &n, false, "row_checks") && ++got;
+    if (fine) {
+        n1 = n + 1;
+        fine = view_of(fo, &v[got], 8, &n1, false, "row_checks") && ++got;
+    }
+    if (fine && ao != Py_None) fine = view_of(ao, &v[got], 8, &n, true, "row_checks") && ++got;
+    RowFacts f;
+    if (fine) {
+        Py_BEGIN_ALLOW_THREADS
+        f = row_facts_fast((const double *)v[0].buf, (const int64_t *)v[1].buf, (const int64_t *)v[2].buf,
+                      (const int64_t *)v[3].buf, n, (int64_t)bs, per_s, ao != Py_None ? (double *)v[4].buf : nullptr);
+        Py_END_ALLOW_THREADS
+    }
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    if (!fine) return nullptr;
+    return Py_BuildValue("(NNdd)", PyBool_FromLong(f.ok), PyBool_FromLong(f.ordered), f.ts_max, f.far);
+}
+
 PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS,
      "decode(chunk, extras, typed, arena=None) -> None | (ts, il, ol, offsets, ids, extras, types, synthetic, "
      "increasing): see the C++ file's header (pcs/trace/_jsonrows.cpp)."},
+    {"rows_rise", rows_rise, METH_VARARGS,
+     "rows_rise(ids, offsets) -> bool: every row's uint64 ids strictly increase (pcs/trace/_jsonrows.cpp)."},
+    {"row_checks", row_checks, METH_VARARGS,
+     "row_checks(ts, il, ol, offsets, bs, per_s, arrival=None) -> (ok, ordered, ts_max, far): the reader's value "
+     "checks in one pass (pcs/trace/_jsonrows.cpp)."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "pcs.trace._jsonrows",
@@ -1031,6 +1314,10 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "pcs.trace._jsonrows",
 }  // namespace
 
 PyMODINIT_FUNC PyInit__jsonrows(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    rise_avx2 = __builtin_cpu_supports("avx2") != 0;
+#endif
     ColumnType.tp_basicsize = sizeof(ColumnObject);
     ColumnType.tp_flags = Py_TPFLAGS_DEFAULT;
     ColumnType.tp_dealloc = column_dealloc;

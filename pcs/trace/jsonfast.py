@@ -102,25 +102,39 @@ def _valid_utf8(chunk: bytes) -> bool:
     return True
 
 
-def rows_distinct(hashes: np.ndarray, offsets: np.ndarray) -> bool:
+def rows_distinct(hashes: np.ndarray, offsets: np.ndarray, twin=None) -> bool:
     """True when no id repeats inside one row.
 
     Shortcut: rows whose ids strictly increase (all of Mooncake's, whose ids
     are assigned in first-appearance order along each chain) are distinct; the
-    others are checked by sorting (row, id) keys.
+    others are checked by sorting (row, id) keys. ``twin``: the compiled module (:func:`check_twin`), whose
+    ``rows_rise`` answers the shortcut in one pass (AVX2: four pairs a compare) instead of numpy's unsigned compare
+    of every adjacent pair and its row-boundary fix-up; the same answer (tests/trace/test_jsonrows_checks.py).
     """
     if hashes.size < 2:
         return True
-    inc = hashes[1:] > hashes[:-1]
-    starts = offsets[1:-1]
-    starts = starts[(starts > 0) & (starts < hashes.size)]
-    inc[starts - 1] = True  # row boundaries do not count
-    if inc.all():
-        return True
+    if twin is not None:
+        if twin.rows_rise(hashes, offsets):
+            return True
+    else:
+        inc = hashes[1:] > hashes[:-1]
+        starts = offsets[1:-1]
+        starts = starts[(starts > 0) & (starts < hashes.size)]
+        inc[starts - 1] = True  # row boundaries do not count
+        if inc.all():
+            return True
     row = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
     order = np.lexsort((hashes, row))
     h, r = hashes[order], row[order]
     return not ((h[1:] == h[:-1]) & (r[1:] == r[:-1])).any()
+
+
+def check_twin():
+    """The compiled module whose ``row_checks`` and ``rows_rise`` do the readers' value checks
+    (pcs/trace/_jsonrows.cpp), or None for numpy's: the ``PCS_NATIVE`` switch (:func:`pcs._native.resolve`)."""
+    from pcs import _native
+
+    return _native.module("jsonrows") if _native.resolve(None, "jsonrows") == "c" else None
 
 
 def lone_surrogate(text: str) -> str | None:
@@ -134,14 +148,20 @@ def lone_surrogate(text: str) -> str | None:
     return None
 
 
-def _checked(spec, bs: int, state, ts: np.ndarray, il: np.ndarray, ol: np.ndarray, offsets: np.ndarray,
-             hashes: np.ndarray, extras: list, typ, synthetic: int = 0,
-             increasing: bool = False) -> RequestBatch | None:
-    """The authority's value checks, vectorised; the batch, or None when a row needs the authority.
-
-    ``synthetic``: rows of the chunk whose ``reuse`` is ``"synthetic"`` (added to
-    ``state.synthetic_rows`` on success, as the authority counts them); ``increasing``: the parser saw every
-    row's ids strictly increase (:func:`rows_distinct`'s shortcut, known without a pass over the ids)."""
+def _values_checked(spec, bs: int, state, ts: np.ndarray, il: np.ndarray, ol: np.ndarray,
+                    offsets: np.ndarray, twin=None) -> tuple[np.ndarray, float] | None:
+    """The authority's checks of the scalar columns; the arrivals ``ts / spec.ts_per_s + 0.0`` (float64 (n,),
+    seconds) and the largest timestamp (-inf for no row), or None when a row needs the authority: a timestamp not
+    finite, a length < 0, a row's id count not ``ceil(input_length / bs)``, a timestamp below the one before it (or below ``state.last_ts``, when
+    ``state.check_order``), an arrival beyond :data:`MAX_ARRIVAL_S`. ``twin``: the compiled module
+    (:func:`check_twin`): its ``row_checks`` answers in one pass over the rows what numpy does in about ten,
+    with the same answer and arrivals (tests/trace/test_jsonrows_checks.py); ``state`` is not changed."""
+    if twin is not None:
+        arrival = np.empty(ts.size)
+        ok, ordered, ts_max, far = twin.row_checks(ts, il, ol, offsets, bs, float(spec.ts_per_s), arrival)
+        if not ok or far > MAX_ARRIVAL_S or (ts.size and state.check_order and (ts[0] < state.last_ts or not ordered)):
+            return None
+        return arrival, ts_max
     lens = np.diff(offsets)
     if (not np.isfinite(ts).all() or (il < 0).any() or (ol < 0).any() or (lens != ceil_blocks(il, bs)).any()):
         return None
@@ -149,18 +169,32 @@ def _checked(spec, bs: int, state, ts: np.ndarray, il: np.ndarray, ol: np.ndarra
         return None
     if ts.size and np.abs(ts / spec.ts_per_s).max() > MAX_ARRIVAL_S:   # the authority names file:line
         return None
-    if not increasing and not rows_distinct(hashes, offsets):
+    # + 0.0: pyarrow reads "timestamp": -0 as -0.0 (a float64 column), json.loads as 0; no arrival is -0.0
+    return ts / spec.ts_per_s + 0.0, float(ts.max()) if ts.size else -np.inf
+
+
+def _checked(spec, bs: int, state, ts: np.ndarray, il: np.ndarray, ol: np.ndarray, offsets: np.ndarray,
+             hashes: np.ndarray, extras: list, typ, synthetic: int = 0,
+             increasing: bool = False, twin=None) -> RequestBatch | None:
+    """The authority's value checks, vectorised; the batch, or None when a row needs the authority.
+
+    ``synthetic``: rows of the chunk whose ``reuse`` is ``"synthetic"`` (added to
+    ``state.synthetic_rows`` on success, as the authority counts them); ``increasing``: the parser saw every
+    row's ids strictly increase (:func:`rows_distinct`'s shortcut, known without a pass over the ids); ``twin``:
+    the compiled checks (:func:`check_twin`; None: numpy's), see :func:`_values_checked` and :func:`rows_distinct`."""
+    checked = _values_checked(spec, bs, state, ts, il, ol, offsets, twin)
+    if checked is None:
+        return None
+    arrival, ts_max = checked
+    if not increasing and not rows_distinct(hashes, offsets, twin):
         return None
     if typ is not None and any(lone_surrogate(t) for t in set(typ) if isinstance(t, str)):
         return None   # the authority names the line
     if len(extras) == 3 and ((extras[2] < 0).any() or ((extras[1] == extras[0]) & (extras[1] != -1)).any()):
         return None   # a Bailian turn < 0 or a row its own parent: hashids.session_problem, by the authority
-    if ts.size:
-        state.last_ts = max(state.last_ts, float(ts.max()))
+    state.last_ts = max(state.last_ts, ts_max)
     state.synthetic_rows += synthetic
-    # + 0.0: pyarrow reads "timestamp": -0 as -0.0 (a float64 column), json.loads as 0; no arrival is -0.0
-    return RequestBatch(0, bs, ts / spec.ts_per_s + 0.0, il, ol, offsets, hashes, *(extras + [None] * (3 - len(extras))),
-                        typ)
+    return RequestBatch(0, bs, arrival, il, ol, offsets, hashes, *(extras + [None] * (3 - len(extras))), typ)
 
 
 # -- simdjson ---------------------------------------------------------------------------------------
@@ -321,7 +355,13 @@ def native_checked(spec, cols: tuple | None, bs: int, state, ids_arena=None) -> 
     return _checked(spec, bs, state, np.frombuffer(ts, dtype=np.float64), il,
                     np.frombuffer(ol, dtype=np.int64), offsets, ids,
                     [extras[:, i].copy() for i in range(extras.shape[1])],
-                    tuple(types) if spec.has_type else None, synthetic, increasing)
+                    tuple(types) if spec.has_type else None, synthetic, increasing, _native_module())
+
+
+def _native_module():
+    from pcs import _native
+
+    return _native.module("jsonrows")
 
 
 def native_chunk(spec, chunk: bytes, bs: int, state, ids_arena=None) -> RequestBatch | None:

@@ -305,16 +305,31 @@ def _far_arrival(ts: np.ndarray) -> str:
     return arrival_error(float(ts[np.argmax(far)])) or "" if far.any() else ""
 
 
-def _repeats(hashes: np.ndarray, offs: np.ndarray) -> np.ndarray:
+def _repeats(hashes: np.ndarray, offs: np.ndarray, twin=None) -> np.ndarray:
     """Per row, whether an id repeats inside it (bool (n,)); one pass over the ids only when
-    :func:`pcs.trace.jsonfast.rows_distinct` finds a repeat."""
+    :func:`pcs.trace.jsonfast.rows_distinct` finds a repeat (``twin``: its compiled shortcut, or None)."""
     from pcs.trace.jsonfast import rows_distinct
 
     n = offs.size - 1
-    if rows_distinct(hashes, offs):
+    if rows_distinct(hashes, offs, twin):
         return np.zeros(n, dtype=bool)
     return np.array([np.unique(hashes[offs[i]:offs[i + 1]]).size != offs[i + 1] - offs[i] for i in range(n)],
                     dtype=bool)
+
+
+def _clean(twin, ts: np.ndarray, il: np.ndarray, ol: np.ndarray, offs: np.ndarray, hashes: np.ndarray, bs: int,
+           state) -> bool:
+    """Whether no row breaks a rule of :func:`_bad_rows`, from the compiled checks (``twin``:
+    :func:`pcs.trace.jsonfast.check_twin`; None: False, so the masks are made): every arrival finite and within
+    +-MAX_ARRIVAL_S, the token counts >= 0, each row's id count their blocks, no id repeated in a row (the rising
+    shortcut only) and, when the order is checked, no arrival below the one before it or ``state.last_ts``. True
+    only when every mask of :func:`_bad_rows` would be empty; anything else makes the masks, which name the row."""
+    if twin is None:
+        return False
+    ok, ordered, _, far = twin.row_checks(ts, il, ol, offs, bs, 1.0)
+    if not ok or far > MAX_ARRIVAL_S or (state.check_order and ts.size and (ts[0] < state.last_ts or not ordered)):
+        return False
+    return hashes.size < 2 or twin.rows_rise(hashes, offs)
 
 
 def _bad_rows(ts: np.ndarray, il: np.ndarray, ol: np.ndarray, lens: np.ndarray, bs: int,
@@ -440,7 +455,10 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     optional = _optional_columns(names, name)
     has_session = bool(optional)
     cols = list(_REQUIRED) + optional + (["type"] if has_session and "type" in names else [])
+    from pcs.trace.jsonfast import check_twin
+
     row0 = 1
+    twin = check_twin()
     for rb in _record_batches(pf, name, rows, cols):
         n = rb.num_rows
         lists = rb.column("block_hashes")
@@ -455,16 +473,16 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
         ts = rb.column("arrival_s").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
         il = _column_ints(rb, "prompt_tokens", name, row0)
         ol = _column_ints(rb, "output_tokens", name, row0)
-        rules = _bad_rows(ts, il, ol, np.diff(offs), block_size, state.last_ts, state.check_order,
-                          _repeats(hashes, offs))
-        if on_error != "skip":      # no bad row found: every row is kept
+        rules = None if _clean(twin, ts, il, ol, offs, hashes, block_size, state) else _bad_rows(
+            ts, il, ol, np.diff(offs), block_size, state.last_ts, state.check_order, _repeats(hashes, offs, twin))
+        if on_error != "skip" and rules is not None:      # no bad row found: every row is kept
             bad = _first_bad(rules, hashes, offs)
             if bad is not None:
                 raise InputError(name, row0 + bad[0], bad[1], bad[2])
         extras = [_column_ints(rb, k, name, row0) if k in optional else None for k in _OPTIONAL]
         typ = tuple(rb.column("type").to_pylist()) if has_session and "type" in names else None
         batch = RequestBatch(0, block_size, ts, il, ol, offs, hashes, *extras, typ)
-        if on_error == "skip":
+        if on_error == "skip" and rules is not None:
             keep = ~np.logical_or.reduce([m for m, _, _ in rules])
             if not keep.all():
                 state.skipped += int(n - keep.sum())
