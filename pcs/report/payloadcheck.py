@@ -182,6 +182,30 @@ def check_payload(kind: str, payload: dict) -> None:
             raise UserError(f"field '{missing}': missing (pcs {kind} always writes it)")
     fields = {**_fields(cls), **_EXTRA[kind]}
     _walk_fields(payload, fields, "", _NUMBER_ONLY.get(kind, ()))
+    if kind == "compare":
+        _check_tier_capacities(payload)
+
+
+#: the two numbers of each tier of a compare variant's ``tier_capacities`` (a key ``pcs compare`` adds to each
+#: variant, pcs.report.jsondoc.CLI_KEYS), which the page's tier rows read
+_TIER_CAPACITY_KEYS = ("capacity_blocks", "capacity_bytes")
+
+
+def _check_tier_capacities(payload: dict) -> None:
+    """Each compare variant's ``tier_capacities``, when present: an object of tiers, each an object with the two
+    integers of :data:`_TIER_CAPACITY_KEYS`.
+
+    Raises:
+        UserError: ``field 'variants[0].tier_capacities.gpu': must be an object with 'capacity_bytes' ...`` or the
+            first value of a wrong type.
+    """
+    for i, row in enumerate(payload.get("variants") or ()):
+        if not isinstance(row, dict) or "tier_capacities" not in row:
+            continue
+        path = f"variants[{i}].tier_capacities"
+        _walk(row["tier_capacities"], dict[str, dict[str, int]], path)
+        for name, tier in row["tier_capacities"].items():
+            _check_row(tier, {k: int for k in _TIER_CAPACITY_KEYS}, _TIER_CAPACITY_KEYS, f"{path}.{name}.")
 
 
 def _check_row(row: dict, types_: dict[str, Any], needs: tuple[str, ...], path: str,
