@@ -76,6 +76,21 @@ def _from_file(source: Any) -> bool:
     return source is None or isinstance(source, (str, Path, Trace))
 
 
+def _counted(each: Callable[..., None] | None, seen: Callable[[int], None]) -> Callable[..., None]:
+    """``each`` (or nothing), then ``seen`` with the block hashes of the batches read so far (the count
+    :attr:`Decoded.num_block_hashes` gives once every batch is read), for :func:`_joined`."""
+    count = 0
+
+    def both(b, starts: bool, closed: tuple) -> None:
+        nonlocal count
+        if each is not None:
+            each(b, starts, closed)
+        count += int(b.block_offsets[-1] - b.block_offsets[0])
+        seen(count)
+
+    return both
+
+
 def _join(group: list):
     """One batch of the rows of ``group`` (consecutive batches of one trace), ids numbered from its first."""
     if len(group) == 1:
@@ -98,6 +113,9 @@ class Decoded:
             on a reader worker of its own (:func:`pcs.trace.batches.read_ahead`, one batch in flight, the same
             batches and errors in the same order) while this thread queues each batch's walk and makes its chunk
             piece (:meth:`pcs.engine.chunks.ChunkPieces.drain`); a source in memory is read here as without it.
+        seen: called on this thread after each batch is read (and handed to ``turns`` and ``pieces``) with the
+            block hashes of the batches read so far, or None: the caller's own work done while the reader and
+            the walk run (:class:`pcs.engine.loops.HierarchyAhead`).
     Attributes:
         batches: the checked batches, ids numbered from 0, in order, small ones joined (:func:`_joined`).
         block_size: tokens per block (None for an empty trace).
@@ -108,13 +126,16 @@ class Decoded:
         UserError, InputError: as :func:`pcs.trace.batches.as_batches`; MemoryError: as ``turns``.
     """
 
-    def __init__(self, source: Any, turns: Any = None, pieces: Any = None, ahead: bool = False) -> None:
+    def __init__(self, source: Any, turns: Any = None, pieces: Any = None, ahead: bool = False,
+                 seen: Callable[[int], None] | None = None) -> None:
         each, self._pieces = None, (pieces if turns is not None else None)
         ahead = ahead and turns is not None and _from_file(source)
         if turns is not None:
             each = (lambda b, *_: turns.add(b)) if pieces is None else \
                 (lambda b, starts, closed: (pieces.queue(b, starts, closed), turns.add(b, pieces.drain),
                                             pieces.drain() if ahead else None))
+        if seen is not None:
+            each = _counted(each, seen)
         batches = as_batches(source, side_by_side=True)     # joins view the JSONL ids
         if ahead:
             batches = read_ahead(batches, linger=True)      # read, decoded and checked on a worker of its own

@@ -11,7 +11,7 @@ from pcs.beside import Beside, threads_wanted
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.decoded import Decoded
 from pcs.engine.engine import ReplayEngine
-from pcs.engine.loops import _event_loops, _presize_samplers
+from pcs.engine.loops import HierarchyAhead, _event_loops, _presize_samplers
 from pcs.engine.passes import SharedPasses
 from pcs.engine.placement import StepSetup
 from pcs.engine.scanjoin import _ScanJoin, _no_cache_side
@@ -63,14 +63,15 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
 
 
 def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str, native: str | None,
-                  rules: BlockRules, time_model: Any) -> Any:
+                  rules: BlockRules, time_model: Any, seen: Callable[[int], None] | None = None) -> Any:
     """``source`` decoded once when more than one pass reads it (an event-loop plan), else as it is. When the
     step scheduler will need the next-turn search (:func:`_resolve_step`) and it runs compiled, the search walks
     each batch as it is decoded, on a worker thread (:class:`pcs.engine.turns.TurnWalk`; the decoded trace's
     ``next_turns``), instead of a pass of its own after the decode; and the step loops' chunks are made from each
     batch as it is read (:class:`pcs.engine.chunks.ChunkPieces`, taken by :func:`_feed`), so the loops start on
     chunks already made. With threads (:func:`pcs.beside.threads_wanted`) a trace file is read on a worker of its
-    own and the calling thread makes the pieces meanwhile (``Decoded(..., ahead=True)``)."""
+    own and the calling thread makes the pieces meanwhile (``Decoded(..., ahead=True)``). ``seen``: called after
+    each batch with the block hashes read so far (``Decoded``'s, :class:`pcs.engine.loops.HierarchyAhead`)."""
     if not any(p.row.kind == "event-loop" for p in plans):
         return source
     walk = pieces = None
@@ -82,19 +83,21 @@ def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str,
         if _native.resolve(native, "turns") == "c":
             walk = TurnWalk(threads_wanted())
             pieces = ChunkPieces(rules, time_model) if time_model is not None else None
-    return Decoded(source, walk, pieces, ahead=walk is not None and threads_wanted())
+    return Decoded(source, walk, pieces, ahead=walk is not None and threads_wanted(), seen=seen)
 
 
 def _fed_loops(loop_args: tuple, source: Any, rules: BlockRules, time_model: Any,
                progress: Callable[[int], None] | None, decode: bool, passes: SharedPasses | None,
-               first: Callable[[], None] | None = None, scan2: _ScanJoin | None = None) -> tuple:
+               first: Callable[[], None] | None = None, scan2: _ScanJoin | None = None,
+               ahead: HierarchyAhead | None = None) -> tuple:
     """The run's event loops (:func:`_event_loops` of ``loop_args``), the no-cache step run popped off them (or
     None) and its :class:`pcs.beside.Beside`, after feeding them every chunk of ``source`` (:func:`_feed`).
     ``decode``: decode seconds are computed (the instant-compute modeled loop only; sequential timing never reads
     them). ``first``: called once the loops are built, just before their first feed (or at once without loops).
-    ``scan2``: the two-tier scan, behind which the no-cache loop runs on the scan's worker (:func:`_no_cache_side`)."""
+    ``scan2``: the two-tier scan, behind which the no-cache loop runs on the scan's worker (:func:`_no_cache_side`).
+    ``ahead``: the run's first hierarchy built during the decode (:class:`pcs.engine.loops.HierarchyAhead`), or None."""
     plans, resolved = loop_args[0], loop_args[6]
-    loops = _event_loops(*loop_args, expected_blocks=expected_block_hashes(source))
+    loops = _event_loops(*loop_args, expected_blocks=expected_block_hashes(source), ahead=ahead)
     if resolved is not None:
         _presize_samplers(source, loops)
     no_cache = loops.pop() if len(loops) > len(plans) else None

@@ -26,6 +26,7 @@ ratio; more blocks may raise the hit ratio, which the lens does not replay
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 from pcs.engine.result import PayloadLens
@@ -64,6 +65,30 @@ def _restore_s(links: Sequence[Any], nbytes: Sequence[int]) -> float:
     return sum(lk.restores * lk.setup_s + b / lk.bandwidth_bps for lk, b in zip(links, nbytes))
 
 
+def _group_bytes(model: Any, block_size: int, layout: str) -> tuple[int, int]:
+    """(run, alt): the TP group's bytes per block in ``layout`` (``pcs.model.group_block_bytes``) of the run's
+    dtype and the alternative's, kept per (model, block size, layout) for the next replay in the process
+    (:func:`_kept_group_bytes`); a model that cannot be hashed is worked out each time.
+
+    Raises:
+        UserError: as ``ModelSpec.with_dtype`` and ``group_block_bytes`` (nothing is kept then)."""
+    try:
+        return _kept_group_bytes(model, block_size, layout)
+    except TypeError:      # unhashable: not kept
+        return _kept_group_bytes.__wrapped__(model, block_size, layout)
+
+
+@functools.lru_cache(maxsize=32)
+def _kept_group_bytes(model: Any, block_size: int, layout: str) -> tuple[int, int]:
+    """:func:`_group_bytes`' values, kept: a ``ModelSpec`` is frozen, so equal models give equal bytes (the
+    summary's payload lens asked for eight blocks' bytes and three specs of the other dtype on every replay,
+    about 0.3 ms)."""
+    from pcs.model import group_block_bytes as block_bytes  # the TP group's bytes, as the tiers hold them
+
+    alt = model.with_dtype(alternative_dtype(model.kv_dtype))
+    return block_bytes(model, block_size, layout).total_bytes, block_bytes(alt, block_size, layout).total_bytes
+
+
 def _block_layouts(model: Any, block_size: int, gpu_capacity_bytes: int, nlinks: int, pages: Any):
     """Per dtype (run, alt): (GPU bytes per block, whole blocks the GPU holds, per link bytes per block).
 
@@ -72,16 +97,14 @@ def _block_layouts(model: Any, block_size: int, gpu_capacity_bytes: int, nlinks:
     :class:`pcs.engine.hybrid.HybridPlan`): the run's own page layout, pages per block x page bytes and
     whole blocks of the pool (``HybridPlan.block_layout``), page padding included (docs/semantics.md §13.1).
     """
-    from pcs.model import group_block_bytes as block_bytes  # the TP group's bytes, as the tiers hold them
-
+    if pages is None:
+        return [(g, gpu_capacity_bytes // g if g else 0, [low] * nlinks)
+                for g, low in zip(_group_bytes(model, block_size, "reserved"),
+                                  _group_bytes(model, block_size, "serialized"))]
     out = []
-    for k, m in enumerate((model, model.with_dtype(alternative_dtype(model.kv_dtype)))):
-        if pages is None:
-            g, low = block_bytes(m, block_size, "reserved").total_bytes, block_bytes(m, block_size, "serialized")
-            out.append((g, gpu_capacity_bytes // g if g else 0, [low.total_bytes] * nlinks))
-        else:
-            (g, cap), low = pages[k].block_layout(0), [pages[k].block_layout(j)[0] for j in range(1, nlinks + 1)]
-            out.append((g, cap, low))
+    for k in range(2):
+        (g, cap), low = pages[k].block_layout(0), [pages[k].block_layout(j)[0] for j in range(1, nlinks + 1)]
+        out.append((g, cap, low))
     return out
 
 
@@ -115,11 +138,9 @@ def payload_lens(model: Any, block_size: int, gpu_capacity_bytes: int, links: Se
         alternative's = the run's minus the change in restore transfer time
         per request; waits and queueing held fixed).
     """
-    from pcs.model import group_block_bytes as block_bytes
-
     dtype = model.kv_dtype
     alt = alternative_dtype(dtype)
-    ref = tuple(block_bytes(m, block_size, "reference").total_bytes for m in (model, model.with_dtype(alt)))
+    ref = _group_bytes(model, block_size, "reference")
     (g0, c0, low0), (g1, c1, low1) = _block_layouts(model, block_size, gpu_capacity_bytes, len(links), pages)
     if pages is None:
         moved = ([lk.restored_blocks * b for lk, b in zip(links, low0)],
@@ -128,8 +149,7 @@ def payload_lens(model: Any, block_size: int, gpu_capacity_bytes: int, links: Se
         moved = ([lk.restored_bytes for lk in links],
                  [lk.restored_bytes * b1 // b0 if b0 else 0 for lk, b0, b1 in zip(links, low0, low1)])
     transfer = tuple(_restore_s(links, m) for m in moved)
-    serialized = (block_bytes(model, block_size, "serialized").total_bytes,
-                  block_bytes(model.with_dtype(alt), block_size, "serialized").total_bytes)
+    serialized = _group_bytes(model, block_size, "serialized")
     return PayloadLens(
         dtype=dtype, alt_dtype=alt, layout=model.kv_layout.name,
         reference_bytes_per_block=ref,

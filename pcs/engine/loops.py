@@ -31,12 +31,65 @@ def _hybrid_kwargs(hybrid: Any, block_bytes: Sequence[int], step_s: float, gpu_o
                 page_bytes=pb[:1] if gpu_only else pb, step_s=step_s)
 
 
+def _hierarchy(plan: _Plan, tiers: list, write_policy: str, hybrid: Any, block_bytes: Sequence[int], step_s: float,
+               expected_blocks: int) -> Any:
+    """The hierarchy of event-loop ``plan`` over ``tiers`` (the row's class; the hybrid rows with the plan's groups
+    and pools), ``expected_blocks`` its size hint when the row is :class:`pcs.cache.native.NativeHierarchy`."""
+    kw = {} if plan.row.name not in select.HYBRID_ROWS else _hybrid_kwargs(hybrid, block_bytes, step_s)
+    if plan.row.implementation == "pcs.cache.native.NativeHierarchy":
+        kw["expected_blocks"] = expected_blocks
+    return clocked(plan.row.load()(tiers, write_policy, **kw))   # trace-reading policies follow admissions
+
+
+class HierarchyAhead:
+    """The run's first hierarchy built on the calling thread while the trace is still being read, in the time that
+    thread waits for the reader and the next-turn walk (:class:`pcs.engine.decoded.Decoded`'s ``seen``) instead of
+    after the decode, on the step loop's critical path (docs/performance.md, "The 1x call's critical path,
+    second pass"). Only a :class:`pcs.cache.native.NativeHierarchy` of the first plan, over ``tiers0`` (the tiers
+    :func:`_event_loops` gives it; no ``make_tiers`` call moves), and only once the batches read so far count
+    enough block hashes to size its table as the whole trace's count would
+    (:func:`pcs.cache.native.hint_saturated`): the same hierarchy, built earlier. A build that raises is dropped
+    and made again where it was (the same error in its place, after the trace's own errors)."""
+
+    def __init__(self, plan: _Plan, tiers0: list, write_policy: str) -> None:
+        self._args, self.built = (plan, tiers0, write_policy), None
+
+    @classmethod
+    def of(cls, plans: list[_Plan], tiers0: list, write_policy: str, hybrid: Any) -> "HierarchyAhead | None":
+        """One for the run when its first plan is an event loop on the compiled hierarchy (no hybrid plan),
+        else None."""
+        row = plans[0].row
+        if (hybrid is not None or row.kind != "event-loop" or row.name in select.HYBRID_ROWS
+                or row.implementation != "pcs.cache.native.NativeHierarchy"):
+            return None
+        return cls(plans[0], tiers0, write_policy)
+
+    def seen(self, hashes: int) -> None:
+        """The batches read so far hold ``hashes`` block hashes: build the hierarchy once they size it."""
+        from pcs.cache.native import hint_saturated
+
+        if self._args is None or not hint_saturated(self._args[1], hashes):
+            return
+        (plan, tiers0, write_policy), self._args = self._args, None
+        try:
+            self.built = _hierarchy(plan, tiers0, write_policy, None, (), 60.0, hashes)
+        except Exception:       # built again after the decode, where its error belongs
+            self.built = None
+
+    def take(self, plan: _Plan) -> Any:
+        """The hierarchy built ahead for ``plan`` (once), or None (not built, or the plan's row moved since)."""
+        built, self.built, self._args = self.built, None, None
+        return built if built is not None and plan.row.implementation == "pcs.cache.native.NativeHierarchy" else None
+
+
 def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: list, write_policy: str,
                  links: Sequence, block_bytes: Sequence[int], step: Any = None, hybrid: Any = None,
-                 step_s: float = 60.0, no_cache: bool = True, expected_blocks: int = 0) -> list:
+                 step_s: float = 60.0, no_cache: bool = True, expected_blocks: int = 0,
+                 ahead: HierarchyAhead | None = None) -> list:
     """A ReplayEngine per event-loop plan (None for a scanned one); the first hierarchy takes ``tiers0``.
     ``expected_blocks``: the trace's block hashes when known (0: not known), a compiled hierarchy's size hint
     (:class:`pcs.cache.native.NativeHierarchy`: its shared table's slots sized once; no number depends on it).
+    ``ahead``: the first plan's hierarchy built during the decode (:class:`HierarchyAhead`), or None.
 
     With ``step`` (a ``(StepSetup, resolved config, decode blocks, rules)`` tuple) the modeled run is a
     :class:`pcs.engine.scheduler.StepEngine` and (``no_cache``) a no-cache StepEngine (the GPU tier alone) is appended.
@@ -52,11 +105,9 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
         if plan.row.kind != "event-loop":
             out.append(None)
             continue
-        tiers = tiers0 if not any(out) else make_tiers()
-        kw = {} if plan.row.name not in select.HYBRID_ROWS else _hybrid_kwargs(hybrid, block_bytes, step_s)
-        if plan.row.implementation == "pcs.cache.native.NativeHierarchy":
-            kw["expected_blocks"] = expected_blocks
-        hierarchy = clocked(plan.row.load()(tiers, write_policy, **kw))   # trace-reading policies follow admissions
+        built = ahead.take(plan) if ahead is not None and plan is plans[0] else None
+        hierarchy = built if built is not None else _hierarchy(
+            plan, tiers0 if not any(out) else make_tiers(), write_policy, hybrid, block_bytes, step_s, expected_blocks)
         if step is not None and plan.timing == "modeled":
             setup, cfg, decode, rules = step
             if loop_cls is NativeStepEngine:

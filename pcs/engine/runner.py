@@ -49,6 +49,7 @@ from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.beside import Beside, sized, threads_wanted
 from pcs.engine.engine import EngineResult
 from pcs.engine.feed import _decoded_once, _fed_loops
+from pcs.engine.loops import HierarchyAhead
 from pcs.engine.loops import _close_runs, _native_step_or_fallback, _settle_parts   # noqa: F401 (tests import it)
 from pcs.engine.passes import SharedPasses
 from pcs.engine.placement import StepSetup, _Plan, _engines, _place, _resolve_step, _scan   # noqa: F401 (_Plan: tests)
@@ -133,8 +134,9 @@ def _run(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[
     """:func:`run_replay`'s work, its arguments as it takes them."""
     tiers0 = make_tiers()
     plans = _place(tiers0, timing, requested, native, hybrid, step)
+    ahead = HierarchyAhead.of(plans, tiers0, write_policy, hybrid) if passes is None else None
     source = passes.source if passes is not None else _decoded_once(source, plans, step, timing, native, rules,
-                                                                     time_model)
+                                                                     time_model, None if ahead is None else ahead.seen)
     resolved = _resolve_step(step, timing, source, rules, native, passes)
     seq_side, scan_side = Beside(threads_wanted()), Beside(threads_wanted())   # side work on worker threads
     done = no_cache_result = go = None
@@ -146,7 +148,7 @@ def _run(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[
         early, go = _early_singles(scans, scan2, go, (source, rules, native, resolved, passes), plans, scan_side)
         loops, no_cache, beside = _fed_loops(
             (plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s, not comparison),
-            source, rules, time_model, progress, resolved is None and timing == "modeled", passes, go, scan2)
+            source, rules, time_model, progress, resolved is None and timing == "modeled", passes, go, scan2, ahead)
         done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy,
                                             time_model, progress)
         singles, scan, ready = _joined_singles(early, scans, scan2, source, rules, native, resolved, passes)
