@@ -68,3 +68,25 @@ def test_a_narrow_run_says_why_its_16_bit_baseline_is_bf16():
            "value)" in lines
     assert "Payload is not everything: KV fp16 vs fp8" in CliRunner().invoke(cli, ["replay", "--quiet"]).output \
         .splitlines()
+
+
+def test_the_bytes_per_block_are_kept_and_an_unhashable_model_is_worked_out():
+    # the eight blocks' bytes of a lens (pcs.model.group_block_bytes of the run's dtype and the other) are kept per
+    # (model, block size, layout) for the next replay; a model that cannot be hashed gets the same values anyway
+    import dataclasses
+
+    from pcs.engine import lens
+
+    links = [SimpleNamespace(restores=2, restored_blocks=10, setup_s=0.001, bandwidth_bps=1e9)]
+    model = get_model("llama-3.1-8b")
+    lens._kept_group_bytes.cache_clear()
+    first = payload_lens(model, 16, 100_000_000, links, prefill_s=3.0, ttft_mean_s=0.1, requests=4)
+    misses = lens._kept_group_bytes.cache_info().misses
+    again = payload_lens(model, 16, 100_000_000, links, prefill_s=3.0, ttft_mean_s=0.1, requests=4)
+    assert again == first and lens._kept_group_bytes.cache_info().misses == misses == 3   # three layouts, once
+    assert first.reference_bytes_per_block == (BF16_BLOCK, FP8_PAYLOAD)
+    assert first.gpu_bytes_per_block == first.lower_bytes_per_block == (BF16_BLOCK, FP8_BLOCK)
+    unhashable = dataclasses.replace(model, assumptions=["a list: no hash"])
+    with pytest.raises(TypeError):
+        hash(unhashable)
+    assert payload_lens(unhashable, 16, 100_000_000, links, prefill_s=3.0, ttft_mean_s=0.1, requests=4) == first
