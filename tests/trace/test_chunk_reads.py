@@ -83,3 +83,30 @@ def test_last_newline_searches_windows_back_from_hi(lo, hi, want):
     buf = np.full(30_000, ord("x"), dtype=np.uint8)
     buf[[100, 9_000]] = 10
     assert source._last_newline(memoryview(buf), lo, hi) == want
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_iter_lines_by_hand(lazy):
+    # the pieces between LFs, one CR at a line's end removed, no line after a last LF; lazy cuts one line at a time
+    chunk = b"a\r\n\nb\r\r\n c\rd\n"
+    assert list(source.iter_lines(7, chunk, lazy=lazy)) == [(7, b"a"), (8, b""), (9, b"b\r"), (10, b" c\rd")]
+    assert list(source.iter_lines(1, b"x", lazy=lazy)) == [(1, b"x")]
+    assert list(source.iter_lines(1, b"\n", lazy=lazy)) == [(1, b"")]
+    assert list(source.iter_lines(1, b"", lazy=lazy)) == []
+
+
+def test_lazy_lines_equal_the_split_on_random_chunks():
+    import random
+
+    rng = random.Random(29)
+    pieces = [b"a", b"bc", b"\n", b"\r", b" ", b"\r\n", b"\n\n", b"\r\r"]
+    for _ in range(5000):
+        chunk = b"".join(rng.choice(pieces) for _ in range(rng.randrange(0, 25)))
+        assert list(source.iter_lines(3, chunk, lazy=True)) == list(source.iter_lines(3, chunk)), chunk
+
+
+def test_peek_lines_reads_the_first_non_blank_lines(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"\n  \r\n" + b"first\r\n" + b"x" * 70_000 + b"\nthird\n")   # the second line spans two reads
+    assert source.peek_lines(p, 1) == [b"first"]
+    assert source.peek_lines(p, 3) == [b"first", b"x" * 70_000, b"third"]
