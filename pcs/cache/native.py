@@ -42,8 +42,8 @@ from pcs.errors import UserError
 
 _lruhier = _native.module("lruhier")    # None when the optional extension did not compile
 
-__all__ = ["NativeHierarchy", "CompiledHierarchy", "available", "hint_saturated", "policy_spec", "gate_specs",
-           "retain_spec", "COMPILED_POLICIES", "COMPILED_DATA", "COMPILED_ADMISSIONS", "RETAIN_POLICIES", "MAX_BLOCKS"]
+__all__ = ["NativeHierarchy", "CompiledHierarchy", "available", "policy_spec", "gate_specs", "retain_spec",
+           "COMPILED_POLICIES", "COMPILED_DATA", "COMPILED_ADMISSIONS", "RETAIN_POLICIES", "MAX_BLOCKS"]
 
 #: largest tier the compiled hierarchy takes (int32 entry indices); larger ones use Python.
 MAX_BLOCKS = 1 << 30
@@ -284,16 +284,6 @@ def available(tiers: Sequence[Tier]) -> bool:
     return _lruhier is not None and all(
         policy_spec(t.policy) is not None and gate_specs(getattr(t, "admission", None)) is not None
         and _retain_ok(t.policy) and not len(t.resident) and not t.reserved_blocks and t.capacity_blocks <= MAX_BLOCKS for t in tiers)
-
-
-def hint_saturated(tiers: Sequence[Tier], expected_blocks: int) -> bool:
-    """Whether ``expected_blocks`` (a count of block ids, e.g. those of a trace's first batches) sizes a
-    :class:`NativeHierarchy` of ``tiers`` exactly as any larger count would, so the hierarchy can be built before
-    the whole trace is counted: its shared table's slots are sized for ``min(expected_blocks, capacities + 1)``
-    (``sh_open`` in pcs/cache/_lruhier.c, ``ps_open`` in pcs/cache/_lruhier_polshare.h; a hierarchy with no
-    shared table reads no hint), so a count above the tiers' capacities in blocks gives the same table. Raises
-    nothing."""
-    return expected_blocks > sum(int(t.capacity_blocks) for t in tiers)
 
 
 class _Resident(Mapping):

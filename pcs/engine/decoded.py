@@ -76,21 +76,6 @@ def _from_file(source: Any) -> bool:
     return source is None or isinstance(source, (str, Path, Trace))
 
 
-def _counted(each: Callable[..., None] | None, seen: Callable[[int], None]) -> Callable[..., None]:
-    """``each`` (or nothing), then ``seen`` with the block hashes of the batches read so far (the count
-    :attr:`Decoded.num_block_hashes` gives once every batch is read), for :func:`_joined`."""
-    count = 0
-
-    def both(b, starts: bool, closed: tuple) -> None:
-        nonlocal count
-        if each is not None:
-            each(b, starts, closed)
-        count += int(b.block_offsets[-1] - b.block_offsets[0])
-        seen(count)
-
-    return both
-
-
 def _join(group: list):
     """One batch of the rows of ``group`` (consecutive batches of one trace), ids numbered from its first."""
     if len(group) == 1:
@@ -113,9 +98,10 @@ class Decoded:
             on a reader worker of its own (:func:`pcs.trace.batches.read_ahead`, one batch in flight, the same
             batches and errors in the same order) while this thread queues each batch's walk and makes its chunk
             piece (:meth:`pcs.engine.chunks.ChunkPieces.drain`); a source in memory is read here as without it.
-        seen: called on this thread after each batch is read (and handed to ``turns`` and ``pieces``) with the
-            block hashes of the batches read so far, or None: the caller's own work done while the reader and
-            the walk run (:class:`pcs.engine.loops.HierarchyAhead`).
+        meanwhile: with ``turns``, called on this thread with the trace's block hashes once every batch is read,
+            while the walk finishes its last batch (:meth:`pcs.engine.turns.TurnWalk.result`), or None: the
+            caller's own work done in that wait instead of after the decode (:class:`pcs.engine.loops.HierarchyAhead`;
+            without ``turns`` there is no wait, and it is not called).
     Attributes:
         batches: the checked batches, ids numbered from 0, in order, small ones joined (:func:`_joined`).
         block_size: tokens per block (None for an empty trace).
@@ -127,15 +113,13 @@ class Decoded:
     """
 
     def __init__(self, source: Any, turns: Any = None, pieces: Any = None, ahead: bool = False,
-                 seen: Callable[[int], None] | None = None) -> None:
+                 meanwhile: Callable[[int], None] | None = None) -> None:
         each, self._pieces = None, (pieces if turns is not None else None)
         ahead = ahead and turns is not None and _from_file(source)
         if turns is not None:
             each = (lambda b, *_: turns.add(b)) if pieces is None else \
                 (lambda b, starts, closed: (pieces.queue(b, starts, closed), turns.add(b, pieces.drain),
                                             pieces.drain() if ahead else None))
-        if seen is not None:
-            each = _counted(each, seen)
         batches = as_batches(source, side_by_side=True)     # joins view the JSONL ids
         if ahead:
             batches = read_ahead(batches, linger=True)      # read, decoded and checked on a worker of its own
@@ -143,14 +127,15 @@ class Decoded:
             self.batches = _joined(batches, each)
             if self._pieces is not None:
                 self._pieces.drain()       # the pieces the worker has not reached, made here while it walks
-            self.next_turns = None if turns is None else turns.result()
+            self.num_block_hashes = sum(int(b.block_offsets[-1] - b.block_offsets[0]) for b in self.batches)
+            then = None if meanwhile is None else (lambda: meanwhile(self.num_block_hashes))
+            self.next_turns = None if turns is None else turns.result(then)
         finally:
             if ahead:
                 batches.close()    # a read in flight after an error or Ctrl-C: waited for, dropped; its worker ended
             if turns is not None:
                 turns.close()      # a walk still in flight after a reader's error or Ctrl-C: waited for, dropped
         self.block_size = int(self.batches[0].block_size) if self.batches else None
-        self.num_block_hashes = sum(int(b.block_offsets[-1] - b.block_offsets[0]) for b in self.batches)
 
     def made_chunks(self, rules: Any, timing: Any, decode: bool) -> Iterator | None:
         """The chunks made in the decode pass (``pieces``), in order, when they are those

@@ -63,15 +63,16 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
 
 
 def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str, native: str | None,
-                  rules: BlockRules, time_model: Any, seen: Callable[[int], None] | None = None) -> Any:
+                  rules: BlockRules, time_model: Any, meanwhile: Callable[[int], None] | None = None) -> Any:
     """``source`` decoded once when more than one pass reads it (an event-loop plan), else as it is. When the
     step scheduler will need the next-turn search (:func:`_resolve_step`) and it runs compiled, the search walks
     each batch as it is decoded, on a worker thread (:class:`pcs.engine.turns.TurnWalk`; the decoded trace's
     ``next_turns``), instead of a pass of its own after the decode; and the step loops' chunks are made from each
     batch as it is read (:class:`pcs.engine.chunks.ChunkPieces`, taken by :func:`_feed`), so the loops start on
     chunks already made. With threads (:func:`pcs.beside.threads_wanted`) a trace file is read on a worker of its
-    own and the calling thread makes the pieces meanwhile (``Decoded(..., ahead=True)``). ``seen``: called after
-    each batch with the block hashes read so far (``Decoded``'s, :class:`pcs.engine.loops.HierarchyAhead`)."""
+    own and the calling thread makes the pieces meanwhile (``Decoded(..., ahead=True)``). ``meanwhile``: called with
+    the trace's block hashes while the walk finishes its last batch (``Decoded``'s; a
+    :class:`pcs.engine.loops.HierarchyAhead`)."""
     if not any(p.row.kind == "event-loop" for p in plans):
         return source
     walk = pieces = None
@@ -83,7 +84,7 @@ def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str,
         if _native.resolve(native, "turns") == "c":
             walk = TurnWalk(threads_wanted())
             pieces = ChunkPieces(rules, time_model) if time_model is not None else None
-    return Decoded(source, walk, pieces, ahead=walk is not None and threads_wanted(), seen=seen)
+    return Decoded(source, walk, pieces, ahead=walk is not None and threads_wanted(), meanwhile=meanwhile)
 
 
 def _fed_loops(loop_args: tuple, source: Any, rules: BlockRules, time_model: Any,

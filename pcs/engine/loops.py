@@ -42,14 +42,13 @@ def _hierarchy(plan: _Plan, tiers: list, write_policy: str, hybrid: Any, block_b
 
 
 class HierarchyAhead:
-    """The run's first hierarchy built on the calling thread while the trace is still being read, in the time that
-    thread waits for the reader and the next-turn walk (:class:`pcs.engine.decoded.Decoded`'s ``seen``) instead of
-    after the decode, on the step loop's critical path (docs/performance.md, "The 1x call's critical path,
-    second pass"). Only a :class:`pcs.cache.native.NativeHierarchy` of the first plan, over ``tiers0`` (the tiers
-    :func:`_event_loops` gives it; no ``make_tiers`` call moves), and only once the batches read so far count
-    enough block hashes to size its table as the whole trace's count would
-    (:func:`pcs.cache.native.hint_saturated`): the same hierarchy, built earlier. A build that raises is dropped
-    and made again where it was (the same error in its place, after the trace's own errors)."""
+    """The run's first hierarchy built on the calling thread while the next-turn walk finishes the trace's last
+    batch (:class:`pcs.engine.decoded.Decoded`'s ``meanwhile``, once every batch is read and the block hashes are
+    counted), instead of after the decode on the step loop's critical path (docs/performance.md, "The 1x call's
+    critical path, second pass"): the same hierarchy with the same size hint, built in a wait. Only a
+    :class:`pcs.cache.native.NativeHierarchy` of the first plan (no hybrid plan), over ``tiers0`` (the tiers
+    :func:`_event_loops` gives it: no ``make_tiers`` call moves). A build that raises is dropped and made again where
+    it was (its error in its place, after the next-turn walk's and the trace's own errors)."""
 
     def __init__(self, plan: _Plan, tiers0: list, write_policy: str) -> None:
         self._args, self.built = (plan, tiers0, write_policy), None
@@ -64,11 +63,10 @@ class HierarchyAhead:
             return None
         return cls(plans[0], tiers0, write_policy)
 
-    def seen(self, hashes: int) -> None:
-        """The batches read so far hold ``hashes`` block hashes: build the hierarchy once they size it."""
-        from pcs.cache.native import hint_saturated
-
-        if self._args is None or not hint_saturated(self._args[1], hashes):
+    def build(self, hashes: int) -> None:
+        """Build the hierarchy (once) for a trace of ``hashes`` block hashes (its size hint, as
+        :func:`pcs.trace.parquet.expected_block_hashes` gives it after the decode)."""
+        if self._args is None:
             return
         (plan, tiers0, write_policy), self._args = self._args, None
         try:

@@ -136,7 +136,7 @@ def _run(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[
     plans = _place(tiers0, timing, requested, native, hybrid, step)
     ahead = HierarchyAhead.of(plans, tiers0, write_policy, hybrid) if passes is None else None
     source = passes.source if passes is not None else _decoded_once(source, plans, step, timing, native, rules,
-                                                                     time_model, None if ahead is None else ahead.seen)
+                                                                     time_model, None if ahead is None else ahead.build)
     resolved = _resolve_step(step, timing, source, rules, native, passes)
     seq_side, scan_side = Beside(threads_wanted()), Beside(threads_wanted())   # side work on worker threads
     done = no_cache_result = go = None

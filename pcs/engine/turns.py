@@ -223,11 +223,15 @@ class TurnWalk:
         if not self._running or self._finished.is_set():
             self._hand_over()            # the previous call is done (its error is raised here)
 
-    def result(self) -> DecodeBlocks:
+    def result(self, meanwhile: Callable[[], Any] | None = None) -> DecodeBlocks:
         """The decode blocks of every batch added (the worker joined and ended); its arrays are read-only views of
-        the bytes the compiled search lays out by request index (``_turns.result``)."""
+        the bytes the compiled search lays out by request index (``_turns.result``). ``meanwhile``: called on this
+        thread once the batches still pending are handed to the worker, before waiting for it (the caller's work
+        beside the last walk, :class:`pcs.engine.decoded.Decoded`); its error is raised once the worker is ended."""
         try:
             self._hand_over()            # the batches still pending
+            if meanwhile is not None:
+                meanwhile()
             self._side.join()
         finally:
             self._side.close()

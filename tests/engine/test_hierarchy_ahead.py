@@ -1,11 +1,10 @@
-"""The run's first compiled hierarchy built while the trace is still read (pcs.engine.loops.HierarchyAhead).
+"""The run's first compiled hierarchy built while the next-turn walk finishes (pcs.engine.loops.HierarchyAhead).
 
-A :class:`pcs.cache.native.NativeHierarchy` sizes its shared table's slots for ``min(expected_blocks, GPU + CPU
-capacity + 1)`` blocks (pcs/cache/_lruhier.c ``sh_open``), so once the batches read so far hold more block hashes
-than the tiers hold blocks, the whole trace's count would give the same table: the run's hierarchy is built then, on
-the calling thread while the reader and the next-turn walk run (:class:`pcs.engine.decoded.Decoded`'s ``seen``),
-instead of after the decode. The replay must be the one of building it after the decode (``HierarchyAhead.of``
-returning None), threaded and inline, and a build that fails is made again after the decode, its error in place.
+Once every batch is read, the trace's block hashes (a :class:`pcs.cache.native.NativeHierarchy`'s size hint) are
+known; the calling thread then hands the last batches to the walk's worker and waits for it
+(:meth:`pcs.engine.turns.TurnWalk.result`): the run's hierarchy is built in that wait (``meanwhile``) instead of
+after the decode. The replay must be the one of building it after the decode (``HierarchyAhead.of`` returning
+None), threaded and inline, and a build that fails is made again after the decode, its error in place.
 """
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ import pytest
 
 from pcs import replay
 from pcs.cache import native
-from pcs.cache.native import hint_saturated
-from pcs.engine import decoded, loops, stepnative
+from pcs.engine import decoded, loops, stepnative, turns
 from pcs.errors import UserError
 from pcs.trace import source
 from pcs.trace.batches import as_batches
@@ -27,19 +25,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "traces" / "sample_chat.jsonl"
 native_step = pytest.mark.skipif(stepnative._stepsched is None or native._lruhier is None,
                                  reason="the compiled step scheduler or hierarchy is not built")
-#: GPU 300 + CPU 2,000 blocks: the shared table is sized for min(expected, 2,301) blocks
+#: GPU 300 + CPU 2,000 blocks
 SMALL = {"tiers": ["gpu=300blocks", "cpu=2000blocks"], "policy": "lru"}
 
 
-def test_hint_saturated_by_hand():
-    # GPU 2 + CPU 3 blocks: slots for min(expected, 2 + 3 + 1 = 6) blocks; 5 gives a smaller table, 6 and up the same
-    tiers = [SimpleNamespace(capacity_blocks=2), SimpleNamespace(capacity_blocks=3)]
-    assert [hint_saturated(tiers, n) for n in (0, 5, 6, 7, 10 ** 6)] == [False, False, True, True, True]
-    assert hint_saturated([SimpleNamespace(capacity_blocks=0)], 1) and not hint_saturated([], 0)
-
-
 def _batch_counts() -> list[int]:
-    """The sample's block hashes read after each batch of 64 KiB reads, counted off ``as_batches`` (the reader)."""
+    """The sample's block hashes read after each batch, counted off ``as_batches`` (the reader)."""
     counts, total = [], 0
     for b in as_batches(str(SAMPLE)):
         total += len(b.block_hashes)
@@ -49,13 +40,21 @@ def _batch_counts() -> list[int]:
 
 def _events(monkeypatch, mode: str, **kw):
     """pcs.replay of the sample read in 64 KiB batches under ``PCS_THREADS=mode``; the order of (a) each
-    NativeHierarchy made (its tiers' count and the hint it got) and (b) the end of the decode."""
+    NativeHierarchy made (its tiers' count and the hint it got), (b) the start and end of the wait for the next-turn
+    walk and (c) the end of the decode."""
     events = []
-    real_init, real_decoded = native.NativeHierarchy.__init__, decoded.Decoded.__init__
+    real_init, real_decoded, real_result = native.NativeHierarchy.__init__, decoded.Decoded.__init__, turns.TurnWalk.result
 
     def spy_init(self, tiers, write_policy="back", expected_blocks=0):
         events.append(("hierarchy", len(tiers), expected_blocks))
         real_init(self, tiers, write_policy, expected_blocks)
+
+    def spy_result(self, *a, **k):
+        events.append("walk's result")
+        try:
+            return real_result(self, *a, **k)
+        finally:
+            events.append("walk joined")
 
     def spy_decoded(self, *a, **k):
         real_decoded(self, *a, **k)
@@ -66,37 +65,41 @@ def _events(monkeypatch, mode: str, **kw):
         m.setenv("PCS_THREADS", mode)
         m.setattr(native.NativeHierarchy, "__init__", spy_init)
         m.setattr(decoded.Decoded, "__init__", spy_decoded)
+        m.setattr(turns.TurnWalk, "result", spy_result)
         return replay(str(SAMPLE), **kw), events
 
 
 @native_step
 @pytest.mark.parametrize("mode", ["on", "off"])
-def test_built_during_the_decode_once_the_batches_size_it(monkeypatch, mode):
+def test_built_while_the_walk_finishes(monkeypatch, mode):
     with monkeypatch.context() as m:
         m.setattr(source, "CHUNK_BYTES", 1 << 16)
-        counts = _batch_counts()
-    first = next(c for c in counts if c > 2300)           # the first batch whose count sizes the table
-    assert len(counts) > 2 and first < counts[-1]          # built before the last batch: during the decode
+        total = _batch_counts()[-1]
     got, events = _events(monkeypatch, mode, **SMALL)
-    # the run's two-tier hierarchy with the count read so far, the decode's end, the no-cache run's GPU tier (no
-    # hint: it has no shared table)
-    assert events == [("hierarchy", 2, first), ("decoded", counts[-1]), ("hierarchy", 1, 0)]
+    # the run's two-tier hierarchy with the trace's count, inside the wait for the walk; the decode's end; the
+    # no-cache run's GPU tier (no hint: it has no shared table)
+    assert events == ["walk's result", ("hierarchy", 2, total), "walk joined", ("decoded", total), ("hierarchy", 1, 0)]
     with monkeypatch.context() as m:
         m.setattr(loops.HierarchyAhead, "of", classmethod(lambda cls, *a: None))   # built after the decode
         want, before = _events(monkeypatch, mode, **SMALL)
-    assert before == [("decoded", counts[-1]), ("hierarchy", 2, counts[-1]), ("hierarchy", 1, 0)]
+    assert before == ["walk's result", "walk joined", ("decoded", total), ("hierarchy", 2, total), ("hierarchy", 1, 0)]
     _same(got, want)
 
 
 @native_step
-def test_too_few_hashes_build_it_after_the_decode(monkeypatch):
-    # GPU 30,000 + CPU 100,000 blocks: the sample holds fewer hashes, so only the whole count sizes the table
+def test_without_the_walk_built_at_the_end_of_the_reads(monkeypatch):
+    # decode blocks not cached: no next-turn walk, the hierarchy built once the reads are done, as before the loops
+    from pcs.engine.schedconfig import SchedulerConfig
+
     with monkeypatch.context() as m:
         m.setattr(source, "CHUNK_BYTES", 1 << 16)
         total = _batch_counts()[-1]
-    assert total <= 130_000
-    _, events = _events(monkeypatch, "on", tiers=["gpu=30000blocks", "cpu=100000blocks"], policy="lru")
+    kw = dict(SMALL, scheduler=SchedulerConfig(cache_decode_blocks=False))
+    got, events = _events(monkeypatch, "on", **kw)
     assert events == [("decoded", total), ("hierarchy", 2, total), ("hierarchy", 1, 0)]
+    with monkeypatch.context() as m:
+        m.setattr(loops.HierarchyAhead, "of", classmethod(lambda cls, *a: None))
+        _same(got, _events(monkeypatch, "on", **kw)[0])
 
 
 @native_step
