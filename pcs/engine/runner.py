@@ -26,7 +26,9 @@ chunk pieces (:func:`pcs.engine.feed._decoded_once`, :class:`pcs.engine.decoded.
 no-cache step loop (:func:`pcs.engine.feed._feed`, :func:`pcs.engine.loops._close_runs`; behind the two-tier scan on
 the scan's worker when that scan runs, :class:`pcs.engine.scanjoin._Tail`: two runnable threads beside the run's
 loop were one more than the 2-core machine has), a compiled hierarchy's
-sequential baseline (:func:`pcs.engine.seqbase.begin_sequential`) and, beside compiled loops, the making of the next
+sequential baseline (:func:`pcs.engine.seqbase.begin_sequential`; the lean walk of two fifo / slru tiers takes the
+single-sequence walk and the no-cache run behind it on its worker, :class:`pcs.engine.walkjoin.WalkJoin`, for the
+same reason) and, beside compiled loops, the making of the next
 chunk (:func:`pcs.trace.batches.read_ahead`, one in flight). Each reads only the decoded trace and frozen inputs and writes
 only its own state, so the outcome is the one of running them in turn (the same JSON and per-request tables:
 tests/engine/test_beside.py, tests/engine/test_scan_beside.py). A worker's exception is raised at its join, on
