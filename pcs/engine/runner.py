@@ -26,7 +26,9 @@ chunk pieces (:func:`pcs.engine.feed._decoded_once`, :class:`pcs.engine.decoded.
 no-cache step loop (:func:`pcs.engine.feed._feed`, :func:`pcs.engine.loops._close_runs`; behind the two-tier scan on
 the scan's worker when that scan runs, :class:`pcs.engine.scanjoin._Tail`: two runnable threads beside the run's
 loop were one more than the 2-core machine has), a compiled hierarchy's
-sequential baseline (:func:`pcs.engine.seqbase.begin_sequential`) and, beside compiled loops, the making of the next
+sequential baseline (:func:`pcs.engine.seqbase.begin_sequential`; the lean walk of two fifo / slru tiers takes the
+single-sequence walk and the no-cache run behind it on its worker, :class:`pcs.engine.walkjoin.WalkJoin`, for the
+same reason) and, beside compiled loops, the making of the next
 chunk (:func:`pcs.trace.batches.read_ahead`, one in flight). Each reads only the decoded trace and frozen inputs and writes
 only its own state, so the outcome is the one of running them in turn (the same JSON and per-request tables:
 tests/engine/test_beside.py, tests/engine/test_scan_beside.py). A worker's exception is raised at its join, on
@@ -56,6 +58,7 @@ from pcs.engine.placement import StepSetup, _Plan, _engines, _place, _resolve_st
 from pcs.engine.scanjoin import _baseline, _open_scan
 from pcs.engine.singles import _early_singles, _joined_singles, single_with_decode
 from pcs.engine.summary import CacheState
+from pcs.engine.walkjoin import WalkJoin
 from pcs._dataclass import dataclass
 
 __all__ = ["Outcome", "StepSetup", "run_replay", "run_oracle"]
@@ -145,10 +148,13 @@ def _run(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[
         base = _baseline(scan2, plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s, seq_side)
         plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
         scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
-        early, go = _early_singles(scans, scan2, go, (source, rules, native, resolved, passes), plans, scan_side)
+        walk = base if isinstance(base, WalkJoin) else None     # the lean walk's worker: the side work queues there
+        early, go = _early_singles(scans, scan2, go, (source, rules, native, resolved, passes), plans, scan_side,
+                                   walk)
         loops, no_cache, beside = _fed_loops(
             (plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s, not comparison),
-            source, rules, time_model, progress, resolved is None and timing == "modeled", passes, go, scan2, ahead)
+            source, rules, time_model, progress, resolved is None and timing == "modeled", passes, go,
+            scan2 if walk is None else walk, ahead)
         done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy,
                                             time_model, progress)
         singles, scan, ready = _joined_singles(early, scans, scan2, source, rules, native, resolved, passes)

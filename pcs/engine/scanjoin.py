@@ -181,7 +181,9 @@ def _baseline(scan2: _ScanJoin | None, plans: list[_Plan], source: Any, rules: B
     two-tier scan ``scan2`` (:func:`pcs.engine.seqbase.baseline_from_scan`, once the scan has joined) or, placed on
     ``compiled-hierarchy`` (also a scan that found the ids not chained) or ``compiled-hybrid``, in C
     (:func:`pcs.engine.seqbase.begin_sequential`: on ``beside``'s worker thread while the caller goes on when its
-    hierarchy releases the GIL, else done before this returns); None for any other placement."""
+    hierarchy releases the GIL, else done before this returns) -- the lean walk of two fifo / slru tiers on a worker as
+    a :class:`pcs.engine.walkjoin.WalkJoin`, behind which the single-sequence walk and the no-cache run queue --;
+    None for any other placement."""
     if scan2 is not None:
         def from_scan() -> EngineResult:
             if scan2().baseline_hits is not None:
@@ -195,19 +197,20 @@ def _baseline(scan2: _ScanJoin | None, plans: list[_Plan], source: Any, rules: B
     hierarchy = plans[-1].row.load()(make_tiers(), write_policy, **kw)
     if not hasattr(hierarchy, "groups") and seqbase.policy_walk(hierarchy) is not None:   # the JSON says which ran
         plans[-1].reason += "; " + seqbase.POLICY_WALK_REASON
-    return seqbase.begin_sequential(source, hierarchy, rules, beside)
+    return seqbase.begin_sequential(source, hierarchy, rules, beside, side_work=True)
 
 
 class _Queued:
     """The no-cache run's side when its feeds and close go to the scan's worker behind the scan (:class:`_Tail`),
     in place of its own :class:`pcs.beside.Beside` (the calls :func:`_feed` and :func:`_close_runs` make on it):
     ``start`` of a feed queues the chunk, ``start`` of :func:`_close_beside` queues the end, ``join`` returns
-    nothing before the end and, after it, waits for the scan's worker (:class:`_ScanJoin`) and gives the no-cache
-    result; ``close`` ends the worker's wait (an error, a stop)."""
+    nothing before the end and, after it, waits for the scan's worker (:class:`_ScanJoin`, or the lean walk's
+    :class:`pcs.engine.walkjoin.WalkJoin`) and gives the no-cache result; ``close`` ends the worker's wait (an
+    error, a stop)."""
 
     threaded = True
 
-    def __init__(self, scan2: _ScanJoin) -> None:
+    def __init__(self, scan2: Any) -> None:
         self._scan2, self._ended = scan2, False
 
     def start(self, fn: Callable[..., Any], *args: Any) -> None:
@@ -224,10 +227,11 @@ class _Queued:
         self._scan2.tail.abort()
 
 
-def _no_cache_side(no_cache: Any, scan2: _ScanJoin | None) -> Beside | _Queued:
+def _no_cache_side(no_cache: Any, scan2: Any) -> Beside | _Queued:
     """Where the no-cache loop runs: where :func:`_beside` places it, and when that is a worker thread and the
-    two-tier scan runs threaded, behind the scan on the scan's worker (:class:`_Queued`; no thread of its own).
-    Hands the scan's worker its engine (or None)."""
+    two-tier scan runs threaded (``scan2``, a :class:`_ScanJoin`; or the lean walk's
+    :class:`pcs.engine.walkjoin.WalkJoin`, which has the same ``tail``), behind it on its worker (:class:`_Queued`;
+    no thread of its own). Hands that worker its engine (or None)."""
     side, tail = _beside(no_cache), (scan2.tail if scan2 is not None else None)
     queued = tail is not None and no_cache is not None and side.threaded
     if tail is not None:

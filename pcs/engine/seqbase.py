@@ -40,7 +40,7 @@ from pcs.engine.engine import EngineResult
 from pcs.engine.ledger import ReplayLedger
 from pcs.trace.batches import as_batches
 
-__all__ = ["sequential_baseline", "begin_sequential", "baseline_from_scan", "policy_walk", "POLICY_WALK_REASON"]
+__all__ = ["sequential_baseline", "begin_sequential", "sequential_call", "baseline_from_scan", "policy_walk", "POLICY_WALK_REASON"]
 
 #: What the baseline's engine reason adds when :func:`begin_sequential` runs the lean walk (the JSON's
 #: ``baseline_engine_reason``): the row stays ``compiled-hierarchy``, whose rules the walk follows.
@@ -95,7 +95,7 @@ def sequential_baseline(source: Any, hierarchy: Any, rules: BlockRules) -> Engin
 
 
 def begin_sequential(source: Any, hierarchy: Any, rules: BlockRules, beside: Beside,
-                     lean: bool = True) -> Callable[[], EngineResult]:
+                     lean: bool = True, side_work: bool = False) -> Callable[[], EngineResult]:
     """Start :func:`sequential_baseline`: the whole trace in one ``run_sequential`` call of ``hierarchy`` (a fresh
     :class:`pcs.cache.native.NativeHierarchy` or :class:`pcs.cache.nativegroups.NativeGroupHierarchy`), on
     ``beside``'s worker thread when ``beside`` is threaded and the call releases the GIL (``releases_gil``: the
@@ -103,10 +103,14 @@ def begin_sequential(source: Any, hierarchy: Any, rules: BlockRules, beside: Bes
     thread, its errors raised here. The same requests in the same order as one call per batch, so the result is
     the same (``tests/engine/test_seqbase.py``). With ``lean`` (the default) a hierarchy :func:`policy_walk` takes
     runs the lean walk instead of its ``run_sequential`` (the same hit counts; the hierarchy stays empty).
+    With ``side_work`` (a replay's runner) the lean walk begun on the worker comes back as a
+    :class:`pcs.engine.walkjoin.WalkJoin`, behind which the replay queues its single-sequence walk and no-cache run
+    on the same worker; the caller must then hand both over (or close ``beside``) before it waits.
 
     Returns:
         the call that waits for the baseline and gives its :class:`EngineResult` (as
-        :func:`sequential_baseline`); call it once, before ``beside`` serves anything else.
+        :func:`sequential_baseline`); call it once, before ``beside`` serves anything else (a WalkJoin: as often
+        as wanted).
     Raises:
         UserError: as :func:`pcs.trace.batches.as_batches`, here; the hierarchy's errors (a hosted policy's
             :class:`pcs.errors.PolicyError`, a ValueError), here when run on this thread, else from the call
@@ -114,24 +118,42 @@ def begin_sequential(source: Any, hierarchy: Any, rules: BlockRules, beside: Bes
     Memory: the trace's hashes and per-request columns copied into one set of arrays (8 B per block access,
     48 B per request) until the call returned has run.
     """
-    parts, call = _whole_call(source, rules)
-    run, extra = hierarchy.run_sequential, ()
-    if not hasattr(hierarchy, "groups"):
-        call = call[:5]                 # NativeHierarchy.run_sequential: hashes, offsets, cacheable, max_hit, out
-        walk = policy_walk(hierarchy) if lean else None
-        if walk is not None:
-            from pcs.engine import _seqpol
-            run, extra = _seqpol.run, walk          # releases the GIL, as run_sequential here
+    run, args, finish, walked = sequential_call(source, hierarchy, rules, lean)
     if not (beside.threaded and getattr(hierarchy, "releases_gil", False)):
-        run(*call, *extra)
-        res = _result(hierarchy, parts, call)
+        run(*args)
+        res = finish()
         return lambda: res
-    beside.start(run, *call, *extra)
+    if walked and side_work:
+        from pcs.engine.walkjoin import WalkJoin   # (imports pcs.engine.scanjoin, which imports this module)
+        return WalkJoin(beside, run, args, finish)
+    beside.start(run, *args)
 
     def result() -> EngineResult:
         beside.join()
-        return _result(hierarchy, parts, call)
+        return finish()
     return result
+
+
+def sequential_call(source: Any, hierarchy: Any, rules: BlockRules,
+                    lean: bool = True) -> tuple[Callable[..., Any], tuple, Callable[[], EngineResult], bool]:
+    """``(run, args, finish, walked)``: :func:`begin_sequential`'s call made ready but not run -- ``run(*args)`` is
+    the whole trace's ``run_sequential`` of ``hierarchy`` (or, with ``lean``, the lean walk :func:`policy_walk`
+    takes: ``pcs.engine._seqpol.run``; ``walked`` says which), releasing the GIL when the hierarchy's
+    ``releases_gil`` says so; ``finish()``, once it has run, gives the :class:`EngineResult` (as
+    :func:`sequential_baseline`).
+
+    Raises:
+        UserError: as :func:`pcs.trace.batches.as_batches`, here; ``run``: the hierarchy's errors.
+    """
+    parts, call = _whole_call(source, rules)
+    run, extra = hierarchy.run_sequential, None
+    if not hasattr(hierarchy, "groups"):
+        call = call[:5]                 # NativeHierarchy.run_sequential: hashes, offsets, cacheable, max_hit, out
+        extra = policy_walk(hierarchy) if lean else None
+        if extra is not None:
+            from pcs.engine import _seqpol
+            run = _seqpol.run           # releases the GIL, as run_sequential here
+    return run, call + (extra or ()), lambda: _result(hierarchy, parts, call), extra is not None
 
 
 def _result(hierarchy: Any, parts: list, call: tuple) -> EngineResult:

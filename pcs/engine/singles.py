@@ -76,24 +76,43 @@ class _SideSingles:
 
 
 def _early_singles(scans: list, scan2: _ScanJoin | None, go: Callable[[], None] | None, args: tuple,
-                   plans: list[_Plan], side: Beside) -> tuple:
+                   plans: list[_Plan], side: Beside, walk: Any = None) -> tuple:
     """``(early, go)``: the run's single-sequence results when no two-tier scan gives them (``scan2`` None) and no
     one-tier scan ran (:func:`_singles`' own pass at 0 slots, ``args`` = its source, rules, native, resolved and
     passes) -- made now, or, when the run has event loops to build and feed, no shared passes and ``side`` (the
     idle scan worker) is threaded, begun on ``side`` behind a gate (``go``, opened just before the loops' first
     feed, as the two-tier scan's :meth:`_ScanJoin.open`): the walk, compiled and without the GIL in ``lru_feed``,
     then runs beside the step loop instead of before it on the calling thread; its result is the same (it reads
-    the decoded batches and the decode blocks only, as the two-tier scan does: :func:`_two_tier_scan`). ``early``
-    None with ``scan2``; ``go`` is ``scan2``'s gate then."""
+    the decoded batches and the decode blocks only, as the two-tier scan does: :func:`_two_tier_scan`). With
+    ``walk`` (the lean walk's baseline on its worker, :class:`pcs.engine.walkjoin.WalkJoin`) that worker takes the
+    pass behind the baseline instead of ``side`` (``go`` then opens ``walk``'s gate); ``walk`` is told "none" when
+    the pass runs here. ``early`` None with ``scan2``; ``go`` is ``scan2``'s gate then."""
     if scan2 is not None:
         return None, go
     if args[4] is not None or not side.threaded or any(s is not None for s in scans) or \
             plans[0].row.kind != "event-loop":
+        if walk is not None:
+            walk.then_singles(None)
         return _singles(scans, None, *args), go
+    if walk is not None:
+        walk.then_singles(_singles, scans, None, *args)
+        return _WalkSingles(walk), walk.open
     gate = threading.Event()
     side.opener = gate.set                # a stop before the gate opens: settle opens it
     side.start(_gated, gate, _singles, scans, None, *args)
     return _SideSingles(side, gate), gate.set
+
+
+class _WalkSingles:
+    """:func:`_singles` queued behind the lean walk's baseline (:func:`_early_singles`); calling it waits for that
+    worker (:class:`pcs.engine.walkjoin.WalkJoin`) and gives the walk's ``(singles, scan)``."""
+
+    def __init__(self, walk: Any) -> None:
+        self._walk = walk
+
+    def __call__(self) -> tuple:
+        self._walk()
+        return self._walk.singles
 
 
 def _joined_singles(early: tuple | None, scans: list, scan2: _ScanJoin | None, source: Any, rules: BlockRules,
@@ -102,7 +121,7 @@ def _joined_singles(early: tuple | None, scans: list, scan2: _ScanJoin | None, s
     when they were made before the loops, else joined from the two-tier scan, whose results were made on its
     worker (:func:`_scan_parts`) -- and its decode-aware pass made beside (``ready``; None for ``early``)."""
     if early is not None:
-        early = early() if isinstance(early, _SideSingles) else early
+        early = early() if isinstance(early, (_SideSingles, _WalkSingles)) else early
         return early[0], early[1], None
     singles, scan = _singles(scans, scan2(), source, rules, native, resolved, passes, scan2.parts[0])
     return singles, scan, scan2.parts[2]

@@ -182,9 +182,9 @@ def _hybrid_replay(path, monkeypatch, threaded: bool, **kw):
 
     begin, seen = seqbase.begin_sequential, []
 
-    def spy(source, hierarchy, rules, beside):
+    def spy(source, hierarchy, rules, beside, **kw):
         side = beside if threaded else Beside(False)
-        out = begin(source, hierarchy, rules, side)
+        out = begin(source, hierarchy, rules, side, **kw)
         seen.append(side._thread is not None)     # a worker thread took the call
         return out
 
