@@ -895,9 +895,64 @@ PyObject *arena_fits(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(n >= 0 && ids_bound((size_t)n) <= (size_t)(a->cap - a->used));
 }
 
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
+/* n ids from src to dst (not overlapping), 64 bytes a step with SSE2 (x86-64's baseline) where there is one, else
+ * memcpy. Not memcpy on x86-64: glibc copies these sizes (a Parquet piece's ids: hundreds of KB) with `rep movsb`,
+ * which callgrind -- how this project compares two builds (docs/performance.md) -- counts an instruction a byte,
+ * 8x what the loop's instructions count for the same copy; both run at the memory's speed. */
+void copy_ids(uint64_t *dst, const uint64_t *src, size_t n) {
+#if defined(__x86_64__)
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(src + i)), b = _mm_loadu_si128((const __m128i *)(src + i + 2));
+        __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 4)), d = _mm_loadu_si128((const __m128i *)(src + i + 6));
+        _mm_storeu_si128((__m128i *)(dst + i), a);
+        _mm_storeu_si128((__m128i *)(dst + i + 2), b);
+        _mm_storeu_si128((__m128i *)(dst + i + 4), c);
+        _mm_storeu_si128((__m128i *)(dst + i + 6), d);
+    }
+    for (; i < n; i++) dst[i] = src[i];
+#else
+    memcpy(dst, src, n * sizeof(uint64_t));
+#endif
+}
+
+/* append(ids) -> int: the ids of a 1-D C-contiguous buffer of unsigned 64-bit integers (a numpy uint64 array)
+ * copied into the room past `used`, for a reader whose ids come decoded already (the Parquet reader,
+ * pcs/trace/parquet.py): the index of the first returned and `used` advanced, or -1 when they do not fit (nothing
+ * copied). The copy runs without the GIL (the buffer stays held). TypeError: not such a buffer. */
+PyObject *arena_append(PyObject *self, PyObject *arg) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return nullptr;
+    const char *f = b.format ? b.format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') f++;
+    if (b.ndim != 1 || b.itemsize != 8 || (strcmp(f, "Q") != 0 && strcmp(f, "L") != 0)) {
+        PyBuffer_Release(&b);
+        PyErr_SetString(PyExc_TypeError, "Arena.append: ids must be a 1-D contiguous uint64 array");
+        return nullptr;
+    }
+    ArenaObject *a = (ArenaObject *)self;
+    Py_ssize_t n = b.len / 8, at = a->used;
+    if (n > a->cap - at) {
+        PyBuffer_Release(&b);
+        return PyLong_FromLong(-1);
+    }
+    a->used = at + n;   // taken before the GIL is let go: a second caller meanwhile writes past them
+    Py_BEGIN_ALLOW_THREADS
+    copy_ids(a->data + at, (const uint64_t *)b.buf, (size_t)n);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b);
+    return PyLong_FromSsize_t(at);
+}
+
 PyBufferProcs arena_buffer = {arena_getbuffer, nullptr};
 PyMethodDef arena_methods[] = {
     {"fits", arena_fits, METH_O, "fits(nbytes) -> bool: whether a chunk of nbytes bytes is decoded into the room left."},
+    {"append", arena_append, METH_O, "append(ids) -> int: uint64 ids copied past `used`; their first index, or -1 "
+                                     "when they do not fit."},
     {nullptr, nullptr, 0, nullptr}};
 PyMemberDef arena_members[] = {
     {"used", T_PYSSIZET, offsetof(ArenaObject, used), READONLY, "ids taken (the decoded chunks' ids, in order)"},
