@@ -895,35 +895,43 @@ PyObject *arena_fits(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(n >= 0 && ids_bound((size_t)n) <= (size_t)(a->cap - a->used));
 }
 
-#if defined(__x86_64__)
-#include <emmintrin.h>
-#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
 
-/* n ids from src to dst (not overlapping), 64 bytes a step with SSE2 (x86-64's baseline) where there is one, else
- * memcpy. Not memcpy on x86-64: glibc copies these sizes (a Parquet piece's ids: hundreds of KB) with `rep movsb`,
- * which callgrind -- how this project compares two builds (docs/performance.md) -- counts an instruction a byte,
- * 8x what the loop's instructions count for the same copy; both run at the memory's speed. */
-void copy_ids(uint64_t *dst, const uint64_t *src, size_t n) {
-#if defined(__x86_64__)
+/* n ids from src to dst, 128 bytes a step (four AVX2 loads and stores). */
+__attribute__((target("avx2"))) void copy_ids_avx2(uint64_t *dst, const uint64_t *src, size_t n) {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(src + i)), b = _mm_loadu_si128((const __m128i *)(src + i + 2));
-        __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 4)), d = _mm_loadu_si128((const __m128i *)(src + i + 6));
-        _mm_storeu_si128((__m128i *)(dst + i), a);
-        _mm_storeu_si128((__m128i *)(dst + i + 2), b);
-        _mm_storeu_si128((__m128i *)(dst + i + 4), c);
-        _mm_storeu_si128((__m128i *)(dst + i + 6), d);
+    for (; i + 16 <= n; i += 16) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(src + i));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(src + i + 4));
+        __m256i c = _mm256_loadu_si256((const __m256i *)(src + i + 8));
+        __m256i d = _mm256_loadu_si256((const __m256i *)(src + i + 12));
+        _mm256_storeu_si256((__m256i *)(dst + i), a);
+        _mm256_storeu_si256((__m256i *)(dst + i + 4), b);
+        _mm256_storeu_si256((__m256i *)(dst + i + 8), c);
+        _mm256_storeu_si256((__m256i *)(dst + i + 12), d);
     }
     for (; i < n; i++) dst[i] = src[i];
-#else
-    memcpy(dst, src, n * sizeof(uint64_t));
+}
 #endif
+
+/* n ids from src to dst (not overlapping): 128 bytes a step with AVX2 where the CPU has it, else memcpy. Not
+ * memcpy there: glibc copies these sizes (a Parquet piece's ids: hundreds of KB) with `rep movsb`, which callgrind
+ * -- how this project compares two builds (docs/performance.md) -- counts an instruction a byte, 16x what this
+ * loop's instructions count for the same copy; both run at the memory's speed. */
+void copy_ids(uint64_t *dst, const uint64_t *src, size_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    static const bool avx2 = __builtin_cpu_supports("avx2");
+    if (avx2) return copy_ids_avx2(dst, src, n);
+#endif
+    memcpy(dst, src, n * sizeof(uint64_t));
 }
 
 /* append(ids) -> int: the ids of a 1-D C-contiguous buffer of unsigned 64-bit integers (a numpy uint64 array)
  * copied into the room past `used`, for a reader whose ids come decoded already (the Parquet reader,
  * pcs/trace/parquet.py): the index of the first returned and `used` advanced, or -1 when they do not fit (nothing
- * copied). The copy runs without the GIL (the buffer stays held). TypeError: not such a buffer. */
+ * copied). The copy runs without the GIL (the buffer stays held). TypeError: not such a buffer (a strided numpy
+ * array: numpy's ValueError). */
 PyObject *arena_append(PyObject *self, PyObject *arg) {
     Py_buffer b;
     if (PyObject_GetBuffer(arg, &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return nullptr;

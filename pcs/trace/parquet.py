@@ -278,9 +278,10 @@ def check_column_types(schema, name: str) -> None:
 _I64_MAX = 2**63 - 1
 
 
-def _column_ints(rb, col: str, name: str, row0: int) -> np.ndarray:
-    """An integer column as int64; an unsigned value above 2^63 - 1 is an error (JSONL's bound), never wrapped."""
-    a = rb.column(col).to_numpy(zero_copy_only=False)
+def _column_ints(arr, col: str, name: str, row0: int) -> np.ndarray:
+    """An integer column (``arr``, the Arrow array of column ``col``) as int64; an unsigned value above 2^63 - 1 is
+    an error (JSONL's bound), never wrapped."""
+    a = arr.to_numpy(zero_copy_only=False)
     if a.dtype.kind == "u" and a.size and a.max() > _I64_MAX:
         raise InputError(name, row0 + int(np.argmax(a > _I64_MAX)), col, f"must be <= {_I64_MAX}, got {int(a.max())}")
     return a.astype(np.int64, copy=False) if a.dtype.kind in "iu" else a  # nulls (optional columns): as read
@@ -524,19 +525,20 @@ def _pieces(record_batches: Iterator, name: str, optional: list, typed: bool, ro
         InputError: a null in a column read, a negative id, an unsigned value above 2**63 - 1 (the 1-based row)."""
     row0 = 1
     for rb in record_batches:
-        lists = rb.column("block_hashes")
+        col = {k: rb.column(k) for k in list(_REQUIRED) + optional}    # each Arrow array made once
+        lists = col["block_hashes"]
         offs = lists.offsets.to_numpy().astype(np.int64)
         ids = _list_values(lists, offs)
-        for k in list(_REQUIRED) + optional:
-            col = rb.column(k)
-            if col.null_count or (k == "block_hashes" and ids.null_count):
-                raise InputError(name, row0 + _first_null_row(col), k, "null value")
+        for k, arr in col.items():
+            if arr.null_count or (k == "block_hashes" and ids.null_count):
+                raise InputError(name, row0 + _first_null_row(arr), k, "null value")
         offs -= offs[0]
         hashes = _column_ids(ids, name, row0, offs)
-        yield _Columns(rb.column("arrival_s").to_numpy(zero_copy_only=False).astype(np.float64, copy=False),
-                       _column_ints(rb, "prompt_tokens", name, row0), _column_ints(rb, "output_tokens", name, row0),
+        yield _Columns(col["arrival_s"].to_numpy(zero_copy_only=False).astype(np.float64, copy=False),
+                       _column_ints(col["prompt_tokens"], "prompt_tokens", name, row0),
+                       _column_ints(col["output_tokens"], "output_tokens", name, row0),
                        offs, hashes if room is None else room.put(hashes),
-                       [_column_ints(rb, k, name, row0) if k in optional else None for k in _OPTIONAL],
+                       [_column_ints(col[k], k, name, row0) if k in optional else None for k in _OPTIONAL],
                        tuple(rb.column("type").to_pylist()) if typed else None)
         row0 += rb.num_rows
 
