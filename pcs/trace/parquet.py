@@ -33,7 +33,7 @@ from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error, ceil_blocks
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch, join_hashes
 
-__all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "PIECE_ROWS", "expected_block_hashes", "footer_block_hashes", "arrow_schema",
+__all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "PIECE_ROWS", "PIECES", "expected_block_hashes", "footer_block_hashes", "arrow_schema",
            "parquet_block_size", "parquet_rows", "parquet_reuse",
            "open_parquet", "read_parquet", "batch_to_arrow"]
 
@@ -52,13 +52,19 @@ READ_ROWS = 1 << 14
 #: decoded beside the scan of batches 1 and 2 (docs/performance.md, "Parquet at 1x"). Not for ``side_by_side``: a
 #: batch costs fixed work there (the next-turn walk, the chunk pieces), +2.3 % instructions in the 10x two-tier call.
 STREAM_ROWS = 1 << 12
-#: Rows per record batch pyarrow decodes in a ``side_by_side`` read, which joins consecutive pieces into batches of
-#: :data:`READ_ROWS` (:func:`_joined_pieces`), their ids copied side by side (:class:`_IdRoom`). pyarrow's reader
-#: holds a decoded batch's values and levels in buffers of the next power of two (a 16,384-row batch of 1x
-#: Mooncake: 288,500 ids in room for 524,288, plus two int16 levels an id, 9.8 MB of its pool at most for 2.6 MB
-#: read); a piece of 4,096 rows holds a quarter of that at once, freed as each piece's ids are copied out
-#: (docs/performance.md, "The Parquet read in pieces").
-PIECE_ROWS = 1 << 12
+#: The fewest rows of a piece: a record batch pyarrow decodes in a ``side_by_side`` read, which joins consecutive
+#: pieces into batches of :data:`READ_ROWS` (:func:`_joined_pieces`), their ids copied side by side
+#: (:class:`_IdRoom`). pyarrow's reader holds a decoded batch's values and levels in buffers of the next power of two
+#: (a 16,384-row batch of 1x Mooncake: 288,500 ids in room for 524,288, plus two int16 levels an id: 9.8 MB of its
+#: pool at once for 2.6 MB read), freed once the piece's ids are copied out, so a piece's size is what the read holds
+#: beside the decoded trace: a trace is read in about :data:`PIECES` pieces (:func:`_piece_rows`), never fewer rows
+#: than this (smaller pieces gained no memory at 1x Mooncake and cost pyarrow's per-batch work; docs/performance.md,
+#: "The Parquet read in pieces").
+PIECE_ROWS = 1 << 11
+#: Pieces a ``side_by_side`` read is cut into (:func:`_piece_rows`): pyarrow's buffers of a piece are then about an
+#: eighth of the trace's, and a large trace (10x Mooncake: 120,310 rows) is read in as many batches as in
+#: :data:`READ_ROWS`, so pyarrow's per-batch work (about 0.25 M instructions each) does not grow with it.
+PIECES = 8
 _REQUIRED = ("arrival_s", "prompt_tokens", "output_tokens", "block_hashes")
 
 
@@ -448,7 +454,7 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
 
     ``rows``: None for the size that suits the caller: :data:`READ_ROWS` with ``side_by_side`` (a caller that
     keeps every batch and joins consecutive ones, :class:`pcs.engine.decoded.Decoded`), else :data:`STREAM_ROWS`.
-    With ``side_by_side`` pyarrow decodes pieces of at most :data:`PIECE_ROWS` rows, joined into the batches, and
+    With ``side_by_side`` pyarrow decodes pieces (:func:`_piece_rows`), joined into the batches, and
     the ids of every batch lie side by side in one buffer when the compiled twin is built (:class:`_IdRoom`: the
     caller's joins are views). The batches' rows, checks and errors are the same in any size
     (``tests/trace/test_parquet_batches.py``); a null, a negative id or an unsigned value beyond int64 is found
@@ -471,7 +477,7 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     cols = list(_REQUIRED) + optional + (["type"] if typed else [])
     twin = check_twin()
     room = _IdRoom(twin, footer_block_hashes(pf)) if side_by_side else None
-    piece_rows = min(rows, PIECE_ROWS) if side_by_side else rows
+    piece_rows = _piece_rows(rows, pf.metadata.num_rows) if side_by_side else rows
     pieces = _pieces(_record_batches(pf, name, piece_rows, cols), name, optional, typed, room)
     row0 = 1
     for c in _joined_pieces(pieces, rows, piece_rows):
@@ -480,6 +486,12 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
             state.last_ts = max(state.last_ts, float(batch.arrival_s.max()))
             yield batch
         row0 += len(c.ts)
+
+
+def _piece_rows(rows: int, num_rows: int) -> int:
+    """Rows of a ``side_by_side`` read's pieces: a :data:`PIECES` th of the file's ``num_rows`` (its footer's, rounded up), at
+    least :data:`PIECE_ROWS`, at most the batch's ``rows``."""
+    return min(rows, max(PIECE_ROWS, -(-num_rows // PIECES)))
 
 
 class _Columns(NamedTuple):
