@@ -33,8 +33,8 @@ from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error, ceil_blocks
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch, join_hashes
 
-__all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "PIECE_ROWS", "PIECES", "expected_block_hashes", "footer_block_hashes", "arrow_schema",
-           "parquet_block_size", "parquet_rows", "parquet_reuse",
+__all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "PIECE_ROWS", "PIECES", "expected_block_hashes",
+           "footer_block_hashes", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse",
            "open_parquet", "read_parquet", "batch_to_arrow"]
 
 SCHEMA_NAME = "pcs-trace/1"
@@ -489,8 +489,8 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
 
 
 def _piece_rows(rows: int, num_rows: int) -> int:
-    """Rows of a ``side_by_side`` read's pieces: a :data:`PIECES` th of the file's ``num_rows`` (its footer's, rounded up), at
-    least :data:`PIECE_ROWS`, at most the batch's ``rows``."""
+    """Rows of a ``side_by_side`` read's pieces: a :data:`PIECES` th of the file's ``num_rows`` (its footer's,
+    rounded up), at least :data:`PIECE_ROWS`, at most the batch's ``rows``."""
     return min(rows, max(PIECE_ROWS, -(-num_rows // PIECES)))
 
 

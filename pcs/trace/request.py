@@ -150,8 +150,9 @@ class RequestBatch:
 
 def _side_by_side(xs: list) -> np.ndarray | None:
     """One read-only view of the read-only 1-D arrays ``xs`` when they are views of one buffer lying side by side,
-    in order (the JSONL twin's ids of consecutive chunks in one arena: :func:`pcs.trace.jsonfast.arena`), so that
-    joining them copies nothing; else None."""
+    in order (ids in an arena of the compiled twin: the JSONL chunks', :func:`pcs.trace.jsonfast.arena`, or a
+    Parquet read's pieces', :class:`pcs.trace.parquet._IdRoom`), so that joining them copies nothing; else None.
+    The view is of the buffer itself, as ``xs`` are, so views joined again join as a view."""
     base, dtype = xs[0].base, xs[0].dtype
     if base is None or isinstance(base, np.ndarray):
         return None

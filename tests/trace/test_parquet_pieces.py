@@ -30,7 +30,8 @@ def _write(path, rows: int, k: int = 2, row_group: int | None = None, nulls_at: 
     t = pa.table({"arrival_s": pa.array([float(i) for i in range(rows)], pa.float64()),
                   "prompt_tokens": pa.array([512 * k] * rows, pa.int64()),
                   "output_tokens": pa.array(out, pa.int64()),
-                  "block_hashes": pa.array([list(range(i * k, i * k + k)) for i in range(rows)], pa.list_(pa.uint64()))})
+                  "block_hashes": pa.array([list(range(i * k, i * k + k)) for i in range(rows)],
+                                           pa.list_(pa.uint64()))})
     meta = {b"pcs.schema": SCHEMA_NAME.encode(), b"pcs.block_size": b"512", b"pcs.source_format": b"mooncake"}
     pq.write_table(t.replace_schema_metadata(meta), path, row_group_size=row_group or rows)
     return str(path)
