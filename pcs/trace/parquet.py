@@ -62,8 +62,9 @@ STREAM_ROWS = 1 << 12
 #: "The Parquet read in pieces").
 PIECE_ROWS = 1 << 11
 #: Pieces a ``side_by_side`` read is cut into (:func:`_piece_rows`): pyarrow's buffers of a piece are then about an
-#: eighth of the trace's, and a large trace (10x Mooncake: 120,310 rows) is read in as many batches as in
-#: :data:`READ_ROWS`, so pyarrow's per-batch work (about 0.25 M instructions each) does not grow with it.
+#: eighth of the trace's, and a large trace (10x Mooncake: 120,310 rows in groups of 65,536) is read in pieces of
+#: :data:`READ_ROWS`, as many batches as before, so pyarrow's per-batch work (about 0.25 M instructions each) does not
+#: grow with it.
 PIECES = 8
 _REQUIRED = ("arrival_s", "prompt_tokens", "output_tokens", "block_hashes")
 
@@ -477,7 +478,7 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     cols = list(_REQUIRED) + optional + (["type"] if typed else [])
     twin = check_twin()
     room = _IdRoom(twin, footer_block_hashes(pf)) if side_by_side else None
-    piece_rows = _piece_rows(rows, pf.metadata.num_rows) if side_by_side else rows
+    piece_rows = _piece_rows(rows, pf.metadata) if side_by_side else rows
     pieces = _pieces(_record_batches(pf, name, piece_rows, cols), name, optional, typed, room)
     row0 = 1
     for c in _joined_pieces(pieces, rows, piece_rows):
@@ -488,10 +489,17 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
         row0 += len(c.ts)
 
 
-def _piece_rows(rows: int, num_rows: int) -> int:
-    """Rows of a ``side_by_side`` read's pieces: a :data:`PIECES` th of the file's ``num_rows`` (its footer's,
-    rounded up), at least :data:`PIECE_ROWS`, at most the batch's ``rows``."""
-    return min(rows, max(PIECE_ROWS, -(-num_rows // PIECES)))
+def _piece_rows(rows: int, md) -> int:
+    """Rows of a ``side_by_side`` read's pieces (``md``: the file's footer, ``FileMetaData``): about a
+    :data:`PIECES` th of its rows, cut so that its first row group holds a whole number of pieces -- pyarrow reads
+    a row group's column chunks whole, so a piece across a boundary holds two groups' chunks at once, and
+    ``pcs trace convert`` writes groups of one size, the last one shorter --, at least :data:`PIECE_ROWS`, at
+    most the batch's ``rows``."""
+    if md.num_rows < 1 or md.num_row_groups < 1:
+        return rows
+    first = md.row_group(0).num_rows
+    per_group = max(1, round(PIECES * first / md.num_rows))
+    return min(rows, max(PIECE_ROWS, -(-first // per_group)))
 
 
 class _Columns(NamedTuple):
