@@ -25,16 +25,16 @@ the 1-based row as the "line"; a null in any column read is an error.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 
 from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error, ceil_blocks
-from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch
+from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch, join_hashes
 
-__all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "expected_block_hashes", "footer_block_hashes", "arrow_schema",
-           "parquet_block_size", "parquet_rows", "parquet_reuse",
+__all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "PIECE_ROWS", "PIECES", "expected_block_hashes",
+           "footer_block_hashes", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse",
            "open_parquet", "read_parquet", "batch_to_arrow"]
 
 SCHEMA_NAME = "pcs-trace/1"
@@ -52,6 +52,20 @@ READ_ROWS = 1 << 14
 #: decoded beside the scan of batches 1 and 2 (docs/performance.md, "Parquet at 1x"). Not for ``side_by_side``: a
 #: batch costs fixed work there (the next-turn walk, the chunk pieces), +2.3 % instructions in the 10x two-tier call.
 STREAM_ROWS = 1 << 12
+#: The fewest rows of a piece: a record batch pyarrow decodes in a ``side_by_side`` read, which joins consecutive
+#: pieces into batches of :data:`READ_ROWS` (:func:`_joined_pieces`), their ids copied side by side
+#: (:class:`_IdRoom`). pyarrow's reader holds a decoded batch's values and levels in buffers of the next power of two
+#: (a 16,384-row batch of 1x Mooncake: 288,500 ids in room for 524,288, plus two int16 levels an id: 9.8 MB of its
+#: pool at once for 2.6 MB read), freed once the piece's ids are copied out, so a piece's size is what the read holds
+#: beside the decoded trace: a trace is read in about :data:`PIECES` pieces (:func:`_piece_rows`), never fewer rows
+#: than this (smaller pieces gained no memory at 1x Mooncake and cost pyarrow's per-batch work; docs/performance.md,
+#: "The Parquet read in pieces").
+PIECE_ROWS = 1 << 11
+#: Pieces a ``side_by_side`` read is cut into (:func:`_piece_rows`): pyarrow's buffers of a piece are then about an
+#: eighth of the trace's, and a large trace (10x Mooncake: 120,310 rows in groups of 65,536) is read in pieces of
+#: :data:`READ_ROWS`, as many batches as before, so pyarrow's per-batch work (about 0.25 M instructions each) does not
+#: grow with it.
+PIECES = 8
 _REQUIRED = ("arrival_s", "prompt_tokens", "output_tokens", "block_hashes")
 
 
@@ -271,9 +285,10 @@ def check_column_types(schema, name: str) -> None:
 _I64_MAX = 2**63 - 1
 
 
-def _column_ints(rb, col: str, name: str, row0: int) -> np.ndarray:
-    """An integer column as int64; an unsigned value above 2^63 - 1 is an error (JSONL's bound), never wrapped."""
-    a = rb.column(col).to_numpy(zero_copy_only=False)
+def _column_ints(arr, col: str, name: str, row0: int) -> np.ndarray:
+    """An integer column (``arr``, the Arrow array of column ``col``) as int64; an unsigned value above 2^63 - 1 is
+    an error (JSONL's bound), never wrapped."""
+    a = arr.to_numpy(zero_copy_only=False)
     if a.dtype.kind == "u" and a.size and a.max() > _I64_MAX:
         raise InputError(name, row0 + int(np.argmax(a > _I64_MAX)), col, f"must be <= {_I64_MAX}, got {int(a.max())}")
     return a.astype(np.int64, copy=False) if a.dtype.kind in "iu" else a  # nulls (optional columns): as read
@@ -440,7 +455,11 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
 
     ``rows``: None for the size that suits the caller: :data:`READ_ROWS` with ``side_by_side`` (a caller that
     keeps every batch and joins consecutive ones, :class:`pcs.engine.decoded.Decoded`), else :data:`STREAM_ROWS`.
-    The batches' rows, checks and errors are the same in any size (``tests/trace/test_parquet_batches.py``).
+    With ``side_by_side`` pyarrow decodes pieces (:func:`_piece_rows`), joined into the batches, and
+    the ids of every batch lie side by side in one buffer when the compiled twin is built (:class:`_IdRoom`: the
+    caller's joins are views). The batches' rows, checks and errors are the same in any size
+    (``tests/trace/test_parquet_batches.py``); a null, a negative id or an unsigned value beyond int64 is found
+    piece by piece (a streamed read's batch), the first in column order within a piece.
 
     The session columns are optional: ``session_id`` alone, or with ``parent_id`` and ``turn``; a null in
     any column read is an error naming the row and the column.
@@ -448,49 +467,163 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     Raises:
         InputError: null values or a rule broken, naming the 1-based row; parent_id/turn without session_id.
     """
+    from pcs.trace.jsonfast import check_twin
+
     rows = rows or (READ_ROWS if side_by_side else STREAM_ROWS)
     pf = _open(path, name)
     names = pf.schema_arrow.names
     check_column_types(pf.schema_arrow, name)
     optional = _optional_columns(names, name)
-    has_session = bool(optional)
-    cols = list(_REQUIRED) + optional + (["type"] if has_session and "type" in names else [])
-    from pcs.trace.jsonfast import check_twin
-
-    row0 = 1
+    typed = bool(optional) and "type" in names
+    cols = list(_REQUIRED) + optional + (["type"] if typed else [])
     twin = check_twin()
-    for rb in _record_batches(pf, name, rows, cols):
-        n = rb.num_rows
-        lists = rb.column("block_hashes")
-        offs = lists.offsets.to_numpy().astype(np.int64)
-        ids = _list_values(lists, offs)
-        for c in list(_REQUIRED) + optional:
-            col = rb.column(c)
-            if col.null_count or (c == "block_hashes" and ids.null_count):
-                raise InputError(name, row0 + _first_null_row(col), c, "null value")
-        offs -= offs[0]
-        hashes = _column_ids(ids, name, row0, offs)
-        ts = rb.column("arrival_s").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-        il = _column_ints(rb, "prompt_tokens", name, row0)
-        ol = _column_ints(rb, "output_tokens", name, row0)
-        rules = None if _clean(twin, ts, il, ol, offs, hashes, block_size, state) else _bad_rows(
-            ts, il, ol, np.diff(offs), block_size, state.last_ts, state.check_order, _repeats(hashes, offs, twin))
-        if on_error != "skip" and rules is not None:      # no bad row found: every row is kept
-            bad = _first_bad(rules, hashes, offs)
-            if bad is not None:
-                raise InputError(name, row0 + bad[0], bad[1], bad[2])
-        extras = [_column_ints(rb, k, name, row0) if k in optional else None for k in _OPTIONAL]
-        typ = tuple(rb.column("type").to_pylist()) if has_session and "type" in names else None
-        batch = RequestBatch(0, block_size, ts, il, ol, offs, hashes, *extras, typ)
-        if on_error == "skip" and rules is not None:
-            keep = ~np.logical_or.reduce([m for m, _, _ in rules])
-            if not keep.all():
-                state.skipped += int(n - keep.sum())
-                batch = _select(batch, keep)
+    room = _IdRoom(twin, footer_block_hashes(pf)) if side_by_side else None
+    piece_rows = _piece_rows(rows, pf.metadata) if side_by_side else rows
+    pieces = _pieces(_record_batches(pf, name, piece_rows, cols), name, optional, typed, room)
+    row0 = 1
+    for c in _joined_pieces(pieces, rows, piece_rows):
+        batch = _checked(c, name, row0, block_size, state, on_error, twin)
         if len(batch):
             state.last_ts = max(state.last_ts, float(batch.arrival_s.max()))
             yield batch
-        row0 += n
+        row0 += len(c.ts)
+
+
+def _piece_rows(rows: int, md) -> int:
+    """Rows of a ``side_by_side`` read's pieces (``md``: the file's footer, ``FileMetaData``): about a
+    :data:`PIECES` th of its rows, cut so that its first row group holds a whole number of pieces -- pyarrow reads
+    a row group's column chunks whole, so a piece across a boundary holds two groups' chunks at once, and
+    ``pcs trace convert`` writes groups of one size, the last one shorter --, at least :data:`PIECE_ROWS`, at
+    most the batch's ``rows``."""
+    if md.num_rows < 1 or md.num_row_groups < 1:
+        return rows
+    first = md.row_group(0).num_rows
+    per_group = max(1, round(PIECES * first / md.num_rows))
+    return min(rows, max(PIECE_ROWS, -(-first // per_group)))
+
+
+class _Columns(NamedTuple):
+    """One batch's columns as read (a piece, or consecutive pieces joined): arrival float64 (n,), prompt and output
+    tokens int64 (n,), block offsets int64 (n + 1,) from 0, block hashes uint64, the :data:`_OPTIONAL` columns
+    (int64 (n,) or None each), the ``type`` strings (a tuple, or None)."""
+    ts: np.ndarray
+    il: np.ndarray
+    ol: np.ndarray
+    offs: np.ndarray
+    hashes: np.ndarray
+    extras: list
+    typ: tuple | None
+
+
+def _checked(c: _Columns, name: str, row0: int, block_size: int, state, on_error: str, twin) -> RequestBatch:
+    """The batch of ``c`` (rows from 1-based ``row0``) after the value checks (:func:`_clean`, else
+    :func:`_bad_rows`): ``on_error="skip"`` drops the bad rows (counted in ``state.skipped``).
+
+    Raises:
+        InputError: the first bad row (:func:`_first_bad`), unless ``on_error="skip"``."""
+    ts, il, ol, offs, hashes = c.ts, c.il, c.ol, c.offs, c.hashes
+    rules = None if _clean(twin, ts, il, ol, offs, hashes, block_size, state) else _bad_rows(
+        ts, il, ol, np.diff(offs), block_size, state.last_ts, state.check_order, _repeats(hashes, offs, twin))
+    if on_error != "skip" and rules is not None:      # no bad row found: every row is kept
+        bad = _first_bad(rules, hashes, offs)
+        if bad is not None:
+            raise InputError(name, row0 + bad[0], bad[1], bad[2])
+    batch = RequestBatch(0, block_size, ts, il, ol, offs, hashes, *c.extras, c.typ)
+    if on_error == "skip" and rules is not None:
+        keep = ~np.logical_or.reduce([m for m, _, _ in rules])
+        if not keep.all():
+            state.skipped += int(len(ts) - keep.sum())
+            batch = _select(batch, keep)
+    return batch
+
+
+def _pieces(record_batches: Iterator, name: str, optional: list, typed: bool, room) -> Iterator[_Columns]:
+    """The columns of each record batch (:func:`_record_batches`), its nulls and ids checked; with ``room``
+    (:class:`_IdRoom`) the ids copied into it, so pyarrow's buffers of the piece are freed once it is read.
+
+    Raises:
+        InputError: a null in a column read, a negative id, an unsigned value above 2**63 - 1 (the 1-based row)."""
+    row0 = 1
+    for rb in record_batches:
+        col = {k: rb.column(k) for k in list(_REQUIRED) + optional}    # each Arrow array made once
+        lists = col["block_hashes"]
+        offs = lists.offsets.to_numpy().astype(np.int64)
+        ids = _list_values(lists, offs)
+        for k, arr in col.items():
+            if arr.null_count or (k == "block_hashes" and ids.null_count):
+                raise InputError(name, row0 + _first_null_row(arr), k, "null value")
+        offs -= offs[0]
+        hashes = _column_ids(ids, name, row0, offs)
+        yield _Columns(col["arrival_s"].to_numpy(zero_copy_only=False).astype(np.float64, copy=False),
+                       _column_ints(col["prompt_tokens"], "prompt_tokens", name, row0),
+                       _column_ints(col["output_tokens"], "output_tokens", name, row0),
+                       offs, hashes if room is None else room.put(hashes),
+                       [_column_ints(col[k], k, name, row0) if k in optional else None for k in _OPTIONAL],
+                       tuple(rb.column("type").to_pylist()) if typed else None)
+        row0 += rb.num_rows
+
+
+def _joined_pieces(pieces: Iterator[_Columns], rows: int, piece_rows: int) -> Iterator[_Columns]:
+    """Consecutive ``pieces`` (of at most ``piece_rows`` rows each) joined into batches of at most ``rows`` rows,
+    each yielded once no further piece could join it -- before the next piece is read, so a piece's error never
+    comes before the checks of the batch ahead of it; a piece is never cut. The ids are a view when they lie side
+    by side (:func:`pcs.trace.request.join_hashes`), the other columns copied."""
+    group: list = []
+    n = 0
+    for p in pieces:
+        group.append(p)
+        n += len(p.ts)
+        if n + piece_rows > rows:
+            yield _join(group)
+            group, n = [], 0
+    if group:
+        yield _join(group)
+
+
+def _join(group: list) -> _Columns:
+    """The pieces of ``group`` as one :class:`_Columns` (one piece: itself)."""
+    if len(group) == 1:
+        return group[0]
+    offs = np.zeros(sum(len(p.ts) for p in group) + 1, dtype=np.int64)
+    np.cumsum(np.concatenate([np.diff(p.offs) for p in group]), out=offs[1:])
+
+    def cat(xs: list):
+        return None if xs[0] is None else np.concatenate(xs)
+
+    return _Columns(*(np.concatenate([getattr(p, k) for p in group]) for k in ("ts", "il", "ol")), offs,
+                    join_hashes([p.hashes for p in group]),
+                    [cat([p.extras[j] for p in group]) for j in range(len(_OPTIONAL))],
+                    None if group[0].typ is None else sum((p.typ for p in group), ()))
+
+
+class _IdRoom:
+    """The ids of a read's pieces, one piece after the other, in id arenas of the compiled twin
+    (pcs/trace/_jsonrows.cpp ``Arena.append``): each piece's ids are a read-only view of an arena, the views of
+    consecutive pieces lie side by side, so joining them -- into a batch (:func:`_join`) or the caller's batches
+    (:func:`pcs.trace.request.concat_batches`) -- copies nothing. The first arena holds the ids the footer counts
+    (:func:`footer_block_hashes`; its pages untouched by fewer ids are never resident); ids beyond it start a new
+    one. Without the twin (``twin`` None) or the memory for an arena, a piece keeps its own buffer."""
+
+    def __init__(self, twin, ids: int) -> None:
+        self._arena_type = getattr(twin, "Arena", None)
+        self._arena = None
+        self._left = ids      # the footer's ids not yet placed: the size of an arena made for them
+
+    def put(self, ids: np.ndarray) -> np.ndarray:
+        """``ids`` (uint64) as a read-only view of an arena, after the ids put before; ``ids`` itself when no
+        arena can take them."""
+        if self._arena_type is None:
+            return ids
+        at = -1 if self._arena is None else self._arena.append(ids)
+        if at < 0:
+            try:
+                self._arena = self._arena_type(max(ids.size, self._left, 1))
+            except MemoryError:
+                self._arena_type = None
+                return ids
+            at = self._arena.append(ids)
+        self._left -= ids.size
+        return np.frombuffer(self._arena, dtype=np.uint64, count=ids.size, offset=8 * at)
 
 
 def _select(b: RequestBatch, keep: np.ndarray) -> RequestBatch:

@@ -19,7 +19,7 @@ from pcs.choices import MAX_BLOCK_SIZE  # tokens per block: the one bound (defin
 from pcs.errors import UserError
 from pcs._dataclass import dataclass
 
-__all__ = ["MAX_BLOCK_SIZE", "Request", "RequestBatch", "concat_batches", "num_blocks_for"]
+__all__ = ["MAX_BLOCK_SIZE", "Request", "RequestBatch", "concat_batches", "join_hashes", "num_blocks_for"]
 
 
 def num_blocks_for(prompt_tokens: int, block_size: int) -> int:
@@ -150,8 +150,9 @@ class RequestBatch:
 
 def _side_by_side(xs: list) -> np.ndarray | None:
     """One read-only view of the read-only 1-D arrays ``xs`` when they are views of one buffer lying side by side,
-    in order (the JSONL twin's ids of consecutive chunks in one arena: :func:`pcs.trace.jsonfast.arena`), so that
-    joining them copies nothing; else None."""
+    in order (ids in an arena of the compiled twin: the JSONL chunks', :func:`pcs.trace.jsonfast.arena`, or a
+    Parquet read's pieces', :class:`pcs.trace.parquet._IdRoom`), so that joining them copies nothing; else None.
+    The view is of the buffer itself, as ``xs`` are, so views joined again join as a view."""
     base, dtype = xs[0].base, xs[0].dtype
     if base is None or isinstance(base, np.ndarray):
         return None
@@ -164,11 +165,11 @@ def _side_by_side(xs: list) -> np.ndarray | None:
     whole = np.frombuffer(base, dtype=np.uint8)
     if whole.flags.writeable:
         return None
-    at = start - whole.__array_interface__["data"][0]
-    return whole[at:at + (end - start)].view(dtype)
+    at = start - whole.__array_interface__["data"][0]    # a view of base itself, so a join of joins is a view too
+    return np.frombuffer(base, dtype=dtype, count=(end - start) // dtype.itemsize, offset=at)
 
 
-def _hashes(xs: list) -> np.ndarray:
+def join_hashes(xs: list) -> np.ndarray:
     """The block hashes of batches one after the other: a view when they lie side by side (:func:`_side_by_side`),
     else a copy."""
     joined = _side_by_side(xs) if len(xs) > 1 else None
@@ -206,5 +207,5 @@ def concat_batches(batches: list[RequestBatch], block_size: int | None = None) -
     return RequestBatch(0, bs, np.concatenate([b.arrival_s for b in batches]),
                         np.concatenate([b.prompt_tokens for b in batches]),
                         np.concatenate([b.output_tokens for b in batches]), offs,
-                        _hashes([b.block_hashes for b in batches]),
+                        join_hashes([b.block_hashes for b in batches]),
                         col("session_id"), col("parent_id"), col("turn"), tup("type"), tup("extra_keys"))
