@@ -113,7 +113,26 @@ def _range(name: str, spec: dict[str, Any]) -> list[Any]:
     vals = _grid(Decimal(a), Decimal(b), None if step is None else Decimal(step), times, where)
     if k0 != "number" and times is not None:
         vals = [v.to_integral_value(rounding="ROUND_FLOOR") for v in vals]
-    return [_out(k0, v, as_int) for v in vals]
+    out = [_out(k0, v, as_int) for v in vals]
+    _refuse_rounded_repeats(where, spec, out)
+    return out
+
+
+def _refuse_rounded_repeats(where: str, spec: dict[str, Any], out: list) -> None:
+    """A range whose values repeat once written as whole blocks or bytes (a geometric range of small block counts,
+    ``{from = "1blocks", to = "3blocks", times = 1.1}``) is refused naming the axis and the value, as a listed value
+    given twice is (:func:`expand_axis`): the grid run is the grid written.
+
+    Raises:
+        UserError: a value the range gives twice."""
+    seen: set = set()
+    for v in out:
+        if v in seen:
+            by = f"times = {spec['times']!r}" if "times" in spec else f"step = {spec['step']!r}"
+            raise UserError(f"{where}: the range from {spec['from']!r} to {spec['to']!r} by {by} gives {v!r} "
+                            f"{out.count(v)} times once rounded to whole units; use a larger "
+                            f"{'times' if 'times' in spec else 'step'} or list the values")
+        seen.add(v)
 
 
 def expand_axis(name: str, spec: Any) -> list[Any]:

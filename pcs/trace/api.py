@@ -87,7 +87,7 @@ def detect_format(path, name: str | None = None) -> str:
     name = name or display_name(path)
     if _sniff_parquet(path):
         return "parquet"
-    lines = peek_lines(path, max_lines=1)
+    lines = peek_lines(path, max_lines=1, name=name)
     if not lines:
         raise InputError(name, None, None, EMPTY_TRACE)
     if lines[0].startswith(b"TIMESTAMP,"):
@@ -99,11 +99,11 @@ def detect_format(path, name: str | None = None) -> str:
     except jsondepth.TooDeepError as exc:
         raise InputError(name, 1, None, str(exc)) from None
     except jsondepth.NumberTooLongError as exc:     # the readers' own message: file, line, field and element
-        raise InputError(name, first_line_number(path), exc.field, str(exc)) from None
+        raise InputError(name, first_line_number(path, name=name), exc.field, str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
         why = _not_json(lines[0], exc, name)
         if why is None:     # a line meant as a JSON object: the readers' own file:line message
-            raise InputError(name, first_line_number(path), None, invalid_json(exc)) from None
+            raise InputError(name, first_line_number(path, name=name), None, invalid_json(exc)) from None
         raise InputError(name, None, None, why) from None
     other = _not_a_trace(obj, name)
     if other is not None:
@@ -149,9 +149,10 @@ def _default_block_size(fmt: str) -> int:
             "burstgpt": DEFAULT_TOKEN_BLOCK_SIZE}[fmt]
 
 
-def _first_row_synthetic(path) -> bool:
-    """True when the first JSONL row says ``"reuse": "synthetic"`` (the readers check every row)."""
-    head = peek_lines(path, 1)
+def _first_row_synthetic(path, name: str | None = None) -> bool:
+    """True when the first JSONL row says ``"reuse": "synthetic"`` (the readers check every row); ``name``: the
+    trace's name in errors."""
+    head = peek_lines(path, 1, name=name)
     if not head or b'"reuse"' not in head[0]:
         return False
     try:
@@ -266,10 +267,10 @@ class Trace:
         self.has_sessions = False
         self.reuse = {"tokens": "hashed from token ids"}.get(fmt, "recorded")
         if fmt in LENGTH_ONLY:
-            head = peek_lines(self.path, 1)
+            head = peek_lines(self.path, 1, name=self.name)
             self.has_sessions = fmt == "burstgpt" and bool(head) and b"Session ID" in head[0]
             self.reuse = reuse_model.describe(self.has_sessions)
-        elif fmt in ("mooncake", "bailian", "tokens") and _first_row_synthetic(self.path):
+        elif fmt in ("mooncake", "bailian", "tokens") and _first_row_synthetic(self.path, self.name):
             from pcs.trace.hashids import SYNTH_REUSE
 
             self.reuse = SYNTH_REUSE  # known before the rows are read (trace convert writes it into Parquet)
@@ -530,7 +531,8 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
     (``--trace-format mooncake`` used to say "line 1: blank line" where detection said empty);
     a blank line before data stays a bad line of its own ("FILE:1: blank line")."""
     fmt = format or detect_format(path, name)
-    if format is not None and fmt != "parquet" and not _sniff_parquet(path) and not peek_lines(path, max_lines=1):
+    blank = format is not None and fmt != "parquet" and not _sniff_parquet(path)
+    if blank and not peek_lines(path, max_lines=1, name=name):
         raise InputError(name, None, None, EMPTY_TRACE)
     pf = None
     if fmt == "parquet":

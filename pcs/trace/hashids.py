@@ -169,7 +169,8 @@ def get_time(obj: dict, key: str, name: str, ln: int) -> float:
     try:
         f = float(v)
     except OverflowError:               # an integer beyond float range (json.loads keeps it exact)
-        f = math.inf
+        raise InputError(name, ln, key, f"must be finite, got an integer of {len(str(abs(v))):,} digits "
+                                        "(beyond float64's range, about 1.8e308)") from None
     if not math.isfinite(f):
         raise InputError(name, ln, key, f"must be finite, got {str(v)[:40]}")
     return f

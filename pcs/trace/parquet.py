@@ -554,7 +554,8 @@ def _pieces(record_batches: Iterator, name: str, optional: list, typed: bool, ro
                 raise InputError(name, row0 + _first_null_row(arr), k, "null value")
         offs -= offs[0]
         hashes = _column_ids(ids, name, row0, offs)
-        yield _Columns(col["arrival_s"].to_numpy(zero_copy_only=False).astype(np.float64, copy=False),
+        # + 0.0: a stored -0.0 is the arrival 0.0, as in the JSONL readers (docs/semantics.md, the arrival clock)
+        yield _Columns(col["arrival_s"].to_numpy(zero_copy_only=False).astype(np.float64, copy=False) + 0.0,
                        _column_ints(col["prompt_tokens"], "prompt_tokens", name, row0),
                        _column_ints(col["output_tokens"], "output_tokens", name, row0),
                        offs, hashes if room is None else room.put(hashes),

@@ -55,7 +55,9 @@ MEANING = ("a trace recorded at {B}-token blocks says which {B}-token blocks req
 
 BOUNDS = ("lower", "upper")
 _TAG_LOWER, _TAG_UPPER, _TAG_COARSE = 0x10E4, 0x0FFE4, 0xC0A25E
-_ROOT = np.uint64(0x9E3779B97F4A7C15)  # stands for "no parent" (block 0)
+#: The upper bound's shared parts of a request's first block (no parent) in a family of their own: a parent id
+#: standing for "no parent" would be some trace's real id (any uint64 is one).
+_TAG_UPPER_FIRST = 0x0FFE5
 
 
 def _positions(b: RequestBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -77,12 +79,14 @@ def _finer(b: RequestBatch, fine: int, bound: str) -> RequestBatch:
     j = np.arange(sub_offs[-1]) - sub_offs[:-1][src]
     ids = mix64(_TAG_LOWER, h[src], j)
     if bound == "upper":
-        parent = np.empty_like(h)
+        parent = np.zeros_like(h)
         parent[1:] = h[:-1]
-        parent[pos == 0] = _ROOT
         limit = np.where(tok == b.block_size, k - 1, tok // fine)
         common = j < limit[src]
-        ids[common] = mix64(_TAG_UPPER, parent[src][common], j[common])
+        first = (pos == 0)[src]
+        inner, top = common & ~first, common & first
+        ids[inner] = mix64(_TAG_UPPER, parent[src][inner], j[inner])
+        ids[top] = mix64(_TAG_UPPER_FIRST, j[top])
     per_row = np.bincount(row, weights=nsub, minlength=len(b)).astype(np.int64)
     offs = np.zeros(len(b) + 1, dtype=np.int64)
     np.cumsum(per_row, out=offs[1:])
@@ -140,10 +144,12 @@ def check_chained(b: RequestBatch, name: str = "trace") -> None:
     h = b.block_hashes
     if h.size == 0:
         return
-    parent = np.empty_like(h)
+    parent = np.zeros_like(h)
     parent[1:] = h[:-1]
-    parent[b.block_offsets[:-1][b.num_blocks > 0]] = _ROOT
-    pairs = np.unique(np.stack([h, parent], axis=1), axis=0)
+    first = np.zeros(h.size, dtype=np.uint64)  # 1 at a request's first block: the root, whatever id 0 stands for
+    starts = b.block_offsets[:-1][b.num_blocks > 0]
+    parent[starts], first[starts] = 0, 1
+    pairs = np.unique(np.stack([h, parent, first], axis=1), axis=0)
     if pairs.shape[0] != np.unique(h).size:
         raise UserError(f"{name}: some block hash follows different parent hashes, so hashes are not chained prefix "
                          "hashes and cannot be re-blocked")

@@ -360,9 +360,10 @@ def iter_csv_rows(path, name: str | None = None) -> Iterator[tuple[int, list[str
                 raise InputError(name, ln, None, f"unreadable CSV line ({exc})") from None
 
 
-def first_line_number(path, max_bytes: int = 1 << 20) -> int | None:
-    """The line number (from 1) of the first non-blank line, None when there is none in ``max_bytes``."""
-    for first, chunk in iter_chunks(path, chunk_bytes=min(max_bytes, 1 << 16)):
+def first_line_number(path, max_bytes: int = 1 << 20, name: str | None = None) -> int | None:
+    """The line number (from 1) of the first non-blank line, None when there is none in ``max_bytes``.
+    ``name``: the trace's name in errors (stdin's spool file is read as ``-``)."""
+    for first, chunk in iter_chunks(path, chunk_bytes=min(max_bytes, 1 << 16), name=name):
         for ln, line in iter_lines(first, chunk):
             if line.strip():
                 return ln
@@ -371,10 +372,14 @@ def first_line_number(path, max_bytes: int = 1 << 20) -> int | None:
     return None
 
 
-def peek_lines(path, max_lines: int = 20, max_bytes: int = 1 << 20) -> list[bytes]:
-    """The first non-blank lines (at most ``max_lines``) for format detection."""
+def peek_lines(path, max_lines: int = 20, max_bytes: int = 1 << 20, name: str | None = None) -> list[bytes]:
+    """The first non-blank lines (at most ``max_lines``) for format detection. ``name``: the trace's name in
+    errors (default :func:`display_name` of ``path``; stdin's spool file is read as ``-``).
+
+    Raises:
+        InputError: the file's stream is unreadable (a truncated or corrupt gzip stream), naming ``name``."""
     out: list[bytes] = []
-    for first, chunk in iter_chunks(path, chunk_bytes=min(max_bytes, 1 << 16)):
+    for first, chunk in iter_chunks(path, chunk_bytes=min(max_bytes, 1 << 16), name=name):
         for _, line in iter_lines(first, chunk, lazy=True):
             if line.strip():
                 out.append(line)

@@ -31,8 +31,6 @@ from pcs.trace.request import RequestBatch
 
 __all__ = ["block_tokens", "conversation_ids", "recorded_conversations", "session_keys", "first_access", "prefix_tree_stats", "shared_prefix_token_share"]
 
-_ROOT = np.uint64(0xFFFF_FFFF_FFFF_FFFF)  # parent of block 0 (an id of 2**64 - 1 would read as the root)
-
 
 def first_access(hashes: np.ndarray) -> np.ndarray:
     """bool, shape (n,): True where an id appears for the first time.
@@ -61,13 +59,13 @@ def block_tokens(b: RequestBatch) -> np.ndarray:
     return out
 
 
-def _parents(b: RequestBatch) -> np.ndarray:
-    h = b.block_hashes
-    par = np.empty_like(h)
-    par[1:] = h[:-1]
-    starts = b.block_offsets[:-1][b.num_blocks > 0]
-    par[starts] = _ROOT
-    return par
+def _has_parent(b: RequestBatch) -> np.ndarray:
+    """bool, shape (num block accesses,): False at each request's first block (its parent is the root).
+
+    Told by position, not by a parent id standing for the root: every uint64 is some trace's real id."""
+    out = np.ones(b.block_hashes.size, dtype=bool)
+    out[b.block_offsets[:-1][b.num_blocks > 0]] = False
+    return out
 
 
 def prefix_tree_stats(b: RequestBatch) -> dict[str, Any]:
@@ -81,7 +79,7 @@ def prefix_tree_stats(b: RequestBatch) -> dict[str, Any]:
     node, the root excluded), ``prefix_tree_branching_nodes`` (inner nodes
     with >= 2 children: where requests diverge). None for an empty trace.
     """
-    h, par = b.block_hashes, _parents(b)
+    h, real = b.block_hashes, _has_parent(b)
     if h.size == 0:
         return dict.fromkeys(("prefix_tree_nodes", "prefix_tree_roots", "prefix_tree_leaves", "prefix_tree_depth_max",
                               "prefix_tree_leaf_depth_mean", "prefix_tree_fanout_mean", "prefix_tree_fanout_max",
@@ -89,8 +87,7 @@ def prefix_tree_stats(b: RequestBatch) -> dict[str, Any]:
     depth = np.arange(h.size, dtype=np.int64) - np.repeat(b.block_offsets[:-1], b.num_blocks) + 1
     # Nodes as one int64 key per access (dense parent, dense id): one 1-D sort, not a 2-column np.unique.
     uniq, dense = np.unique(h, return_inverse=True)
-    par_dense = np.zeros(h.size, dtype=np.int64)  # 0: the root (a parent id of 2**64 - 1 reads as the root too)
-    real = par != _ROOT
+    par_dense = np.zeros(h.size, dtype=np.int64)  # 0: the root
     par_dense[1:][real[1:]] = dense[:-1][real[1:]] + 1
     keys, idx = np.unique(par_dense * (uniq.size + 1) + dense, return_index=True)
     node_par, node_id, node_depth = keys // (uniq.size + 1), keys % (uniq.size + 1), depth[idx]
