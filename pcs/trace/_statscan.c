@@ -27,8 +27,6 @@
 #include <Python.h>
 #include "../_kernel_common.h"
 
-#define ROOT_ID UINT64_MAX
-
 typedef struct { uint64_t key; int32_t dense; int32_t pad; } kslot_t;  /* dense + 1; 0: empty */
 typedef struct {
     int32_t last_pos, last_req, cached_req, kids, depth, reg_conv, first_tokens, first_parent, count;
@@ -252,7 +250,7 @@ static int st_request(st_t *s, const batch_t *B, int64_t r, int64_t *k_out, int6
         int fresh;
         int32_t d = st_find(s, B->keys[i], &fresh);
         rec_t *x = &s->rec[d];
-        int32_t parent = (j == 0 || B->keys[i - 1] == ROOT_ID) ? -1 : prev;
+        int32_t parent = j == 0 ? -1 : prev;   /* the root by position: any uint64 is a real id (docs/semantics.md) */
         int64_t tok = i == b - 1 ? B->prompt[r] - (num - 1) * B->bs : B->bs;
         if (fresh) {
             *x = (rec_t){(int32_t)s->pos, (int32_t)rq, 0, 0, (int32_t)(j + 1), 0, (int32_t)tok, parent, 1};

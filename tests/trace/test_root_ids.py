@@ -73,3 +73,20 @@ def test_replay_interval_with_any_id_as_a_parent(tmp_path, x):
     p = json.loads(res.output)
     assert p["hit_ratio_interval"] == [0.375, 0.375]
     assert p["single_sequence_hit_ratio_interval"] == [0.375, 0.375]
+
+
+@pytest.mark.parametrize("x", IDS)
+def test_trace_stats_prefix_tree_with_any_id_as_a_parent(tmp_path, x):
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    # the same two requests as above through `pcs trace stats` (the compiled one-pass scan, pcs/trace/_statscan.c)
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [x, 5]}) + "\n"
+                    + json.dumps({"timestamp": 1, "input_length": 512, "output_length": 1, "hash_ids": [7]}) + "\n")
+    res = CliRunner().invoke(cli, ["trace", "stats", str(path), "--format", "json", "-q"])
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.output)
+    assert (s["prefix_tree_nodes"], s["prefix_tree_roots"], s["prefix_tree_leaves"]) == (3, 2, 2)
+    assert (s["prefix_tree_leaf_depth_mean"], s["prefix_tree_fanout_mean"], s["prefix_tree_fanout_max"]) == (1.5, 1.0, 1)
