@@ -213,10 +213,10 @@ _UNWRITTEN_SUFFIXES = (".csv", ".tsv")
 def refuse_unwritten_format(out_path: Any, out_format: str | None, option: str = "OUT") -> None:
     """Refuse a trace output named ``*.csv`` or ``*.tsv`` (``.gz`` aside) with no ``--to``.
 
-    The suffix picks the format only for ``*.parquet`` (``--to``'s default: "parquet for *.parquet, else
-    mooncake"), so ``out.csv`` would be Mooncake JSONL under a CSV name; pcs writes no CSV trace, so the name
-    is refused rather than written in another format. ``--to mooncake`` (or bailian, parquet) writes that
-    format under any name, as asked.
+    The suffix picks the format only for Parquet (``*.parquet``, ``*.pq``, ``*.parq``, any case; ``--to``'s
+    default, :func:`pcs.trace.convert.out_format_for`; else mooncake), so ``out.csv`` would be Mooncake JSONL
+    under a CSV name; pcs writes no CSV trace, so the name is refused rather than written in another format.
+    ``--to mooncake`` (or bailian, parquet) writes that format under any name, as asked.
 
     Args:
         out_path: the output path as given; out_format: ``--to``, or None; option: the argument for messages.

@@ -93,8 +93,8 @@ def stats(trace_path, trace_format, block_size, on_error, sort, fmt, quiet) -> N
 @click.argument("in_path", metavar="IN")
 @click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
 @click.option("--to", "out_format", type=Choice(OUT_FORMATS), default=None,
-              help="Output format; default parquet for *.parquet, else mooncake (*.gz is gzipped); a *.csv or "
-                   "*.tsv name needs --to (pcs writes no CSV).")
+              help="Output format; default parquet for *.parquet, *.pq or *.parq (any case), else mooncake "
+                   "(*.gz is gzipped); a *.csv or *.tsv name needs --to (pcs writes no CSV).")
 @click.option("--remap-ids/--keep-ids", default=None,
               help="Renumber ids 0, 1, 2, ... in first-appearance order (default: only for token traces).")
 @trace_input_options
@@ -227,7 +227,8 @@ class _Requests(click.ParamType):
 @click.option("--azure-csv", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Take arrival times and token counts from an Azure LLM inference CSV instead of Poisson.")
 @click.option("--to", "out_format", type=Choice(OUT_FORMATS), default=None,
-              help="Output format; default parquet for *.parquet, else mooncake; a *.csv or *.tsv name needs "
+              help="Output format; default parquet for *.parquet, *.pq or *.parq (any case), else mooncake; "
+                   "a *.csv or *.tsv name needs "
                    "--to (pcs writes no CSV).")
 @click.option("--tokens-out", type=click.Path(dir_okay=False), default=None,
               help="Also write the token-id JSONL form (same requests; pcs hashes it to the same blocks).")

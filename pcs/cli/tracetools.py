@@ -157,7 +157,8 @@ def _large_output_note(requests: int, spec) -> None:
 @click.option("--seed", type=Int(0, MAX_SEED), default=0, show_default=True,
               help="Seed of sampling and of --tenant-mode split.")
 @click.option("--to", "out_format", type=Choice(["mooncake", "bailian", "parquet"]), default=None,
-              help="Output format; default parquet for *.parquet, else mooncake; a *.csv or *.tsv name needs "
+              help="Output format; default parquet for *.parquet, *.pq or *.parq (any case), else mooncake; "
+                   "a *.csv or *.tsv name needs "
                    "--to (pcs writes no CSV).")
 @trace_input_options
 @format_option

@@ -131,13 +131,21 @@ def _jsonl_lines(b: RequestBatch, fmt: str, remap: IdRemapper | None, synthetic:
     return out.getvalue()
 
 
+#: Names that mean Parquet, in any case (``.parq``: fastparquet's and Dask's spelling).
+PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+
+
 def out_format_for(path, requested: str | None) -> str:
-    """The output format: ``requested``, else ``parquet`` for ``*.parquet``, else ``mooncake``."""
+    """The output format: ``requested``, else ``parquet`` for a name ending in one of :data:`PARQUET_SUFFIXES`
+    (any case: ``OUT.PARQUET``), else ``mooncake``.
+
+    Raises:
+        UserError: ``requested`` is not one of ``OUT_FORMATS``."""
     if requested is not None:
         if requested not in OUT_FORMATS:
             raise UserError(f"unknown output format {requested!r}; valid: {', '.join(OUT_FORMATS)}")
         return requested
-    return "parquet" if str(path).endswith((".parquet", ".pq")) else "mooncake"
+    return "parquet" if str(path).lower().endswith(PARQUET_SUFFIXES) else "mooncake"
 
 
 def block_size_note(fmt: str, block_size: int, path: Any) -> str | None:
