@@ -102,26 +102,9 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
     inputs = {"TRACE": trace, "--model": model_name}
     check_files({"--plot": plot_path}, inputs)
     check_outputs(html_path, figures, inputs)
-    if dtype is not None and model_name is None:
-        raise PcsUsageError("--dtype sets the KV dtype of --model's bytes; give --model too")
-    spec = None
-    if model_name is not None:
-        from pcs.cli.modelarg import load_model
-
-        spec = load_model(model_name, None, quiet)
-        spec = spec.with_dtype(dtype) if dtype else spec
-        from pcs.curves.api import refuse_hybrid_model
-
-        refuse_hybrid_model(spec, block_size or 512)      # before the trace is read (the rule needs no B)
+    spec = _curve_model(model_name, dtype, block_size, quiet)
     (flat, name), opened = _load(trace, (trace_format, block_size, on_error, sort), quiet)
-    caps = None
-    if capacities is not None:
-        bb = None
-        if spec is not None:
-            from pcs.model import block_bytes
-
-            bb = block_bytes(spec, flat.block_size, "reserved").total_bytes
-        caps = parse_capacity_list(capacities, "--capacities", bb)
+    caps = None if capacities is None else _capacities(capacities, spec, flat.block_size)
     with Progress(quiet, desc="belady", unit=" capacities",
                   total=len(caps) if caps else (points or DEFAULT_POINTS)) as progress:
         result = compute_curve(flat, caps, points, spec, belady=not no_belady, sample_rate=sample_rate, seed=seed,
@@ -138,6 +121,38 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
     else:
         write_outputs(html_path, figures, [payload])
     emit(payload, fmt, lambda: render_curve(payload))
+
+
+def _curve_model(model_name: str | None, dtype: str | None, block_size: int | None, quiet: bool):
+    """``--model`` (with ``--dtype``) as a model spec, or None; a hybrid model refused before the trace is read.
+
+    Raises:
+        PcsUsageError: ``--dtype`` without ``--model``; UserError: an unknown or hybrid model."""
+    if dtype is not None and model_name is None:
+        raise PcsUsageError("--dtype sets the KV dtype of --model's bytes; give --model too")
+    if model_name is None:
+        return None
+    from pcs.cli.modelarg import load_model
+    from pcs.curves.api import refuse_hybrid_model
+
+    spec = load_model(model_name, None, quiet)
+    spec = spec.with_dtype(dtype) if dtype else spec
+    refuse_hybrid_model(spec, block_size or 512)      # before the trace is read (the rule needs no B)
+    return spec
+
+
+def _capacities(capacities: str, spec, block_size: int) -> list[int]:
+    """``--capacities`` in blocks of ``block_size`` tokens; sizes in bytes need ``spec`` (a block's reserved
+    bytes, :func:`pcs.model.block_bytes`).
+
+    Raises:
+        UserError: as :func:`parse_capacity_list`."""
+    bb = None
+    if spec is not None:
+        from pcs.model import block_bytes
+
+        bb = block_bytes(spec, block_size, "reserved").total_bytes
+    return parse_capacity_list(capacities, "--capacities", bb)
 
 
 def _load(trace, options: tuple, quiet: bool):
