@@ -895,38 +895,6 @@ PyObject *arena_fits(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(n >= 0 && ids_bound((size_t)n) <= (size_t)(a->cap - a->used));
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-
-/* n ids from src to dst, 128 bytes a step (four AVX2 loads and stores). */
-__attribute__((target("avx2"))) void copy_ids_avx2(uint64_t *dst, const uint64_t *src, size_t n) {
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m256i a = _mm256_loadu_si256((const __m256i *)(src + i));
-        __m256i b = _mm256_loadu_si256((const __m256i *)(src + i + 4));
-        __m256i c = _mm256_loadu_si256((const __m256i *)(src + i + 8));
-        __m256i d = _mm256_loadu_si256((const __m256i *)(src + i + 12));
-        _mm256_storeu_si256((__m256i *)(dst + i), a);
-        _mm256_storeu_si256((__m256i *)(dst + i + 4), b);
-        _mm256_storeu_si256((__m256i *)(dst + i + 8), c);
-        _mm256_storeu_si256((__m256i *)(dst + i + 12), d);
-    }
-    for (; i < n; i++) dst[i] = src[i];
-}
-#endif
-
-/* n ids from src to dst (not overlapping): 128 bytes a step with AVX2 where the CPU has it, else memcpy. Not
- * memcpy there: glibc copies these sizes (a Parquet piece's ids: hundreds of KB) with `rep movsb`, which callgrind
- * -- how this project compares two builds (docs/performance.md) -- counts an instruction a byte, 16x what this
- * loop's instructions count for the same copy; both run at the memory's speed. */
-void copy_ids(uint64_t *dst, const uint64_t *src, size_t n) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    static const bool avx2 = __builtin_cpu_supports("avx2");
-    if (avx2) return copy_ids_avx2(dst, src, n);
-#endif
-    memcpy(dst, src, n * sizeof(uint64_t));
-}
-
 /* append(ids) -> int: the ids of a 1-D C-contiguous buffer of unsigned 64-bit integers (a numpy uint64 array)
  * copied into the room past `used`, for a reader whose ids come decoded already (the Parquet reader,
  * pcs/trace/parquet.py): the index of the first returned and `used` advanced, or -1 when they do not fit (nothing
@@ -950,7 +918,7 @@ PyObject *arena_append(PyObject *self, PyObject *arg) {
     }
     a->used = at + n;   // taken before the GIL is let go: a second caller meanwhile writes past them
     Py_BEGIN_ALLOW_THREADS
-    copy_ids(a->data + at, (const uint64_t *)b.buf, (size_t)n);
+    memcpy(a->data + at, b.buf, (size_t)n * sizeof(uint64_t));
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&b);
     return PyLong_FromSsize_t(at);
