@@ -532,8 +532,8 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
     a blank line before data stays a bad line of its own ("FILE:1: blank line")."""
     fmt = format or detect_format(path, name)
     if fmt != "parquet" and format is not None and _sniff_parquet(path):
-        raise InputError(name, None, None, f"a Parquet file (it starts with PAR1) given as {fmt}: drop "
-                                           "--trace-format (pcs detects Parquet) or give --trace-format parquet")
+        raise InputError(name, None, None, f"a Parquet file (it starts with PAR1) given as format={fmt!r}: drop "
+                                           "format= (pcs detects Parquet) or give format='parquet'")
     if format is not None and fmt != "parquet" and not peek_lines(path, max_lines=1, name=name):
         raise InputError(name, None, None, EMPTY_TRACE)
     pf = None

@@ -35,5 +35,17 @@ def test_a_parquet_file_given_another_format_is_named_as_parquet(tmp_path, src, 
     assert CliRunner().invoke(cli, ["trace", "convert", str(src), str(pq)]).exit_code == 0
     r = CliRunner().invoke(cli, ["replay", str(pq), "--trace-format", fmt, "-q"])
     assert r.exit_code == 2
-    assert r.output.strip() == (f"pcs: error: {pq}: a Parquet file (it starts with PAR1) given as {fmt}: drop "
+    assert r.output.strip() == (f"pcs: error: {pq}: a Parquet file (it starts with PAR1) given as --trace-format {fmt}: drop "
                                 "--trace-format (pcs detects Parquet) or give --trace-format parquet"), r.output
+
+
+def test_the_api_names_its_keyword_not_the_flag(tmp_path, src):
+    from pcs.errors import InputError
+    from pcs.trace import open_trace
+
+    pq = tmp_path / "t.parquet"
+    assert CliRunner().invoke(cli, ["trace", "convert", str(src), str(pq)]).exit_code == 0
+    with pytest.raises(InputError) as e:
+        open_trace(pq, format="bailian")
+    assert str(e.value) == (f"{pq}: a Parquet file (it starts with PAR1) given as format='bailian': drop format= "
+                            "(pcs detects Parquet) or give format='parquet'")
