@@ -40,7 +40,8 @@ from pcs.engine.engine import EngineResult
 from pcs.engine.ledger import ReplayLedger
 from pcs.trace.batches import as_batches
 
-__all__ = ["sequential_baseline", "begin_sequential", "sequential_call", "baseline_from_scan", "policy_walk", "POLICY_WALK_REASON"]
+__all__ = ["sequential_baseline", "begin_sequential", "sequential_call", "baseline_from_scan", "policy_walk",
+           "POLICY_WALK_REASON"]
 
 #: What the baseline's engine reason adds when :func:`begin_sequential` runs the lean walk (the JSON's
 #: ``baseline_engine_reason``): the row stays ``compiled-hierarchy``, whose rules the walk follows.
