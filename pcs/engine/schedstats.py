@@ -248,17 +248,53 @@ class PendingParts:
     """:func:`run_parts` being made on a worker thread (:class:`pcs.beside.Beside`, inline when threads are off);
     :meth:`get` waits for them (once) and returns them, or raises what the worker raised. The worker is handed
     its own dict of the columns it reads, so a caller that adds columns to the run's dict meanwhile does not
-    touch it. Not joined (a run whose summary is never made), the worker ends by itself after its call."""
+    touch it. Not joined (a run whose summary is never made), the worker ends by itself after its call.
+    :meth:`gated` begins one before the run's columns are final (:meth:`open` hands them over)."""
 
-    __slots__ = ("_side", "_value", "_done")
+    __slots__ = ("_side", "_value", "_done", "_gate", "_cols")
 
-    def __init__(self, columns: dict, prefill_no_cache_ordered: np.ndarray | None = None) -> None:
+    def __init__(self, columns: dict | None, prefill_no_cache_ordered: np.ndarray | None = None) -> None:
         from pcs.beside import Beside, threads_wanted
 
         self._side = Beside(threads_wanted(), linger=False)
-        self._value, self._done = None, False
-        cols = {name: columns[name] for name in ("ttft_s", "tpot_s", "e2e_s") + _WAITS}
-        self._side.start(run_parts, cols, prefill_no_cache_ordered)
+        self._value, self._done, self._gate = None, False, None
+        if columns is not None:
+            self._side.start(run_parts, _read_columns(columns), prefill_no_cache_ordered)
+
+    @classmethod
+    def gated(cls, prefill_no_cache_s: np.ndarray) -> "PendingParts":
+        """Parts begun on a worker thread while the run still closes: the worker sorts ``prefill_no_cache_s``
+        (float64 (requests,), s; final since the last feed: :func:`pcs.percentiles.sorted_finite`), then waits
+        until :meth:`open` hands it the final columns and makes :func:`run_parts` of them with that sort -- one
+        thread start for both, where a worker of its own for each waited twice for a thread to begin on the
+        caller's critical path. Threaded whatever ``$PCS_THREADS`` says (the caller asks for it only with threads:
+        inline, the wait could never end); :meth:`open` or :meth:`settle` must follow."""
+        import threading
+
+        from pcs.beside import Beside
+
+        self = cls(None)
+        self._side = Beside(True, linger=False)
+        self._gate, self._cols = threading.Lock(), None
+        self._gate.acquire()
+        try:
+            self._side.start(self._gated_parts, prefill_no_cache_s)
+        except BaseException:   # a stop signal in the start, the call perhaps handed over: no worker left waiting
+            self.settle()
+            raise
+        return self
+
+    def _gated_parts(self, prefill_no_cache_s: np.ndarray) -> RunParts | None:
+        """On the worker (:meth:`gated`): the sort, then :func:`run_parts` once the gate opens (None when it opened
+        with no columns: the run failed, :meth:`settle`)."""
+        ordered = sorted_finite(prefill_no_cache_s)
+        self._gate.acquire()
+        return None if self._cols is None else run_parts(self._cols, ordered)
+
+    def open(self, columns: dict) -> None:
+        """The run's final columns (:meth:`gated`): the worker goes on to :func:`run_parts` of its own dict of them."""
+        self._cols = _read_columns(columns)
+        self._gate.release()
 
     def get(self) -> RunParts:
         """The :class:`RunParts`, once the worker has made them."""
@@ -268,10 +304,21 @@ class PendingParts:
 
     def settle(self) -> None:
         """Wait for the worker and drop its outcome (:meth:`pcs.beside.Beside.settle`): the replay is raising its own
-        error, and no worker may outlive it."""
+        error, and no worker may outlive it (a gated worker still waiting for its columns is let go first)."""
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            try:
+                gate.release()      # a worker still waiting for its columns gets none (None: dropped)
+            except RuntimeError:    # open already released it
+                pass
         if not self._done:
             self._side.settle()
             self._done = True
+
+
+def _read_columns(columns: dict) -> dict:
+    """The columns :func:`run_parts` reads, in a dict of their own."""
+    return {name: columns[name] for name in ("ttft_s", "tpot_s", "e2e_s") + _WAITS}
 
 
 def _col(columns: dict, name: str) -> np.ndarray:

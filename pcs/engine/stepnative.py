@@ -318,34 +318,31 @@ class NativeStepEngine(StepEngine):
         if self._side is not None:      # the last chunk's input columns, before the columns are read
             side, self._side = self._side, None
             side.join()
-        side = self._prefill_sort_beside()
+        parts = self._parts_beside()
         try:
             with span_limit():
                 end = self._s.close()
+            res = self._closed(end)
+            if parts is not None:
+                parts.open(res.columns)
         except BaseException:
-            if side is not None:
-                side.settle()
+            if parts is not None:
+                parts.settle()     # its worker let go (a gate still shut opened) and waited for
             raise
-        res = self._closed(end)
-        if side is None:
-            return res
-        from pcs.engine.schedstats import PendingParts
+        return res if parts is None else dataclasses.replace(res, latency=parts)
 
-        return dataclasses.replace(res, latency=PendingParts(res.columns, side.join()))
-
-    def _prefill_sort_beside(self):
-        """The ``prefill_no_cache_s`` column's sort (:func:`pcs.percentiles.sorted_finite`) begun on a worker
-        (:class:`pcs.beside.Beside`) for :meth:`close`, or None when this run's parts are not made beside."""
+    def _parts_beside(self):
+        """The summary's parts of this run begun on a worker for :meth:`close`
+        (:meth:`pcs.engine.schedstats.PendingParts.gated`: the ``prefill_no_cache_s`` sort now, the rest once the
+        columns are final), or None when this run's parts are not made beside."""
         if self.no_cache or not self.releases_gil:
             return None
-        from pcs.beside import Beside, threads_wanted
-        from pcs.percentiles import sorted_finite
+        from pcs.beside import threads_wanted
+        from pcs.engine.schedstats import PendingParts
 
         if not threads_wanted() or not len(self._cols["prefill_no_cache_s"]):
             return None
-        side = Beside(True, linger=False)
-        side.start(sorted_finite, np.frombuffer(self._cols["prefill_no_cache_s"], np.float64))
-        return side
+        return PendingParts.gated(np.frombuffer(self._cols["prefill_no_cache_s"], np.float64))
 
     def _closed(self, end: float) -> EngineResult:
         """After the C loop's close (``end``: its clock, s): the samples, counters and columns into the engine's

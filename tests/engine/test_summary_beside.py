@@ -3,7 +3,8 @@
 - The restore sample's points (pcs.engine.series._spread): the rounded ``np.linspace`` points, each once, as
   ``np.unique`` gave them, without ``np.unique`` (its masked-array check imports numpy.ma).
 - The run's own sorts and partitions (pcs.engine.schedstats.run_parts) made on a worker as the compiled loop
-  closes (PendingParts, handed over as EngineResult.latency) and read by the summary.
+  closes (PendingParts, handed over as EngineResult.latency) and read by the summary; the gated kind
+  (PendingParts.gated: the prefill_no_cache_s sort, then the parts once the columns are handed over) on one worker.
 - The summary records' methods compiled and pcs.analysis.envelope imported on a worker during the first feed
   (pcs.engine.summary.warm_up), where each chunk's input columns are also copied beside the C feed.
 
@@ -86,6 +87,29 @@ def test_pending_parts_are_run_parts(monkeypatch, threads):
     got = pending.get()
     _check_parts(got, None)
     assert pending.get() is got           # waited for once
+
+
+def test_gated_parts_sort_first_then_make_the_parts_of_the_columns_handed_over():
+    import threading
+
+    prefill = np.array([1.5, np.inf, 0.5])     # its finite values sorted: [0.5, 1.5]
+    pending = PendingParts.gated(prefill)
+    cols = _columns()
+    pending.open(cols)
+    cols["ttft_s"] = np.zeros(4)               # changed after the hand-over: the worker has its own dict
+    got = pending.get()
+    _check_parts(got, got.prefill_no_cache_ordered)
+    assert got.prefill_no_cache_ordered.tolist() == [0.5, 1.5] and pending.get() is got
+    assert not [t for t in threading.enumerate() if t.name == "pcs-beside"]
+
+
+def test_gated_parts_never_opened_are_let_go_by_settle():
+    import threading
+
+    before = set(threading.enumerate())
+    pending = PendingParts.gated(np.array([2.0, 1.0]))
+    pending.settle()                           # the run failed: no columns; the worker is let go and joined
+    assert not [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
 
 
 def _replay(threads: str):
