@@ -312,9 +312,9 @@ class NativeStepEngine(StepEngine):
 
         When the loop releases the GIL and threads are wanted (:attr:`releases_gil`, :func:`pcs.beside.threads_wanted`)
         and this is not a no-cache run (whose parts :func:`pcs.engine.loops._close_beside` makes), the summary's
-        sorts and partitions of this run's columns are made on worker threads: the ``prefill_no_cache_s`` sort (an
+        sorts and partitions of this run's columns are made on one worker thread: the ``prefill_no_cache_s`` sort (an
         input column, final since the last feed) while the C loop closes, the rest as soon as the columns are final
-        (:class:`pcs.engine.schedstats.PendingParts`, handed over as ``EngineResult.latency``)."""
+        (:meth:`pcs.engine.schedstats.PendingParts.gated`, handed over as ``EngineResult.latency``)."""
         if self._side is not None:      # the last chunk's input columns, before the columns are read
             side, self._side = self._side, None
             side.join()
