@@ -302,6 +302,29 @@ def test_fill_of_the_shared_table_worked_by_hand(use_native):
     h._check()
 
 
+@pytest.mark.parametrize("use_native", [False, True])
+def test_extend_past_the_admission_first_buffers_worked_by_hand(use_native):
+    """An extend that takes an admission past its first buffers (64 keys in the compiled one: ``adm_grow``, counts,
+    keys and hints in one block) keeps what the start wrote: the per-tier hits, the pinned and computed keys, the
+    pins; the finish then releases every key (computed tail first, then pinned: docs/semantics.md §6). Worked by
+    hand on GPU 200 + CPU 10 blocks, write-back."""
+    h = native.NativeHierarchy(_tiers([200, 10]), "back") if use_native else Hierarchy(_tiers([200, 10]), "back")
+    _admit(h, [1, 2, 3])                       # GPU [3, 2, 1]
+    a = h.start([1, 2, 10], 3, 3, 70)          # 1, 2 GPU hits (pinned), 10 computed; 1 + 70 extra slots
+    h.prefill_done(a)
+    decode = list(range(100, 170))             # 70 blocks: 3 + 70 keys, past 64
+    h.extend(a, decode)
+    assert (a.hit_blocks, list(a.hit_blocks_per_tier), list(a.restored_blocks_per_tier)) == (2, [2, 0], [0, 0])
+    assert (list(a.pinned_hashes), list(a.computed_hashes)) == ([1, 2], [10] + decode)
+    assert a.reserved_blocks == 0
+    assert [h.tiers[0].resident[k] for k in (1, 2, 3, 10, 100, 169)] == [1, 1, 0, 1, 1, 1]
+    assert _orders(h) == ([3], [])
+    h.finish(a)
+    assert _orders(h) == ([3] + decode[::-1] + [10, 2, 1], [])
+    assert h.tiers[0].reserved_blocks == 0
+    h._check()
+
+
 def test_finish_of_keys_not_pinned_changes_nothing():
     """The compiled finish checks each key as it drops its pin (computed keys tail first, then the pinned keys:
     ``finish_pass``); a key that is not pinned raises KeyError after giving back the pins it dropped, so a bad call
