@@ -295,8 +295,8 @@ def _child(mode: str, path: str, c: int) -> None:
                    blocks_held=gpu.stats.peak_resident_blocks)
     elif mode == "curve":
         r = curve(tr, capacities=[c], belady=False)
-        out.update(requests=r.requests, accesses=r.block_accesses,
-                   block_misses=r.rows[0].lru_block_misses, blocks_held=r.distinct_blocks)
+        out.update(requests=r.requests, accesses=r.cacheable_blocks,
+                   block_misses=r.rows[0].lru_block_misses, blocks_held=r.distinct_cacheable_blocks)
     else:
         raise ValueError(f"unknown child mode {mode!r}; valid: replay-api, replay-reference, replay-engine, curve")
     out["seconds"] = time.perf_counter() - t0

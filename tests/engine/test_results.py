@@ -47,7 +47,8 @@ LINK_KEYS = ["tier", "link", "bandwidth_bps", "setup_s", "restores", "restored_b
              "share_slower", "blocks_slower_than_recompute", "break_even_bps", "break_even_bps_per_gpu"]
 LENS_KEYS = ["dtype", "alt_dtype", "layout", "reference_bytes_per_block", "gpu_bytes_per_block", "lower_bytes_per_block",
              "gpu_capacity_blocks", "restored_bytes", "restore_transfer_s", "prefill_s", "ttft_mean_s"]
-CURVE_KEYS = ["trace", "block_size", "requests", "block_accesses", "distinct_blocks", "prompt_tokens",
+CURVE_KEYS = ["trace", "block_size", "requests", "block_accesses", "cacheable_blocks", "distinct_cacheable_blocks",
+              "prompt_tokens",
               "sample_rate", "kernel", "engine", "engine_reason", "model", "block_bytes", "ceiling_hit_ratio", "knee", "rows"]
 ROW_KEYS = ["capacity_blocks", "capacity_bytes", "lru_hit_ratio", "belady_hit_ratio", "ceiling_hit_ratio",
             "lru_block_misses", "belady_block_misses"]
