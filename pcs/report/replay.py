@@ -124,7 +124,8 @@ def _hit_table(s: dict[str, Any]) -> str:
          f"{format_count(s['requests_with_hit'])} with a hit, {format_count(s['requests_truncated'])} truncated"
          f" (larger than the GPU tier), {format_count(s['requests_waited'])} waited for KV space"],
     ]
-    return render_table(["hit ratio", "value", "meaning"], rows, title="Hit ratio: real vs single-sequence")
+    return render_table(["hit ratio", "value", "meaning"], rows, title="Hit ratio: real vs single-sequence",
+                        wrap=True)
 
 
 def slot_unit(s: dict[str, Any]) -> str:
