@@ -55,11 +55,11 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
     out.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
     out.append("  ".join("-" * w for w in widths))
     for row in cells:
-        more = row[-1].split("\n")        # a wrapped last cell: its further lines under its column
-        row = [*row[:-1], more[0]]
-        out.append("  ".join(c.rjust(w) if (j or names_numeric) and (numeric(c) or (c == "-" and dash_right[j]))
-                             else c.ljust(w)
-                             for j, (c, w) in enumerate(zip(row, widths))).rstrip())
+        more = row[-1].split("\n") if wrap else [row[-1]]   # a wrapped last cell: its further lines under it
+        whole = [*row[:-1], " ".join(more)]                 # aligned as the whole cell would be
+        out.append("  ".join(s.rjust(w) if (j or names_numeric) and (numeric(c) or (c == "-" and dash_right[j]))
+                             else s.ljust(w)
+                             for j, (c, s, w) in enumerate(zip(whole, [*row[:-1], more[0]], widths))).rstrip())
         out.extend(" " * lead + m for m in more[1:])
     out.extend(f"note: {n}" for n in notes)
     return "\n".join(out)
