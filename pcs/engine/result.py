@@ -73,8 +73,9 @@ class ThreadsSummary:
     ran on worker threads (``PCS_THREADS``, :mod:`pcs.beside`); the numbers are the same either way."""
 
     mode: str = field("-", "the mode asked: PCS_THREADS auto (unset), on or off")
-    used: bool = field("-", "the side work was handed to worker threads (a part whose loop keeps the GIL runs "
-                            "inline all the same); false: every part ran on the calling thread")
+    used: bool = field("-", "the side work was handed to worker threads (a part whose loop keeps the GIL, or "
+                            "one the system could start no thread for, runs inline all the same); false: every "
+                            "part ran on the calling thread")
     reason: str = field("-", "the rule that decided it (auto: inline for a small trace file when no CPU is free at "
                              "the replay's start, or on one CPU)")
 
