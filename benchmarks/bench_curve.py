@@ -116,7 +116,7 @@ def _kernels(a, cols, res: dict):
         end_to_end_accesses_per_s=n / (t_flat + t_curve),
         kernel_python_accesses_per_s=base.num_accesses / t_py,
         kernel_c_accesses_per_s_unreplicated=base.num_accesses / t_c_base,
-        one_pass_50_capacities_s=t_curve + t_eval, distinct_blocks=lru.num_distinct,
+        one_pass_50_capacities_s=t_curve + t_eval, distinct_cacheable_blocks=lru.num_distinct,
     )
     print(f"flatten (numpy)              {t_flat:7.3f} s")
     print(f"stack depths, C kernel       {t_kernel:7.3f} s  {n / t_kernel / 1e6:6.1f} M accesses/s")

@@ -295,8 +295,8 @@ def _child(mode: str, path: str, c: int) -> None:
                    blocks_held=gpu.stats.peak_resident_blocks)
     elif mode == "curve":
         r = curve(tr, capacities=[c], belady=False)
-        out.update(requests=r.requests, accesses=r.block_accesses,
-                   block_misses=r.rows[0].lru_block_misses, blocks_held=r.distinct_blocks)
+        out.update(requests=r.requests, accesses=r.cacheable_blocks,
+                   block_misses=r.rows[0].lru_block_misses, blocks_held=r.distinct_cacheable_blocks)
     else:
         raise ValueError(f"unknown child mode {mode!r}; valid: replay-api, replay-reference, replay-engine, curve")
     out["seconds"] = time.perf_counter() - t0
@@ -362,7 +362,7 @@ def measure(trace: Path, caps: list[int] | None, pairs: int, min_accesses: int) 
               f"{fs.distinct_blocks:,} distinct, largest request {fs.max_request_blocks} blocks; capacities {caps}")
         out: dict = {"bench": BENCH, "trace": str(trace), "requests": fs.requests, "accesses": fs.accesses,
                      "accesses_counted": ACCESSES_COUNTED,
-                     "libcachesim_gets": int(fs.ids.shape[0]), "distinct_blocks": fs.distinct_blocks,
+                     "libcachesim_gets": int(fs.ids.shape[0]), "distinct_cacheable_blocks": fs.distinct_blocks,
                      "max_request_blocks": fs.max_request_blocks, "capacities": caps, "pairs": pairs, **files}
         rows, agree = per_capacity(sides, caps, pairs)
         c_mid = caps[len(caps) // 2]
@@ -467,7 +467,7 @@ def policy_comparison(trace_path: Path, caps: list[int] | None) -> dict:
                   f"{'equal' if rows[-1]['equal'] else 'DIFFERENT'}  ({t_pcs:.2f} s)")
     return {"bench": BENCH + "_policies", "trace": str(trace_path), "accesses": int(keys.shape[0]),
             "accesses_counted": ACCESSES_COUNTED,
-            "distinct_blocks": distinct, "capacities": caps, "rows": rows,
+            "distinct_cacheable_blocks": distinct, "capacities": caps, "rows": rows,
             "all_equal": all(r["equal"] for r in rows), "machine": common.machine_info()}
 
 

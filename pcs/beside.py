@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterator
 from pcs.errors import STOPS, UserError
 
 __all__ = ["Beside", "INLINE_BELOW_BYTES", "core_free", "INLINE_BELOW_PARQUET_IDS", "THREADS_MODES", "sized", "small_trace",
-           "threads_wanted"]
+           "threads_wanted", "threads_decision"]
 
 #: Values of ``$PCS_THREADS`` (module docstring).
 THREADS_MODES = ("auto", "on", "off")
@@ -125,6 +125,30 @@ def threads_wanted() -> bool:
         return False
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return cpus >= 2
+
+
+def threads_decision() -> dict[str, Any]:
+    """What :func:`threads_wanted` says here and why, for a replay's summary (its ``threads`` object): called
+    within the replay's :func:`sized` block it is the decision every side call of that replay was given.
+
+    Returns:
+        ``{"mode": "auto" | "on" | "off", "used": bool, "reason": str}``: the mode asked (``$PCS_THREADS``,
+        aliases resolved; unset: ``auto``), whether the side work was handed to worker threads (a call whose
+        engine keeps the GIL runs inline all the same), and the rule that decided it.
+    Raises:
+        UserError: ``PCS_THREADS`` is none of :data:`THREADS_MODES` and :data:`THREADS_ALIASES`.
+    """
+    mode, used = _mode(), threads_wanted()
+    if mode != "auto":
+        reason = f"PCS_THREADS={mode}: {'worker threads' if used else 'inline'} whatever the trace"
+    elif _SMALL.get():
+        reason = (f"auto: a small trace file (text under {INLINE_BELOW_BYTES / 1e6:g} MB, or Parquet under "
+                  f"{INLINE_BELOW_PARQUET_IDS:,} block hashes) and no CPU free at the replay's start: inline")
+    elif not used:
+        reason = "auto: one CPU: inline"
+    else:
+        reason = "auto: two CPUs or more: worker threads"
+    return {"mode": mode, "used": used, "reason": reason}
 
 
 def _mode() -> str:

@@ -893,3 +893,15 @@ def fresh_python(code: str, cwd) -> str:
     r = fresh_run(["-c", code], cwd)
     r.check_returncode()
     return r.stdout
+
+
+def unwrapped(text: str) -> str:
+    """A text report with each wrapped table cell back on its row: a line that starts with 10 spaces or more (the
+    continuation of a last column wrapped by ``render_table(wrap=True)``) joined to the line above with one space."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if out and line.startswith(" " * 10) and line.strip():
+            out[-1] += " " + line.strip()
+        else:
+            out.append(line)
+    return "\n".join(out)

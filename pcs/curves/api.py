@@ -76,7 +76,7 @@ class LruCurve:
             cacheable access, not only those under the last-token cap).
         prompt_tokens: total prompt tokens (denominator of ratios).
         num_accesses: cacheable block accesses of the full trace.
-        num_distinct: distinct blocks (of the sample when sampled).
+        num_distinct: distinct cacheable blocks (of the sample when sampled).
         sample_rate: SHARDS rate (1.0 = exact); capacity C maps to depth
             index ``ceil(C * sample_rate)``.
         kernel: stack-depth kernel used ("c" or "python").
@@ -358,7 +358,8 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
     ceiling = float(lru.ceiling_hit_tokens / prompt) if prompt else 0.0
     engine, reason = _engine(mode, lru.kernel, float(sample_rate))
     return CurveResult(trace=name, block_size=flat.block_size, requests=flat.num_requests,
-                       block_accesses=flat.num_accesses, distinct_blocks=lru.num_distinct if exact else None,
+                       block_accesses=flat.block_accesses, cacheable_blocks=flat.num_accesses,
+                       distinct_cacheable_blocks=lru.num_distinct if exact else None,
                        prompt_tokens=prompt, sample_rate=float(sample_rate), kernel=lru.kernel,
                        engine=engine, engine_reason=reason,
                        model=model_name, block_bytes=bb, ceiling_hit_ratio=ceiling, knee=_knee(lru, bb),

@@ -4,7 +4,8 @@
 per knee level and one :class:`CurveRow` per capacity; ``to_dict()`` gives the
 JSON object, keys in the order the CLI prints them. Ratios are token-weighted
 (hit tokens / prompt tokens) under the block rules (``docs/semantics.md``
-§14). Units and meanings per field: ``docs/json.md``.
+§14). Units and meanings per field: ``docs/json.md``. :func:`upgrade_curve_payload`
+reads the JSON of a pcs before 2026-12-04 (``pcs report`` takes it).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 from pcs.schema import common, field, result, to_dict
 
-__all__ = ["CurveRow", "CurveKnee", "CurveResult"]
+__all__ = ["CurveRow", "CurveKnee", "CurveResult", "upgrade_curve_payload"]
 
 _NO_MODEL = "without a model"
 
@@ -53,8 +54,12 @@ class CurveResult:
     trace: str = field("-", "trace path or a description")
     block_size: int = common()
     requests: int = field("count", "requests in the trace")
-    block_accesses: int = field("blocks", "cacheable block accesses of the trace")
-    distinct_blocks: int | None = field("blocks", "distinct blocks; null when sampled")
+    block_accesses: int = field("blocks", "block lookups: sum over requests of their blocks, partial last blocks "
+                                          "included (as in pcs replay and pcs trace stats)")
+    cacheable_blocks: int = field("blocks", "blocks the cache may hold under the block rules: the accesses the curve "
+                                            "replays (as in pcs replay)")
+    distinct_cacheable_blocks: int | None = field("blocks", "distinct ids among the cacheable blocks: a one-tier "
+                                                            "cache this large never evicts; null when sampled")
     prompt_tokens: int = field("tokens", "sum of prompt tokens (denominator of the ratios)")
     sample_rate: float = field("ratio", "SHARDS sampling rate (1.0 = exact)")
     kernel: str = field("-", "stack-depth kernel used: c or python")
@@ -76,3 +81,24 @@ class CurveResult:
             for entry in (*out["knee"].values(), *out["rows"]):
                 entry.pop("capacity_bytes")
         return out
+
+
+def upgrade_curve_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """A curve JSON under today's names, whichever pcs wrote it.
+
+    Before 2026-12-04 the curve's ``block_accesses`` counted the cacheable
+    blocks (today's ``cacheable_blocks``) and ``distinct_blocks`` the distinct
+    ones among them (today's ``distinct_cacheable_blocks``); the count of every
+    block hash (today's ``block_accesses``, as in ``pcs replay``) was not
+    written, so the upgraded copy lacks that key.
+
+    Args:
+        payload: a ``pcs curve --format json`` object (not changed).
+    Returns:
+        ``payload`` itself when it has ``cacheable_blocks`` (today's JSON) or is
+        not an old curve's object; else a copy with the two keys renamed, in place.
+    """
+    if "cacheable_blocks" in payload or "block_accesses" not in payload:
+        return payload
+    renamed = {"block_accesses": "cacheable_blocks", "distinct_blocks": "distinct_cacheable_blocks"}
+    return {renamed.get(k, k): v for k, v in payload.items()}

@@ -64,6 +64,9 @@ class FlatAccesses:
         prompt_tokens: sum of prompt tokens over all R requests (the
             denominator of token-weighted hit ratios).
         block_size: tokens per block.
+        block_accesses: every block hash of the R requests, partial last
+            blocks included (the replay's ``block_accesses``); ``num_accesses``
+            counts the cacheable ones kept here (the replay's ``cacheable_blocks``).
     """
 
     block_hashes: np.ndarray
@@ -71,6 +74,7 @@ class FlatAccesses:
     hit_weight_tokens: np.ndarray
     prompt_tokens: int
     block_size: int
+    block_accesses: int
 
     @property
     def num_requests(self) -> int:
@@ -119,7 +123,7 @@ def flatten_columns(prompt_tokens: np.ndarray, block_offsets: np.ndarray, block_
         kept = hashes[keep]
     req_offsets = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
     return FlatAccesses(kept, req_offsets, _hit_weights(p, n, cap, req_offsets, block_size), int(p.sum()),
-                        int(block_size))
+                        int(block_size), int(hashes.shape[0]))
 
 
 def _hit_weights(p: np.ndarray, n: np.ndarray, cap: np.ndarray, req_offsets: np.ndarray, bs: int) -> np.ndarray:
@@ -156,7 +160,7 @@ def concat(parts: Iterable[FlatAccesses]) -> FlatAccesses:
     """
     parts = list(parts)
     if not parts:
-        return FlatAccesses(np.zeros(0, np.uint64), np.zeros(1, np.int64), np.zeros(0, np.int64), 0, 1)
+        return FlatAccesses(np.zeros(0, np.uint64), np.zeros(1, np.int64), np.zeros(0, np.int64), 0, 1, 0)
     sizes = {f.block_size for f in parts}
     if len(sizes) != 1:
         raise UserError(f"batches of one trace must share a block size, got {sorted(sizes)}")
@@ -166,7 +170,8 @@ def concat(parts: Iterable[FlatAccesses]) -> FlatAccesses:
     offsets = np.concatenate([parts[0].req_offsets[:1]] + [f.req_offsets[1:] + s for f, s in zip(parts, shifts)])
     return FlatAccesses(np.concatenate([f.block_hashes for f in parts]), offsets.astype(np.int64),
                         np.concatenate([f.hit_weight_tokens for f in parts]),
-                        sum(f.prompt_tokens for f in parts), parts[0].block_size)
+                        sum(f.prompt_tokens for f in parts), parts[0].block_size,
+                        sum(f.block_accesses for f in parts))
 
 
 def available_kernel() -> str:

@@ -111,5 +111,10 @@ def _shared(passes: SharedPasses | None, key: tuple, make: Callable[[], Any]) ->
 
 
 def _engines(run: _Plan, baseline: _Plan) -> dict:
-    """The summary's engine keys (:data:`pcs.engine.select.SUMMARY_KEYS`) of the run and its baseline."""
-    return dict(zip(select.SUMMARY_KEYS, (run.row.name, run.reason, baseline.row.name, baseline.reason)))
+    """The summary's engine keys (:data:`pcs.engine.select.ENGINE_KEYS`) of the run and its baseline, and
+    ``threads``: whether the side work ran on worker threads (:func:`pcs.beside.threads_decision`; called within
+    the replay's :func:`pcs.beside.sized` block, it is the decision the run's side calls were given)."""
+    from pcs.beside import threads_decision
+
+    return {**dict(zip(select.ENGINE_KEYS, (run.row.name, run.reason, baseline.row.name, baseline.reason))),
+            "threads": threads_decision()}

@@ -18,7 +18,7 @@ from pcs.engine.schedresult import SchedulerSummary
 from pcs.schema import bytes_of, common, field, result
 
 __all__ = ["ReplaySummary", "TierSummary", "GapSplit", "BytesSummary", "LinkEnvelope", "EnvelopeSummary",
-           "PayloadLens", "HybridSummary"]
+           "PayloadLens", "HybridSummary", "ThreadsSummary"]
 
 
 @result
@@ -65,6 +65,19 @@ class TierSummary:
     blocks_unit: str = field("-", "what this tier's capacity_blocks, resident_blocks_* and bytes_per_block count: "
                                   "block (the trace's block), or page (a hybrid model's KV page of the shared "
                                   "pool; docs/hybrid.md)", default="block")
+
+
+@result
+class ThreadsSummary:
+    """Whether a replay's side work (the no-cache twin, the one-pass scan, the sequential baseline, the read-ahead)
+    ran on worker threads (``PCS_THREADS``, :mod:`pcs.beside`); the numbers are the same either way."""
+
+    mode: str = field("-", "the mode asked: PCS_THREADS auto (unset), on or off")
+    used: bool = field("-", "the side work was handed to worker threads (a part whose loop keeps the GIL, or "
+                            "one the system could start no thread for, runs inline all the same); false: every "
+                            "part ran on the calling thread")
+    reason: str = field("-", "the rule that decided it (auto: inline for a small trace file when no CPU is free at "
+                             "the replay's start, or on one CPU)")
 
 
 @result
@@ -290,6 +303,8 @@ class ReplaySummary:
                                         omit_none=True, default=None)
     baseline_engine_reason: str | None = field("-", "why the engine-selection table chose it", omit_none=True,
                                                default=None)
+    threads: ThreadsSummary | None = field("-", "whether the side work ran on worker threads and why (PCS_THREADS; "
+                                                "the numbers are the same either way)", omit_none=True, default=None)
     oracle_hit_ratio: float | None = field("ratio", "the same tiers and timing with every tier's policy the "
                                                     "Belady oracle, no admission (--gap-oracle; docs/semantics.md "
                                                     "§12)", omit_none=True, default=None)

@@ -90,7 +90,7 @@ from pcs.errors import UserError
 from pcs._dataclass import dataclass
 
 __all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS", "HYBRID_ROWS",
-           "MAX_COMPILED_BLOCKS", "choose", "fall_back", "get_row", "canonical", "baseline_request",
+           "ENGINE_KEYS", "MAX_COMPILED_BLOCKS", "choose", "fall_back", "get_row", "canonical", "baseline_request",
            "baseline_in_scan", "baseline_scan_refusal", "baseline_reason", "TWO_TIER_SCAN", "PYTHON_KERNEL",
            "engine_label"]
 
@@ -381,8 +381,12 @@ REQUESTS: tuple[str, ...] = ("auto",) + ENGINE_NAMES + tuple(ALIASES)
 #: The rows that run cache groups (:mod:`pcs.engine.hybrid`'s plan; the step scheduler's
 #: :class:`pcs.engine.hybridstep.HybridStepEngine`).
 HYBRID_ROWS = ("compiled-hybrid", "hybrid")
-#: The replay summary's keys that say which engine ran (the only keys allowed to differ between engines).
-SUMMARY_KEYS = ("engine", "engine_reason", "baseline_engine", "baseline_engine_reason")
+#: The replay summary's keys that say which engine ran.
+ENGINE_KEYS = ("engine", "engine_reason", "baseline_engine", "baseline_engine_reason")
+#: The replay summary's keys that say what ran: the engines and whether the side work ran on worker threads
+#: (``threads``, :func:`pcs.beside.threads_decision`) -- the only keys allowed to differ between engines, and
+#: between two runs of the same inputs (``auto`` threads depend on the machine's load at the replay's start).
+SUMMARY_KEYS = (*ENGINE_KEYS, "threads")
 
 
 def canonical(requested: str) -> str:

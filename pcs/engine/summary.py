@@ -10,7 +10,8 @@ real (concurrency is 0 in sequential timing). ``payload_lens``: the run's KV
 dtype beside another, hits held fixed (:mod:`pcs.engine.lens`). ``engine``,
 ``engine_reason``, ``baseline_engine``, ``baseline_engine_reason``: the
 engines that ran the replay and its sequential baseline and why
-(:mod:`pcs.engine.select`, ``ctx`` keys of the same names).
+(:mod:`pcs.engine.select`, ``ctx`` keys of the same names); ``threads``: whether
+the side work ran on worker threads (``ctx["threads"]``, :func:`pcs.beside.threads_decision`).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import numpy as np
 from pcs.cache.policies import ProtectedPolicy
 from pcs.engine.lens import payload_lens
 from pcs.engine.series import TimeSeries, request_distributions, series_payload
-from pcs.engine.result import (BytesSummary, EnvelopeSummary, GapSplit, LinkEnvelope, ReplaySummary,
+from pcs.engine.result import (BytesSummary, EnvelopeSummary, GapSplit, LinkEnvelope, ReplaySummary, ThreadsSummary,
                                TierSummary)
 from pcs.percentiles import linear_percentiles, sorted_finite, sorted_linear_percentiles
 from pcs._dataclass import dataclass
@@ -320,6 +321,7 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         tiers=tiers, bytes=_bytes(L, state, tiers, ctx), envelope=envelope, payload_lens=lens,
         engine=ctx.get("engine"), engine_reason=ctx.get("engine_reason"),
         baseline_engine=ctx.get("baseline_engine"), baseline_engine_reason=ctx.get("baseline_engine_reason"),
+        threads=ThreadsSummary(**ctx["threads"]) if ctx.get("threads") is not None else None,
         series=_series(res, tiers),
         distributions=request_distributions({k: _values(res.columns[k]) for k in _DISTRIBUTION_COLUMNS},
                                             _values(ctx["no_cache_ttft_s"]) if ctx.get("no_cache_ttft_s") is not None

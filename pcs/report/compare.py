@@ -55,10 +55,20 @@ def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
     return render_table(["metric"] + [v.variant for v in res.variants], body,
                         title=f"pcs compare: {shown_path(res.trace)} | "
                               f"{model_label(first.to_dict()) if first is not None else res.model} | {timing}",
-                        notes=[f"single-sequence = {CEILING_MEANING}; the gap rows sum to "
-                               "ideal - real (the oracle split's capacity + policy split single-sequence - real "
-                               "again: not added to them); when a variant cached the next turns' decode blocks, the single-sequence incl. them "
-                               "is its ceiling", "tiers: " + WHOLE_BLOCKS_NOTE] + list(notes))
+                        notes=[_gap_note(res), "tiers: " + WHOLE_BLOCKS_NOTE] + list(notes))
+
+
+def _gap_note(res: CompareResult) -> str:
+    """What the ceiling and gap rows mean; the oracle split's part only when its rows are printed (a variant has
+    ``gap_capacity``: --gap-oracle or --admit), the decode blocks' part only when a variant cached them (its
+    ``single_sequence_with_decode_hit_ratio`` row is printed; docs/semantics.md §12)."""
+    oracle = any(v.gap_capacity is not None for v in res.variants)
+    decode = any(v.single_sequence_with_decode_hit_ratio is not None for v in res.variants)
+    return (f"single-sequence = {CEILING_MEANING}; the gap rows sum to ideal - real"
+            + (" (the oracle split's capacity + policy split single-sequence - real again: not added to them)"
+               if oracle else "")
+            + ("; when a variant cached the next turns' decode blocks, the single-sequence incl. them is its "
+               "ceiling" if decode else ""))
 
 
 def _capacity(t: Any) -> str:

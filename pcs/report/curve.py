@@ -63,7 +63,7 @@ def render_curve(payload: dict[str, Any]) -> str:
             plus ``trace`` and ``dtype``): ``rows`` (``capacity_blocks``,
             ``capacity_bytes`` when ``block_bytes`` is set, ``*_hit_ratio``
             as fractions, ``*_block_misses`` as counts), ``knee``,
-            ``requests``, ``block_accesses``, ``block_size`` (tokens),
+            ``requests``, ``block_accesses`` and ``cacheable_blocks`` (blocks), ``block_size`` (tokens),
             ``kernel``, ``sample_rate``.
     Returns:
         The table with its title and notes, no trailing newline.
@@ -72,7 +72,8 @@ def render_curve(payload: dict[str, Any]) -> str:
     headers = ["capacity (blocks)"] + (["capacity"] if has_bytes else []) + \
         ["LRU", "Belady", "ceiling", "LRU block misses", "Belady block misses"]
     title = (f"Hit ratio by capacity: {shown_path(payload['trace'])} ({format_count(payload['requests'])} requests, "
-             f"{format_count(payload['block_accesses'])} cacheable block accesses, block {payload['block_size']} tokens"
+             f"{format_count(payload['block_accesses'])} block accesses, {format_count(payload['cacheable_blocks'])}"
+             f" cacheable, block {payload['block_size']} tokens"
              + (f", {payload['model']} {format_bytes(payload['block_bytes'])}/block reserved" if has_bytes else "")
              + ")")
     return render_table(headers, _rows(payload, has_bytes), title=title, notes=_notes(payload, has_bytes))

@@ -33,7 +33,11 @@ COMMANDS = (
      "`pcs.fleet.compare.compare_routers(...).to_dict()`; the object `pcs compare --router a --router b "
      "--format json` prints (`--format csv`: one line per router)."),
     ("pcs curve", "pcs.curves.result.CurveResult",
-     "`pcs.curve(...).to_dict()`; the object `pcs curve --format json` prints, plus the keys below."),
+     "`pcs.curve(...).to_dict()`; the object `pcs curve --format json` prints, plus the keys below. The one "
+     "break of the contract (2026-12-04), so that one name means one count in every JSON: the curve's "
+     "`block_accesses` counted the cacheable blocks, now every hash id as in `pcs replay` (the cacheable ones "
+     "are `cacheable_blocks`), and `distinct_blocks` became `distinct_cacheable_blocks`; `pcs report` reads an "
+     "older curve file under the new names."),
 )
 
 _NOTES = ("notes", "[string]", "-", "omitted unless the trace needs them: its prefix reuse is synthetic (a lengths-only "

@@ -124,7 +124,8 @@ def _hit_table(s: dict[str, Any]) -> str:
          f"{format_count(s['requests_with_hit'])} with a hit, {format_count(s['requests_truncated'])} truncated"
          f" (larger than the GPU tier), {format_count(s['requests_waited'])} waited for KV space"],
     ]
-    return render_table(["hit ratio", "value", "meaning"], rows, title="Hit ratio: real vs single-sequence")
+    return render_table(["hit ratio", "value", "meaning"], rows, title="Hit ratio: real vs single-sequence",
+                        wrap=True)
 
 
 def slot_unit(s: dict[str, Any]) -> str:
@@ -223,11 +224,20 @@ def _whole_block_note(s: dict[str, Any], unit: str) -> list[str]:
             f"{format_bytes(gpu['capacity_bytes'])}"]
 
 
+def _restored_detail(s: dict[str, Any]) -> str:
+    """Per lower tier (its link to the GPU), the blocks restored from it and their bytes: ``from cpu 26,309 blk =
+    4.41 TB`` (a hybrid model's tiers count pages: ``pages``); ``-`` with one tier. From ``tiers[].restored_blocks``
+    and ``bytes.restored_per_link`` (bytes, keyed by tier name)."""
+    unit = " pages" if s.get("hybrid") else " blk"
+    blocks = {t["name"]: t["restored_blocks"] for t in s["tiers"]}
+    return ", ".join(f"from {k} {format_count(blocks[k])}{unit} = {format_bytes(v)}"
+                     for k, v in s["bytes"]["restored_per_link"].items()) or "-"
+
+
 def _bytes_table(s: dict[str, Any]) -> str:
     b = s["bytes"]
     pages = bool(s.get("hybrid"))    # a hybrid model's tiers count pages (docs/semantics.md §3.1)
-    rows = [["restored to GPU", format_bytes(b["restored"]),
-             ", ".join(f"from {k} {format_bytes(v)}" for k, v in b["restored_per_link"].items()) or "-"],
+    rows = [["restored to GPU", format_bytes(b["restored"]), _restored_detail(s)],
             ["written to lower tiers", format_bytes(sum(b["written_per_tier"].values())),
              ", ".join(f"{k} {format_bytes(v)}" for k, v in b["written_per_tier"].items()) or "-"],
             ["recomputed (prefilled) KV", format_bytes(b["recomputed_bytes"]),

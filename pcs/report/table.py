@@ -7,8 +7,14 @@ from typing import Sequence
 __all__ = ["render_table", "shown_path"]
 
 
+#: The width a text column is wrapped to fit (``render_table(..., wrap=True)``): terminals and docs show 100.
+WIDTH = 100
+#: The narrowest a wrapped column becomes; a table whose other columns leave less stays as wide as it is.
+MIN_WRAPPED = 30
+
+
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title: str | None = None,
-                 notes: Sequence[str] = ()) -> str:
+                 notes: Sequence[str] = (), wrap: bool = False) -> str:
     """Render rows under headers as aligned plain text.
 
     Args:
@@ -20,6 +26,9 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
             policy named ``2q`` stays with the other names).
         title: optional line printed above the table.
         notes: lines printed below the table (each prefixed ``note: ``).
+        wrap: the last column holds sentences (a meaning, what a policy does): when the table is wider than
+            :data:`WIDTH` columns, its cells are wrapped at spaces onto lines of their own under that column, so
+            the table fits (unless the other columns leave it fewer than :data:`MIN_WRAPPED` columns).
     Returns:
         The table as one string without a trailing newline.
     """
@@ -28,6 +37,8 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
     for row in cells:
         assert len(row) == len(headers), (row, headers)
         widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    if wrap:
+        cells, widths = _wrapped(cells, widths, len(headers[-1]))
 
     def numeric(c: str) -> bool:  # a number, maybe with a unit or a short aside; not a sentence
         return bool(c) and (c[0].isdigit() or (c[0] in "-+." and len(c) > 1 and c[1].isdigit())) \
@@ -38,16 +49,34 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
     col = [[r[j] for r in cells if j < len(r) and r[j] != "-"] for j in range(len(headers))]
     dash_right = [2 * sum(map(numeric, c)) > len(c) for c in col]
     out = []
+    lead = sum(widths[:-1]) + 2 * (len(widths) - 1)
     if title:
         out.append(title)
     out.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
     out.append("  ".join("-" * w for w in widths))
     for row in cells:
-        out.append("  ".join(c.rjust(w) if (j or names_numeric) and (numeric(c) or (c == "-" and dash_right[j]))
-                             else c.ljust(w)
-                             for j, (c, w) in enumerate(zip(row, widths))).rstrip())
+        more = row[-1].split("\n") if wrap else [row[-1]]   # a wrapped last cell: its further lines under it
+        whole = [*row[:-1], " ".join(more)]                 # aligned as the whole cell would be
+        out.append("  ".join(s.rjust(w) if (j or names_numeric) and (numeric(c) or (c == "-" and dash_right[j]))
+                             else s.ljust(w)
+                             for j, (c, s, w) in enumerate(zip(whole, [*row[:-1], more[0]], widths))).rstrip())
+        out.extend(" " * lead + m for m in more[1:])
     out.extend(f"note: {n}" for n in notes)
     return "\n".join(out)
+
+
+def _wrapped(cells: list[list[str]], widths: list[int], header: int) -> tuple[list[list[str]], list[int]]:
+    """``cells`` with each last cell wrapped to fit :data:`WIDTH` (its lines joined by newlines) and the widths
+    after it; unchanged when the table fits, or when the other columns leave less than :data:`MIN_WRAPPED`."""
+    import textwrap
+
+    room = WIDTH - (sum(widths[:-1]) + 2 * (len(widths) - 1))
+    if widths[-1] <= room or room < max(MIN_WRAPPED, header):
+        return cells, widths
+    out = [[*row[:-1], "\n".join(textwrap.wrap(row[-1], room, break_long_words=False, break_on_hyphens=False))
+            if len(row[-1]) > room else row[-1]] for row in cells]
+    last = max([header] + [len(line) for row in out for line in row[-1].split("\n")])
+    return out, [*widths[:-1], last]
 
 
 def shown_path(path: object) -> str:

@@ -42,7 +42,8 @@ def test_json_rows_and_keys(hand_trace):
     assert "capacity_bytes" not in out["rows"][0]
     assert out["knee"]["p50"]["capacity_blocks"] == 1 and out["knee"]["p90"]["capacity_blocks"] == 4
     assert out["requests"] == 4 and out["block_size"] == 512 and out["prompt_tokens"] == 43 * 128
-    assert set(out) >= {"trace", "block_size", "requests", "block_accesses", "distinct_blocks", "prompt_tokens",
+    assert set(out) >= {"trace", "block_size", "requests", "block_accesses", "cacheable_blocks",
+                        "distinct_cacheable_blocks", "prompt_tokens",
                         "sample_rate", "kernel", "model", "block_bytes", "dtype", "ceiling_hit_ratio", "knee", "rows"}
 
 

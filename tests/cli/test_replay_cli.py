@@ -8,7 +8,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from helpers import invoke_json
+from helpers import invoke_json, unwrapped
 
 from pcs.cli.main import cli
 
@@ -23,7 +23,7 @@ def test_acceptance_llama31_70b_protected_modeled_prints_the_envelope(mooncake_c
     r = _run("replay", str(mooncake_conv), "--model", "llama-3.1-70b", "--tier", "gpu=400GB", "--tier", "cpu=2TB",
              "--policy", "protected", "--quiet")
     assert r.exit_code == 0, r.output
-    out = r.stdout
+    out = unwrapped(r.stdout)                 # the hit table's meanings wrap under their column: one row a line
     lines = out.splitlines()
     # lesson 1 in the first lines after the notes: the real hit ratio beside the single-sequence one
     head = "\n".join([ln for ln in lines if not ln.startswith("note: ")][:8])

@@ -93,8 +93,10 @@ def test_curve_result_rows_and_knee():
     assert [r.lru_block_misses for r in res.rows] == [7, 3 + 0 + 1 + 2, 4]
     assert res.knee["p90"].capacity_blocks == 4
     payload = res.to_dict()
-    assert {"rows", "knee", "ceiling_hit_ratio", "requests", "block_accesses"} <= set(payload)
-    assert payload["requests"] == 4 and payload["block_accesses"] == 3 + 2 + 2 + 3
+    assert {"rows", "knee", "ceiling_hit_ratio", "requests", "block_accesses", "cacheable_blocks"} <= set(payload)
+    # 4-token blocks: prompts 12, 10, 8, 13 name 3, 3, 2, 4 ids of which 3, 2, 2, 3 are full; full ids {1, 2, 3, 5}
+    assert payload["requests"] == 4 and payload["block_accesses"] == 3 + 3 + 2 + 4
+    assert payload["cacheable_blocks"] == 3 + 2 + 2 + 3 and payload["distinct_cacheable_blocks"] == 4
 
 
 def test_curve_argument_errors():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import req
+from helpers import req, unwrapped
 from pcs import replay
 from pcs.engine.schedconfig import SchedulerConfig
 from pcs.report.replay import render_replay
@@ -34,7 +34,7 @@ def test_hand_case_real_is_at_most_the_decode_aware_ceiling():
     assert s.single_sequence_hit_ratio == 8 / 28
     assert s.single_sequence_with_decode_hit_ratio == 16 / 28
     assert s.hit_ratio <= s.single_sequence_with_decode_hit_ratio
-    text = render_replay(s.to_dict())
+    text = unwrapped(render_replay(s.to_dict()))
     # each label names its own JSON key (single_sequence_with_decode_hit_ratio, single_sequence_hit_ratio)
     ceiling = next(line for line in text.splitlines() if line.startswith("single-sequence with decode hit ratio"))
     assert "57.1 %" in ceiling and "incl. the next turns' cached decode blocks" in ceiling
@@ -75,9 +75,9 @@ def test_a_negative_oracle_capacity_gap_says_why_on_its_line():
     # blocks = 16 / 28; the prompt-only single-sequence is 8 / 28, so gap.capacity = (8 - 16) / 28 = -28.6 pts
     s = replay(_hand_case(), gap_oracle=True, **STEP).summary
     assert s.oracle_hit_ratio == 16 / 28
-    line = next(line for line in render_replay(s.to_dict()).splitlines() if line.startswith("oracle split: capacity"))
+    line = next(line for line in unwrapped(render_replay(s.to_dict())).splitlines() if line.startswith("oracle split: capacity"))
     assert "-28.6 pts" in line and "< 0: the oracle also hits cached decode blocks" in line
     # without decode blocks the oracle hits B's [1, 2] only: 8 / 28, gap 0: no hint
     s = replay(_hand_case(), gap_oracle=True, scheduler=SchedulerConfig(cache_decode_blocks=False), **STEP).summary
-    line = next(line for line in render_replay(s.to_dict()).splitlines() if line.startswith("oracle split: capacity"))
+    line = next(line for line in unwrapped(render_replay(s.to_dict())).splitlines() if line.startswith("oracle split: capacity"))
     assert s.oracle_hit_ratio == 8 / 28 and "< 0" not in line

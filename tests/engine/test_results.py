@@ -28,6 +28,8 @@ REPLAY_KEYS = [
     "payload_lens", "notes", "deployment", "series", "distributions", "compute", "scheduler"]
 #: added after them by the engine-selection table (docs/semantics.md §15)
 ENGINE_KEYS = ["engine", "engine_reason", "baseline_engine", "baseline_engine_reason"]
+#: then whether the side work ran on worker threads (PCS_THREADS, pcs.beside.threads_decision)
+THREADS_KEYS = ["threads"]
 #: added after them by the gap split's oracle run (replay(gap_oracle=True); docs/semantics.md §12)
 ORACLE_KEYS = ["oracle_hit_ratio"]
 #: present when the run cached decode blocks (the default step scheduler on the sample: next turns detected)
@@ -47,7 +49,8 @@ LINK_KEYS = ["tier", "link", "bandwidth_bps", "setup_s", "restores", "restored_b
              "share_slower", "blocks_slower_than_recompute", "break_even_bps", "break_even_bps_per_gpu"]
 LENS_KEYS = ["dtype", "alt_dtype", "layout", "reference_bytes_per_block", "gpu_bytes_per_block", "lower_bytes_per_block",
              "gpu_capacity_blocks", "restored_bytes", "restore_transfer_s", "prefill_s", "ttft_mean_s"]
-CURVE_KEYS = ["trace", "block_size", "requests", "block_accesses", "distinct_blocks", "prompt_tokens",
+CURVE_KEYS = ["trace", "block_size", "requests", "block_accesses", "cacheable_blocks", "distinct_cacheable_blocks",
+              "prompt_tokens",
               "sample_rate", "kernel", "engine", "engine_reason", "model", "block_bytes", "ceiling_hit_ratio", "knee", "rows"]
 ROW_KEYS = ["capacity_blocks", "capacity_bytes", "lru_hit_ratio", "belady_hit_ratio", "ceiling_hit_ratio",
             "lru_block_misses", "belady_block_misses"]
@@ -61,7 +64,8 @@ def default_run():
 
 def test_replay_json_keys_in_order(default_run):
     d = default_run.summary.to_dict()
-    assert list(d) == REPLAY_KEYS + ENGINE_KEYS + DECODE_KEYS
+    assert list(d) == REPLAY_KEYS + ENGINE_KEYS + THREADS_KEYS + DECODE_KEYS
+    assert list(d["threads"]) == ["mode", "used", "reason"]
     assert list(d["tiers"][0]) == TIER_KEYS + ["blocks_unit"]   # lru GPU tier: no protected_share
     assert list(d["tiers"][1]) == TIER_KEYS + ["protected_share", "blocks_unit"]
     assert d["tiers"][1]["protected_share"] == 0.8              # the protected policy's default share
@@ -113,9 +117,9 @@ def test_engine_keys_last_and_omitted_when_unset(default_run):
     base = "compiled-hierarchy" if _native.built("lruhier") else "reference"
     run = "compiled-step" if base != "reference" and _native.built("stepsched") else base
     assert (s.engine, s.baseline_engine) == (run, base)
-    d = dataclasses.replace(s, **{k: None for k in ENGINE_KEYS + DECODE_KEYS}).to_dict()
+    d = dataclasses.replace(s, **{k: None for k in ENGINE_KEYS + THREADS_KEYS + DECODE_KEYS}).to_dict()
     assert list(d) == REPLAY_KEYS
-    d = dataclasses.replace(s, engine="lru-scan", engine_reason="asked for",
+    d = dataclasses.replace(s, engine="lru-scan", engine_reason="asked for", threads=None,
                             single_sequence_with_decode_hit_ratio=None).to_dict()
     assert list(d)[-4:] == ENGINE_KEYS and d["engine"] == "lru-scan"
 
@@ -125,7 +129,8 @@ def test_every_field_has_a_unit_and_help_shows_it():
 
     from pcs.engine.result import BytesSummary
 
-    assert [f.key for f in json_fields(ReplaySummary)] == REPLAY_KEYS + ENGINE_KEYS + ORACLE_KEYS + DECODE_KEYS + ["hybrid", "model_file"]
+    assert [f.key for f in json_fields(ReplaySummary)] == (REPLAY_KEYS + ENGINE_KEYS + THREADS_KEYS + ORACLE_KEYS + DECODE_KEYS
+                                                        + ["hybrid", "model_file"])
     text = pydoc.render_doc(ReplaySummary, renderer=pydoc.plaintext)
     assert "hit_ratio [ratio]: real hit ratio" in text and "to_dict" in text
     assert "restored_bytes [bytes]:" in BytesSummary.__doc__ and "JSON key ``restored``" in BytesSummary.__doc__

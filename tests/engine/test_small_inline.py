@@ -157,8 +157,12 @@ def test_auto_runs_a_small_file_inline_and_a_larger_one_on_workers(monkeypatch, 
     threaded, some = _replay_counting_workers(monkeypatch, size)          # at it: not small, threads
     assert none == []
     assert some and set(some) == {"pcs-beside"}
-    assert json.dumps(inline.summary.to_dict(), sort_keys=True, default=str) == \
-        json.dumps(threaded.summary.to_dict(), sort_keys=True, default=str)
+    assert (inline.summary.threads.mode, inline.summary.threads.used) == ("auto", False)
+    assert "small trace file" in inline.summary.threads.reason
+    assert (threaded.summary.threads.mode, threaded.summary.threads.used) == ("auto", True)
+    without = lambda r: {k: v for k, v in r.summary.to_dict().items() if k != "threads"}  # noqa: E731
+    assert json.dumps(without(inline), sort_keys=True, default=str) == \
+        json.dumps(without(threaded), sort_keys=True, default=str)
     assert inline.requests.equals(threaded.requests)
 
 

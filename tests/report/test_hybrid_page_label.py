@@ -1,6 +1,8 @@
 """The tier table of a hybrid model counts pages of the shared pool, and says so (it said "blk")."""
 from pathlib import Path
 
+from helpers import unwrapped
+
 from click.testing import CliRunner
 
 from pcs.cli.main import cli
@@ -130,7 +132,7 @@ def test_hybrid_hits_per_tier_say_their_rule():
     args = ["replay", str(SAMPLE), "--tier", "gpu=20GB", "--tier", "cpu=100GB", "-q"]
     out = CliRunner().invoke(cli, args[:1] + args[1:] + ["--model", "gemma-3-27b"]).stdout
     assert HYBRID_TIER_TITLE in out and TIER_TITLE not in out
-    (row,) = [x for x in out.splitlines() if "hits served by gpu" in x]
+    (row,) = [x for x in unwrapped(out).splitlines() if "hits served by gpu" in x]   # the meaning may wrap
     assert "lowest tier any page it reads came from" in row
     plain = CliRunner().invoke(cli, args).stdout
     assert TIER_TITLE in plain and "lowest tier" not in plain

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from helpers import ROOT, invoke
+from helpers import ROOT, invoke, unwrapped
 from pcs.report.replay import hybrid_rows, render_replay
 
 SAMPLE = ROOT / "traces" / "sample_chat.jsonl"
@@ -71,7 +71,7 @@ def test_a_gpu_tier_of_one_page_truncates_every_request_and_the_notes_say_so(tmp
     assert (s["requests"], s["requests_truncated"], s["hit_tokens"]) == (100, 100, 0)
     assert s["tiers"][0]["capacity_blocks"] == 1
     assert s["hybrid"]["full_attention"]["hit_ratio"] == 0.0
-    text = render_replay(s)
+    text = unwrapped(render_replay(s))
     assert "100 of 100 requests truncated: the GPU tier (1 page) could not hold" in text
     assert "1 GPU page pinned or reserved at once" in text
     assert "note: the same run with every layer as full attention: hit ratio 0.0 % (this run 0.0 %)\n" in text
