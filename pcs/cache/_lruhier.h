@@ -80,6 +80,8 @@ typedef struct Tier {
     uint8_t *pending;                  /* ARC: ghost-lookup result per expected key */
     Py_ssize_t plen, pcap;
     struct IHeap *ih;                  /* GDSF, Belady: their indexed heaps (pcs/cache/_iheap.h; init allocates) */
+    int32_t *sq[2];                    /* SLRU: its segments, arrays of entries with lazy deletion (_pol_slru.c): */
+    Py_ssize_t sqh[2], sqn[2], sqcap[2];   /* [sqh, sqn) read, sqcap + SQ_AHEAD allocated; live items in qlen */
     int nih;
     int64_t *ex;                       /* LFU, GDSF, Belady: per-entry policy data */
     Py_ssize_t excap;
