@@ -88,6 +88,24 @@ static inline int32_t sq_pop(Tier *t, int s) {
     return e;
 }
 
+/* n sq_pops of segment s (n <= qlen[s]) to out, in order: the front, end and count in locals (one store each) */
+static void sq_pop_run(Tier *t, int s, int32_t *out, Py_ssize_t n) {
+    int32_t *const q = t->sq[s];
+    Entry *const ent = t->ent;
+    Py_ssize_t h = t->sqh[s];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        while (q[h] < 0) h++;
+        const int32_t e = q[h], a = q[h + SQ_AHEAD];
+        if (a >= 0) __builtin_prefetch(&ent[a], 1, 1);
+        h++;
+        ent[e].q = QNONE;
+        ent[e].prev = -1;
+        out[i] = e;
+    }
+    t->sqh[s] = h;
+    t->qlen[s] -= n;
+}
+
 static void slru_rebalance(Tier *t) {
     while (t->qlen[PROT] > t->opt[0]) sq_append(t, PROB, sq_pop(t, PROT));
 }
@@ -134,8 +152,8 @@ static int slru_add_run(Tier *t, const int32_t *ents, Py_ssize_t n, int reused) 
  * neither segment) */
 static int slru_victims(Tier *t, Py_ssize_t n, int32_t *out) {
     Py_ssize_t a = n < t->qlen[PROB] ? n : t->qlen[PROB];
-    for (Py_ssize_t i = 0; i < a; i++) out[i] = sq_pop(t, PROB);
-    for (Py_ssize_t i = a; i < n; i++) out[i] = sq_pop(t, PROT);
+    if (a) sq_pop_run(t, PROB, out, a);
+    if (n > a) sq_pop_run(t, PROT, out + a, n - a);
     return 0;
 }
 
