@@ -30,9 +30,8 @@
  *
  * Keys map to entries directly when the ids are dense (an entry per id up to the largest: w_init), else through an
  * open-addressing table (linear probing, key_hash with the process seed, load <= 0.5) sized once for the trace's
- * hashes (8-16 B of slots per hash) that keeps every key it met (no deletion). Per entry 16 B (WE: its flags, repeat stamp and
- * both tiers' slru fields together, one cache line for four entries) and 8 B per fifo tier, 8 B more with the table
- * (its key), touched as keys come; an slru tier's two segment arrays 4 B an
+ * hashes (8-16 B of slots per hash) that keeps every key it met (no deletion). Per entry 15-21 B (5 + 8 per fifo tier,
+ * 5 per slru tier), 8 B more with the table (its key), touched as keys come; an slru tier's two segment arrays 4 B an
  * item, at most 8 items per block of its capacity after a growth (sl_room).
  * Equality with the compiled hierarchy and the Python reference: tests/engine/test_seqpol.py.
  */
@@ -47,15 +46,6 @@ enum { PROB = 0, PROT = 1 };
 
 typedef struct { int32_t e; int64_t s; } Item;
 
-/* an entry's fields, together (one cache line holds four entries; the walk reads and writes them at random) */
-typedef struct {
-    int32_t stamp;                /* 1 + the last request that listed the key (repeat test), 0 none */
-    int32_t pos[2];               /* slru, per tier: its item's index in its segment's array (read only while listed) */
-    uint8_t flags;                /* F_* */
-    int8_t seg[2];                /* slru, per tier: 1 + PROB or PROT, 0 in no list */
-    uint8_t pad;
-} WE;
-
 typedef struct {
     int kind;
     uint8_t in;                   /* F_G or F_C */
@@ -67,8 +57,8 @@ typedef struct {
     Item *park;                   /* items passed over at the queue's front (all older than the queue's): [0, np) */
     int64_t np, pcap;
     /* slru: per segment an array of entries in list order with lazy deletion (sl_append, sl_unlink) */
-    WE *ent;                      /* the walk's entries (W.ent): pos[j], seg[j] are this tier's (j = its index) */
-    int j;
+    int32_t *pos;                 /* per entry: its item's index in its segment's array (read only while listed) */
+    int8_t *seg;                  /* per entry: 1 + PROB or PROT, 0 in no list */
     int32_t *sq[2];               /* the segments' arrays: [sh, sn) items, -1 a stale one; sqcap allocated + SQ_AHEAD */
     int64_t sh[2], sn[2], sqcap[2];
     int64_t len[2];               /* live items */
@@ -76,7 +66,8 @@ typedef struct {
 
 typedef struct {
     uint64_t *keys;               /* per entry (the table's; unused when direct) */
-    WE *ent;
+    uint8_t *flags;
+    int32_t *stamp;               /* 1 + the last request that listed the key (repeat test), 0 none */
     int64_t nent;
     int32_t *slots;               /* 1 + entry, 0 empty */
     uint64_t mask;
@@ -87,11 +78,11 @@ typedef struct {
 } W;
 
 static void pt_free(PT *t) {
-    free(t->seq); free(t->q); free(t->park); free(t->sq[0]); free(t->sq[1]);
+    free(t->seq); free(t->q); free(t->park); free(t->pos); free(t->seg); free(t->sq[0]); free(t->sq[1]);
 }
 
 static void w_free(W *w) {
-    free(w->keys); free(w->ent); free(w->slots);
+    free(w->keys); free(w->flags); free(w->stamp); free(w->slots);
     pt_free(&w->t[0]); pt_free(&w->t[1]);
     free(w->ents); free(w->vict); free(w->buf);
 }
@@ -101,12 +92,11 @@ static void w_free(W *w) {
 static int w_alloc_ents(W *w, int64_t c, int keys) {
     const size_t m = (size_t)c;
     if (keys && !(w->keys = malloc(sizeof(uint64_t) * m))) return -1;
-    if (!(w->ent = calloc(m, sizeof(WE)))) return -1;
+    if (!(w->flags = calloc(m, 1)) || !(w->stamp = calloc(m, sizeof(int32_t)))) return -1;
     for (int j = 0; j < 2; j++) {
         PT *t = &w->t[j];
         if (t->kind == K_FIFO) { if (!(t->seq = calloc(m, sizeof(int64_t)))) return -1; }
-        t->ent = w->ent;
-        t->j = j;
+        else if (!(t->pos = malloc(sizeof(int32_t) * m)) || !(t->seg = calloc(m, 1))) return -1;
     }
     return 0;
 }
@@ -143,7 +133,7 @@ static __attribute__((noinline)) int sl_room(PT *t, int s) {
     for (int64_t i = t->sh[s]; i < t->sn[s]; i++) {
         const int32_t e = q[i];
         if (e < 0) continue;
-        t->ent[e].pos[t->j] = (int32_t)k;
+        t->pos[e] = (int32_t)k;
         q[k++] = e;
     }
     for (int64_t i = k; i < t->sn[s]; i++) q[i] = -1;    /* -1 past the end (read ahead by sl_pop's prefetches) */
@@ -163,37 +153,37 @@ static __attribute__((noinline)) int sl_room(PT *t, int s) {
 /* e (in no list) at the end of segment s; 0 or -1 (no memory) */
 static inline int sl_append(PT *t, int s, int32_t e) {
     if (t->sn[s] == t->sqcap[s] && sl_room(t, s) < 0) return -1;
-    t->ent[e].pos[t->j] = (int32_t)t->sn[s];
+    t->pos[e] = (int32_t)t->sn[s];
     t->sq[s][t->sn[s]++] = e;
-    t->ent[e].seg[t->j] = (int8_t)(s + 1);
+    t->seg[e] = (int8_t)(s + 1);
     t->len[s]++;
     return 0;
 }
 
 static inline void sl_unlink(PT *t, int32_t e) {
-    const int s = t->ent[e].seg[t->j] - 1;
-    t->sq[s][t->ent[e].pos[t->j]] = -1;
-    t->ent[e].seg[t->j] = 0;
+    const int s = t->seg[e] - 1;
+    t->sq[s][t->pos[e]] = -1;
+    t->seg[e] = 0;
     t->len[s]--;
 }
 
 /* the front entry of segment s (len[s] > 0) taken out of it; the entries SQ_AHEAD items on prefetched */
-static inline int32_t sl_pop(PT *t, int s) {
+static inline int32_t sl_pop(PT *t, int s, const uint8_t *fl) {
     int32_t *const q = t->sq[s];
     int64_t h = t->sh[s];
     while (q[h] < 0) h++;
     const int32_t e = q[h], a = q[h + SQ_AHEAD];
-    if (a >= 0) __builtin_prefetch(&t->ent[a], 1, 1);
+    if (a >= 0) { __builtin_prefetch(&t->seg[a], 1, 1); __builtin_prefetch(&fl[a], 1, 1); }
     t->sh[s] = h + 1;
-    t->ent[e].seg[t->j] = 0;
+    t->seg[e] = 0;
     t->len[s]--;
     return e;
 }
 
 /* protected's front entries to probation's end while protected is over its size; 0 or -1 */
-static int sl_rebalance(PT *t) {
+static int sl_rebalance(PT *t, const uint8_t *fl) {
     while (t->len[PROT] > t->pmax)
-        if (sl_append(t, PROB, sl_pop(t, PROT)) < 0) return -1;
+        if (sl_append(t, PROB, sl_pop(t, PROT, fl)) < 0) return -1;
     return 0;
 }
 
@@ -256,18 +246,18 @@ static inline void pol_remove(PT *t, int32_t e) { if (t->kind == K_SLRU) sl_unli
 /* drop(e) (an evicted or cut block): its number forgotten */
 static inline void pol_drop(PT *t, int32_t e) {
     if (t->kind == K_FIFO) t->seq[e] = 0;
-    else if (t->ent[e].seg[t->j]) sl_unlink(t, e);
+    else if (t->seg[e]) sl_unlink(t, e);
 }
 
 /* n victims (the tier holds at least n blocks not excluded) to out, each taken out of the tier (its flag and
  * number, nres); `excl`: the flag of blocks to pass over (fifo: parked, kept before the queue in number order;
  * slru's are out of its lists). 0 or -1 */
 static int pol_evict(W *w, PT *t, int64_t n, uint8_t excl, int32_t *out) {
-    WE *const we = w->ent;
+    uint8_t *const fl = w->flags;
     if (t->kind == K_SLRU) {
         for (int64_t i = 0; i < n; i++) {                  /* probation's front first, then protected's */
-            const int32_t e = sl_pop(t, t->len[PROB] ? PROB : PROT);
-            we[e].flags &= (uint8_t)~t->in;
+            const int32_t e = sl_pop(t, t->len[PROB] ? PROB : PROT, fl);
+            fl[e] &= (uint8_t)~t->in;
             out[i] = e;
         }
     } else {
@@ -276,9 +266,9 @@ static int pol_evict(W *w, PT *t, int64_t n, uint8_t excl, int32_t *out) {
         for (int64_t j = 0; j < t->np; j++) {              /* the parked items first (older than the queue's) */
             const Item it = pk[j];
             if (t->seq[it.e] != it.s) continue;            /* stale: gone */
-            if (i == n || (we[it.e].flags & excl)) { pk[k++] = it; continue; }
+            if (i == n || (fl[it.e] & excl)) { pk[k++] = it; continue; }
             t->seq[it.e] = 0;
-            we[it.e].flags &= (uint8_t)~t->in;
+            fl[it.e] &= (uint8_t)~t->in;
             out[i++] = it.e;
         }
         t->np = k;
@@ -286,9 +276,9 @@ static int pol_evict(W *w, PT *t, int64_t n, uint8_t excl, int32_t *out) {
         while (i < n) {
             const Item it = q[t->qh++];
             if (t->seq[it.e] != it.s) continue;            /* stale */
-            if (we[it.e].flags & excl) { if (fq_park(t, it) < 0) return -1; continue; }   /* passed over */
+            if (fl[it.e] & excl) { if (fq_park(t, it) < 0) return -1; continue; }   /* passed over */
             t->seq[it.e] = 0;
-            we[it.e].flags &= (uint8_t)~t->in;
+            fl[it.e] &= (uint8_t)~t->in;
             out[i++] = it.e;
         }
     }
@@ -317,41 +307,41 @@ static int w_reserve(W *w, int64_t m) {
  * no pin); 0 or -1 */
 static int cpu_insert(W *w, const int32_t *v, int64_t nv, int32_t *scratch) {
     PT *c = &w->t[1];
-    WE *const we = w->ent;
+    uint8_t *const fl = w->flags;
     int64_t cut = nv > c->cap ? nv - c->cap : 0;
     for (int64_t i = 0; i < cut; i++)                      /* _overflow: the first ones pushed out */
-        if (we[v[i]].flags & F_C) { pol_drop(c, v[i]); we[v[i]].flags &= (uint8_t)~F_C; c->nres--; }
+        if (fl[v[i]] & F_C) { pol_drop(c, v[i]); fl[v[i]] &= (uint8_t)~F_C; c->nres--; }
     v += cut;
     nv -= cut;
     int64_t fresh = 0, again = 0;
     for (int64_t i = 0; i < nv; i++) {
         const int32_t e = v[i];
-        if (we[e].flags & F_C) { we[e].flags |= F_AGAIN; pol_remove(c, e); again++; }
+        if (fl[e] & F_C) { fl[e] |= F_AGAIN; pol_remove(c, e); again++; }
         else fresh++;
     }
     const int64_t need = fresh - (c->cap - c->nres);
     if (need > 0 && pol_evict(w, c, need, F_AGAIN, scratch) < 0) return -1;
     for (int64_t i = 0; i < nv; i++) {
         const int32_t e = v[i];
-        if (we[e].flags & F_AGAIN) continue;
-        we[e].flags |= F_C;
+        if (fl[e] & F_AGAIN) continue;
+        fl[e] |= F_C;
         c->nres++;
     }
     if (c->kind == K_FIFO || !again) {       /* fifo ignores the flag: one run (its resident ones keep their place) */
         for (int64_t i = 0; i < nv; i++) {
-            we[v[i]].flags &= (uint8_t)~F_AGAIN;
+            fl[v[i]] &= (uint8_t)~F_AGAIN;
             if (pol_add(c, v[i], 0) < 0) return -1;
         }
         return 0;
     }
     for (int64_t i = 0; i < nv;) {           /* slru: runs of one flag, stored (probation) or touched (protected) */
-        const int touched = (we[v[i]].flags & F_AGAIN) != 0;
+        const int touched = (fl[v[i]] & F_AGAIN) != 0;
         int64_t j = i;
-        for (; j < nv && ((we[v[j]].flags & F_AGAIN) != 0) == touched; j++) {
-            we[v[j]].flags &= (uint8_t)~F_AGAIN;
+        for (; j < nv && ((fl[v[j]] & F_AGAIN) != 0) == touched; j++) {
+            fl[v[j]] &= (uint8_t)~F_AGAIN;
             if (sl_append(c, touched ? PROT : PROB, v[j]) < 0) return -1;
         }
-        if (touched && sl_rebalance(c) < 0) return -1;
+        if (touched && sl_rebalance(c, fl) < 0) return -1;
         i = j;
     }
     return 0;
@@ -366,19 +356,19 @@ static int64_t w_one(W *w, int64_t r, const uint64_t *k, int64_t len, int64_t n,
     int32_t *const ents = w->ents;
     for (int64_t i = 0; i < n; i++) {                      /* head: cut at a repeated key */
         const int32_t e = w->direct ? (int32_t)k[i] : w_entry(w, k[i]);
-        if (w->ent[e].stamp == (int32_t)(r + 1)) { n = i; break; }
-        w->ent[e].stamp = (int32_t)(r + 1);
+        if (w->stamp[e] == (int32_t)(r + 1)) { n = i; break; }
+        w->stamp[e] = (int32_t)(r + 1);
         ents[i] = e;
     }
     if (cap > n) cap = n;
     int64_t lead = 0, npin = 0, nres_ = 0;
     for (; lead < n; lead++) {                             /* lookup (flags read after w_entry's growths) */
-        const uint8_t f = w->ent[ents[lead]].flags;
+        const uint8_t f = w->flags[ents[lead]];
         if (f & F_G) npin++;
         else if (f & F_C) { if (lead < cap) nres_++; }
         else break;
     }
-    WE *const we = w->ent;
+    uint8_t *const f8 = w->flags;
     int64_t hits = cap < lead ? cap : lead;
     if (hits < 0) hits = 0;
     int64_t ncomp = (lead - npin - nres_) + (n - lead);    /* beyond (CPU keys from cap on) + head[lead:] */
@@ -389,7 +379,7 @@ static int64_t w_one(W *w, int64_t r, const uint64_t *k, int64_t len, int64_t n,
         else {
             int64_t seen = 0;
             for (int64_t i = 0; i < hits; i++) {
-                if (we[ents[i]].flags & F_G) continue;
+                if (f8[ents[i]] & F_G) continue;
                 if (seen == budget) { hits = i; break; }
                 seen++;
             }
@@ -399,25 +389,25 @@ static int64_t w_one(W *w, int64_t r, const uint64_t *k, int64_t len, int64_t n,
     }
     for (int64_t i = 0; i < lead; i++) {                   /* pin the GPU lead */
         const int32_t e = ents[i];
-        if (we[e].flags & F_G) { we[e].flags |= F_PIN; pol_remove(g, e); }
+        if (f8[e] & F_G) { f8[e] |= F_PIN; pol_remove(g, e); }
     }
     int64_t nv = budget - (g->cap - g->nres);
     if (nv > 0) { if (pol_evict(w, g, nv, F_PIN, w->vict) < 0) return -1; } else nv = 0;
     if (nres_) {                                           /* restores: filled pinned, CPU copies touched tail first */
         for (int64_t i = 0; i < hits; i++) {
             const int32_t e = ents[i];
-            if (we[e].flags & F_PIN) continue;                   /* (every key before hits is GPU-pinned or a restore) */
-            we[e].flags |= F_G | F_PIN | F_NEW;
+            if (f8[e] & F_PIN) continue;                   /* (every key before hits is GPU-pinned or a restore) */
+            f8[e] |= F_G | F_PIN | F_NEW;
             g->nres++;
         }
         if (c->kind == K_SLRU) {
             for (int64_t i = hits - 1; i >= 0; i--) {
                 const int32_t e = ents[i];
-                if (!(we[e].flags & F_NEW)) continue;
+                if (!(f8[e] & F_NEW)) continue;
                 sl_unlink(c, e);
                 if (sl_append(c, PROT, e) < 0) return -1;
             }
-            if (sl_rebalance(c) < 0) return -1;
+            if (sl_rebalance(c, f8) < 0) return -1;
         }
     }
     if (nv && cpu_insert(w, w->vict, nv, w->buf) < 0) return -1;
@@ -425,27 +415,27 @@ static int64_t w_one(W *w, int64_t r, const uint64_t *k, int64_t len, int64_t n,
     int32_t *const comp = w->buf;
     int64_t nc = 0;
     for (int64_t i = cap > 0 ? cap : 0; i < lead && nc < ncomp; i++)
-        if (!(we[ents[i]].flags & F_PIN)) comp[nc++] = ents[i];   /* (every lead key there: pinned GPU, or CPU) */
+        if (!(f8[ents[i]] & F_PIN)) comp[nc++] = ents[i];   /* (every lead key there: pinned GPU, or CPU) */
     for (int64_t i = lead; i < n && nc < ncomp; i++) comp[nc++] = ents[i];
     for (int64_t i = 0; i < nc; i++) {                     /* prefill_done: fill (a GPU-resident one pinned) */
         const int32_t e = comp[i];
-        if (we[e].flags & F_G) { we[e].flags |= F_PIN; pol_remove(g, e); }
-        else { we[e].flags |= F_G | F_PIN | F_NEW; g->nres++; }
+        if (f8[e] & F_G) { f8[e] |= F_PIN; pol_remove(g, e); }
+        else { f8[e] |= F_G | F_PIN | F_NEW; g->nres++; }
     }
     /* finish: computed[::-1] (not reused), then pinned[::-1] (reused): the GPU lead keys in [hits, lead) and every
      * key before hits */
     for (int64_t i = nc - 1; i >= 0; i--) {
         const int32_t e = comp[i];
-        we[e].flags &= (uint8_t)~(F_PIN | F_NEW);
+        f8[e] &= (uint8_t)~(F_PIN | F_NEW);
         if (pol_add(g, e, 0) < 0) return -1;
     }
     for (int64_t i = lead - 1; i >= 0; i--) {
         const int32_t e = ents[i];
-        if (!(we[e].flags & F_PIN)) continue;                    /* a CPU key past the kept hits, or computed */
-        we[e].flags &= (uint8_t)~(F_PIN | F_NEW);
+        if (!(f8[e] & F_PIN)) continue;                    /* a CPU key past the kept hits, or computed */
+        f8[e] &= (uint8_t)~(F_PIN | F_NEW);
         if (pol_add(g, e, 1) < 0) return -1;
     }
-    if (g->kind == K_SLRU && sl_rebalance(g) < 0) return -1;
+    if (g->kind == K_SLRU && sl_rebalance(g, f8) < 0) return -1;
     return hits;
 }
 
