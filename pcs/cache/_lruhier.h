@@ -117,6 +117,9 @@ typedef struct Tier {
     /* -- a tier of a table shared by two LRU tiers (pcs/cache/_lruhier.c, Hier.sh; NULL / 0: its own table) -- */
     struct Tier *shared;               /* the shared table (its ent and slots are this tier's, read-only here) */
     uint8_t inflag;                    /* F_GPU or F_CPU: the entry flag of this tier's residency */
+    /* -- SLRU: its segments, arrays of entries with lazy deletion (pcs/cache/_pol_slru.c; last: no field above moves) */
+    int32_t *sq[2];                    /* [sqh, sqn) read, sqcap + SQ_AHEAD allocated; live items in qlen */
+    Py_ssize_t sqh[2], sqn[2], sqcap[2];
 } Tier;
 
 /* The retention pool of a tier with retain (pcs/cache/_retain.c; pcs.cache.admission_retention.RetainingPolicy):

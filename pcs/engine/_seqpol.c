@@ -25,12 +25,14 @@
  * Victims: the first items not excluded (pinned GPU blocks, the CPU batch's resident blocks); the excluded ones met
  * at the front are parked in a short array kept before the queue (older than every queued item, in number order),
  * looked at first by each later search. SLRU per tier: probation and protected
- * lists (front = LRU), protected capped at floor(share x capacity) (rebalance: protected's front to probation's end).
+ * lists (front = LRU), protected capped at floor(share x capacity) (rebalance: protected's front to probation's end),
+ * each an array of entries with lazy deletion (sl_append, sl_unlink, sl_pop: no link to follow or mend).
  *
  * Keys map to entries directly when the ids are dense (an entry per id up to the largest: w_init), else through an
  * open-addressing table (linear probing, key_hash with the process seed, load <= 0.5) sized once for the trace's
- * hashes (8-16 B of slots per hash) that keeps every key it met (no deletion). Per entry 21-23 B (fifo / slru tiers),
- * 8 B more with the table (its key), touched as keys come.
+ * hashes (8-16 B of slots per hash) that keeps every key it met (no deletion). Per entry 15-21 B (5 + 8 per fifo tier,
+ * 5 per slru tier), 8 B more with the table (its key), touched as keys come; an slru tier's two segment arrays 4 B an
+ * item, at most 8 items per block of its capacity after a growth (sl_room).
  * Equality with the compiled hierarchy and the Python reference: tests/engine/test_seqpol.py.
  */
 #define PY_SSIZE_T_CLEAN
@@ -54,11 +56,12 @@ typedef struct {
     int64_t qh, qt, qcap, next_seq;
     Item *park;                   /* items passed over at the queue's front (all older than the queue's): [0, np) */
     int64_t np, pcap;
-    /* slru */
-    int32_t *prev, *next;
+    /* slru: per segment an array of entries in list order with lazy deletion (sl_append, sl_unlink) */
+    int32_t *pos;                 /* per entry: its item's index in its segment's array (read only while listed) */
     int8_t *seg;                  /* per entry: 1 + PROB or PROT, 0 in no list */
-    int32_t head[2], tail[2];
-    int64_t len[2];
+    int32_t *sq[2];               /* the segments' arrays: [sh, sn) items, -1 a stale one; sqcap allocated + SQ_AHEAD */
+    int64_t sh[2], sn[2], sqcap[2];
+    int64_t len[2];               /* live items */
 } PT;
 
 typedef struct {
@@ -75,7 +78,7 @@ typedef struct {
 } W;
 
 static void pt_free(PT *t) {
-    free(t->seq); free(t->q); free(t->park); free(t->prev); free(t->next); free(t->seg);
+    free(t->seq); free(t->q); free(t->park); free(t->pos); free(t->seg); free(t->sq[0]); free(t->sq[1]);
 }
 
 static void w_free(W *w) {
@@ -93,8 +96,7 @@ static int w_alloc_ents(W *w, int64_t c, int keys) {
     for (int j = 0; j < 2; j++) {
         PT *t = &w->t[j];
         if (t->kind == K_FIFO) { if (!(t->seq = calloc(m, sizeof(int64_t)))) return -1; }
-        else if (!(t->prev = malloc(sizeof(int32_t) * m)) || !(t->next = malloc(sizeof(int32_t) * m)) ||
-                 !(t->seg = calloc(m, 1))) return -1;     /* (prev, next: read only while listed) */
+        else if (!(t->pos = malloc(sizeof(int32_t) * m)) || !(t->seg = calloc(m, 1))) return -1;
     }
     return 0;
 }
@@ -114,31 +116,75 @@ static inline int32_t w_entry(W *w, uint64_t k) {
     return e;
 }
 
-/* ---- slru lists ---- */
-static inline void sl_append(PT *t, int s, int32_t e) {
-    t->prev[e] = t->tail[s];
-    t->next[e] = -1;
-    if (t->tail[s] >= 0) t->next[t->tail[s]] = e; else t->head[s] = e;
-    t->tail[s] = e;
+/* ---- slru lists ----
+ * Each segment (probation, protected) is an array of entry indices in list order (front = LRU), read from the front,
+ * with lazy deletion, as the inline LRU order of pcs/cache/_lruq.h: an append puts the entry at the end and keeps its
+ * index (pos); an unlink writes -1 over its item (stale), so no neighbour is read or written; the front passes stale
+ * items. The live items in array order are the list's entries in list order, so every victim and demotion is the
+ * doubly linked list's. The victims' entries are prefetched SQ_AHEAD items ahead (the list's walk was a chain of
+ * dependent reads of scattered entries). When an append meets the array's end the live items move to its front
+ * (their pos rewritten), into an array twice as large when more than a quarter were live. */
+#define SQ_AHEAD 8
+
+/* segment s of t compacted (and grown when a quarter or more is live) so that one more item fits; 0 or -1 */
+static __attribute__((noinline)) int sl_room(PT *t, int s) {
+    int32_t *q = t->sq[s];
+    int64_t k = 0;
+    for (int64_t i = t->sh[s]; i < t->sn[s]; i++) {
+        const int32_t e = q[i];
+        if (e < 0) continue;
+        t->pos[e] = (int32_t)k;
+        q[k++] = e;
+    }
+    for (int64_t i = k; i < t->sn[s]; i++) q[i] = -1;    /* -1 past the end (read ahead by sl_pop's prefetches) */
+    t->sh[s] = 0;
+    t->sn[s] = k;
+    if (k * 4 >= t->sqcap[s]) {
+        const int64_t had = t->sq[s] ? t->sqcap[s] + SQ_AHEAD : 0, c = t->sqcap[s] ? t->sqcap[s] * 2 : 1024;
+        if (c >= INT32_MAX) return -1;
+        if (!(q = realloc(q, sizeof(int32_t) * (size_t)(c + SQ_AHEAD)))) return -1;
+        for (int64_t i = had > k ? had : k; i < c + SQ_AHEAD; i++) q[i] = -1;
+        t->sq[s] = q;
+        t->sqcap[s] = c;
+    }
+    return 0;
+}
+
+/* e (in no list) at the end of segment s; 0 or -1 (no memory) */
+static inline int sl_append(PT *t, int s, int32_t e) {
+    if (t->sn[s] == t->sqcap[s] && sl_room(t, s) < 0) return -1;
+    t->pos[e] = (int32_t)t->sn[s];
+    t->sq[s][t->sn[s]++] = e;
     t->seg[e] = (int8_t)(s + 1);
     t->len[s]++;
+    return 0;
 }
 
 static inline void sl_unlink(PT *t, int32_t e) {
     const int s = t->seg[e] - 1;
-    const int32_t p = t->prev[e], n = t->next[e];
-    if (p >= 0) t->next[p] = n; else t->head[s] = n;
-    if (n >= 0) t->prev[n] = p; else t->tail[s] = p;
+    t->sq[s][t->pos[e]] = -1;
     t->seg[e] = 0;
     t->len[s]--;
 }
 
-static void sl_rebalance(PT *t) {
-    while (t->len[PROT] > t->pmax) {
-        const int32_t e = t->head[PROT];
-        sl_unlink(t, e);
-        sl_append(t, PROB, e);
-    }
+/* the front entry of segment s (len[s] > 0) taken out of it; the entries SQ_AHEAD items on prefetched */
+static inline int32_t sl_pop(PT *t, int s, const uint8_t *fl) {
+    int32_t *const q = t->sq[s];
+    int64_t h = t->sh[s];
+    while (q[h] < 0) h++;
+    const int32_t e = q[h], a = q[h + SQ_AHEAD];
+    if (a >= 0) { __builtin_prefetch(&t->seg[a], 1, 1); __builtin_prefetch(&fl[a], 1, 1); }
+    t->sh[s] = h + 1;
+    t->seg[e] = 0;
+    t->len[s]--;
+    return e;
+}
+
+/* protected's front entries to probation's end while protected is over its size; 0 or -1 */
+static int sl_rebalance(PT *t, const uint8_t *fl) {
+    while (t->len[PROT] > t->pmax)
+        if (sl_append(t, PROB, sl_pop(t, PROT, fl)) < 0) return -1;
+    return 0;
 }
 
 /* ---- fifo queue ---- */
@@ -190,8 +236,7 @@ static int fq_park(PT *t, Item it) {
  * rebalances after a reused batch). 0 or -1 */
 static inline int pol_add(PT *t, int32_t e, int reused) {
     if (t->kind == K_FIFO) return t->seq[e] ? 0 : fq_append(t, e);
-    sl_append(t, reused ? PROT : PROB, e);
-    return 0;
+    return sl_append(t, reused ? PROT : PROB, e);
 }
 
 /* remove(e) (a pin, a batch's resident block set aside): fifo keeps number and place (the caller's flag excludes
@@ -210,9 +255,8 @@ static inline void pol_drop(PT *t, int32_t e) {
 static int pol_evict(W *w, PT *t, int64_t n, uint8_t excl, int32_t *out) {
     uint8_t *const fl = w->flags;
     if (t->kind == K_SLRU) {
-        for (int64_t i = 0; i < n; i++) {
-            const int32_t e = t->head[t->len[PROB] ? PROB : PROT];
-            sl_unlink(t, e);
+        for (int64_t i = 0; i < n; i++) {                  /* probation's front first, then protected's */
+            const int32_t e = sl_pop(t, t->len[PROB] ? PROB : PROT, fl);
             fl[e] &= (uint8_t)~t->in;
             out[i] = e;
         }
@@ -295,9 +339,9 @@ static int cpu_insert(W *w, const int32_t *v, int64_t nv, int32_t *scratch) {
         int64_t j = i;
         for (; j < nv && ((fl[v[j]] & F_AGAIN) != 0) == touched; j++) {
             fl[v[j]] &= (uint8_t)~F_AGAIN;
-            sl_append(c, touched ? PROT : PROB, v[j]);
+            if (sl_append(c, touched ? PROT : PROB, v[j]) < 0) return -1;
         }
-        if (touched) sl_rebalance(c);
+        if (touched && sl_rebalance(c, fl) < 0) return -1;
         i = j;
     }
     return 0;
@@ -361,9 +405,9 @@ static int64_t w_one(W *w, int64_t r, const uint64_t *k, int64_t len, int64_t n,
                 const int32_t e = ents[i];
                 if (!(f8[e] & F_NEW)) continue;
                 sl_unlink(c, e);
-                sl_append(c, PROT, e);
+                if (sl_append(c, PROT, e) < 0) return -1;
             }
-            sl_rebalance(c);
+            if (sl_rebalance(c, f8) < 0) return -1;
         }
     }
     if (nv && cpu_insert(w, w->vict, nv, w->buf) < 0) return -1;
@@ -391,7 +435,7 @@ static int64_t w_one(W *w, int64_t r, const uint64_t *k, int64_t len, int64_t n,
         f8[e] &= (uint8_t)~(F_PIN | F_NEW);
         if (pol_add(g, e, 1) < 0) return -1;
     }
-    if (g->kind == K_SLRU) sl_rebalance(g);
+    if (g->kind == K_SLRU && sl_rebalance(g, f8) < 0) return -1;
     return hits;
 }
 
@@ -401,7 +445,6 @@ static int pt_init(PT *t, int kind, uint8_t in, int64_t cap, int64_t pmax) {
     t->in = in;
     t->cap = cap;
     t->pmax = pmax;
-    t->head[0] = t->head[1] = t->tail[0] = t->tail[1] = -1;
     t->next_seq = 1;
     return 0;
 }
