@@ -88,13 +88,17 @@ STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasatt
 def unwind_on_signals() -> Iterator[None]:
     """While inside: SIGTERM / SIGHUP raise :class:`Terminated` (main thread only); the old handlers after.
 
-    Python runs a signal handler between any two bytecodes, also inside a finaliser or a generator the
-    garbage collector closes, where an exception is reported ("Exception ignored in ...") and dropped. So
-    each signal is also recorded, and a block that ends with no :class:`Terminated` raises it at its end:
-    a signal received while inside always ends the command with 128 + the signal.
+    Python runs a signal handler between any two bytecodes, also inside a finaliser, a weak reference's callback
+    (the import system's module locks have one) or a generator the garbage collector closes, where an exception
+    is passed to ``sys.unraisablehook`` and dropped (Python docs, "object.__del__"). So while inside, a dropped
+    :class:`Terminated` is not printed (no "Exception ignored" traceback) and is raised again 1 ms later from a
+    one-shot ``ITIMER_REAL`` timer (SIGALRM), again and again until it lands where it propagates: the command stops
+    near where the signal arrived, with no output completed after it. Each signal is also recorded, and a block
+    that ends with no :class:`Terminated` raises it at its end: a signal received while inside always ends the
+    command with 128 + the signal. The timer, the SIGALRM handler and ``sys.unraisablehook`` are restored on exit.
 
     Raises:
-        Terminated: a stop signal arrived while inside (raised where it arrived, else at the end).
+        Terminated: a stop signal arrived while inside (raised where it arrived, else soon after, else at the end).
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -106,13 +110,45 @@ def unwind_on_signals() -> Iterator[None]:
         raise Terminated(signum)
 
     old = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
+    restore = _redeliver_dropped(arrived)
     try:
         yield
         if arrived:        # raised where it arrived but dropped there (see above): the run still stops
             raise Terminated(arrived[0])
     finally:
+        restore()
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def _redeliver_dropped(arrived: list[int]) -> Callable[[], None]:
+    """Install :func:`unwind_on_signals`'s quiet hook for a dropped :class:`Terminated` and its SIGALRM re-raise;
+    return the function that restores the previous hook, handler and timer (platforms without ``setitimer``: the
+    hook alone, the block's end raising)."""
+    previous_hook = sys.unraisablehook
+    timer = hasattr(signal, "setitimer") and hasattr(signal, "SIGALRM")
+
+    def again(signum, frame):
+        if arrived:        # a SIGALRM from elsewhere, with no stop signal received, changes nothing
+            raise Terminated(arrived[0])
+
+    def hook(unraisable):
+        if not isinstance(unraisable.exc_value, Terminated):
+            return previous_hook(unraisable)
+        if timer:
+            signal.setitimer(signal.ITIMER_REAL, 0.001)   # raised again where it can propagate
+        return None
+
+    old_alarm = signal.signal(signal.SIGALRM, again) if timer else None
+    sys.unraisablehook = hook
+
+    def restore() -> None:
+        if timer:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old_alarm)
+        if sys.unraisablehook is hook:
+            sys.unraisablehook = previous_hook
+    return restore
 
 
 #: API keyword names (pcs.replay's, pcs.engine.schedconfig.SchedulerConfig's) -> the option a command-line user typed
