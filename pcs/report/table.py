@@ -11,6 +11,11 @@ __all__ = ["render_table", "shown_path"]
 WIDTH = 100
 #: The narrowest a wrapped column becomes; a table whose other columns leave less stays as wide as it is.
 MIN_WRAPPED = 30
+#: Units a wrapped cell keeps on the line of the number before them ("3.8 %" never becomes "3.8" / "%").
+UNITS = frozenset({"%", "pts", "pt", "x", "B", "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "B/s", "KB/s",
+                   "MB/s", "GB/s", "TB/s", "blk", "blocks", "tokens", "ns", "us", "ms", "s"})
+#: Joins two words that a wrap must not separate (restored to a space after the wrap; not whitespace to textwrap).
+_GLUE = "\x1f"
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title: str | None = None,
@@ -73,10 +78,29 @@ def _wrapped(cells: list[list[str]], widths: list[int], header: int) -> tuple[li
     room = WIDTH - (sum(widths[:-1]) + 2 * (len(widths) - 1))
     if widths[-1] <= room or room < max(MIN_WRAPPED, header):
         return cells, widths
-    out = [[*row[:-1], "\n".join(textwrap.wrap(row[-1], room, break_long_words=False, break_on_hyphens=False))
+    out = [[*row[:-1], "\n".join(line.replace(_GLUE, " ") for line in textwrap.wrap(
+        _glued(row[-1]), room, break_long_words=False, break_on_hyphens=False))
             if len(row[-1]) > room else row[-1]] for row in cells]
     last = max([header] + [len(line) for row in out for line in row[-1].split("\n")])
     return out, [*widths[:-1], last]
+
+
+def _glued(text: str) -> str:
+    """``text`` with the spaces a wrap must not break at replaced by :data:`_GLUE`: between a number and its unit
+    (:data:`UNITS`, trailing punctuation aside: "(3.8 %)"), and after a word with no letter or digit (an operator
+    such as "-", "+", "(<"), so no line ends with a bare operator."""
+    words = text.split(" ")
+    out = words[:1]
+    for word in words[1:]:
+        prev = out[-1]
+        stem = word.rstrip(")],;:.")
+        unit = stem in UNITS and prev[-1:].isdigit()
+        operator = prev != "" and not any(c.isalnum() for c in prev.rsplit(_GLUE, 1)[-1])
+        if unit or operator:
+            out[-1] = prev + _GLUE + word
+        else:
+            out.append(word)
+    return " ".join(out)
 
 
 def shown_path(path: object) -> str:
