@@ -18,15 +18,15 @@ traceback or a reference cycle); at most the one call in flight finishes, and it
 
 The switch: ``PCS_THREADS`` (:func:`threads_wanted`, docs/performance.md "The one-pass scan beside the step
 loop") -- ``auto`` (unset: worker threads when the process may run on two CPUs or more, unless the replay's trace is
-small and no core is free, see below), ``on`` (worker threads, whatever the trace) or ``off`` (every call inline, on the caller's
+small, see below), ``on`` (worker threads, whatever the trace) or ``off`` (every call inline, on the caller's
 thread). On one CPU (``taskset -c 0``) a worker only adds thread switches.
 
-Small traces inline in ``auto`` when no core is free (:func:`small_trace`, :func:`core_free`, :func:`sized`): a
-replay of a trace file read as text (JSONL or CSV, not gzip-compressed) of fewer than :data:`INLINE_BELOW_BYTES`
-bytes runs its side work inline when, at its start, every CPU of the machine is busy: its worker starts and
-hand-overs then cost more wall than the work they move off the calling thread, which waits for a core anyway
-(docs/performance.md, "runner.py in modules, small traces inline"); with a core free the workers shorten the
-call's critical path (docs/performance.md, "The small call on threads when a core is free"). The decision is
+Small traces inline in ``auto`` (:func:`small_trace`, :func:`sized`): a replay of a trace file read as text (JSONL
+or CSV, not gzip-compressed) of fewer than :data:`INLINE_BELOW_BYTES` bytes runs its side work inline: its worker
+starts and hand-overs cost about what they move off the calling thread (docs/performance.md, "runner.py in
+modules, small traces inline"; quiet, 2026-12-04: the 1x Mooncake call, 3 MB, 32.1 ms median wall with threads,
+29.1 ms inline). The rule reads the trace's size and the CPU count only, never the machine's load, so the same
+input on the same machine gives the same decision (and the same ``threads`` object in the JSON). The decision is
 taken once per replay, so all its side work runs one way; either way gives the same outcome. The measure is the file's size, known
 before the read. A Parquet file's bytes do not measure the trace (the 10x Mooncake replica is 2.1 MB as
 Parquet, 34 MB as JSONL): its measure is the count of block hashes its footer gives when it is opened, small below
@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterator
 
 from pcs.errors import STOPS, UserError
 
-__all__ = ["Beside", "INLINE_BELOW_BYTES", "core_free", "INLINE_BELOW_PARQUET_IDS", "THREADS_MODES", "sized", "small_trace",
+__all__ = ["Beside", "INLINE_BELOW_BYTES", "INLINE_BELOW_PARQUET_IDS", "THREADS_MODES", "sized", "small_trace",
            "threads_wanted", "threads_decision"]
 
 #: Values of ``$PCS_THREADS`` (module docstring).
@@ -68,50 +68,25 @@ _HELD = tuple(int(getattr(signal, n)) for n in ("SIGINT", "SIGTERM", "SIGHUP") i
 #: (docs/performance.md, "runner.py in modules, small traces inline"): threads lost at 1x (3.0 MB) and 1.5x (4.7 MB)
 #: in every block, paid in one block of ten at 2x (6.3 MB), in three of ten at 3x and in every block at 5x and 10x.
 #: The threshold lies between 1.5x and 2x, below the smallest size at which threads paid in any block, so a trace
-#: that gains from threads keeps them. It applies only when no core is free (:func:`core_free`): with one free,
-#: threads paid at 1x too (docs/performance.md, "The small call on threads when a core is free").
+#: that gains from threads keeps them. With a core free threads gained little at 1x (quiet, 2026-12-04: 32.1 ms
+#: median wall with threads, 29.1 ms inline): the rule ignores the load, so its answer is repeatable.
 INLINE_BELOW_BYTES = 5_000_000
 #: A Parquet trace with fewer block hashes than this (its footer's count, ``Trace.parquet_block_hashes``) runs a
 #: replay's side work inline in ``auto`` mode. Chosen from the same alternated measurement of the Parquet replicas
 #: (288,500 block hashes a copy): threads lost at 1x and 2x (577,000) in every block and paid on the mean at 3x
 #: (865,500) and in every block at 5x and 10x; the threshold lies just above 2x.
-#: Like the bytes' threshold, it applies only when no core is free.
 INLINE_BELOW_PARQUET_IDS = 600_000
 #: True while a replay of a small trace runs (:func:`sized`): ``auto`` then means inline.
 _SMALL: contextvars.ContextVar[bool] = contextvars.ContextVar("pcs_small_trace", default=False)
-#: The kernel's load figures (:func:`core_free` reads its fourth field, "runnable/threads").
-_LOADAVG = "/proc/loadavg"
 #: The first bytes of a gzip file (pcs.trace.source detects gzip the same way).
 _GZIP_MAGIC = b"\x1f\x8b"
-
-
-def core_free() -> bool:
-    """Whether a CPU is free for a worker now, beside the calling thread: fewer runnable threads on the machine
-    than CPUs in this process's affinity mask (the kernel's count of runnable threads, the fourth field of
-    ``/proc/loadavg``, which counts the caller too: an instant's count, not an average, so a load that just
-    ended does not keep a replay inline for a minute). Where there is no ``/proc/loadavg``, the one-minute load
-    average (``os.getloadavg``) below the CPU count less one; where neither is known, False (inline). Both counts
-    are the machine's: a container on a larger, busy host sees the host's and runs inline, as before this rule.
-    Raises nothing."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if cpus < 2:
-        return False
-    try:
-        with open(_LOADAVG, "rb") as f:
-            return int(f.read().split()[3].split(b"/")[0]) < cpus
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.getloadavg()[0] < cpus - 1
-    except (OSError, AttributeError):
-        return False
 
 
 def threads_wanted() -> bool:
     """Whether a replay runs its side work on worker threads: ``$PCS_THREADS`` (module docstring) ``on``, or
     ``auto`` / unset with at least two CPUs in the process's affinity mask (``os.sched_getaffinity``; where the
-    platform has none, ``os.cpu_count()``), unless the replay running in this thread reads a small trace and
-    found no core free at its start (:func:`sized`, :func:`small_trace`, :func:`core_free`).
+    platform has none, ``os.cpu_count()``), unless the replay running in this thread reads a small trace
+    (:func:`sized`, :func:`small_trace`).
 
     ``1`` / ``yes`` / ``true`` mean ``on``, ``0`` / ``no`` / ``false`` mean ``off`` (:data:`THREADS_ALIASES`).
 
@@ -143,7 +118,7 @@ def threads_decision() -> dict[str, Any]:
         reason = f"PCS_THREADS={mode}: {'worker threads' if used else 'inline'} whatever the trace"
     elif _SMALL.get():
         reason = (f"auto: a small trace file (text under {INLINE_BELOW_BYTES / 1e6:g} MB, or Parquet under "
-                  f"{INLINE_BELOW_PARQUET_IDS:,} block hashes) and no CPU free at the replay's start: inline")
+                  f"{INLINE_BELOW_PARQUET_IDS:,} block hashes): inline")
     elif not used:
         reason = "auto: one CPU: inline"
     else:
@@ -191,14 +166,13 @@ def small_trace(source: Any) -> bool:
 @contextlib.contextmanager
 def sized(source: Any) -> Iterator[bool]:
     """For the block (in this thread), ``auto`` mode runs side work inline when ``source`` is small
-    (:func:`small_trace`; looked at only in ``auto`` mode) and no core is free for a worker at the block's start
-    (:func:`core_free`, looked at only for a small trace). Yields whether the block runs inline for that reason.
+    (:func:`small_trace`; looked at only in ``auto`` mode). Yields whether the block runs inline for that reason.
     Nested blocks keep an outer block's inline.
 
     Raises:
         UserError: ``PCS_THREADS`` is none of :data:`THREADS_MODES` and :data:`THREADS_ALIASES`.
     """
-    small = _mode() == "auto" and small_trace(source) and not core_free()
+    small = _mode() == "auto" and small_trace(source)
     token = _SMALL.set(_SMALL.get() or small)
     try:
         yield small

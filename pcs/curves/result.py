@@ -74,6 +74,17 @@ class CurveResult:
     lru: Any = field("-", "the full one-pass LRU curve, every capacity (pcs.curves.api.LruCurve)", json=False,
                      default=None)
 
+    @property
+    def distinct_blocks(self) -> int | None:
+        """Gone on 2026-12-04 (it counted the distinct cacheable blocks): always raises.
+
+        Raises:
+            AttributeError: naming ``distinct_cacheable_blocks``, its new name.
+        """
+        raise AttributeError("CurveResult.distinct_blocks was renamed on 2026-12-04: use .distinct_cacheable_blocks "
+                             "(the same count); .block_accesses now counts every block hash, as in pcs replay, "
+                             "and the old .block_accesses is .cacheable_blocks (docs/curves.md, Python)")
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON payload of ``pcs curve --format json`` (keys in ``docs/json.md``)."""
         out = to_dict(self)

@@ -50,6 +50,20 @@ def _built(task: Task, progress: Callable[[int], None] | None) -> Task:
     return task
 
 
+def _check_threads_env() -> None:
+    """Refuse a bad ``$PCS_THREADS`` once, naming the environment variable (pcs.beside.threads_wanted's rule).
+
+    Raises:
+        UserError: ``PCS_THREADS`` is none of the modes and their aliases.
+    """
+    from pcs.beside import threads_wanted
+
+    try:
+        threads_wanted()
+    except UserError as exc:
+        raise UserError(f"environment variable {exc}; unset it or set one of those, then rerun") from None
+
+
 def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False,
             progress: Callable[[int], None] | None = None) -> Prepared:
     """Expand the plan, drop the done points, build the tasks and load their traces; ``progress`` is called with
@@ -57,8 +71,10 @@ def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False,
 
     Raises:
         PathError: ``plan`` (or a trace it names) is missing, a directory or not readable.
-        UserError / InputError: a bad plan, option or trace.
+        UserError / InputError: a bad plan, option or trace; a bad ``$PCS_THREADS`` (checked once, here, before
+            any point: every point would refuse it).
     """
+    _check_threads_env()
     if not isinstance(plan, Plan):
         from pcs.trace.pathcheck import check_input_file
 

@@ -63,6 +63,23 @@ def test_ci_runs_the_readme_test_command():
     assert "python -m pytest" in README and "python -m pytest" in ci
 
 
+def test_the_first_command_makes_a_venv_as_ci_does():
+    """A fresh Debian's system pip refuses installs (PEP 668): the README's first command makes and activates a
+    venv before pip, and .ci/run installs the same way, in that order."""
+    first = README.split("```bash\n", 1)[1].splitlines()[0]
+    steps = ("python3 -m venv .venv", ". .venv/bin/activate", "pip install -e '.[test,plot]'")
+    assert all(s in first for s in steps) and [first.index(s) for s in steps] == sorted(first.index(s) for s in steps)
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert [ci.index(s) for s in steps] == sorted(ci.index(s) for s in steps)
+
+
+def test_the_replay_example_shows_hit_table_rows():
+    """The ``pcs replay | head -N`` example reaches past the hit table's dashed header to its first row."""
+    block = README.split("<!-- output: pcs replay | head", 1)[1].split("<!-- /output -->", 1)[0]
+    after = block.split("-----", 1)[1].splitlines()[1:]
+    assert any(ln.startswith("hit ratio (real") for ln in after)
+
+
 def test_readme_python_api_runs():
     """The five-line API block runs as written; values from docs/semantics.md §10 worked examples."""
     block = README.split("```python\n", 1)[1].split("```", 1)[0]

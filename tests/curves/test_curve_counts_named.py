@@ -86,3 +86,13 @@ def test_report_draws_an_old_curve_json(tmp_path):
         (tmp_path / name).write_text(json.dumps(payload))
         out = CliRunner().invoke(cli, ["report", str(tmp_path / name), "-o", str(tmp_path / (name + ".html"))])
         assert out.exit_code == 0, out.output
+
+
+def test_the_old_distinct_blocks_attribute_names_its_new_one():
+    """``.distinct_blocks`` was renamed on 2026-12-04: reading it raises AttributeError naming
+    ``distinct_cacheable_blocks``, which holds the count (ids 7 and 8 of one 1,100-token request: 2)."""
+    c = pcs.curve(_one_request(), capacities=[4])
+    with pytest.raises(AttributeError, match="distinct_cacheable_blocks"):
+        c.distinct_blocks
+    assert not hasattr(c, "distinct_blocks") and c.distinct_cacheable_blocks == 2
+    assert "distinct_blocks" not in c.to_dict()

@@ -5,9 +5,8 @@ text (not gzip) of fewer than ``INLINE_BELOW_BYTES`` bytes, or a Parquet file wh
 ``INLINE_BELOW_PARQUET_IDS`` block hashes, runs every side call on the calling thread;
 at that size or more, on a process with two CPUs or more, on workers; ``on`` forces workers, ``off`` inline. The
 expectations below are worked from that rule and the files' sizes, not from a run's output; the process is given
-two CPUs (``os.sched_getaffinity`` patched) so ``auto`` means threads for a trace that is not small on any machine,
-and both CPUs busy (``core_free`` patched False) unless a test says otherwise: a small trace keeps its workers when a
-core is free at the replay's start (``core_free``: fewer runnable threads than CPUs).
+two CPUs (``os.sched_getaffinity`` patched) so ``auto`` means threads for a trace that is not small on any machine.
+The machine's load plays no part (the same input on the same machine, the same decision).
 """
 from __future__ import annotations
 
@@ -30,7 +29,6 @@ native = pytest.mark.skipif(stepnative._stepsched is None, reason="the compiled 
 def two_cpus(monkeypatch):
     monkeypatch.delenv("PCS_THREADS", raising=False)
     monkeypatch.setattr(beside.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    monkeypatch.setattr(beside, "core_free", lambda: False)
 
 
 class _File:
@@ -166,41 +164,22 @@ def test_auto_runs_a_small_file_inline_and_a_larger_one_on_workers(monkeypatch, 
     assert inline.requests.equals(threaded.requests)
 
 
-@pytest.mark.parametrize("loadavg, cpus, free", [
-    (b"6.06 3.50 2.27 1/148 29477\n", {0, 1}, True),      # the caller alone runnable: one CPU free
-    (b"0.10 0.20 0.30 2/148 29477\n", {0, 1}, False),     # the caller and one more: both CPUs busy
-    (b"0.10 0.20 0.30 10/148 29477\n", {0, 1}, False),
-    (b"0.10 0.20 0.30 3/148 29477\n", {0, 1, 2, 3}, True),
-    (b"0.00 0.00 0.00 1/148 29477\n", {0}, False),        # one CPU: never a core for a worker
-])
-def test_core_free_counts_the_runnable_threads_against_the_cpus(tmp_path, monkeypatch, loadavg, cpus, free):
-    f = tmp_path / "loadavg"
-    f.write_bytes(loadavg)
-    monkeypatch.setattr(beside, "_LOADAVG", str(f))
-    monkeypatch.setattr(beside.os, "sched_getaffinity", lambda pid: cpus, raising=False)
-    assert beside.core_free() is free
-
-
-@pytest.mark.parametrize("avg, free", [(0.5, True), (1.0, False), (1.7, False)])
-def test_core_free_falls_back_to_the_load_average(tmp_path, monkeypatch, avg, free):
-    monkeypatch.setattr(beside, "_LOADAVG", str(tmp_path / "none"))            # no /proc/loadavg
-    monkeypatch.setattr(beside.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    monkeypatch.setattr(beside.os, "getloadavg", lambda: (avg, 0.0, 0.0))
-    assert beside.core_free() is free                                          # below 2 - 1 = 1.0: free
-
-
-def test_a_small_trace_keeps_its_workers_when_a_core_is_free(tmp_path, monkeypatch, two_cpus):
+def test_the_rule_reads_no_load(tmp_path, monkeypatch, two_cpus):
+    """The same small file gives the same decision whatever the machine's load: the rule reads the file's size and
+    the CPU count only (a 10-byte file under an 11-byte threshold is small: inline; opening /proc/loadavg or
+    calling os.getloadavg would fail the test)."""
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"x" * 10)
-    monkeypatch.setattr(beside, "INLINE_BELOW_BYTES", 11)                        # small
-    monkeypatch.setattr(beside, "core_free", lambda: True)
+    monkeypatch.setattr(beside, "INLINE_BELOW_BYTES", 11)
+    monkeypatch.setattr(beside.os, "getloadavg", lambda: pytest.fail("load read"))
+    real_open = open
+
+    def guarded(f, *a, **k):
+        assert "loadavg" not in str(f)
+        return real_open(f, *a, **k)
+    monkeypatch.setattr("builtins.open", guarded)
+    assert not hasattr(beside, "core_free")
     with beside.sized(_File(path, "mooncake")) as inline:
-        assert not inline and beside.threads_wanted()
-
-
-@native
-def test_auto_runs_a_small_file_on_workers_when_a_core_is_free(monkeypatch, two_cpus):
-    monkeypatch.setattr(beside, "core_free", lambda: True)
-    size = SAMPLE.stat().st_size
-    threaded, some = _replay_counting_workers(monkeypatch, size + 1)          # small, but a core is free
-    assert some and set(some) == {"pcs-beside"}
+        assert inline and not beside.threads_wanted()
+        d = beside.threads_decision()
+    assert (d["mode"], d["used"]) == ("auto", False) and "small trace" in d["reason"]

@@ -24,7 +24,7 @@ TIERS = ["gpu=300blocks", "cpu=2000blocks"]
     ("yes", {0, 1}, False, ("on", True)),         # an alias of on
     (None, {0}, False, ("auto", False)),          # auto on one CPU: inline
     (None, {0, 1}, False, ("auto", True)),        # auto on two CPUs, not a small trace: threads
-    (None, {0, 1}, True, ("auto", False)),        # auto, a small trace and no CPU free: inline
+    (None, {0, 1}, True, ("auto", False)),        # auto, a small trace: inline
 ])
 def test_decision_follows_the_rule(monkeypatch, env, cpus, small, expected):
     if env is None:
@@ -33,7 +33,6 @@ def test_decision_follows_the_rule(monkeypatch, env, cpus, small, expected):
         monkeypatch.setenv("PCS_THREADS", env)
     monkeypatch.setattr(beside.os, "sched_getaffinity", lambda pid: cpus, raising=False)
     monkeypatch.setattr(beside, "small_trace", lambda source: small)
-    monkeypatch.setattr(beside, "core_free", lambda: False)
     with beside.sized(object()):
         d = beside.threads_decision()
     assert (d["mode"], d["used"]) == expected

@@ -162,3 +162,14 @@ def test_a_bare_ray_before_the_plan_is_a_local_ray_not_an_address(tmp_path, word
 def test_a_ray_address_that_is_not_a_file_stays_an_address(tmp_path):
     res = _pcs("sweep", "--ray", "auto", "-o", tmp_path)
     assert res.exit_code == 2 and "Missing argument 'PLAN'" in res.stderr
+
+
+def test_a_bad_threads_switch_is_refused_once_before_any_point(tmp_path, monkeypatch):
+    """PCS_THREADS=bogus is none of auto/on/off and their aliases: one error naming the environment variable,
+    printed once (not once per point), no point file written, nothing about the plan."""
+    monkeypatch.setenv("PCS_THREADS", "bogus")
+    res = _pcs("sweep", "run", SAMPLE_PLAN, "-o", tmp_path / "out", "--jobs", "1", "-q")
+    assert res.exit_code != 0
+    assert res.output.count("environment variable PCS_THREADS='bogus'") == 1
+    assert "plan" not in res.output and "failed" not in res.output
+    assert not list((tmp_path / "out").glob("*.parquet"))
