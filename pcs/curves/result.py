@@ -106,10 +106,13 @@ def upgrade_curve_payload(payload: dict[str, Any]) -> dict[str, Any]:
     Args:
         payload: a ``pcs curve --format json`` object (not changed).
     Returns:
-        ``payload`` itself when it has ``cacheable_blocks`` (today's JSON) or is
-        not an old curve's object; else a copy with the two keys renamed, in place.
+        ``payload`` itself when it has ``cacheable_blocks`` or
+        ``distinct_cacheable_blocks`` (today's JSON: one missing is then an error of
+        today's file, not an old file) or neither old key; else a copy with the two
+        keys renamed, in place.
     """
-    if "cacheable_blocks" in payload or "block_accesses" not in payload:
+    if any(k in payload for k in ("cacheable_blocks", "distinct_cacheable_blocks")) or not any(
+            k in payload for k in ("block_accesses", "distinct_blocks")):
         return payload
     renamed = {"block_accesses": "cacheable_blocks", "distinct_blocks": "distinct_cacheable_blocks"}
     return {renamed.get(k, k): v for k, v in payload.items()}

@@ -46,10 +46,44 @@ def _holds_own_row(path: Path) -> bool:
     import pyarrow.parquet as pq
 
     try:
-        ids = pq.read_table(path, columns=["point_id"], use_threads=False).column(0).to_pylist()
-    except (OSError, ValueError):
+        names = pq.read_schema(path).names
+        table = pq.read_table(path, columns=[n for n in ("point_id", "kind") if n in names], use_threads=False)
+    except (OSError, ValueError, KeyError):
         return False
-    return misplaced_row(path, ids[0]) is None
+    return misplaced_row(path, table.column("point_id")[0].as_py()) is None and not old_curve_point(table, names)
+
+
+#: A curve point's columns written before 2026-12-04 -> today's names (pcs.curves.result.upgrade_curve_payload).
+_OLD_CURVE_COLUMNS = {"block_accesses": "cacheable_blocks", "distinct_blocks": "distinct_cacheable_blocks"}
+
+
+def old_curve_point(table: Any, names: Any = None) -> bool:
+    """Whether a point file's one-row ``table`` is a curve point written before 2026-12-04, when its
+    ``block_accesses`` counted the cacheable blocks and ``distinct_blocks`` the distinct ones among them
+    (docs/json.md): such a point is not done (``pcs sweep run`` runs it again under today's names, so one column
+    never holds both meanings), and :func:`read_results` reads it under today's names. ``names``: the file's
+    column names when ``table`` holds only some of its columns (``point_id`` and ``kind`` at least)."""
+    names = set(table.column_names if names is None else names)
+    return ("kind" in names and table.column("kind")[0].as_py() == "curve" and "distinct_blocks" in names
+            and "cacheable_blocks" not in names)
+
+
+def _upgraded_curve_point(table: Any) -> Any:
+    """An old curve point's ``table`` (:func:`old_curve_point`) under today's names: its two counts renamed,
+    ``block_accesses`` (every hash id, not written then) null, its ``result_json`` upgraded alike."""
+    import json
+
+    import pyarrow as pa
+
+    from pcs.curves.result import upgrade_curve_payload
+
+    table = table.rename_columns([_OLD_CURVE_COLUMNS.get(n, n) for n in table.column_names])
+    table = table.append_column("block_accesses", pa.array([None], pa.int64()))
+    if "result_json" in table.column_names and table.column("result_json")[0].as_py() is not None:
+        payload = upgrade_curve_payload(json.loads(table.column("result_json")[0].as_py()))
+        i = table.column_names.index("result_json")
+        table = table.set_column(i, "result_json", pa.array([json.dumps(payload)], table.schema.field(i).type))
+    return table
 
 
 def misplaced_row(path: Path, point_id: Any) -> str | None:
@@ -182,7 +216,7 @@ def read_results(out: str | Path) -> Any:
         misplaced = misplaced_row(f, table.column("point_id")[0].as_py())
         if misplaced is not None:
             raise unreadable_point(f, misplaced)
-        return table
+        return _upgraded_curve_point(table) if old_curve_point(table) else table
 
     with ThreadPoolExecutor(max_workers=min(8, max(1, len(files)))) as pool:
         tables = list(pool.map(read, files))
