@@ -238,8 +238,7 @@ def _bytes_table(s: dict[str, Any]) -> str:
     b = s["bytes"]
     pages = bool(s.get("hybrid"))    # a hybrid model's tiers count pages (docs/semantics.md §3.1)
     rows = [["restored to GPU", format_bytes(b["restored"]), _restored_detail(s)],
-            ["written to lower tiers", format_bytes(sum(b["written_per_tier"].values())),
-             ", ".join(f"{k} {format_bytes(v)}" for k, v in b["written_per_tier"].items()) or "-"],
+            ["written to lower tiers", format_bytes(sum(b["written_per_tier"].values())), _written_detail(s)],
             ["recomputed (prefilled) KV", format_bytes(b["recomputed_bytes"]),
              f"{format_count(b['recomputed_tokens'])} prompt tokens prefilled"],
             ["peak Reserved of running requests", format_bytes(b["peak_reserved_bytes"]),
@@ -247,7 +246,29 @@ def _bytes_table(s: dict[str, Any]) -> str:
              f"{'' if b['peak_reserved_blocks'] == 1 else 's'} pinned or reserved at once"],
             ["dropped from the last tier", format_count(b["dropped_blocks"]) + (" pages" if pages else " blk"),
              "evicted from the last tier: no copy left"]]
-    return render_table(["bytes", "total", "detail"], rows, title="Bytes")
+    return render_table(["bytes", "total", "detail"], rows, title="Bytes", notes=_restored_again_notes(s))
+
+
+def _written_detail(s: dict[str, Any]) -> str:
+    """Per lower tier, the blocks written to it and their bytes, as the restored row gives them: ``cpu 24,904 blk =
+    4.18 TB``; ``-`` with one tier. From ``tiers[].written_blocks`` and ``bytes.written_per_tier``."""
+    unit = " pages" if s.get("hybrid") else " blk"
+    blocks = {t["name"]: t["written_blocks"] for t in s["tiers"]}
+    return ", ".join(f"{k} {format_count(blocks[k])}{unit} = {format_bytes(v)}"
+                     for k, v in s["bytes"]["written_per_tier"].items()) or "-"
+
+
+def _restored_again_notes(s: dict[str, Any]) -> list[str]:
+    """A note per lower tier that restored more blocks than it served hits: a preempted request's re-admission
+    restores its lower-tier hits again over the link, while its hits count once (docs/semantics.md §9, "KV space
+    grows block by block"); none for a hybrid model."""
+    if s.get("hybrid"):      # hit blocks count blocks of the model, restores count pages: not comparable
+        return []
+    unit = "blocks"
+    return [f"{t['name']}: {format_count(t['restored_blocks'])} {unit} restored for {format_count(t['hit_blocks'])} "
+            f"hit {unit}: {format_count(t['restored_blocks'] - t['hit_blocks'])} restored again when preempted "
+            "requests were re-admitted (a hit counts once, the link carries each restore; docs/semantics.md §9)"
+            for t in s["tiers"][1:] if t["restored_blocks"] > t["hit_blocks"]]
 
 
 def ttft_note(s: dict[str, Any]) -> str:

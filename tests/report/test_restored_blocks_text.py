@@ -46,3 +46,24 @@ def test_no_restore_says_zero_blocks(tmp_path):
     path = _trace(tmp_path, [[1, 2, 10], [3, 4, 11], [5, 6, 12]])
     row = next(ln for ln in _replay(path).splitlines() if ln.startswith("restored to GPU"))
     assert "from cpu 0 blk = 0 B" in row
+
+
+def test_written_blocks_and_bytes_per_tier(tmp_path):
+    """r0 fills the 2-block GPU tier with its blocks 1, 2; r1 (blocks 3, 4) evicts them, write-back: both written to
+    cpu, 2 x 167,772,160 B = 335.54 MB; nothing else leaves the GPU before the end."""
+    path = _trace(tmp_path, [[1, 2, 10], [3, 4, 11]])
+    row = next(ln for ln in _replay(path).splitlines() if ln.startswith("written to lower tiers"))
+    assert row.split() == ["written", "to", "lower", "tiers", "335.54", "MB", "cpu", "2", "blk", "=", "335.54", "MB"]
+
+
+def test_a_note_when_a_tier_restored_more_blocks_than_its_hits():
+    """A preempted request's re-admission restores its lower-tier hits again (docs/semantics.md §9): cpu restored
+    12 blocks for 10 hits, 2 again; ssd as many as its hits: no note; the GPU tier restores nothing."""
+    from pcs.report.replay import _restored_again_notes
+
+    tiers = [{"name": "gpu", "restored_blocks": 0, "hit_blocks": 5},
+             {"name": "cpu", "restored_blocks": 12, "hit_blocks": 10},
+             {"name": "ssd", "restored_blocks": 3, "hit_blocks": 3}]
+    notes = _restored_again_notes({"tiers": tiers})
+    assert len(notes) == 1 and notes[0].startswith("cpu: 12 blocks restored for 10 hit blocks: 2 restored again")
+    assert _restored_again_notes({"tiers": tiers, "hybrid": {"manager": "vllm"}}) == []
