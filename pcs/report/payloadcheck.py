@@ -123,6 +123,7 @@ def _walk(value: Any, tp: Any, path: str, number_only: bool = False) -> None:
     if tp is float and isinstance(value, float) and not math.isfinite(value):
         raise UserError(f"field '{path}': must be a finite number, got {json.dumps(value)} (pcs writes a "
                         "non-finite number as null)")
+    _check_range(value, path)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         arm = next(a for a in args if _shallow(value, a, number_only))
@@ -145,6 +146,33 @@ def _walk(value: Any, tp: Any, path: str, number_only: bool = False) -> None:
             raise UserError(f"field '{path}': must be an object with '{missing}' (as pcs writes it), got "
                             f"{json.dumps(value)[:60]}")
         _walk_fields(value, _fields(tp), path + ".")
+
+
+#: integer fields that count (blocks, accesses, misses, tokens, bytes, requests): never below 0
+_COUNT_SUFFIXES = ("_blocks", "_accesses", "_misses", "_tokens", "_bytes")
+_COUNT_NAMES = ("requests", "block_accesses", "block_size")
+
+
+def _check_range(value: Any, path: str) -> None:
+    """The ranges every kind shares, by field name (a hand-edited or damaged file, as the replay headline's
+    checks in :func:`pcs.report.htmlpage.check_replay_payload`): a ``*hit_ratio`` in [0, 1]; a count
+    (:data:`_COUNT_SUFFIXES`, :data:`_COUNT_NAMES`) an integer from 0 (``block_size`` from 1) below 2^63 (what
+    pcs's int64 columns hold).
+
+    Raises:
+        UserError: ``field 'rows[0].lru_hit_ratio': must be a ratio in [0, 1], got -3.0`` or ``field 'requests':
+            must be a count >= 0, got -1``.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    key = path.rsplit(".", 1)[-1].split("[", 1)[0]
+    if key.endswith("hit_ratio") and not 0.0 <= value <= 1.0:
+        raise UserError(f"field '{path}': must be a ratio in [0, 1], got {json.dumps(value)}")
+    if isinstance(value, int) and (key in _COUNT_NAMES or key.endswith(_COUNT_SUFFIXES)):
+        low = 1 if key == "block_size" else 0
+        if not low <= value < 2 ** 63:
+            shown = json.dumps(value) if abs(value) < 10 ** 30 else f"an integer of {len(str(abs(value)))} digits"
+            raise UserError(f"field '{path}': must be a count >= {low} below 2^63, got {shown}")
 
 
 def _fields(cls: type) -> dict[str, Any]:
