@@ -104,13 +104,18 @@ def parse_assignment(text: str, what: str) -> tuple[str, str]:
     """Split ``NAME=VALUE`` (as ``--tier gpu=400GB``).
 
     Raises:
-        UserError: no ``=`` or an empty side; the message shows the expected form.
+        UserError: no ``=`` or an empty side; a name with a space, tab or other character that is not printable
+            (a text table would break on it); the message shows the expected form.
     """
     check_text(text, what, f"a 'NAME=VALUE' string, e.g. {_EXAMPLES[what]}")
     name, sep, value = text.partition("=")
     if not sep or not name.strip() or not value.strip():
         raise UserError(f"bad {what} {text!r}; expected NAME=VALUE, e.g. {_EXAMPLES[what]}")
-    return name.strip().lower(), value.strip()
+    name = name.strip()
+    if not name.isprintable() or any(c.isspace() for c in name):    # a tab or newline would break the tables
+        raise UserError(f"bad {what} name {name!r} in {text!r}: a name is printable characters without spaces, "
+                        f"e.g. {_EXAMPLES[what]}")
+    return name.lower(), value.strip()
 
 
 _EXAMPLES = {"tier": "gpu=400GB, gpu=5000blocks or gpu=auto", "link": "cpu=pcie-gen5-x16 or cpu=25GB/s",
