@@ -246,7 +246,8 @@ def _bytes_table(s: dict[str, Any]) -> str:
              f"{'' if b['peak_reserved_blocks'] == 1 else 's'} pinned or reserved at once"],
             ["dropped from the last tier", format_count(b["dropped_blocks"]) + (" pages" if pages else " blk"),
              "evicted from the last tier: no copy left"]]
-    return render_table(["bytes", "total", "detail"], rows, title="Bytes", notes=_restored_again_notes(s))
+    return render_table(["bytes", "total", "detail"], rows, title="Bytes", notes=_restored_again_notes(s), wrap=True,
+                        text_columns=(2,))
 
 
 def _written_detail(s: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ _GLUE = "\x1f"
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title: str | None = None,
-                 notes: Sequence[str] = (), wrap: bool = False) -> str:
+                 notes: Sequence[str] = (), wrap: bool = False, text_columns: Sequence[int] = ()) -> str:
     """Render rows under headers as aligned plain text.
 
     Args:
@@ -34,6 +34,8 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
         wrap: the last column holds sentences (a meaning, what a policy does): when the table is wider than
             :data:`WIDTH` columns, its cells are wrapped at spaces onto lines of their own under that column, so
             the table fits (unless the other columns leave it fewer than :data:`MIN_WRAPPED` columns).
+        text_columns: indices of columns of prose, every cell left-aligned (a detail that starts with a count,
+            "13,902,759 prompt tokens prefilled", reads as the other details do).
     Returns:
         The table as one string without a trailing newline.
     """
@@ -62,7 +64,8 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
     for row in cells:
         more = row[-1].split("\n") if wrap else [row[-1]]   # a wrapped last cell: its further lines under it
         whole = [*row[:-1], " ".join(more)]                 # aligned as the whole cell would be
-        out.append("  ".join(s.rjust(w) if (j or names_numeric) and (numeric(c) or (c == "-" and dash_right[j]))
+        out.append("  ".join(s.rjust(w) if (j or names_numeric) and j not in text_columns
+                             and (numeric(c) or (c == "-" and dash_right[j]))
                              else s.ljust(w)
                              for j, (c, s, w) in enumerate(zip(whole, [*row[:-1], more[0]], widths))).rstrip())
         out.extend(" " * lead + m for m in more[1:])

@@ -31,3 +31,13 @@ def test_headers_show_the_bundled_trace_relative_to_the_working_directory(monkey
         monkeypatch.chdir(ROOT)
         out = invoke(*words).stdout
         assert "traces/sample_chat.jsonl" in out.splitlines()[0] and str(ROOT) not in out, words
+
+
+def test_text_columns_left_align_a_detail_that_starts_with_a_count():
+    # "12 tokens" looks numeric (a digit first, two words): right-aligned by default under a 22-column header's
+    # cells, left-aligned in a column of prose
+    rows = [["x", "12 tokens"], ["y", "a longer sentence here"]]
+    default = render_table(["a", "detail"], rows).split("\n")
+    assert default[2] == "x  " + " " * 13 + "12 tokens"
+    prose = render_table(["a", "detail"], rows, text_columns=(1,)).split("\n")
+    assert prose[2] == "x  12 tokens" and prose[3] == "y  a longer sentence here"
