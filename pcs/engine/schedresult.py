@@ -96,6 +96,6 @@ def saturation_note(utilisation_over_time, bin_s: float) -> str | None:
     if not bins or full < 0.5 * len(bins):
         return None
     return (f"the instance was busy >= 99 % in {full} of {len(bins)} {bin_s:g}-s bins: the traffic exceeds one "
-            "instance's compute, so TTFT is mostly queueing (the Compute section splits the wait); a larger "
+            "instance's compute, so TTFT is mostly queueing (pcs replay's Compute section splits the wait); a larger "
             "deployment (--instances N --router cache-aware: round-robin splits the shared prefixes), a smaller "
             "model or --compute infinite (no compute limit) answers the cache question apart from the load")
