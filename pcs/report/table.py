@@ -40,10 +40,10 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
         The table as one string without a trailing newline.
     """
     cells = [["-" if c is None else str(c) for c in row] for row in rows]
-    widths = [len(h) for h in headers]
+    widths = [_shown_width(h) for h in headers]
     for row in cells:
         assert len(row) == len(headers), (row, headers)
-        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+        widths = [max(w, _shown_width(c)) for w, c in zip(widths, row)]
     if wrap:
         cells, widths = _wrapped(cells, widths, len(headers[-1]))
 
@@ -59,14 +59,14 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
     lead = sum(widths[:-1]) + 2 * (len(widths) - 1)
     if title:
         out.append(title)
-    out.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
+    out.append("  ".join(_ljust(h, w) for h, w in zip(headers, widths)).rstrip())
     out.append("  ".join("-" * w for w in widths))
     for row in cells:
         more = row[-1].split("\n") if wrap else [row[-1]]   # a wrapped last cell: its further lines under it
         whole = [*row[:-1], " ".join(more)]                 # aligned as the whole cell would be
-        out.append("  ".join(s.rjust(w) if (j or names_numeric) and j not in text_columns
+        out.append("  ".join(_rjust(s, w) if (j or names_numeric) and j not in text_columns
                              and (numeric(c) or (c == "-" and dash_right[j]))
-                             else s.ljust(w)
+                             else _ljust(s, w)
                              for j, (c, s, w) in enumerate(zip(whole, [*row[:-1], more[0]], widths))).rstrip())
         out.extend(" " * lead + m for m in more[1:])
     out.extend(f"note: {n}" for n in notes)
@@ -86,6 +86,24 @@ def _wrapped(cells: list[list[str]], widths: list[int], header: int) -> tuple[li
             if len(row[-1]) > room else row[-1]] for row in cells]
     last = max([header] + [len(line) for row in out for line in row[-1].split("\n")])
     return out, [*widths[:-1], last]
+
+
+def _shown_width(text: str) -> int:
+    """Columns ``text`` takes on a terminal: 2 for a wide or full-width character (CJK: Unicode's East Asian
+    Width W or F, Unicode Standard Annex 11), 1 for any other."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _ljust(text: str, width: int) -> str:
+    return text + " " * (width - _shown_width(text))
+
+
+def _rjust(text: str, width: int) -> str:
+    return " " * (width - _shown_width(text)) + text
 
 
 def _glued(text: str) -> str:

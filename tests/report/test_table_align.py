@@ -41,3 +41,9 @@ def test_text_columns_left_align_a_detail_that_starts_with_a_count():
     assert default[2] == "x  " + " " * 13 + "12 tokens"
     prose = render_table(["a", "detail"], rows, text_columns=(1,)).split("\n")
     assert prose[2] == "x  12 tokens" and prose[3] == "y  a longer sentence here"
+
+
+def test_wide_characters_take_two_columns():
+    # 存储层: 3 CJK characters, East Asian Width W: 6 terminal columns (Unicode Standard Annex 11); the column is 6 wide
+    out = render_table(["tier", "x"], [["存储层", "1"], ["gpu", "2"]]).split("\n")
+    assert out == ["tier    x", "------  -", "存储层  1", "gpu     2"]
