@@ -47,8 +47,8 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
       pcs compare trace.jsonl --policy lru --policy protected --curve-capacities 1000blocks,5000blocks,20000blocks
       pcs compare trace.jsonl --policy lru --policy s3fifo --admit none --admit cpu=reuse:2 --gap-oracle
     JSON: {"variants": [row, ...]} with row keys variant, policy, tiers and the metric keys
-    (hit_ratio, single_sequence_hit_ratio, gap_*, restored_bytes, ttft_p50_s ...; admission,
-    oracle_hit_ratio, gap_capacity, gap_policy with --admit / --gap-oracle); with
+    (hit_ratio, single_sequence_hit_ratio, gap_*, restored_bytes, ttft_p50_s ...; admission with --admit;
+    oracle_hit_ratio, gap_capacity, gap_policy with --gap-oracle); with
     --curve-capacities also "curve": [{capacity_blocks, <policy>_hit_ratio ..., belady_hit_ratio,
     ceiling_hit_ratio}, ...].
     """

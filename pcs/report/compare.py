@@ -60,7 +60,7 @@ def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
 
 def _gap_note(res: CompareResult) -> str:
     """What the ceiling and gap rows mean; the oracle split's part only when its rows are printed (a variant has
-    ``gap_capacity``: --gap-oracle or --admit), the decode blocks' part only when a variant cached them (its
+    ``gap_capacity``: --gap-oracle alone; --admit does not bring them), the decode blocks' part only when a variant cached them (its
     ``single_sequence_with_decode_hit_ratio`` row is printed; docs/semantics.md §12)."""
     oracle = any(v.gap_capacity is not None for v in res.variants)
     decode = any(v.single_sequence_with_decode_hit_ratio is not None for v in res.variants)

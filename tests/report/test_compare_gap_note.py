@@ -39,3 +39,15 @@ def test_oracle_rows_bring_their_note(tmp_path):
     out, note = _compare(tmp_path, "--gap-oracle")
     assert "oracle split: capacity" in out and "oracle split: policy" in out
     assert ORACLE in note and DECODE not in note
+
+
+def test_the_help_says_the_oracle_keys_come_with_gap_oracle_alone():
+    # --admit alone gives no oracle_hit_ratio / gap_capacity / gap_policy (docs/json.md); the help said
+    # "with --admit / --gap-oracle" (new-user trial 2026-12-04)
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    text = " ".join(CliRunner().invoke(cli, ["compare", "--help"]).output.split())
+    assert "admission with --admit; oracle_hit_ratio, gap_capacity, gap_policy with --gap-oracle" in text
+    assert "--admit / --gap-oracle" not in text
