@@ -354,7 +354,7 @@ def inputs_rows(payloads: Sequence[dict], command: Sequence[str] | None, version
         else:
             what = {"compare": ("trace", "model", "timing"), "curve": ("trace", "model", "block_size", "sample_rate"),
                     "footprint": ("model", "dtype", "tokens", "block_size", "tp")}[kind]
-            rows.append([f"{kind}", "; ".join(f"{k} {p.get(k)}" for k in what)])
+            rows.append([f"{kind}", "; ".join(f"{k} {p[k]}" for k in what if p.get(k) is not None)])   # absent: left out
     rows.append(["pcs version", version or "unknown"])
     if command:
         rows.append(["page written by", shlex.join(command)])

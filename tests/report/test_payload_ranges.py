@@ -49,3 +49,12 @@ def test_the_untouched_curve_draws_its_page(tmp_path, curve_json):
     r = _report(tmp_path, curve_json)
     assert r.exit_code == 0, r.output
     assert (tmp_path / "c.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_the_inputs_row_leaves_out_what_the_curve_does_not_record(tmp_path, curve_json):
+    # a curve run without --model records model null: the page's Inputs row said "model None" (2026-12-04)
+    assert curve_json["model"] is None
+    r = _report(tmp_path, curve_json)
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "c.html").read_text()
+    assert "model None" not in page and "block_size 512" in page
