@@ -215,6 +215,23 @@ def check_payload(kind: str, payload: dict) -> None:
     _walk_fields(payload, fields, "", _NUMBER_ONLY.get(kind, ()))
     if kind == "compare":
         _check_tier_capacities(payload)
+    if kind == "replay":
+        _check_threads_mode(payload)
+
+
+def _check_threads_mode(payload: dict) -> None:
+    """A replay's ``threads.mode``, when present (its type is checked above): one of
+    :data:`pcs.beside.THREADS_MODES` (what ``PCS_THREADS`` resolves to).
+
+    Raises:
+        UserError: ``field 'threads.mode': must be one of auto, on, off, got "bogus"``.
+    """
+    from pcs.beside import THREADS_MODES
+
+    threads = payload.get("threads")
+    if isinstance(threads, dict) and "mode" in threads and threads["mode"] not in THREADS_MODES:
+        raise UserError(f"field 'threads.mode': must be one of {', '.join(THREADS_MODES)}, "
+                        f"got {json.dumps(threads['mode'])[:60]}")
 
 
 #: the two numbers of each tier of a compare variant's ``tier_capacities`` (a key ``pcs compare`` adds to each
