@@ -24,8 +24,8 @@ thread). On one CPU (``taskset -c 0``) a worker only adds thread switches.
 Small traces inline in ``auto`` (:func:`small_trace`, :func:`sized`): a replay of a trace file read as text (JSONL
 or CSV, not gzip-compressed) of fewer than :data:`INLINE_BELOW_BYTES` bytes runs its side work inline: its worker
 starts and hand-overs cost about what they move off the calling thread (docs/performance.md, "runner.py in
-modules, small traces inline"; quiet, 2026-12-04: the 1x Mooncake call, 3 MB, 32.1 ms median wall with threads,
-29.1 ms inline). The rule reads the trace's size and the CPU count only, never the machine's load, so the same
+modules, small traces inline", and "The auto rule retuned quiet": on a quiet 2-core machine half the 1x Mooncake
+trace, 1.5 MB, ran as fast either way, the whole 1x trace, 3 MB, faster on threads). The rule reads the trace's size and the CPU count only, never the machine's load, so the same
 input on the same machine gives the same decision (and the same ``threads`` object in the JSON). The decision is
 taken once per replay, so all its side work runs one way; either way gives the same outcome. The measure is the file's size, known
 before the read. A Parquet file's bytes do not measure the trace (the 10x Mooncake replica is 2.1 MB as
@@ -64,18 +64,19 @@ _HELD = tuple(int(getattr(signal, n)) for n in ("SIGINT", "SIGTERM", "SIGHUP") i
 
 #: A trace file read as text (JSONL, CSV; not gzip) of fewer bytes than this runs a replay's side work inline in
 #: ``auto`` mode (module docstring, :func:`small_trace`). How it was chosen: the default two-tier call on Mooncake
-#: replicas, threads on / off alternated call by call in one process, on the shared 2-core machine at load 6-10
-#: (docs/performance.md, "runner.py in modules, small traces inline"): threads lost at 1x (3.0 MB) and 1.5x (4.7 MB)
-#: in every block, paid in one block of ten at 2x (6.3 MB), in three of ten at 3x and in every block at 5x and 10x.
-#: The threshold lies between 1.5x and 2x, below the smallest size at which threads paid in any block, so a trace
-#: that gains from threads keeps them. With a core free threads gained little at 1x (quiet, 2026-12-04: 32.1 ms
-#: median wall with threads, 29.1 ms inline): the rule ignores the load, so its answer is repeatable.
-INLINE_BELOW_BYTES = 5_000_000
+#: replicas and prefixes, threads on / off alternated call by call in one process (40 rounds), on the 2-core VM
+#: quiet (load 0.0-0.3, 2026-12-04 10:25-10:28 UTC, main 7e700cb; docs/performance.md, "The auto rule retuned
+#: quiet"): the first half of the 1x trace (1.5 MB) ran as fast either way (JSONL 16.2 ms on threads, 16.1 ms
+#: inline), the 1x trace (3.0 MB) ran faster on threads (22.4-28.2 ms against 25.3-36.8 ms inline, three runs),
+#: and so did 2x (54.0 against 61.3 ms). The threshold lies between the two, so the 1x trace takes threads. An
+#: earlier measurement at load 6-10 put the crossover at 1.5x-2x: threads cost CPU (36 against 30 ms at 1x), which
+#: a loaded machine pays in wall time; the rule ignores the load, so its answer is repeatable.
+INLINE_BELOW_BYTES = 2_000_000
 #: A Parquet trace with fewer block hashes than this (its footer's count, ``Trace.parquet_block_hashes``) runs a
-#: replay's side work inline in ``auto`` mode. Chosen from the same alternated measurement of the Parquet replicas
-#: (288,500 block hashes a copy): threads lost at 1x and 2x (577,000) in every block and paid on the mean at 3x
-#: (865,500) and in every block at 5x and 10x; the threshold lies just above 2x.
-INLINE_BELOW_PARQUET_IDS = 600_000
+#: replay's side work inline in ``auto`` mode. Chosen from the same quiet alternated measurement of the Parquet
+#: files (288,500 block hashes a copy): half a copy (144,250) 15.6 ms either way, the 1x copy 18.7-20.8 ms on threads
+#: against 23.0-24.8 ms inline, 2x 49.3 against 58.1 ms; the threshold lies between half a copy and one.
+INLINE_BELOW_PARQUET_IDS = 200_000
 #: True while a replay of a small trace runs (:func:`sized`): ``auto`` then means inline.
 _SMALL: contextvars.ContextVar[bool] = contextvars.ContextVar("pcs_small_trace", default=False)
 #: The first bytes of a gzip file (pcs.trace.source detects gzip the same way).

@@ -107,8 +107,8 @@ def cli() -> None:
     (--native overrides it). PCS_THREADS=auto|on|off (also 1/0, yes/no,
     true/false): worker threads beside a replay's step loop; auto (unset) =
     on when the process may use two CPUs or more and the trace is not small
-    (a JSONL or CSV file of 5,000,000 bytes or more, a Parquet file of
-    600,000 block hashes or more, a gzip file, a trace in memory), else off
+    (a JSONL or CSV file of 2,000,000 bytes or more, a Parquet file of
+    200,000 block hashes or more, a gzip file, a trace in memory), else off
     (docs/performance.md).
     """
 

@@ -76,8 +76,9 @@ class ThreadsSummary:
     used: bool = field("-", "the side work was handed to worker threads (a part whose loop keeps the GIL, or "
                             "one the system could start no thread for, runs inline all the same); false: every "
                             "part ran on the calling thread")
-    reason: str = field("-", "the rule that decided it (auto: inline for a small trace file when no CPU is free at "
-                             "the replay's start, or on one CPU)")
+    reason: str = field("-", "the rule that decided it (auto: inline for a small trace file -- text under "
+                             "pcs.beside.INLINE_BELOW_BYTES, Parquet under INLINE_BELOW_PARQUET_IDS block hashes "
+                             "-- or on one CPU; else worker threads)")
 
 
 @result
