@@ -14,7 +14,6 @@ footprint (``components`` and ``by_dtype``).
 from __future__ import annotations
 
 import json
-import math
 import shlex
 from typing import Any, Callable, Sequence
 
@@ -59,22 +58,15 @@ def payload_kind(payload: Any) -> str:
 #: Where fleet JSON comes from (:func:`payload_kind` names it when refusing one).
 _FLEET_JSON = "pcs replay or pcs compare with --instances, --router or --shared-tier"
 
-
-
-def _number(v: Any, lo: float, hi: float) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
-
-
-#: replay JSON fields the page reads: key -> (what it must be, the check)
+#: replay headline numbers the page reads -> whether null is allowed (a ratio: 0/0, no prompt tokens); each is
+#: held to a number of its range rule (pcs.report.payloadcheck.RANGES, the one table every kind is checked by)
+_REPLAY_NUMBERS = {"hit_ratio": True, "single_sequence_hit_ratio": True, "ideal_hit_ratio": True,
+                   "sequential_hit_ratio": True, "requests": False, "block_size": False}
+#: the gap terms the page reads: each null (no prompt tokens) or a number of the range rule of ``gap.TERM``
+_GAP_READ = ("block_rounding", "capacity_eviction", "concurrency", "hybrid_rules")
+#: replay JSON objects the page reads: key -> (what it must be, the check)
 _REPLAY_FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
-    **{k: ("a ratio in [0, 1]", lambda v: v is None or _number(v, 0.0, 1.0))   # null: 0/0
-       for k in ("hit_ratio", "single_sequence_hit_ratio", "ideal_hit_ratio", "sequential_hit_ratio")},
-    "requests": ("a count >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63),
-    "block_size": ("a positive number of tokens", lambda v: isinstance(v, int) and not isinstance(v, bool)
-                   and 0 < v < 2**31),
-    "gap": ("an object of finite numbers (nulls: no prompt tokens)", lambda v: isinstance(v, dict) and all(
-        v.get(k) is None or _number(v.get(k), -1.0, 1.0) for k in ("block_rounding", "capacity_eviction",
-                                                                   "concurrency"))),
+    "gap": ("an object of the gap split's terms", lambda v: isinstance(v, dict)),
     "tiers": ("a non-empty list of tier objects", lambda v: isinstance(v, list) and bool(v) and all(
         isinstance(t, dict) and isinstance(t.get("capacity_blocks"), int) and isinstance(t.get("name"), str)
         for t in v)),
@@ -92,9 +84,15 @@ def check_replay_payload(s: dict) -> None:
     Raises:
         UserError: ``field 'NAME': must be WHAT, got VALUE`` for the first bad field.
     """
+    for key, nullable in _REPLAY_NUMBERS.items():
+        if key in s and not (nullable and s[key] is None):
+            _check_number(s[key], key)
     for key, (what, ok) in _REPLAY_FIELDS.items():
         if key in s and not ok(s[key]):
             raise UserError(f"field '{key}': must be {what}, got {json.dumps(s[key])[:60]}")
+    for term in _GAP_READ if isinstance(s.get("gap"), dict) else ():
+        if s["gap"].get(term) is not None:
+            _check_number(s["gap"][term], f"gap.{term}")
     for key in _REPLAY_OPTIONAL:
         if s.get(key) is not None and not isinstance(s[key], dict):
             raise UserError(f"field '{key}': must be an object or null, got {json.dumps(s[key])[:60]}")
@@ -102,6 +100,20 @@ def check_replay_payload(s: dict) -> None:
         if s.get(key) is not None:
             _check_numbers(key, s[key])
     _check_waterfall(s)
+
+
+def _check_number(value: Any, path: str) -> None:
+    """``value`` a number (an integer where its rule counts) in its range (:func:`pcs.report.payloadcheck.range_rule`).
+
+    Raises:
+        UserError: ``field 'hit_ratio': must be a ratio in [0, 1], got "x"`` (not a number) or out of range.
+    """
+    from pcs.report.payloadcheck import check_range, range_rule
+
+    rule = range_rule(path)
+    if not _is_number(value) or (rule.integer and not isinstance(value, int)):
+        raise UserError(f"field '{path}': must be {rule.what}, got {json.dumps(value)[:60]}")
+    check_range(value, path, rule)
 
 
 #: the waterfall's levels: null together (no prompt tokens, 0/0) or numbers together
@@ -125,9 +137,8 @@ def _check_waterfall(s: dict) -> None:
             raise UserError(f"field '{key}': must be a ratio in [0, 1] when hit_ratio is one (null only when every "
                             f"ratio is: no prompt tokens), got null")
     g = s["gap"]
-    terms = [g.get(k) or 0.0 for k in ("block_rounding", "capacity_eviction", "concurrency", "hybrid_rules")]
-    if not all(_number(t, -1.0, 1.0) for t in terms) or \
-            abs(s["ideal_hit_ratio"] - sum(terms) - s["hit_ratio"]) >= 1e-9:
+    terms = [g.get(k) or 0.0 for k in _GAP_READ]       # each null or in [-1, 1]: check_replay_payload
+    if abs(s["ideal_hit_ratio"] - sum(terms) - s["hit_ratio"]) >= 1e-9:
         raise UserError("field 'gap': its terms must sum to ideal_hit_ratio - hit_ratio (docs/semantics.md §12), "
                         f"got {json.dumps(g)[:60]}")
 

@@ -10,7 +10,8 @@ error from inside the page's code. A footprint JSON is a plain ``to_dict``
 (:data:`_FOOTPRINT`, its rows :data:`_COMPONENT`, :data:`_DTYPE_ROW`), and the keys its page reads are
 required in it and in each row. Other top-level fields a file lacks are left alone (an older pcs); a nested
 result object must hold the keys its ``to_dict()`` always writes; the
-range rules of the replay headline are :func:`pcs.report.htmlpage.check_replay_payload`.
+range rules, by field name, are one table for every kind (:data:`RANGES`, :func:`range_rule`), which
+:func:`pcs.report.htmlpage.check_replay_payload` reads too for the replay headline.
 
 Numbers: an ``int`` field takes an integer; a ``float`` field a finite number
 (NaN and Infinity, which Python's JSON reader takes, are refused), or null
@@ -29,7 +30,7 @@ from typing import Any
 
 from pcs.errors import UserError
 
-__all__ = ["check_payload"]
+__all__ = ["check_payload", "NumberRange", "RANGES", "range_rule", "check_range"]
 
 #: result class of each kind of JSON (the classes docs/json.md documents)
 _CLASSES = {"replay": "pcs.engine.result.ReplaySummary", "compare": "pcs.engine.compare.CompareResult",
@@ -148,31 +149,86 @@ def _walk(value: Any, tp: Any, path: str, number_only: bool = False) -> None:
         _walk_fields(value, _fields(tp), path + ".")
 
 
-#: integer fields that count (blocks, accesses, misses, tokens, bytes, requests): never below 0
+@dataclasses.dataclass(frozen=True, slots=True)
+class NumberRange:
+    """One range rule of :data:`RANGES`: a number from ``low`` to ``high`` (both included), an integer when
+    ``integer``; ``what`` says it in the refusal (``field 'X': must be WHAT, got V``)."""
+
+    what: str
+    low: float
+    high: float
+    integer: bool
+
+
+def _ranges() -> dict[str, NumberRange]:
+    from pcs.choices import MAX_BLOCK_SIZE     # the block sizes pcs takes (tokens): no file of it holds another
+
+    return {
+        "ratio": NumberRange("a ratio in [0, 1]", 0.0, 1.0, False),
+        "ratio_difference": NumberRange("a difference of two ratios, in [-1, 1]", -1.0, 1.0, False),
+        "count": NumberRange("a count >= 0 below 2^63", 0, 2 ** 63 - 1, True),
+        "block_size": NumberRange(f"a count >= 1 up to {MAX_BLOCK_SIZE:,} (tokens per block, "
+                                  "pcs.choices.MAX_BLOCK_SIZE)", 1, MAX_BLOCK_SIZE, True),
+    }
+
+
+#: THE range rules of every JSON ``pcs report`` reads, by rule name (:func:`range_rule` picks one by field
+#: name): :func:`check_payload` walks every field of every kind through it, and
+#: :func:`pcs.report.htmlpage.check_replay_payload` the replay headline's fields the page reads (each side keeps
+#: its own presence and null rules). A hit ratio is in [0, 1]; a gap term (docs/semantics.md §12: ``gap.TERM``
+#: of a replay, ``gap_TERM`` of a compare variant) is a difference of two of them; a count (blocks, accesses,
+#: misses, tokens, bytes, requests) fits pcs's int64 columns; a block size is what pcs takes (1..2^20).
+RANGES: dict[str, NumberRange] = _ranges()
+#: integer fields that count (blocks, accesses, misses, tokens, bytes, requests): rule ``count``
 _COUNT_SUFFIXES = ("_blocks", "_accesses", "_misses", "_tokens", "_bytes")
-_COUNT_NAMES = ("requests", "block_accesses", "block_size")
+_COUNT_NAMES = ("requests", "block_accesses")
+#: the gap split's terms (pcs.engine.result.GapSplit): rule ``ratio_difference`` under ``gap.`` or as ``gap_TERM``
+_GAP_TERMS = ("block_rounding", "capacity_eviction", "concurrency", "capacity", "policy", "hybrid_rules")
+
+
+def range_rule(path: str) -> NumberRange | None:
+    """The :data:`RANGES` rule of the field at ``path`` (``rows[0].lru_hit_ratio``, ``gap.concurrency``), or None.
+
+    >>> range_rule("rows[3].lru_hit_ratio").what, range_rule("variants[0].gap_policy").low
+    ('a ratio in [0, 1]', -1.0)
+    """
+    parts = path.split(".")
+    key, parent = parts[-1].split("[", 1)[0], parts[-2].split("[", 1)[0] if len(parts) > 1 else ""
+    if (parent == "gap" and key in _GAP_TERMS) or (key.startswith("gap_") and key[4:] in _GAP_TERMS):
+        return RANGES["ratio_difference"]
+    if key.endswith("hit_ratio"):
+        return RANGES["ratio"]
+    if key == "block_size":
+        return RANGES["block_size"]
+    if key in _COUNT_NAMES or key.endswith(_COUNT_SUFFIXES):
+        return RANGES["count"]
+    return None
+
+
+def check_range(value: Any, path: str, rule: NumberRange | None = None) -> None:
+    """``value`` of the field at ``path`` against its :data:`RANGES` rule (``rule``, or :func:`range_rule` of
+    ``path``; none: nothing to check). A value that is not a number is left to the type check (its caller's), but
+    an integer rule takes no float. Raises a UserError for a value out of the rule's range, NaN included.
+
+    Raises:
+        UserError: ``field 'rows[0].lru_hit_ratio': must be a ratio in [0, 1], got -3.0``; a huge integer is
+            shown by its digits (``got an integer of 401 digits``).
+    """
+    rule = rule or range_rule(path)
+    if rule is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if rule.integer and not isinstance(value, int) or not rule.low <= value <= rule.high:   # NaN: never in range
+        big = isinstance(value, int) and abs(value) >= 10 ** 30
+        shown = f"an integer of {len(str(abs(value)))} digits" if big else json.dumps(value)
+        raise UserError(f"field '{path}': must be {rule.what}, got {shown}")
 
 
 def _check_range(value: Any, path: str) -> None:
-    """The ranges every kind shares, by field name (a hand-edited or damaged file, as the replay headline's
-    checks in :func:`pcs.report.htmlpage.check_replay_payload`): a ``*hit_ratio`` in [0, 1]; a count
-    (:data:`_COUNT_SUFFIXES`, :data:`_COUNT_NAMES`) an integer from 0 (``block_size`` from 1) below 2^63 (what
-    pcs's int64 columns hold).
-
-    Raises:
-        UserError: ``field 'rows[0].lru_hit_ratio': must be a ratio in [0, 1], got -3.0`` or ``field 'requests':
-            must be a count >= 0, got -1``.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return
-    key = path.rsplit(".", 1)[-1].split("[", 1)[0]
-    if key.endswith("hit_ratio") and not 0.0 <= value <= 1.0:
-        raise UserError(f"field '{path}': must be a ratio in [0, 1], got {json.dumps(value)}")
-    if isinstance(value, int) and (key in _COUNT_NAMES or key.endswith(_COUNT_SUFFIXES)):
-        low = 1 if key == "block_size" else 0
-        if not low <= value < 2 ** 63:
-            shown = json.dumps(value) if abs(value) < 10 ** 30 else f"an integer of {len(str(abs(value)))} digits"
-            raise UserError(f"field '{path}': must be a count >= {low} below 2^63, got {shown}")
+    """:func:`check_range` of a value whose type the walk has checked: only an integer is held to an integer
+    rule (a ``*_bytes`` field declared a float, a mean, is not a count)."""
+    rule = range_rule(path)
+    if rule is not None and (isinstance(value, int) or not rule.integer):
+        check_range(value, path, rule)
 
 
 def _fields(cls: type) -> dict[str, Any]:
