@@ -273,6 +273,21 @@ def check_payload(kind: str, payload: dict) -> None:
         _check_tier_capacities(payload)
     if kind == "replay":
         _check_threads_mode(payload)
+    if kind == "curve":
+        _check_distinct_cacheable(payload)
+
+
+def _check_distinct_cacheable(payload: dict) -> None:
+    """A curve's ``distinct_cacheable_blocks`` (null when sampled) counts distinct ids among its
+    ``cacheable_blocks``, so it is at most that count (types and ranges checked above).
+
+    Raises:
+        UserError: ``field 'distinct_cacheable_blocks': must be at most cacheable_blocks (40), got 41``.
+    """
+    distinct, cacheable = payload.get("distinct_cacheable_blocks"), payload.get("cacheable_blocks")
+    if isinstance(distinct, int) and isinstance(cacheable, int) and distinct > cacheable:
+        raise UserError(f"field 'distinct_cacheable_blocks': must be at most cacheable_blocks ({cacheable}): "
+                        f"distinct ids among the cacheable blocks, got {distinct}")
 
 
 def _check_threads_mode(payload: dict) -> None:
