@@ -94,6 +94,11 @@ class CurveResult:
         return out
 
 
+#: a curve JSON's keys before 2026-12-04 -> today's names (``block_accesses`` is a today's key too, counting every
+#: block hash; ``distinct_blocks`` only a pcs before then wrote)
+_RENAMED = {"block_accesses": "cacheable_blocks", "distinct_blocks": "distinct_cacheable_blocks"}
+
+
 def upgrade_curve_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """A curve JSON under today's names, whichever pcs wrote it.
 
@@ -101,18 +106,56 @@ def upgrade_curve_payload(payload: dict[str, Any]) -> dict[str, Any]:
     blocks (today's ``cacheable_blocks``) and ``distinct_blocks`` the distinct
     ones among them (today's ``distinct_cacheable_blocks``); the count of every
     block hash (today's ``block_accesses``, as in ``pcs replay``) was not
-    written, so the upgraded copy lacks that key.
+    written, so the upgraded copy lacks that key. A file holding an old name
+    beside its new one (:func:`_both_names`) is read only when the two agree.
 
     Args:
         payload: a ``pcs curve --format json`` object (not changed).
     Returns:
-        ``payload`` itself when it has ``cacheable_blocks`` or
-        ``distinct_cacheable_blocks`` (today's JSON: one missing is then an error of
-        today's file, not an old file) or neither old key; else a copy with the two
-        keys renamed, in place.
+        ``payload`` itself when it has neither old key, or has ``cacheable_blocks`` or
+        ``distinct_cacheable_blocks`` and no ``distinct_blocks`` (today's JSON: one
+        missing is then an error of today's file, not an old file); else a copy under
+        today's names (renamed in place; an old key beside its equal new one dropped).
+    Raises:
+        UserError: an old name and its new name both present with different values, e.g.
+            ``the curve has both distinct_blocks (its name before 2026-12-04) and
+            distinct_cacheable_blocks (today's name), which disagree: 5 and 7``.
     """
-    if any(k in payload for k in ("cacheable_blocks", "distinct_cacheable_blocks")) or not any(
-            k in payload for k in ("block_accesses", "distinct_blocks")):
+    today = any(k in payload for k in _RENAMED.values())
+    if not today:
+        return {_RENAMED.get(k, k): v for k, v in payload.items()} if any(k in payload for k in _RENAMED) \
+            else payload
+    if "distinct_blocks" not in payload:
         return payload
-    renamed = {"block_accesses": "cacheable_blocks", "distinct_blocks": "distinct_cacheable_blocks"}
-    return {renamed.get(k, k): v for k, v in payload.items()}
+    return _both_names(payload)
+
+
+def _both_names(payload: dict[str, Any]) -> dict[str, Any]:
+    """A curve JSON with ``distinct_blocks`` (only a pcs before 2026-12-04 wrote it) beside today's names: with
+    ``distinct_cacheable_blocks`` a today's file with the old key beside (the two must agree; ``block_accesses``
+    then counts every block hash); without it an old file given ``cacheable_blocks`` (its ``block_accesses``,
+    the old name of that count, must agree). The agreeing old key is dropped, the other renamed.
+
+    Raises:
+        UserError: the two names of one count disagree (both named, both values).
+    """
+    from pcs.errors import UserError
+
+    old_file = "distinct_cacheable_blocks" not in payload
+    pairs = [("distinct_blocks", "distinct_cacheable_blocks")] + ([("block_accesses", "cacheable_blocks")]
+                                                                   if old_file else [])
+    for old, new in pairs:
+        if old in payload and new in payload and payload[old] != payload[new]:
+            raise UserError(f"the curve has both {old} (its name before 2026-12-04) and {new} (today's name), "
+                            f"which disagree: {_shown(payload[old])} and {_shown(payload[new])}; keep "
+                            f"one of them (a curve JSON of today's pcs has {new} alone)")
+    if not old_file:
+        return {k: v for k, v in payload.items() if k != "distinct_blocks"}
+    return {_RENAMED.get(k, k): v for k, v in payload.items() if k != "block_accesses"}
+
+
+def _shown(value: Any) -> str:
+    """``value`` as JSON, cut to 40 characters (for a message)."""
+    import json
+
+    return json.dumps(value)[:40]
