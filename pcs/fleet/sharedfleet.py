@@ -105,7 +105,12 @@ def _step_run(source: Any, batch: Any, rules: Any, compute: Any, assignment: np.
 
 
 def shared_summary(run: Any, loads: list, prompt_tokens: int) -> SharedTierSummary:
-    """The shared tier's :class:`SharedTierSummary` from a :class:`pcs.fleet.oneclock.SharedRun`."""
+    """The shared tier's :class:`SharedTierSummary` from a :class:`pcs.fleet.oneclock.SharedRun`; its ``threads``
+    is :func:`pcs.beside.threads_decision` here, in the context the run's side calls were given (called right
+    after :func:`shared_instances`, as a replay's is within its run)."""
+    from pcs.beside import threads_decision
+    from pcs.engine.result import ThreadsSummary
+
     setup, shared = run.setup, run.shared
     names = tuple(s.name for s in setup["specs"])
     bpb = setup["bpb"][-1]
@@ -129,4 +134,4 @@ def shared_summary(run: Any, loads: list, prompt_tokens: int) -> SharedTierSumma
         peak_resident_blocks=shared.stats.peak_resident_blocks,
         peak_resident_bytes=shared.stats.peak_resident_blocks * bpb, lease_spared_blocks=shared.lease_spared_blocks,
         routing_captured_hit_ratio=routing / prompt_tokens if prompt_tokens else None, per_instance=tuple(per),
-        engine=setup["engine"][0], engine_reason=setup["engine"][1])
+        engine=setup["engine"][0], engine_reason=setup["engine"][1], threads=ThreadsSummary(**threads_decision()))

@@ -8,7 +8,7 @@ ceiling, summed) >= reuse delivered (the real hits). Keys in docs/json.md.
 """
 from __future__ import annotations
 
-from pcs.engine.result import ReplaySummary
+from pcs.engine.result import ReplaySummary, ThreadsSummary
 from pcs.schema import bytes_of, common, field, result
 
 __all__ = ["FleetSummary", "FleetGap", "InstanceLoad", "SharedTierSummary", "InstanceTierHits"]
@@ -105,6 +105,9 @@ class SharedTierSummary:
     engine: str = field("-", "the engine every instance ran on (pcs/engine/select.py: a shared tier runs the "
                              "reference hierarchies)")
     engine_reason: str = field("-", "why that engine (the selection table's reason, as a replay's engine_reason)")
+    threads: ThreadsSummary | None = field("-", "whether the run's side work ran on worker threads and why (as a "
+                                                "replay's threads: PCS_THREADS; the numbers are the same either "
+                                                "way)", omit_none=True, default=None)
 
 
 @result
