@@ -185,7 +185,7 @@ def _tier_notes(s: dict[str, Any], unit: str) -> list[str]:
 
 def _tier_table(s: dict[str, Any]) -> str:
     title, headers, rows, notes = tier_rows(s)
-    return render_table(headers, rows, title=title, notes=notes)
+    return render_table(headers, rows, title=title, notes=notes, split=(5,))   # the tier, then its traffic
 
 
 def block_bytes(s: dict[str, Any], tier: dict[str, Any]) -> int:
@@ -325,7 +325,7 @@ def _envelope_table(s: dict[str, Any]) -> str:
              TP_NOTE]
     return render_table(["link", "bandwidth", "restores", "bytes", "transfer time", "queueing", "prefill saved",
                          "slower than recompute", "break-even (TP group)", "break-even per GPU"], rows,
-                        title="Bandwidth envelope: restore vs recompute, per link", notes=notes)
+                        title="Bandwidth envelope: restore vs recompute, per link", notes=notes, split=(6,))    # the restores, then vs recompute
 
 
 def _p50_p99(p: dict[str, Any] | None) -> str:

@@ -19,7 +19,8 @@ _GLUE = "\x1f"
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title: str | None = None,
-                 notes: Sequence[str] = (), wrap: bool = False, text_columns: Sequence[int] = ()) -> str:
+                 notes: Sequence[str] = (), wrap: bool = False, text_columns: Sequence[int] = (),
+                 split: bool | Sequence[int] = False) -> str:
     """Render rows under headers as aligned plain text.
 
     Args:
@@ -36,9 +37,21 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
             the table fits (unless the other columns leave it fewer than :data:`MIN_WRAPPED` columns).
         text_columns: indices of columns of prose, every cell left-aligned (a detail that starts with a count,
             "13,902,759 prompt tokens prefilled", reads as the other details do).
+        split: a table of many number columns (a tier's counters, a link's times): when wider than
+            :data:`WIDTH`, its columns are shown as consecutive tables one under the other, each repeating the
+            first column (the row names) and holding as many further columns as fit (:func:`_column_groups`;
+            a sequence: the indices of the columns that start a new table, each group then split further only
+            if still too wide); each column aligned as in the whole table; the title above the first, the notes
+            below the last. Not with ``wrap`` or ``text_columns``.
     Returns:
         The table as one string without a trailing newline.
     """
+    groups = _column_groups(headers, rows, () if split is True else split) if split else []
+    if len(groups) > 1:
+        assert not wrap and not text_columns
+        return "\n".join(render_table([headers[j] for j in g], [[row[j] for j in g] for row in rows],
+                                       title if i == 0 else None, notes if i == len(groups) - 1 else ())
+                          for i, g in enumerate(groups))
     cells = [["-" if c is None else str(c) for c in row] for row in rows]
     widths = [_shown_width(h) for h in headers]
     for row in cells:
@@ -71,6 +84,33 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
         out.extend(" " * lead + m for m in more[1:])
     out.extend(f"note: {n}" for n in notes)
     return "\n".join(out)
+
+
+def _column_groups(headers: Sequence[str], rows: Sequence[Sequence[object]],
+                   starts: Sequence[int] = ()) -> list[list[int]]:
+    """Column indices of the tables :func:`render_table` (``split``) shows: one group, every column, when the
+    table fits :data:`WIDTH`; else column 0 and then, in order, further columns: a new group at each index of
+    ``starts`` and wherever the next column would take the group past :data:`WIDTH` (a column wider than that
+    alone still gets a group of its own).
+
+    >>> _column_groups(["n", "a" * 60, "b" * 40], [])
+    [[0, 1], [0, 2]]
+    >>> _column_groups(["n", "a" * 30, "b" * 30, "c" * 30, "d" * 30], [], starts=(3,))
+    [[0, 1, 2], [0, 3, 4]]
+    """
+    widths = [max([_shown_width(h)] + [_shown_width("-" if r[j] is None else str(r[j])) for r in rows])
+              for j, h in enumerate(headers)]
+    if sum(widths) + 2 * (len(widths) - 1) <= WIDTH:
+        return [list(range(len(headers)))]
+    groups: list[list[int]] = []
+    used = WIDTH + 1
+    for j in range(1, len(headers)):
+        if j in starts or used + 2 + widths[j] > WIDTH:
+            groups.append([0])
+            used = widths[0]
+        groups[-1].append(j)
+        used += 2 + widths[j]
+    return groups
 
 
 def _wrapped(cells: list[list[str]], widths: list[int], header: int) -> tuple[list[list[str]], list[int]]:
