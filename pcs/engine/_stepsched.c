@@ -68,6 +68,7 @@ typedef struct {
     /* settings */
     int T, fallback, last_token, no_cache, skip, layers;
     int64_t budget, max_seqs, max_preempt, bs;
+    int bsh;                        /* log2(bs) when bs is a power of two (bdiv, bmod: a shift and a mask), else -1 */
     double tok_s, pair_s, kv_seq, kv_tok, attn_seq, attn_tok, w_act, w_tot;
     double *setup, *bw, *iops;      /* per tier; bw <= 0: no link (instant); iops <= 0: none */
     int64_t *bpb;
@@ -146,6 +147,11 @@ _Static_assert(sizeof(Py_ssize_t) == sizeof(int64_t), "PcsAdm.counts (Py_ssize_t
 static inline int64_t floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b && (a < 0) != (b < 0)) ? q - 1 : q; }
 static inline int64_t pymod(int64_t a, int64_t b) { int64_t r = a % b; return (r && (r < 0) != (b < 0)) ? r + b : r; }
 static inline int isnan_(double x) { return x != x; }
+/* floordiv(a, s->bs) and pymod(a, s->bs): with a block size that is a power of two (the usual case: 16, 512
+ * tokens) an arithmetic shift and a mask, the same values (two's complement: a >> k rounds toward -inf, a & (bs - 1)
+ * is in [0, bs)), no 64-bit division per block boundary, admission and finish */
+static inline int64_t bdiv(const Sched *s, int64_t a) { return s->bsh >= 0 ? a >> s->bsh : floordiv(a, s->bs); }
+static inline int64_t bmod(const Sched *s, int64_t a) { return s->bsh >= 0 ? a & (s->bs - 1) : pymod(a, s->bs); }
 
 static Py_ssize_t attr_n(PyObject *o, PyObject *name) {
     PyObject *v = PyObject_GetAttr(o, name);
@@ -842,18 +848,18 @@ static inline __attribute__((always_inline)) int32_t req_new(Sched *s) {
 /* StepEngine._admission: cacheable blocks (the chain: the first n of chain_ids(r)), hit cap, extra slots, fixed */
 static inline __attribute__((always_inline)) int admission_args(Sched *s, Req *r, int64_t *n, int64_t *cap,
                                                                 int64_t *extra, int *fixed) {
-    int64_t bs = s->bs, p = r->p;
+    int64_t p = r->p;
     if (s->no_cache) { *n = 0; *cap = 0; }
     else if (r->first) { *n = r->n0; *cap = r->cap0; }
     else {
         *n = r->n0 + r->chain_dh;
-        int64_t c = floordiv(p - 1, bs);
+        int64_t c = bdiv(s, p - 1);
         c = c > 0 ? c : 0;
         *cap = s->last_token ? (*n < c ? *n : c) : *n;
     }
     *fixed = r->preemptions >= s->max_preempt;
     int64_t tokens = *fixed ? p + (r->o - r->out) - 1 : p;
-    int64_t e = -floordiv(-tokens, bs) - *n;
+    int64_t e = -bdiv(s, -tokens) - *n;
     *extra = e > 0 ? e : 0;
     return 0;
 }
@@ -1080,7 +1086,7 @@ static int idle(Sched *s, double until) {
  * block a request grows by) */
 static inline __attribute__((always_inline)) int push_boundary(Sched *s, Req *r, int32_t ri, int64_t g) {
     int64_t kv = r->kv0 + (g - r->g0);
-    int64_t nxt = g + pymod(-kv, s->bs);
+    int64_t nxt = g + bmod(s, -kv);
     if (nxt < r->g0 + (r->o - r->out)) return evq_push(&s->blk, nxt, r->seq, r->ep, ri);
     return 0;
 }
@@ -1124,9 +1130,8 @@ static inline __attribute__((always_inline)) int finish_columns(Sched *s, Req *r
 /* StepEngine._finish: r is done at now (lean: a constant, as begin_) */
 static inline __attribute__((always_inline)) int finish_(Sched *s, int32_t ri, const int lean) {
     Req *r = &s->rq[ri];
-    int64_t bs = s->bs;
     if (r->ndh && r->grows) {
-        int64_t m = floordiv(r->p0 + r->o - 1, bs) - floordiv(r->p0, bs);
+        int64_t m = bdiv(s, r->p0 + r->o - 1) - bdiv(s, r->p0);
         m = m > 0 ? m : 0;
         if (cache_decode(s, r, r->ndh < m ? r->ndh : m) < 0) return -1;
     }
@@ -1217,14 +1222,13 @@ static inline __attribute__((always_inline)) int preempt(Sched *s, int32_t vi, c
     Req *v = &s->rq[vi];
     v->ep = ++s->epochs;
     run_remove(s, vi);
-    int64_t bs = s->bs;
     if (v->decoding) {
         int64_t kv = v->kv0 + (s->G - v->g0);
         s->d -= 1;
         s->S -= kv;
         v->decoding = 0;
         v->out += s->G - v->g0;
-        int64_t m = floordiv(kv, bs) - floordiv(v->p0, bs);
+        int64_t m = bdiv(s, kv) - bdiv(s, v->p0);
         m = m > 0 ? m : 0;
         m = v->ndh < m ? v->ndh : m;
         if (cache_decode(s, v, m) < 0 || h_finish(s, v, lean) < 0) return -1;
@@ -1424,7 +1428,7 @@ static inline __attribute__((always_inline)) int materialize(Sched *s) {
     const uint64_t *hash = b[B_HASH].buf;
     int64_t p = prompt[i], ndh = 0;
     const uint64_t *dh = NULL;
-    if (b[B_DECOFF].len && cache[i] == floordiv(p, s->bs)) {
+    if (b[B_DECOFF].len && cache[i] == bdiv(s, p)) {
         dh = (const uint64_t *)b[B_DEC].buf + doff[i];
         ndh = doff[i + 1] - doff[i];
     }
@@ -1526,6 +1530,7 @@ static PyObject *sched_feed(Sched *s, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "feed: decode blocks for a loop counting its GPU slots (count_slots())");
     else if (check_buffers(b, m) == 0 && enter(s)) {
         s->bs = bs;
+        s->bsh = (bs & (bs - 1)) ? -1 : __builtin_ctzll((unsigned long long)bs);
         feeds_release(s);
         if (init_columns(s, m) == 0 && feeds_push(s, b, m) == 0) {
             memset(b, 0, sizeof b);         /* held by the feed now */

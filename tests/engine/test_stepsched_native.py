@@ -128,6 +128,41 @@ def test_native_equals_reference_on_random_traces(run):
     _assert_same(py, _run(stepnative.NativeStepEngine, reqs, caps, cost, links, kw))
 
 
+def _at_block_size(reqs, bs):
+    """The requests of a drawn trace (4-token blocks) at ``bs`` tokens a block: the same ids, the same number
+    of blocks (prompt in ``((n - 1) * bs, n * bs]`` for n ids), the last block short by as many tokens as before,
+    at most ``bs - 1``."""
+    return [r._replace(prompt_tokens=len(r.block_hashes) * bs
+                       - min(len(r.block_hashes) * r.block_size - r.prompt_tokens, bs - 1), block_size=bs)
+            for r in reqs]
+
+
+@settings(max_examples=80, deadline=None)
+@given(runs(), st.sampled_from([1, 2, 3, 5, 6, 7, 8, 12, 16]))
+def test_native_equals_reference_at_any_block_size(run, bs):
+    # the C loop divides by the block size with a shift and a mask when it is a power of two (bdiv, bmod in
+    # pcs/engine/_stepsched.c), with floor division otherwise: both equal the reference's // and %, including
+    # the ceiling -(-tokens // bs) of an admission's extra slots and the next boundary (-kv) % bs of a decode
+    from pcs.engine.scheduler import StepEngine
+
+    reqs, caps, cost, links, kw = run
+    reqs = _at_block_size(reqs, bs)
+    _assert_same(_run(StepEngine, reqs, caps, cost, links, kw),
+                 _run(stepnative.NativeStepEngine, reqs, caps, cost, links, kw))
+
+
+def test_block_sizes_of_the_drawn_trace_keep_the_blocks():
+    # the conversion above, worked by hand: 2 ids of a 7-token prompt at 4 tokens a block (1 short) are a
+    # 2 * 3 - 1 = 5-token prompt at 3, and 2 * 16 - 1 = 31 at 16; a 5-token prompt (3 short) at 3 is 2 * 3 - 2 = 4
+    from helpers import Req
+
+    r7 = Req(0.0, 7, 1, 4, np.array([1, 2], dtype=np.uint64))
+    r5 = Req(0.0, 5, 1, 4, np.array([1, 2], dtype=np.uint64))
+    assert [r.prompt_tokens for r in _at_block_size([r7, r5], 3)] == [5, 4]
+    assert [r.prompt_tokens for r in _at_block_size([r7, r5], 16)] == [31, 29]
+    assert [(r.prompt_tokens, r.block_size) for r in _at_block_size([r7], 1)] == [(2, 1)]
+
+
 def _assert_restored_rows_sum_to_the_links(rows, links) -> None:
     """docs/semantics.md §11: the rows' restored_bytes (every admission's restores, re-admissions after a
     preemption included) sum to the bytes the links moved."""
