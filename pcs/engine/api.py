@@ -1054,16 +1054,22 @@ def _summarise(out, context: dict, opts: _Options):
 
     if out.result.ledger.num_requests == 0:
         raise UserError("the trace has no requests")
-    no_cache, run = _no_cache_parts(out), _run_parts(out)
-    ordered = ordered_columns(out.result.columns, None if no_cache is None else no_cache.ttft_ordered, run)
+    no_cache = _no_cache_parts(out)
     context.update(out.engines,
                    compute=opts.compute_mode if opts.timing == "modeled" else None,
-                   scheduler=_scheduler_summary(out, ordered, no_cache, run),
                    single_with_decode=out.single_with_decode,
-                   no_cache_ttft_s=out.scheduler[2].columns["ttft_s"] if out.scheduler is not None else None,
-                   ordered=ordered)
+                   no_cache_ttft_s=out.scheduler[2].columns["ttft_s"] if out.scheduler is not None else None)
     if "hybrid_lost_tokens" in out.baseline.columns and context.get("hybrid") is not None:
         from pcs.engine.summary import _values
 
         context["hybrid_baseline_lost_tokens"] = int(_values(out.baseline.columns["hybrid_lost_tokens"]).sum())
-    return build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context)
+
+    def ordered_and_scheduler() -> None:
+        # the run's sorts (made on a worker as its loop closed) waited for here, after the summary's parts that
+        # need none of them are made (build_summary's ``then``)
+        run = _run_parts(out)
+        ordered = ordered_columns(out.result.columns, None if no_cache is None else no_cache.ttft_ordered, run)
+        context.update(scheduler=_scheduler_summary(out, ordered, no_cache, run), ordered=ordered)
+
+    return build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context,
+                         then=ordered_and_scheduler)

@@ -268,7 +268,8 @@ def _bytes(ledger, state: CacheState, tiers: tuple[TierSummary, ...], ctx) -> By
 
 
 
-def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) -> ReplaySummary:
+def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict,
+                  then: Any = None) -> ReplaySummary:
     """The typed summary of one replay (fields and units in :mod:`pcs.engine.result`).
 
     Args:
@@ -279,6 +280,10 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         single, ideal: :class:`pcs.blocks.SingleSequenceResult` under the run's
             rules and the ideal rules.
         ctx: run context (model, gpu, block bytes, links, rules ...; see ``api.replay``).
+        then: called with no argument (or None) once the parts that read neither ``ctx["ordered"]`` nor
+            ``ctx["scheduler"]`` are made (the tier rows, the prefill sum, the time series): it may add those two
+            to ``ctx`` then (:func:`pcs.engine.api._summarise` waits there for the sorts a worker makes, so this
+            thread's share of the summary is done meanwhile). No value depends on when it is called.
     Returns:
         :class:`pcs.engine.result.ReplaySummary` with ``notes`` empty (the
         caller adds them with ``dataclasses.replace``).
@@ -289,8 +294,11 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         L.hit_ratio, seq_ledger.hit_ratio, single.hit_ratio, ideal.hit_ratio)
     model = ctx["model"]
     tiers = _tier_rows(state, L, ctx)
-    ordered = ctx.get("ordered") or ordered_columns(res.columns)   # one sort a column: its CDF and percentiles
     prefill_sum_s = float(_values(res.columns["prefill_s"]).sum())
+    series = _series(res, tiers)
+    if then is not None:
+        then()
+    ordered = ctx.get("ordered") or ordered_columns(res.columns)   # one sort a column: its CDF and percentiles
     envelope = _envelope(L, state, res.columns, ctx, ordered, prefill_sum_s)
     gpu_bytes = ctx["tier_specs"][0].capacity_bytes
     lens = payload_lens(model, ctx["block_size"], tiers[0].capacity_bytes if gpu_bytes is None else gpu_bytes,
@@ -322,7 +330,7 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         engine=ctx.get("engine"), engine_reason=ctx.get("engine_reason"),
         baseline_engine=ctx.get("baseline_engine"), baseline_engine_reason=ctx.get("baseline_engine_reason"),
         threads=ThreadsSummary(**ctx["threads"]) if ctx.get("threads") is not None else None,
-        series=_series(res, tiers),
+        series=series,
         distributions=request_distributions({k: _values(res.columns[k]) for k in _DISTRIBUTION_COLUMNS},
                                             _values(ctx["no_cache_ttft_s"]) if ctx.get("no_cache_ttft_s") is not None
                                             else None, ordered),

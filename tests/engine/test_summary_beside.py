@@ -181,3 +181,29 @@ def test_latest_first_token_by_hand():
     # none finite, or no request: 0.0
     assert _latest_s({"arrival_s": np.array([0.0]), "ttft_s": np.array([np.inf])}) == 0.0
     assert _latest_s({"arrival_s": np.zeros(0), "ttft_s": np.zeros(0)}) == 0.0
+
+
+def test_the_summary_makes_its_series_before_it_waits_for_the_run_parts(monkeypatch):
+    # build_summary's ``then``: _summarise waits for the worker's sorts (api._run_parts) only after the tier rows,
+    # the prefill sum and the time series are made; the summary is the one the wait-first order gave
+    import pcs
+    from pcs.engine import api, summary
+
+    order = []
+    real_series, real_parts = summary._series, api._run_parts
+    monkeypatch.setattr(summary, "_series", lambda *a: (order.append("series"), real_series(*a))[1])
+    monkeypatch.setattr(api, "_run_parts", lambda out: (order.append("wait"), real_parts(out))[1])
+    monkeypatch.setenv("PCS_THREADS", "on")
+    later = pcs.replay(TINY, tiers=["gpu=40blocks", "cpu=400blocks"], policy="lru")
+    assert order == ["series", "wait"]
+
+    real_build = summary.build_summary
+
+    def wait_first(res, state, seq, single, ideal, ctx, then=None):
+        then()                          # the order before: the sorts waited for, then every part of the summary
+        return real_build(res, state, seq, single, ideal, ctx)
+
+    monkeypatch.setattr(summary, "build_summary", wait_first)
+    first = pcs.replay(TINY, tiers=["gpu=40blocks", "cpu=400blocks"], policy="lru")
+    assert later.summary == first.summary and later.requests.equals(first.requests)
+    assert later.summary.series is not None and later.summary.scheduler is not None
