@@ -157,6 +157,11 @@ def main() -> None:
     import pcs
     from pcs import beside
 
+    # every part on this thread: PCS_THREADS=off (pcs.beside.threads_wanted), which the read-ahead, the gated
+    # workers and every Beside all read. Forcing Beside alone (this script did until 2026-12-04) left the parts
+    # that read threads_wanted on workers waiting for a Beside that never started: a call with threads (a 10x
+    # trace, or the 1x trace once auto took threads there) hung in a futex.
+    os.environ["PCS_THREADS"] = "off"
     init = beside.Beside.__init__
     beside.Beside.__init__ = lambda self, threaded, *a, **k: init(self, False, *a, **k)   # side work on this thread
     call = lambda: pcs.replay(args.trace, tiers=["gpu=16384blocks", "cpu=65536blocks"], policy="lru")  # noqa: E731
