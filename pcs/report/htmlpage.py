@@ -137,7 +137,11 @@ def _check_waterfall(s: dict) -> None:
             raise UserError(f"field '{key}': must be a ratio in [0, 1] when hit_ratio is one (null only when every "
                             f"ratio is: no prompt tokens), got null")
     g = s["gap"]
-    terms = [g.get(k) or 0.0 for k in _GAP_READ]       # each null or in [-1, 1]: check_replay_payload
+    for key in _GAP_READ:                   # numbers beside numbers: a null term is only for a run with no ratios
+        if key in g and g[key] is None:
+            raise UserError(f"field 'gap.{key}': must be a number in [-1, 1] when hit_ratio is one (null only when "
+                            "every ratio is: no prompt tokens), got null")
+    terms = [g.get(k) or 0.0 for k in _GAP_READ]       # each absent or in [-1, 1]: check_replay_payload
     if abs(s["ideal_hit_ratio"] - sum(terms) - s["hit_ratio"]) >= 1e-9:
         raise UserError("field 'gap': its terms must sum to ideal_hit_ratio - hit_ratio (docs/semantics.md §12), "
                         f"got {json.dumps(g)[:60]}")

@@ -295,7 +295,8 @@ def _check_threads_mode(payload: dict) -> None:
     :data:`pcs.beside.THREADS_MODES` (what ``PCS_THREADS`` resolves to).
 
     Raises:
-        UserError: ``field 'threads.mode': must be one of auto, on, off, got "bogus"``.
+        UserError: ``field 'threads.mode': must be one of auto, on, off, got "bogus"``; ``field
+            'threads.used': must be false when threads.mode is off ...`` (``off`` never hands work to a thread).
     """
     from pcs.beside import THREADS_MODES
 
@@ -303,6 +304,9 @@ def _check_threads_mode(payload: dict) -> None:
     if isinstance(threads, dict) and "mode" in threads and threads["mode"] not in THREADS_MODES:
         raise UserError(f"field 'threads.mode': must be one of {', '.join(THREADS_MODES)}, "
                         f"got {json.dumps(threads['mode'])[:60]}")
+    if isinstance(threads, dict) and threads.get("mode") == "off" and threads.get("used") is True:
+        raise UserError("field 'threads.used': must be false when threads.mode is off (PCS_THREADS=off runs every "
+                        "part on the calling thread), got true")
 
 
 #: the two numbers of each tier of a compare variant's ``tier_capacities`` (a key ``pcs compare`` adds to each
