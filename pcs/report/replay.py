@@ -413,7 +413,7 @@ def lens_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[
     why = baseline_reason(d, a)        # fp8 vs bf16 beside fp16 vs fp8: one 16-bit width, said in the line
     run = lens.get("layout") or d      # the layout as the user typed it: fp8_per_token_head, nvfp4
     return (f"Payload is not everything: KV {run} vs {a}" + (f" ({why})" if why else ""),
-            ["same hits, other KV dtype", f"{run} (this run)", a, f"{a}/{run}"], rows, notes)
+            ["same hits, other KV dtype", f"{run} (this run)", a, f"{a} / this run"], rows, notes)   # within 100 columns
 
 
 def _padding_note(lens: dict[str, Any]) -> list[str]:
