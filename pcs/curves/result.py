@@ -130,6 +130,12 @@ def upgrade_curve_payload(payload: dict[str, Any]) -> dict[str, Any]:
     return _both_names(payload)
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Two JSON values equal as written: of one type, so true is not 1 and 25144.0 is not 25144 (the kept value is
+    then checked as a count like any other; a disguised one must not pass as agreeing)."""
+    return type(a) is type(b) and a == b
+
+
 def _both_names(payload: dict[str, Any]) -> dict[str, Any]:
     """A curve JSON with ``distinct_blocks`` (only a pcs before 2026-12-04 wrote it) beside today's names: with
     ``distinct_cacheable_blocks`` a today's file with the old key beside (the two must agree; ``block_accesses``
@@ -145,7 +151,7 @@ def _both_names(payload: dict[str, Any]) -> dict[str, Any]:
     pairs = [("distinct_blocks", "distinct_cacheable_blocks")] + ([("block_accesses", "cacheable_blocks")]
                                                                    if old_file else [])
     for old, new in pairs:
-        if old in payload and new in payload and payload[old] != payload[new]:
+        if old in payload and new in payload and not _same(payload[old], payload[new]):
             raise UserError(f"the curve has both {old} (its name before 2026-12-04) and {new} (today's name), "
                             f"which disagree: {_shown(payload[old])} and {_shown(payload[new])}; keep "
                             f"one of them (a curve JSON of today's pcs has {new} alone)")

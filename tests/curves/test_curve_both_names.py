@@ -78,3 +78,16 @@ def test_an_old_file_given_a_different_cacheable_blocks_is_refused(today):
 def test_todays_file_alone_is_untouched(today):
     # block_accesses 3 beside cacheable_blocks 2: both today's names (every hash vs cacheable), no old key
     assert upgrade_curve_payload(today) is today
+
+
+@pytest.mark.parametrize("disguised, shown", [(2.0, "2.0"), (True, "true")])
+def test_an_old_name_equal_only_by_python_equality_is_refused(tmp_path, today, disguised, shown):
+    # the fixture's distinct_cacheable_blocks is 2 (1 and 2 differ above); 2.0 == 2 and True == 1 in Python, but
+    # neither is the count 2 as written: a float or a bool must not pass as agreeing (found by a review, 2026-12-04)
+    assert today["distinct_cacheable_blocks"] == 2
+    value = dict(today, distinct_cacheable_blocks=1) if disguised is True else today
+    r, f = _report(tmp_path, dict(value, distinct_blocks=disguised))
+    assert r.exit_code == 2, r.output
+    want = 1 if disguised is True else 2
+    assert f"which disagree: {shown} and {want}" in r.output
+    assert not (tmp_path / "c.html").exists()
