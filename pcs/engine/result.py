@@ -77,8 +77,9 @@ class ThreadsSummary:
                             "one the system could start no thread for, runs inline all the same); false: every "
                             "part ran on the calling thread")
     reason: str = field("-", "the rule that decided it (auto: inline for a small trace file -- text under "
-                             "pcs.beside.INLINE_BELOW_BYTES, Parquet under INLINE_BELOW_PARQUET_IDS block hashes "
-                             "-- or on one CPU; else worker threads)")
+                             "2,000,000 bytes, pcs.beside.INLINE_BELOW_BYTES; Parquet under 200,000 block hashes, "
+                             "INLINE_BELOW_PARQUET_IDS -- or on one CPU; else worker threads, also for a gzip file "
+                             "and a trace in memory, as each instance's sub-trace of a fleet)")
 
 
 @result
