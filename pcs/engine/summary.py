@@ -289,9 +289,7 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict,
         caller adds them with ``dataclasses.replace``).
     """
     L = res.ledger
-    # 0/0 (a trace of 0-token prompts only): every token-weighted ratio is undefined, null (docs/semantics.md §12)
-    real, seq, ss, ide = (None,) * 4 if not L.prompt_tokens else (
-        L.hit_ratio, seq_ledger.hit_ratio, single.hit_ratio, ideal.hit_ratio)
+    real, seq, ss, ide = _ratios(L, seq_ledger, single, ideal)
     model = ctx["model"]
     tiers = _tier_rows(state, L, ctx)
     prefill_sum_s = float(_values(res.columns["prefill_s"]).sum())
@@ -300,11 +298,7 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict,
         then()
     ordered = ctx.get("ordered") or ordered_columns(res.columns)   # one sort a column: its CDF and percentiles
     envelope = _envelope(L, state, res.columns, ctx, ordered, prefill_sum_s)
-    gpu_bytes = ctx["tier_specs"][0].capacity_bytes
-    lens = payload_lens(model, ctx["block_size"], tiers[0].capacity_bytes if gpu_bytes is None else gpu_bytes,
-                        envelope.links, prefill_sum_s,
-                        float(_values(res.columns["ttft_s"]).mean()), L.num_requests,
-                        None if ctx.get("hybrid") is None else (ctx["hybrid"], ctx["hybrid_alt"]))
+    lens = _lens(res, tiers, envelope, prefill_sum_s, ctx)
     return ReplaySummary(
         trace=ctx["trace"], model=model.name, model_file=model.config_file, kv_dtype=model.kv_layout.name, gpu=ctx["gpu"].name,
         tp=ctx["tp"], block_size=ctx["block_size"], timing=ctx["timing"], policy=ctx["policy"],
@@ -317,9 +311,7 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict,
         hit_ratio=real,
         hit_ratio_per_tier={t.name: (r if L.prompt_tokens else None) for t, r in zip(state.tiers, L.tier_hit_ratios())},
         single_sequence_hit_ratio=ss, ideal_hit_ratio=ide, sequential_hit_ratio=seq,
-        single_sequence_with_decode_hit_ratio=(ctx["single_with_decode"].hit_ratio
-                                               if ctx.get("single_with_decode") is not None and L.prompt_tokens
-                                               else None),
+        single_sequence_with_decode_hit_ratio=_with_decode(L, ctx),
         gap=_gap(ide, ss, seq, real, ctx.get("oracle_hit_ratio"), L.prompt_tokens,
                  ctx.get("hybrid_baseline_lost_tokens")),
         oracle_hit_ratio=ctx.get("oracle_hit_ratio") if L.prompt_tokens else None,
@@ -331,11 +323,42 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict,
         baseline_engine=ctx.get("baseline_engine"), baseline_engine_reason=ctx.get("baseline_engine_reason"),
         threads=ThreadsSummary(**ctx["threads"]) if ctx.get("threads") is not None else None,
         series=series,
-        distributions=request_distributions({k: _values(res.columns[k]) for k in _DISTRIBUTION_COLUMNS},
-                                            _values(ctx["no_cache_ttft_s"]) if ctx.get("no_cache_ttft_s") is not None
-                                            else None, ordered),
+        distributions=_distributions(res, ctx, ordered),
         compute=ctx.get("compute"), scheduler=ctx.get("scheduler"), hybrid=_hybrid(res, state, ctx),
     )
+
+
+def _ratios(L, seq_ledger, single, ideal) -> tuple:
+    """(real, sequential, single-sequence, ideal) hit ratios of a run; all None for 0/0 (a trace of 0-token prompts
+    only: every token-weighted ratio is undefined, null, docs/semantics.md §12)."""
+    if not L.prompt_tokens:
+        return (None,) * 4
+    return L.hit_ratio, seq_ledger.hit_ratio, single.hit_ratio, ideal.hit_ratio
+
+
+def _lens(res, tiers: list, envelope, prefill_sum_s: float, ctx: dict):
+    """The payload lens of a run (:func:`payload_lens`): the GPU tier's bytes as the deployment gives them, else
+    its rows' (whole blocks), the envelope's links, the run's prefill sum (s) and mean TTFT (s)."""
+    gpu_bytes = ctx["tier_specs"][0].capacity_bytes
+    return payload_lens(ctx["model"], ctx["block_size"], tiers[0].capacity_bytes if gpu_bytes is None else gpu_bytes,
+                        envelope.links, prefill_sum_s, float(_values(res.columns["ttft_s"]).mean()),
+                        res.ledger.num_requests,
+                        None if ctx.get("hybrid") is None else (ctx["hybrid"], ctx["hybrid_alt"]))
+
+
+def _with_decode(L, ctx: dict) -> float | None:
+    """The single-sequence hit ratio with the next turns' decode blocks (``ctx["single_with_decode"]``), when the
+    run computed it and has prompt tokens (else None: 0/0 or not computed)."""
+    sw = ctx.get("single_with_decode")
+    return sw.hit_ratio if sw is not None and L.prompt_tokens else None
+
+
+def _distributions(res, ctx: dict, ordered: dict):
+    """The per-request distributions of a run (:func:`request_distributions` of :data:`_DISTRIBUTION_COLUMNS`,
+    the no-cache TTFT when the run has it, ``ordered``: the columns' sorted copies)."""
+    no_cache = ctx.get("no_cache_ttft_s")
+    return request_distributions({k: _values(res.columns[k]) for k in _DISTRIBUTION_COLUMNS},
+                                 None if no_cache is None else _values(no_cache), ordered)
 
 
 _DISTRIBUTION_COLUMNS = ("ttft_s", "prefill_no_cache_s", "prefill_s", "restore_s", "restored_bytes")

@@ -49,9 +49,7 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
     groups = _column_groups(headers, rows, () if split is True else split) if split else []
     if len(groups) > 1:
         assert not wrap and not text_columns
-        return "\n".join(render_table([headers[j] for j in g], [[row[j] for j in g] for row in rows],
-                                       title if i == 0 else None, notes if i == len(groups) - 1 else ())
-                          for i, g in enumerate(groups))
+        return _render_groups(headers, rows, title, notes, groups)
     cells = [["-" if c is None else str(c) for c in row] for row in rows]
     widths = [_shown_width(h) for h in headers]
     for row in cells:
@@ -59,15 +57,10 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
         widths = [max(w, _shown_width(c)) for w, c in zip(widths, row)]
     if wrap:
         cells, widths = _wrapped(cells, widths, len(headers[-1]))
-
-    def numeric(c: str) -> bool:  # a number, maybe with a unit or a short aside; not a sentence
-        return bool(c) and (c[0].isdigit() or (c[0] in "-+." and len(c) > 1 and c[1].isdigit())) \
-            and len(c.split()) <= 5
-
-    names_numeric = all(numeric(r[0]) for r in cells)
+    names_numeric = all(_numeric(r[0]) for r in cells)
     # a "-" (no value) sits right-aligned in a column of mostly numbers, as the numbers do
     col = [[r[j] for r in cells if j < len(r) and r[j] != "-"] for j in range(len(headers))]
-    dash_right = [2 * sum(map(numeric, c)) > len(c) for c in col]
+    dash_right = [2 * sum(map(_numeric, c)) > len(c) for c in col]
     out = []
     lead = sum(widths[:-1]) + 2 * (len(widths) - 1)
     if title:
@@ -78,12 +71,27 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
         more = row[-1].split("\n") if wrap else [row[-1]]   # a wrapped last cell: its further lines under it
         whole = [*row[:-1], " ".join(more)]                 # aligned as the whole cell would be
         out.append("  ".join(_rjust(s, w) if (j or names_numeric) and j not in text_columns
-                             and (numeric(c) or (c == "-" and dash_right[j]))
+                             and (_numeric(c) or (c == "-" and dash_right[j]))
                              else _ljust(s, w)
                              for j, (c, s, w) in enumerate(zip(whole, [*row[:-1], more[0]], widths))).rstrip())
         out.extend(" " * lead + m for m in more[1:])
     out.extend(f"note: {n}" for n in notes)
     return "\n".join(out)
+
+
+def _numeric(c: str) -> bool:
+    """A cell that reads as a number, maybe with a unit or a short aside (at most five words); not a sentence."""
+    return bool(c) and (c[0].isdigit() or (c[0] in "-+." and len(c) > 1 and c[1].isdigit())) \
+        and len(c.split()) <= 5
+
+
+def _render_groups(headers: Sequence[str], rows: Sequence[Sequence[object]], title: str | None,
+                   notes: Sequence[str], groups: list) -> str:
+    """``render_table``'s ``split``: one table per group of column indices, one under the other, the title above
+    the first and the notes below the last."""
+    return "\n".join(render_table([headers[j] for j in g], [[row[j] for j in g] for row in rows],
+                                   title if i == 0 else None, notes if i == len(groups) - 1 else ())
+                      for i, g in enumerate(groups))
 
 
 def _column_groups(headers: Sequence[str], rows: Sequence[Sequence[object]],
