@@ -28,6 +28,7 @@ SMALLEST = {
     "bench_curve.py": ["--repeat", "1", "--min-accesses", "10", "--capacities", "3", "--skip-replays"],
     "bench_default_replay.py": ["--replicas", "1", "--pairs", "1"],
     "bench_engine_pair.py": ["--rounds", "1", "--copies", "1", "--repeat", "1"],
+    "bench_floor.py": ["{sample}", "--repeat", "1", "--gpu", "4", "--cpu", "8"],
     "bench_fleet.py": ["--repeat", "1", "--instances", "2", "--routers", "round-robin"],
     "bench_html.py": ["--repeat", "1"],
     "bench_hybrid.py": ["--repeat", "1", "--rounds", "1", "--skip-table", "--skip-loops", "--modes", "sequential"],
@@ -115,7 +116,7 @@ def test_bad_arguments_are_one_argparse_line(script, args, says):
 
 
 @pytest.mark.parametrize("script,args", [("bench_admission.py", []), ("bench_replay.py", []),
-                                         ("bench_fleet.py", []), ("bench_phases.py", ["{missing}"]),
+                                         ("bench_fleet.py", []), ("bench_phases.py", ["{missing}"]), ("bench_floor.py", ["{missing}"]),
                                          ("bench_reference.py", []), ("bench_engine_pair.py", [])])
 def test_a_missing_trace_is_one_line_naming_it(script, args, tmp_path):
     missing = tmp_path / "nope.jsonl"
