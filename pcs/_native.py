@@ -108,9 +108,11 @@ def default_mode() -> str:
     Raises:
         UserError: ``PCS_NATIVE`` is set to something other than :data:`MODES`.
     """
-    mode = os.environ.get("PCS_NATIVE", "auto").strip().lower() or "auto"
+    raw = os.environ.get("PCS_NATIVE", "auto")
+    mode = raw.strip().lower() or "auto"
     if mode not in MODES:
-        raise UserError(f"PCS_NATIVE={mode!r} is not one of {', '.join(MODES)}")
+        raise UserError(f"environment variable PCS_NATIVE={raw!r} is not one of {', '.join(MODES)}: unset it or "
+                        "set one of those")
     return mode
 
 

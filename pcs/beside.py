@@ -45,8 +45,8 @@ from typing import Any, Callable, Iterator
 
 from pcs.errors import STOPS, UserError
 
-__all__ = ["Beside", "INLINE_BELOW_BYTES", "INLINE_BELOW_PARQUET_IDS", "THREADS_MODES", "sized", "small_trace",
-           "threads_wanted", "threads_decision"]
+__all__ = ["Beside", "INLINE_BELOW_BYTES", "INLINE_BELOW_PARQUET_IDS", "THREADS_MODES", "check_threads_setting",
+           "sized", "small_trace", "threads_wanted", "threads_decision"]
 
 #: Values of ``$PCS_THREADS`` (module docstring).
 THREADS_MODES = ("auto", "on", "off")
@@ -128,17 +128,32 @@ def threads_decision() -> dict[str, Any]:
 
 
 def _mode() -> str:
-    """``$PCS_THREADS`` as one of :data:`THREADS_MODES` (unset or blank: ``auto``).
+    """``$PCS_THREADS`` as one of :data:`THREADS_MODES` (unset or blank: ``auto``; case and surrounding spaces do
+    not matter): THE rule of the setting, read by every replay and checked by every command before it runs
+    (:meth:`pcs.cli.common.PcsCommand.invoke`, :func:`check_threads_setting`).
 
     Raises:
-        UserError: none of :data:`THREADS_MODES` and :data:`THREADS_ALIASES`.
+        UserError: none of :data:`THREADS_MODES` and :data:`THREADS_ALIASES`: ``environment variable
+            PCS_THREADS='bogus' is not one of auto, on, off (or 1, yes, true, 0, no, false): unset it or set one
+            of those`` (the value as set).
     """
-    mode = os.environ.get("PCS_THREADS", "auto").strip().lower() or "auto"
+    raw = os.environ.get("PCS_THREADS", "auto")
+    mode = raw.strip().lower() or "auto"
     mode = THREADS_ALIASES.get(mode, mode)
     if mode not in THREADS_MODES:
-        raise UserError(f"PCS_THREADS={mode!r} is not one of {', '.join(THREADS_MODES)} "
-                        f"(or {', '.join(THREADS_ALIASES)})")
+        raise UserError(f"environment variable PCS_THREADS={raw!r} is not one of {', '.join(THREADS_MODES)} "
+                        f"(or {', '.join(THREADS_ALIASES)}): unset it or set one of those")
     return mode
+
+
+def check_threads_setting() -> None:
+    """Refuse a bad ``$PCS_THREADS`` (:func:`_mode`'s rule) where no replay has read it yet: every command checks
+    it before it runs, so a misspelt setting is reported whether or not the command would run a replay.
+
+    Raises:
+        UserError: as :func:`threads_wanted`.
+    """
+    _mode()
 
 
 def small_trace(source: Any) -> bool:

@@ -8,6 +8,7 @@ exact check still runs on its twin over a committed sample (``traces/``).
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -165,3 +166,54 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if n:
         terminalreporter.write_line(f"{n} tests skipped: ../shared traces not found at {SHARED_TRACES} (the "
                                     f"real Mooncake and Azure traces); set {TRACE_VARIABLES}", yellow=True)
+
+
+# pcs report's input JSON, shared by the tests of its checks (tests/report, tests/curves): the payloads made once
+# a session, the call that writes one and draws its page. Tests here are no package, so a fixture is how two test
+# files share them.
+
+@pytest.fixture(scope="session")
+def one_request_curve(tmp_path_factory) -> dict:
+    """``pcs curve --format json`` of one request of 1,100 tokens with hash ids [7, 8, 9], block 512: 3 block
+    accesses; the last token is never a hit, so 1,099 tokens can hit, 2 whole blocks (1,024 tokens):
+    cacheable_blocks 2, both distinct. Exact (sample_rate 1.0), no model. Do not change it: copy it."""
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    path = tmp_path_factory.mktemp("one_request") / "t.jsonl"
+    path.write_text('{"timestamp": 0, "input_length": 1100, "output_length": 1, "hash_ids": [7, 8, 9]}\n')
+    r = CliRunner().invoke(cli, ["curve", str(path), "--capacities", "4blocks", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    payload = json.loads(r.stdout)
+    assert (payload["block_accesses"], payload["cacheable_blocks"], payload["distinct_cacheable_blocks"],
+            payload["sample_rate"]) == (3, 2, 2, 1.0)
+    return payload
+
+
+@pytest.fixture(scope="session")
+def sample_replay() -> dict:
+    """``pcs replay traces/sample_chat.jsonl --format json`` (defaults). Do not change it: copy it."""
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    r = CliRunner().invoke(cli, ["replay", str(ROOT / "traces" / "sample_chat.jsonl"), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+@pytest.fixture
+def report_json(tmp_path):
+    """``report_json(payload)``: ``payload`` written to ``tmp_path/in.json`` and ``pcs report`` run on it, the
+    page ``tmp_path/page.html``; returns (the click result, the JSON file's path as a string)."""
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    def run(payload: dict):
+        path = tmp_path / "in.json"
+        path.write_text(json.dumps(payload))
+        return CliRunner().invoke(cli, ["report", str(path), "-o", str(tmp_path / "page.html")]), str(path)
+
+    return run

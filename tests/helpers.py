@@ -905,3 +905,10 @@ def unwrapped(text: str) -> str:
         else:
             out.append(line)
     return "\n".join(out)
+
+
+def old_curve(payload: dict) -> dict:
+    """The curve JSON a pcs before 2026-12-04 wrote of the same run: cacheable_blocks under block_accesses, the
+    distinct count under distinct_blocks, no count of every hash (today's block_accesses)."""
+    names = {"cacheable_blocks": "block_accesses", "distinct_cacheable_blocks": "distinct_blocks"}
+    return {names.get(k, k): v for k, v in payload.items() if k != "block_accesses"}

@@ -109,6 +109,7 @@ def cli() -> None:
     on when the process may use two CPUs or more and the trace is not small
     (a JSONL or CSV file of 2,000,000 bytes or more, a Parquet file of
     200,000 block hashes or more, a gzip file, a trace in memory), else off
-    (docs/performance.md).
+    (docs/performance.md). Any other value of either is refused by every
+    command (exit 2), whether or not the command reads it.
     """
 

@@ -229,7 +229,7 @@ def _json_object(line: bytes) -> dict | None:
 
 
 def _read_payload(path: str) -> dict:
-    from pcs.curves.result import upgrade_curve_payload
+    from pcs.curves.result import upgraded_curve
     from pcs.report.htmlpage import check_replay_payload, payload_kind
     from pcs.report.payloadcheck import check_payload
     from pcs.trace.pathcheck import check_regular_file
@@ -248,12 +248,12 @@ def _read_payload(path: str) -> dict:
     except UnicodeDecodeError:
         raise UserError(f"{path}: not UTF-8 text") from None
     try:
-        kind = payload_kind(payload)
-        if kind == "curve":
-            payload = upgrade_curve_payload(payload)    # a curve JSON of a pcs before 2026-12-04: today's names
+        kind, written = payload_kind(payload), {}
+        if kind == "curve":     # a curve JSON of a pcs before 2026-12-04: today's names, and the names it holds
+            payload, written = upgraded_curve(payload)
         if kind == "replay":
             check_replay_payload(payload)     # the headline's ranges and the gap's sum: the closer message first
-        check_payload(kind, payload)          # then every field against its declared type (one walk)
+        check_payload(kind, payload, written)     # then every field against its declared type (one walk)
     except ValueError as exc:
         raise UserError(f"{path}: {exc}") from None
     return payload

@@ -13,7 +13,7 @@ from typing import Any
 
 from pcs.schema import common, field, result, to_dict
 
-__all__ = ["CurveRow", "CurveKnee", "CurveResult", "upgrade_curve_payload"]
+__all__ = ["CurveRow", "CurveKnee", "CurveResult", "OLD_NAMES", "upgrade_curve_payload", "upgraded_curve"]
 
 _NO_MODEL = "without a model"
 
@@ -97,10 +97,17 @@ class CurveResult:
 #: a curve JSON's keys before 2026-12-04 -> today's names (``block_accesses`` is a today's key too, counting every
 #: block hash; ``distinct_blocks`` only a pcs before then wrote)
 _RENAMED = {"block_accesses": "cacheable_blocks", "distinct_blocks": "distinct_cacheable_blocks"}
+#: today's name -> the old one (a message about a key the file lacks names both)
+OLD_NAMES = {new: old for old, new in _RENAMED.items()}
 
 
 def upgrade_curve_payload(payload: dict[str, Any]) -> dict[str, Any]:
-    """A curve JSON under today's names, whichever pcs wrote it.
+    """A curve JSON under today's names, whichever pcs wrote it (:func:`upgraded_curve`'s first item)."""
+    return upgraded_curve(payload)[0]
+
+
+def upgraded_curve(payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A curve JSON under today's names, whichever pcs wrote it, and the names its file holds.
 
     Before 2026-12-04 the curve's ``block_accesses`` counted the cacheable
     blocks (today's ``cacheable_blocks``) and ``distinct_blocks`` the distinct
@@ -112,21 +119,26 @@ def upgrade_curve_payload(payload: dict[str, Any]) -> dict[str, Any]:
     Args:
         payload: a ``pcs curve --format json`` object (not changed).
     Returns:
-        ``payload`` itself when it has neither old key, or has ``cacheable_blocks`` or
-        ``distinct_cacheable_blocks`` and no ``distinct_blocks`` (today's JSON: one
-        missing is then an error of today's file, not an old file); else a copy under
-        today's names (renamed in place; an old key beside its equal new one dropped).
+        (upgraded, written). ``upgraded``: ``payload`` itself when it has neither old key, or has
+        ``cacheable_blocks`` or ``distinct_cacheable_blocks`` and no ``distinct_blocks`` (today's JSON: one
+        missing is then an error of today's file, not an old file); else a copy under today's names (renamed in
+        place; an old key beside its equal new one dropped). ``written``: today's name -> the name the file
+        holds, for each key read under its old name (a message about the value names the field as written:
+        ``{"distinct_cacheable_blocks": "distinct_blocks"}``); empty for today's file.
     Raises:
         UserError: an old name and its new name both present with different values, e.g.
             ``the curve has both distinct_blocks (its name before 2026-12-04) and
-            distinct_cacheable_blocks (today's name), which disagree: 5 and 7``.
+            distinct_cacheable_blocks (today's name), which disagree: 5 and 7``; a today's file (block_accesses
+            beside a different cacheable_blocks) lacking ``distinct_cacheable_blocks`` but holding
+            ``distinct_blocks``: ``field 'distinct_cacheable_blocks': missing ...``.
     """
     today = any(k in payload for k in _RENAMED.values())
     if not today:
-        return {_RENAMED.get(k, k): v for k, v in payload.items()} if any(k in payload for k in _RENAMED) \
-            else payload
+        if not any(k in payload for k in _RENAMED):
+            return payload, {}
+        return {_RENAMED.get(k, k): v for k, v in payload.items()}, {_RENAMED[k]: k for k in _RENAMED if k in payload}
     if "distinct_blocks" not in payload:
-        return payload
+        return payload, {}
     return _both_names(payload)
 
 
@@ -136,28 +148,45 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _both_names(payload: dict[str, Any]) -> dict[str, Any]:
+def _both_names(payload: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """A curve JSON with ``distinct_blocks`` (only a pcs before 2026-12-04 wrote it) beside today's names: with
     ``distinct_cacheable_blocks`` a today's file with the old key beside (the two must agree; ``block_accesses``
     then counts every block hash); without it an old file given ``cacheable_blocks`` (its ``block_accesses``,
-    the old name of that count, must agree). The agreeing old key is dropped, the other renamed.
+    the old name of that count, must agree). The agreeing old key is dropped, the other renamed
+    (:func:`upgraded_curve`'s two items).
 
     Raises:
-        UserError: the two names of one count disagree (both named, both values).
+        UserError: the two names of one count disagree (both named, both values); an old file given a
+            ``cacheable_blocks`` other than its ``block_accesses`` is no old file: a today's file lacking
+            ``distinct_cacheable_blocks`` (:func:`_missing_distinct`).
     """
     from pcs.errors import UserError
 
     old_file = "distinct_cacheable_blocks" not in payload
-    pairs = [("distinct_blocks", "distinct_cacheable_blocks")] + ([("block_accesses", "cacheable_blocks")]
-                                                                   if old_file else [])
-    for old, new in pairs:
-        if old in payload and new in payload and not _same(payload[old], payload[new]):
-            raise UserError(f"the curve has both {old} (its name before 2026-12-04) and {new} (today's name), "
-                            f"which disagree: {_shown(payload[old])} and {_shown(payload[new])}; keep "
-                            f"one of them (a curve JSON of today's pcs has {new} alone)")
+    if old_file and "block_accesses" in payload and not _same(payload["block_accesses"], payload["cacheable_blocks"]):
+        raise _missing_distinct(payload)
+    old, new = payload["distinct_blocks"], payload.get("distinct_cacheable_blocks")
+    if not old_file and not _same(old, new):
+        raise UserError(f"the curve has both distinct_blocks (its name before 2026-12-04) and "
+                        f"distinct_cacheable_blocks (today's name), which disagree: {_shown(old)} and {_shown(new)}; "
+                        "keep one of them (a curve JSON of today's pcs has distinct_cacheable_blocks alone)")
     if not old_file:
-        return {k: v for k, v in payload.items() if k != "distinct_blocks"}
-    return {_RENAMED.get(k, k): v for k, v in payload.items() if k != "block_accesses"}
+        return {k: v for k, v in payload.items() if k != "distinct_blocks"}, {}
+    return ({_RENAMED.get(k, k): v for k, v in payload.items() if k != "block_accesses"},
+            {"distinct_cacheable_blocks": "distinct_blocks"})
+
+
+def _missing_distinct(payload: dict[str, Any]) -> Exception:
+    """The error of a today's file (``block_accesses`` beside a different ``cacheable_blocks``: two counts a pcs
+    before 2026-12-04 never wrote apart) that lacks ``distinct_cacheable_blocks`` and holds ``distinct_blocks``:
+    the field missing is named first, then why the old name does not stand in for it."""
+    from pcs.errors import UserError
+
+    return UserError(f"field 'distinct_cacheable_blocks': missing (pcs curve always writes it); the file has "
+                     f"distinct_blocks, its name before 2026-12-04, but beside today's block_accesses "
+                     f"({_shown(payload['block_accesses'])}) and a different cacheable_blocks "
+                     f"({_shown(payload['cacheable_blocks'])}), which a pcs before then never wrote apart (its "
+                     "block_accesses counted the cacheable blocks): not that pcs's file")
 
 
 def _shown(value: Any) -> str:

@@ -208,8 +208,13 @@ class LatencyParts:
 def latency_parts(columns: dict) -> LatencyParts:
     """Every :class:`LatencyParts` of a step-scheduler run's per-request columns (``ttft_s``, ``tpot_s``,
     ``e2e_s``: float64 (requests,), s; ``array.array`` or numpy), after :func:`end_times`."""
-    return LatencyParts(sorted_finite(_col(columns, "ttft_s")), _pcts(_col(columns, "tpot_s")),
-                        _pcts(_col(columns, "e2e_s")))
+    return LatencyParts(sorted_finite(_col(columns, "ttft_s")), *_tail_pcts(columns))
+
+
+def _tail_pcts(columns: dict) -> tuple:
+    """(:func:`_pcts` of ``tpot_s``, of ``e2e_s``): the run's (:func:`_rest_parts`) and the no-cache run's
+    (:func:`latency_parts`), one rule."""
+    return _pcts(_col(columns, "tpot_s")), _pcts(_col(columns, "e2e_s"))
 
 
 #: the wait columns :func:`scheduler_summary` reads percentiles of (its ``wait_kv_s``, ``wait_compute_s``,
@@ -239,9 +244,9 @@ class RunParts:
 
 def run_parts(columns: dict, prefill_no_cache_ordered: np.ndarray | None = None) -> RunParts:
     """:class:`RunParts` of a step-scheduler run's final per-request columns (name -> ``array.array`` or numpy:
-    ``ttft_s``, ``tpot_s``, ``e2e_s`` and the wait columns, float64 (requests,), s)."""
-    return RunParts(latency_parts(columns), tuple(_pcts(_col(columns, name)) for name in _WAITS),
-                    prefill_no_cache_ordered)
+    ``ttft_s``, ``tpot_s``, ``e2e_s`` and the wait columns, float64 (requests,), s): the ``ttft_s`` sort and
+    :func:`_rest_parts`, as :meth:`PendingParts.get` joins them when the two are made on two threads."""
+    return _joined(sorted_finite(_col(columns, "ttft_s")), _rest_parts(columns), prefill_no_cache_ordered)
 
 
 class PendingParts:
@@ -306,9 +311,9 @@ class PendingParts:
         """The :class:`RunParts`, once the worker has made them."""
         if not self._done:
             if self._split:     # this thread's share while the worker sorts ttft_s; then the worker's
-                tpot, e2e, waits = _rest_parts(self._cols)
+                rest = _rest_parts(self._cols)
                 ttft, pre = self._side.join()
-                self._value = RunParts(LatencyParts(ttft, tpot, e2e), waits, pre)
+                self._value = _joined(ttft, rest, pre)
             else:
                 self._value = self._side.join()
             self._done = True
@@ -330,9 +335,15 @@ class PendingParts:
 
 def _rest_parts(columns: dict) -> tuple:
     """The parts of :func:`run_parts` of ``columns`` besides the ``ttft_s`` sort: (:func:`_pcts` of ``tpot_s``, of
-    ``e2e_s``, the tuple of :func:`_pcts` of each of :data:`_WAITS`), as :func:`run_parts` makes them."""
-    return (_pcts(_col(columns, "tpot_s")), _pcts(_col(columns, "e2e_s")),
-            tuple(_pcts(_col(columns, name)) for name in _WAITS))
+    ``e2e_s``, the tuple of :func:`_pcts` of each of :data:`_WAITS`): the one rule of those percentiles, whichever
+    thread makes them (:func:`run_parts`, :meth:`PendingParts.get`)."""
+    return (*_tail_pcts(columns), tuple(_pcts(_col(columns, name)) for name in _WAITS))
+
+
+def _joined(ttft_ordered: np.ndarray, rest: tuple, prefill_no_cache_ordered: np.ndarray | None) -> RunParts:
+    """:class:`RunParts` of the ``ttft_s`` sort, :func:`_rest_parts` and the ``prefill_no_cache_s`` sort (or None)."""
+    tpot, e2e, waits = rest
+    return RunParts(LatencyParts(ttft_ordered, tpot, e2e), waits, prefill_no_cache_ordered)
 
 
 def _read_columns(columns: dict) -> dict:

@@ -149,8 +149,9 @@ def _lens_tables(s: dict[str, Any]) -> list[str]:
     first, r0 = runs[0]
     rest = "; ".join(f"{i}: restores {_lens_ratio(r, 'restored_bytes')}, TTFT {_lens_ratio(r, 'ttft_mean_s')}"
                      for i, r in runs[1:])
-    return [lens_text(r0, f"instance {first} (bytes per block alike on every instance)") +
-            f"\nnote: the other instances, {r0['payload_lens']['alt_dtype']}/{r0['payload_lens'].get('layout') or r0['payload_lens']['dtype']}: {rest} "
+    lens = r0["payload_lens"]
+    return [lens_text(r0, f"instance {first}") + f"\nnote: bytes per block are alike on every instance; the other "
+            f"instances, {lens['alt_dtype']}/{lens.get('layout') or lens['dtype']}: {rest} "
             "(JSON instance_summaries[i].payload_lens)"]
 
 

@@ -58,10 +58,11 @@ def payload_kind(payload: Any) -> str:
 #: Where fleet JSON comes from (:func:`payload_kind` names it when refusing one).
 _FLEET_JSON = "pcs replay or pcs compare with --instances, --router or --shared-tier"
 
-#: replay headline numbers the page reads -> whether null is allowed (a ratio: 0/0, no prompt tokens); each is
-#: held to a number of its range rule (pcs.report.payloadcheck.RANGES, the one table every kind is checked by)
-_REPLAY_NUMBERS = {"hit_ratio": True, "single_sequence_hit_ratio": True, "ideal_hit_ratio": True,
-                   "sequential_hit_ratio": True, "requests": False, "block_size": False}
+#: replay headline numbers the page reads -> their type (null: a ratio of 0/0, no prompt tokens); each is held to
+#: its type and range rule by the one check of every kind (pcs.report.payloadcheck.check_value, RANGES)
+_REPLAY_NUMBERS = {"hit_ratio": float | None, "single_sequence_hit_ratio": float | None,
+                   "ideal_hit_ratio": float | None, "sequential_hit_ratio": float | None, "requests": int,
+                   "block_size": int}
 #: the gap terms the page reads: each null (no prompt tokens) or a number of the range rule of ``gap.TERM``
 _GAP_READ = ("block_rounding", "capacity_eviction", "concurrency", "hybrid_rules")
 #: replay JSON objects the page reads: key -> (what it must be, the check)
@@ -84,15 +85,17 @@ def check_replay_payload(s: dict) -> None:
     Raises:
         UserError: ``field 'NAME': must be WHAT, got VALUE`` for the first bad field.
     """
-    for key, nullable in _REPLAY_NUMBERS.items():
-        if key in s and not (nullable and s[key] is None):
-            _check_number(s[key], key)
+    from pcs.report.payloadcheck import check_value
+
+    for key, tp in _REPLAY_NUMBERS.items():
+        if key in s:
+            check_value(s[key], tp, key)
     for key, (what, ok) in _REPLAY_FIELDS.items():
         if key in s and not ok(s[key]):
             raise UserError(f"field '{key}': must be {what}, got {json.dumps(s[key])[:60]}")
     for term in _GAP_READ if isinstance(s.get("gap"), dict) else ():
-        if s["gap"].get(term) is not None:
-            _check_number(s["gap"][term], f"gap.{term}")
+        if term in s["gap"]:
+            check_value(s["gap"][term], float | None, f"gap.{term}")
     for key in _REPLAY_OPTIONAL:
         if s.get(key) is not None and not isinstance(s[key], dict):
             raise UserError(f"field '{key}': must be an object or null, got {json.dumps(s[key])[:60]}")
@@ -100,20 +103,6 @@ def check_replay_payload(s: dict) -> None:
         if s.get(key) is not None:
             _check_numbers(key, s[key])
     _check_waterfall(s)
-
-
-def _check_number(value: Any, path: str) -> None:
-    """``value`` a number (an integer where its rule counts) in its range (:func:`pcs.report.payloadcheck.range_rule`).
-
-    Raises:
-        UserError: ``field 'hit_ratio': must be a ratio in [0, 1], got "x"`` (not a number) or out of range.
-    """
-    from pcs.report.payloadcheck import check_range, range_rule
-
-    rule = range_rule(path)
-    if not _is_number(value) or (rule.integer and not isinstance(value, int)):
-        raise UserError(f"field '{path}': must be {rule.what}, got {json.dumps(value)[:60]}")
-    check_range(value, path, rule)
 
 
 #: the waterfall's levels: null together (no prompt tokens, 0/0) or numbers together
@@ -127,20 +116,19 @@ def _check_waterfall(s: dict) -> None:
     Raises:
         UserError: naming the field that breaks the rule.
     """
+    from pcs.report.payloadcheck import must_be
+
     if s.get("single_sequence_hit_ratio") is None or s.get("hit_ratio") is None or not isinstance(s.get("gap"), dict):
         return                                  # nothing drawn: the waterfall is left out
     for key in _LEVELS:
         if key not in s:
             raise UserError(f"field '{key}' is missing (a replay JSON of an older pcs? the page's gap split needs "
                             "it: run pcs replay --format json again)")
-        if s.get(key) is None:
-            raise UserError(f"field '{key}': must be a ratio in [0, 1] when hit_ratio is one (null only when every "
-                            f"ratio is: no prompt tokens), got null")
-    g = s["gap"]
-    for key in _GAP_READ:                   # numbers beside numbers: a null term is only for a run with no ratios
-        if key in g and g[key] is None:
-            raise UserError(f"field 'gap.{key}': must be a number in [-1, 1] when hit_ratio is one (null only when "
-                            "every ratio is: no prompt tokens), got null")
+    g = s["gap"]       # numbers beside numbers: a null level or term is only for a run with no ratios
+    for path in [*_LEVELS, *(f"gap.{k}" for k in _GAP_READ if k in g)]:
+        if (g.get(path[4:]) if path.startswith("gap.") else s.get(path)) is None:
+            raise UserError(f"field '{path}': must be {must_be(float, path, True)} when hit_ratio is one (null only "
+                            "when every ratio is: no prompt tokens), got null")
     terms = [g.get(k) or 0.0 for k in _GAP_READ]       # each absent or in [-1, 1]: check_replay_payload
     if abs(s["ideal_hit_ratio"] - sum(terms) - s["hit_ratio"]) >= 1e-9:
         raise UserError("field 'gap': its terms must sum to ideal_hit_ratio - hit_ratio (docs/semantics.md §12), "

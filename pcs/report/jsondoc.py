@@ -37,7 +37,10 @@ COMMANDS = (
      "break of the contract (2026-12-04), so that one name means one count in every JSON: the curve's "
      "`block_accesses` counted the cacheable blocks, now every hash id as in `pcs replay` (the cacheable ones "
      "are `cacheable_blocks`), and `distinct_blocks` became `distinct_cacheable_blocks`; `pcs report` reads an "
-     "older curve file under the new names."),
+     "older curve file under the new names, and names a field it refuses there as the file holds it "
+     "(`distinct_blocks`). A null is refused where the file's other keys rule it out (`distinct_cacheable_blocks` "
+     "beside `sample_rate` 1.0, a knee beside a ceiling above 0, `block_bytes` beside a model, `capacity_bytes` "
+     "beside a number of `capacity_blocks` and `block_bytes`)."),
 )
 
 _NOTES = ("notes", "[string]", "-", "omitted unless the trace needs them: its prefix reuse is synthetic (a lengths-only "

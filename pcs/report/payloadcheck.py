@@ -30,7 +30,7 @@ from typing import Any
 
 from pcs.errors import UserError
 
-__all__ = ["check_payload", "NumberRange", "RANGES", "range_rule", "check_range"]
+__all__ = ["check_payload", "check_value", "must_be", "NumberRange", "RANGES", "range_rule", "check_range"]
 
 #: result class of each kind of JSON (the classes docs/json.md documents)
 _CLASSES = {"replay": "pcs.engine.result.ReplaySummary", "compare": "pcs.engine.compare.CompareResult",
@@ -117,18 +117,53 @@ def _shallow(value: Any, tp: Any, number_only: bool) -> bool:
     return isinstance(value, dict)          # dict[...] and nested results
 
 
-def _walk(value: Any, tp: Any, path: str, number_only: bool = False) -> None:
-    """Raise a UserError naming the first place under ``path`` where ``value`` is not of ``tp``."""
+def must_be(tp: Any, path: str, number_only: bool = False) -> str:
+    """What the field at ``path`` of type ``tp`` must be, in words: THE wording of a value of the wrong type in
+    every JSON ``pcs report`` reads (``field 'X': must be WORDS, got V``; :func:`check_value`, and through it
+    :func:`pcs.report.htmlpage.check_replay_payload`). A number field with a :data:`RANGES` rule its type takes
+    (an integer field a count's, a float field a ratio's) is worded by the rule; ``or null`` where null is taken
+    (a ``| None`` type, or a float field not held to a number: pcs writes a non-finite number as null).
+
+    >>> must_be(int | None, "distinct_cacheable_blocks"), must_be(str, "kernel")
+    ('a count >= 0 below 2^63 or null', 'a string')
+    """
+    union = typing.get_origin(tp) in (typing.Union, types.UnionType)
+    arms = [a for a in (typing.get_args(tp) if union else (tp,)) if a is not type(None)]
+    if not arms:
+        return "null"
+    nullable = len(arms) < (len(typing.get_args(tp)) if union else 1) or (float in arms and not number_only)
+    rule = range_rule(path)
+    if rule is not None and len(arms) == 1 and arms[0] in (int, float) and (arms[0] is int or not rule.integer):
+        words = rule.what
+    else:
+        words = " or ".join(_what(a) for a in arms)
+    return words + (" or null" if nullable else "")
+
+
+def check_value(value: Any, tp: Any, path: str, number_only: bool = False) -> None:
+    """``value`` of the field at ``path`` against its declared type ``tp`` and :data:`RANGES` rule, nested values
+    included (the one check every field of every kind goes through; ``number_only``: a float not null).
+
+    Raises:
+        UserError: ``field 'requests': must be a count >= 0 below 2^63, got "x"`` (:func:`must_be`).
+    """
+    _walk(value, tp, path, number_only)
+
+
+def _walk(value: Any, tp: Any, path: str, number_only: bool = False, shown: str | None = None) -> None:
+    """Raise a UserError naming the first place under ``path`` where ``value`` is not of ``tp``; ``shown``: the
+    name the file gives the field at ``path`` (an old curve's, :func:`pcs.curves.result.upgraded_curve`)."""
     if not _shallow(value, tp, number_only):
-        raise UserError(f"field '{path}': must be {_what(tp)}, got {json.dumps(value)[:60]}")
+        raise UserError(f"field '{shown or path}': must be {must_be(tp, path, number_only)}, "
+                        f"got {json.dumps(value)[:60]}")
     if tp is float and isinstance(value, float) and not math.isfinite(value):
-        raise UserError(f"field '{path}': must be a finite number, got {json.dumps(value)} (pcs writes a "
+        raise UserError(f"field '{shown or path}': must be a finite number, got {json.dumps(value)} (pcs writes a "
                         "non-finite number as null)")
-    _check_range(value, path)
+    _check_range(value, path, shown)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         arm = next(a for a in args if _shallow(value, a, number_only))
-        _walk(value, arm, path, number_only)
+        _walk(value, arm, path, number_only, shown)
     elif origin is tuple and args and args[-1] is not Ellipsis:     # a fixed-length tuple: (this run, other)
         if len(value) != len(args):
             raise UserError(f"field '{path}': must be a list of {len(args)} items, got {json.dumps(value)[:60]}")
@@ -205,10 +240,11 @@ def range_rule(path: str) -> NumberRange | None:
     return None
 
 
-def check_range(value: Any, path: str, rule: NumberRange | None = None) -> None:
+def check_range(value: Any, path: str, rule: NumberRange | None = None, name: str | None = None) -> None:
     """``value`` of the field at ``path`` against its :data:`RANGES` rule (``rule``, or :func:`range_rule` of
     ``path``; none: nothing to check). A value that is not a number is left to the type check (its caller's), but
-    an integer rule takes no float. Raises a UserError for a value out of the rule's range, NaN included.
+    an integer rule takes no float. Raises a UserError for a value out of the rule's range, NaN included, naming
+    the field ``name`` (the name in the file) or ``path``.
 
     Raises:
         UserError: ``field 'rows[0].lru_hit_ratio': must be a ratio in [0, 1], got -3.0``; a huge integer is
@@ -219,16 +255,16 @@ def check_range(value: Any, path: str, rule: NumberRange | None = None) -> None:
         return
     if rule.integer and not isinstance(value, int) or not rule.low <= value <= rule.high:   # NaN: never in range
         big = isinstance(value, int) and abs(value) >= 10 ** 30
-        shown = f"an integer of {len(str(abs(value)))} digits" if big else json.dumps(value)
-        raise UserError(f"field '{path}': must be {rule.what}, got {shown}")
+        got = f"an integer of {len(str(abs(value)))} digits" if big else json.dumps(value)
+        raise UserError(f"field '{name or path}': must be {rule.what}, got {got}")
 
 
-def _check_range(value: Any, path: str) -> None:
+def _check_range(value: Any, path: str, shown: str | None = None) -> None:
     """:func:`check_range` of a value whose type the walk has checked: only an integer is held to an integer
     rule (a ``*_bytes`` field declared a float, a mean, is not a count)."""
     rule = range_rule(path)
     if rule is not None and (isinstance(value, int) or not rule.integer):
-        check_range(value, path, rule)
+        check_range(value, path, rule, shown)
 
 
 def _fields(cls: type) -> dict[str, Any]:
@@ -246,18 +282,26 @@ def _always(cls: type) -> list[str]:
     return [f.key for f in json_fields(cls) if not f.omit and not f.key.startswith("<")]
 
 
-def _walk_fields(obj: dict, fields: dict[str, Any], prefix: str, number_only: tuple[str, ...] = ()) -> None:
+def _walk_fields(obj: dict, fields: dict[str, Any], prefix: str, number_only: tuple[str, ...] = (),
+                 written: dict[str, str] | None = None) -> None:
+    """Each key of ``fields`` that ``obj`` has through :func:`_walk`; ``written``: key -> the name the file holds
+    it under, where not the key (the range rule is the key's: an old name's rule is its new name's)."""
     for key, tp in fields.items():
         if key in obj:
-            _walk(obj[key], tp, prefix + key, key in number_only)
+            _walk(obj[key], tp, prefix + key, key in number_only, (written or {}).get(key))
 
 
-def check_payload(kind: str, payload: dict) -> None:
+def check_payload(kind: str, payload: dict, written: dict[str, str] | None = None) -> None:
     """Check every field of a ``kind`` JSON (``replay``, ``compare``, ``curve``, ``footprint``) the file has.
+
+    ``written``: top-level key -> the name the file holds it under, where another (a curve JSON of a pcs before
+    2026-12-04 read under today's names, :func:`pcs.curves.result.upgraded_curve`): each message names the field
+    the file holds.
 
     Raises:
         UserError: ``field 'X': must be WHAT, got VALUE`` for the first field (nested: ``tiers[0].name``) whose
-            value is not of the declared type; *_bytes* fields of a footprint must be integers.
+            value is not of the declared type (:func:`must_be`) or out of its range; *_bytes* fields of a
+            footprint must be integers; a curve's null where its own fields rule null out (:func:`_curve_nulls`).
     """
     if kind == "footprint":
         _check_footprint(payload)
@@ -266,28 +310,96 @@ def check_payload(kind: str, payload: dict) -> None:
     if kind in _WHOLE:           # the page reads these keys at the top level: each one always written is required
         missing = next((k for k in _always(cls) if k not in payload and k not in _OLDER_LACK.get(kind, ())), None)
         if missing is not None:
-            raise UserError(f"field '{missing}': missing (pcs {kind} always writes it)")
+            also = _old_name(kind, missing, payload)
+            raise UserError(f"field '{missing}': missing (pcs {kind} always writes it{also})")
     fields = {**_fields(cls), **_EXTRA[kind]}
-    _walk_fields(payload, fields, "", _NUMBER_ONLY.get(kind, ()))
+    _walk_fields(payload, fields, "", _NUMBER_ONLY.get(kind, ()), written)
     if kind == "compare":
         _check_tier_capacities(payload)
     if kind == "replay":
         _check_threads_mode(payload)
     if kind == "curve":
-        _check_distinct_cacheable(payload)
+        _check_distinct_cacheable(payload, written or {})
+        _check_curve_nulls(payload, written or {})
 
 
-def _check_distinct_cacheable(payload: dict) -> None:
+def _old_name(kind: str, key: str, payload: dict) -> str:
+    """``; a pcs before 2026-12-04 wrote it as OLD`` for a curve key renamed that day (:data:`OLD_NAMES
+    <pcs.curves.result.OLD_NAMES>`) whose old name the file lacks too (a ``block_accesses`` it holds is today's
+    count of every block hash), else ``""``."""
+    from pcs.curves.result import OLD_NAMES
+
+    old = OLD_NAMES.get(key) if kind == "curve" else None
+    return f"; a pcs before 2026-12-04 wrote it as {old}" if old and old not in payload else ""
+
+
+def _check_distinct_cacheable(payload: dict, written: dict[str, str]) -> None:
     """A curve's ``distinct_cacheable_blocks`` (null when sampled) counts distinct ids among its
-    ``cacheable_blocks``, so it is at most that count (types and ranges checked above).
+    ``cacheable_blocks``, so it is at most that count (types and ranges checked above); each named as the file
+    holds it (``written``).
 
     Raises:
-        UserError: ``field 'distinct_cacheable_blocks': must be at most cacheable_blocks (40), got 41``.
+        UserError: ``field 'distinct_cacheable_blocks': must be at most cacheable_blocks (40): ..., got 41``.
     """
     distinct, cacheable = payload.get("distinct_cacheable_blocks"), payload.get("cacheable_blocks")
     if isinstance(distinct, int) and isinstance(cacheable, int) and distinct > cacheable:
-        raise UserError(f"field 'distinct_cacheable_blocks': must be at most cacheable_blocks ({cacheable}): "
-                        f"distinct ids among the cacheable blocks, got {distinct}")
+        d, c = (written.get(k, k) for k in ("distinct_cacheable_blocks", "cacheable_blocks"))
+        raise UserError(f"field '{d}': must be at most {c} ({cacheable}): distinct ids among the cacheable blocks, "
+                        f"got {distinct}")
+
+
+def _curve_nulls(payload: dict) -> list[tuple[str, Any, str]]:
+    """The fields of a curve JSON that may be null only under a condition its other fields deny (docs/json.md,
+    as :func:`pcs.curves.api.curve` writes them), each as (path, its type but null, when a number is due): the
+    distinct count is null only for a sampled curve; a knee only when the ceiling is 0; ``block_bytes`` only
+    without a model; a ``capacity_bytes`` (written with a model) only beside a null ``capacity_blocks`` (a
+    knee's). (A number where null is due is another kind, not checked.)"""
+    due = []
+    if payload.get("sample_rate") == 1.0:
+        due.append(("distinct_cacheable_blocks", int, "when sample_rate is 1.0 (null only for a sampled curve)"))
+    if payload.get("model") is not None:
+        due.append(("block_bytes", int, "when model is named (null only without a model)"))
+    knee = payload.get("knee") if isinstance(payload.get("knee"), dict) else {}
+    ceiling = payload.get("ceiling_hit_ratio")
+    if isinstance(ceiling, (int, float)) and ceiling > 0:
+        due += [(f"knee.{p}.{k}", tp, "when ceiling_hit_ratio is above 0 (null only when the ceiling is 0)")
+                for p in knee for k, tp in (("capacity_blocks", int), ("lru_hit_ratio", float))]
+    if isinstance(payload.get("block_bytes"), int):
+        places = [f"knee.{p}" for p, v in knee.items() if isinstance(v, dict) and v.get("capacity_blocks") is not None]
+        places += [f"rows[{i}]" for i in range(len(payload.get("rows") or ()))]
+        due += [(f"{p}.capacity_bytes", int, "when block_bytes and capacity_blocks are numbers (capacity_blocks x "
+                 "block_bytes)") for p in places]
+    return due
+
+
+def _check_curve_nulls(payload: dict, written: dict[str, str]) -> None:
+    """Refuse a null :func:`_curve_nulls` rules out (types checked above), worded as a null gap term is.
+
+    Raises:
+        UserError: ``field 'distinct_cacheable_blocks': must be a count >= 0 below 2^63 when sample_rate is 1.0
+            (null only for a sampled curve), got null``.
+    """
+    for path, tp, when in _curve_nulls(payload):
+        if _at(payload, path) is None and _present(payload, path):
+            raise UserError(f"field '{written.get(path, path)}': must be {must_be(tp, path, True)} {when}, got null")
+
+
+def _at(payload: dict, path: str) -> Any:
+    """The value at ``path`` (``knee.p50.capacity_blocks``, ``rows[2].capacity_bytes``), or None."""
+    obj: Any = payload
+    for part in path.replace("[", ".").replace("]", "").split("."):
+        obj = obj[int(part)] if isinstance(obj, list) and part.isdigit() else (
+            obj.get(part) if isinstance(obj, dict) else None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _present(payload: dict, path: str) -> bool:
+    """Whether the object holding ``path``'s last key has that key (an omitted key is not a null)."""
+    parent, _, key = path.rpartition(".")
+    obj = _at(payload, parent) if parent else payload
+    return isinstance(obj, dict) and key in obj
 
 
 def _check_threads_mode(payload: dict) -> None:

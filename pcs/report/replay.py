@@ -395,7 +395,12 @@ def _ratio(pair: list) -> str:
 
 
 def lens_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[str]]:
-    """The payload lens (lesson 2) as (title, headers, rows of strings, notes), for the text and the HTML page."""
+    """The payload lens (lesson 2) as (title, headers, rows of strings, notes), for the text and the HTML page.
+
+    The title names the two layouts only (``Payload is not everything: KV fp8_per_token_head vs bf16``, 56
+    columns; the longest layout name, ``int8_per_token_head``, 57): why a narrow run's 16-bit baseline is bf16
+    (:func:`pcs.engine.lens.baseline_reason`) is the note after the lens', so the title line fits 100 columns with a
+    label before it (a compare variant's name, a fleet's instance) as the table does."""
     lens = s["payload_lens"]
     d, a = lens["dtype"], lens["alt_dtype"]
     spec = [("payload bytes/block (Reference)", "reference_bytes_per_block", format_bytes),
@@ -407,12 +412,12 @@ def lens_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[
             ("prefill of the missed tokens", "prefill_s", format_duration),
             ("mean TTFT (waits and queueing held)", "ttft_mean_s", format_duration)]
     rows = [[label, fmt(lens[key][0]), fmt(lens[key][1]), _ratio(lens[key])] for label, key, fmt in spec]
-    notes = [_lens_note(a, lens, _fp8_runs_as(s))] + _padding_note(lens)
     from pcs.engine.lens import baseline_reason
 
-    why = baseline_reason(d, a)        # fp8 vs bf16 beside fp16 vs fp8: one 16-bit width, said in the line
+    why = baseline_reason(d, a)        # fp8 vs bf16 beside fp16 vs fp8: one 16-bit width, said in a note
+    notes = [_lens_note(a, lens, _fp8_runs_as(s))] + [why] * bool(why) + _padding_note(lens)
     run = lens.get("layout") or d      # the layout as the user typed it: fp8_per_token_head, nvfp4
-    return (f"Payload is not everything: KV {run} vs {a}" + (f" ({why})" if why else ""),
+    return (f"Payload is not everything: KV {run} vs {a}",      # 61 columns at most: a label before it fits
             ["same hits, other KV dtype", f"{run} (this run)", a, f"{a} / this run"], rows, notes)   # within 100 columns
 
 

@@ -51,17 +51,16 @@ def _built(task: Task, progress: Callable[[int], None] | None) -> Task:
 
 
 def _check_threads_env() -> None:
-    """Refuse a bad ``$PCS_THREADS`` once, naming the environment variable (pcs.beside.threads_wanted's rule).
+    """Refuse a bad ``$PCS_THREADS`` once, naming the environment variable (pcs.beside.threads_wanted's rule,
+    :func:`pcs.beside.check_threads_setting`): an API call checks it here; ``pcs sweep`` has checked it already,
+    as every command does.
 
     Raises:
         UserError: ``PCS_THREADS`` is none of the modes and their aliases.
     """
-    from pcs.beside import threads_wanted
+    from pcs.beside import check_threads_setting
 
-    try:
-        threads_wanted()
-    except UserError as exc:
-        raise UserError(f"environment variable {exc}; unset it or set one of those, then rerun") from None
+    check_threads_setting()
 
 
 def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False,

@@ -97,21 +97,22 @@ def test_every_mistyped_field_is_one_line_or_a_page_never_a_bug(tmp_path, real_j
 
 
 @pytest.mark.parametrize("kind, key, value, needle", [
-    # the hostile tester's crashes, one of each kind, with the message worked out from the declared type
+    # the hostile tester's crashes, one of each kind, with the message worked out from the declared type and, for a
+    # number, its range rule (pcs.report.payloadcheck.must_be: one wording for every kind)
     ("replay", "model", 5, "field 'model': must be a string, got 5"),
     ("replay", "reference_bytes_per_block", None, "field 'reference_bytes_per_block': must be an integer, got null"),
     ("replay", "single_sequence_with_decode_hit_ratio", "x",
-     "field 'single_sequence_with_decode_hit_ratio': must be a number or null, got \"x\""),
+     "field 'single_sequence_with_decode_hit_ratio': must be a ratio in [0, 1] or null, got \"x\""),
     # ideal null while hit_ratio is a number: the waterfall's levels are null together (no prompt tokens) or not
     ("replay", "ideal_hit_ratio", None, "field 'ideal_hit_ratio': must be a ratio in [0, 1] when hit_ratio is one"),
     ("replay", "sequential_hit_ratio", None, "field 'sequential_hit_ratio': must be a ratio in [0, 1] when"),
     ("curve", "knee", None, "field 'knee': must be an object, got null"),
-    ("curve", "ceiling_hit_ratio", None, "field 'ceiling_hit_ratio': must be a number, got null"),
+    ("curve", "ceiling_hit_ratio", None, "field 'ceiling_hit_ratio': must be a ratio in [0, 1], got null"),
     ("curve", "rows", "x", "field 'rows': must be a list, got \"x\""),
     ("compare", "variants", {"a": 1}, "field 'variants': must be a list, got {\"a\": 1}"),
     ("footprint", "components", 12345, "field 'components': must be a list, got 12345"),
     ("footprint", "tokens", "x", "field 'tokens': must be an integer, got \"x\""),
-    ("footprint", "reference_bytes", None, "field 'reference_bytes': must be an integer, got null"),
+    ("footprint", "reference_bytes", None, "field 'reference_bytes': must be a count >= 0 below 2^63, got null"),
 ])
 def test_the_reported_crashes_are_one_line(tmp_path, real_jsons, kind, key, value, needle):
     bad = tmp_path / "bad.json"
@@ -125,7 +126,7 @@ def test_a_nested_field_is_named_by_its_path(tmp_path, real_jsons):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(run))
     assert_one_line_error(invoke("report", bad, "-o", tmp_path / "p.html", "--no-curve"),
-                          "field 'tiers[0].hit_blocks': must be an integer, got \"many\"")
+                          "field 'tiers[0].hit_blocks': must be a count >= 0 below 2^63, got \"many\"")
 
 
 def test_a_gap_that_does_not_sum_is_refused_not_an_assertion(tmp_path, real_jsons):

@@ -74,3 +74,30 @@ def test_the_envelope_shows_the_restores_then_the_comparison_with_recompute(text
                                        ["link", "prefill saved", "slower than recompute", "break-even (TP group)",
                                         "break-even per GPU"]]
     assert sum(line.startswith("cpu -> gpu") for line in lines) == 2
+
+
+def _cells(lines: list[str], widths: list[int]) -> list[list[str]]:
+    """Each line cut into its columns of ``widths`` (two spaces between), trailing spaces dropped."""
+    out = []
+    for line in lines:
+        at, cells = 0, []
+        for w in widths:
+            cells.append(line[at:at + w].rstrip())
+            at += w + 2
+        out.append(cells)
+    return out
+
+
+def test_each_group_aligns_each_column_as_the_whole_table():
+    # render_table(split=...)'s docstring: every column as wide and on the same side as in the whole table.
+    # Column widths by hand: "n"/"10"/"x" -> 2 (the names, numeric: "10" and "x" are not all numbers -> left);
+    # A (60) over "1" (right), None and "word" (left): "-" goes right only where more than half the column's
+    # values are numbers, here one of two: left; B (40) over "2.5 %", "text", "3".
+    headers, rows = ["n", A, B], [["10", "1", "2.5 %"], ["x", None, "text"], ["y", "word", "3"]]
+    whole = render_table(headers, rows).split("\n")
+    parts = render_table(headers, rows, split=True).split("\n")
+    assert [len(p) for p in (whole[0], parts[0])] == [2 + 2 + 60 + 2 + 40, 2 + 2 + 60]     # 106 > 100: split
+    first, second = parts[:5], parts[5:]
+    assert _cells(first, [2, 60]) == [row[:2] for row in _cells(whole, [2, 60, 40])]
+    assert _cells(second, [2, 40]) == [[row[0], row[2]] for row in _cells(whole, [2, 60, 40])]
+    assert _cells(first, [2, 60])[2:] == [["10", " " * 59 + "1"], ["x", "-"], ["y", "word"]]
