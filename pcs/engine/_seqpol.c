@@ -274,6 +274,11 @@ static int pol_evict(W *w, PT *t, int64_t n, uint8_t excl, int32_t *out) {
         t->np = k;
         Item *const q = t->q;
         while (i < n) {
+            if (t->qh + SQ_AHEAD < t->qt) {                /* the entry read SQ_AHEAD items on, prefetched */
+                const int32_t a = q[t->qh + SQ_AHEAD].e;
+                __builtin_prefetch(&t->seq[a], 1, 1);
+                __builtin_prefetch(&fl[a], 1, 1);
+            }
             const Item it = q[t->qh++];
             if (t->seq[it.e] != it.s) continue;            /* stale */
             if (fl[it.e] & excl) { if (fq_park(t, it) < 0) return -1; continue; }   /* passed over */

@@ -168,3 +168,31 @@ def test_a_lead_with_a_cpu_block_inside_waits_then_is_pinned_through_fifo_worked
     assert _state(h) == ([1, 5, 7, 4], [4, 3, 2, 9], {1: 0, 5: 0, 7: 0, 4: 0}, {4: 0, 3: 0, 2: 0, 9: 0})
     if use_native:
         h._check()
+
+
+def test_fifo_queue_ring_wraps_and_grows_by_hand():
+    """fifo's queue 0 is a ring of entry indices (pcs/cache/_pol_fifo.c: 64 slots at first, rebuilt larger only
+    when an append finds it full). GPU 50 blocks, CPU 100, 1,000 requests of one new block each (keys 0..999):
+    FIFO on both tiers keeps the newest -- the GPU tier keys 950..999, the CPU tier the 100 GPU victims before them,
+    850..949 (each GPU victim goes down in number order; the CPU tier's victims are its oldest) -- after the rings
+    grew past 64 and 128 slots and wrapped many times. Then a request of 2 GPU blocks at the queue's front (950, 951:
+    pinned, so the GPU victim search passes and parks them) and 4 new ones (2000..2003): the 4 GPU victims are the
+    oldest unpinned, 952..955, demoted in that order; the CPU tier's 4 victims its oldest, 850..853. Released tail
+    first, 2003..2000 take new numbers at the back, and the two parked blocks come back by their old numbers, at the
+    front."""
+    h, ref = (native.NativeHierarchy(_tiers([50, 100], ["fifo", "fifo"])),
+              Hierarchy(_tiers([50, 100], ["fifo", "fifo"])))
+    assert h._h.shared_table()
+    for k in range(1000):
+        for x in (h, ref):
+            _admit(x, [k])
+    h._check()
+    for x in (h, ref):
+        assert x.tiers[0].policy.order() == list(range(950, 1000)), type(x).__name__
+        assert x.tiers[1].policy.order() == list(range(850, 950)), type(x).__name__
+    for x in (h, ref):
+        _admit(x, [950, 951, 2000, 2001, 2002, 2003])
+        assert x.tiers[0].policy.order() == [950, 951] + list(range(956, 1000)) + [2003, 2002, 2001, 2000], \
+            type(x).__name__
+        assert x.tiers[1].policy.order() == list(range(854, 950)) + [952, 953, 954, 955], type(x).__name__
+    h._check()
