@@ -15,7 +15,10 @@ batch boundaries change no result (the passes carry their state from batch to ba
 A trace file may be read on a worker of its own (``ahead``) while the calling thread makes the chunk pieces: the
 read (the compiled JSONL decode or pyarrow's, then the value checks) is then the decode pass's critical path,
 and the calling thread's share of it is the pieces and the joins (docs/performance.md, "The read beside the
-pieces, the no-cache run behind the scan, ...").
+pieces, the no-cache run behind the scan, ..."). A block-id JSONL file read by the compiled twin is read and checked
+on the calling thread instead, each chunk decoded on a C++ thread that never takes the GIL (docs/performance.md,
+"The 1x call's decode pass: the next chunk on a thread without the GIL, the id arena kept"): a Python reader
+worker waited for the GIL between its decodes while the calling thread made the pieces.
 
 The step scheduler's next-turn search (:mod:`pcs.engine.turns`) may walk each batch as it is read
 (``Decoded(source, turns)``, :class:`pcs.engine.turns.TurnWalk`): on a worker thread while the caller decodes the
@@ -76,6 +79,12 @@ def _from_file(source: Any) -> bool:
     return source is None or isinstance(source, (str, Path, Trace))
 
 
+def _decodes_ahead(source: Any) -> bool:
+    """Whether ``source`` is a trace whose reader decodes each chunk on a thread of its own while it reads the next
+    (:meth:`pcs.trace.api.Trace.decodes_ahead`)."""
+    return bool(getattr(source, "decodes_ahead", lambda: False)())
+
+
 def _join(group: list):
     """One batch of the rows of ``group`` (consecutive batches of one trace), ids numbered from its first."""
     if len(group) == 1:
@@ -97,7 +106,11 @@ class Decoded:
         ahead: with ``turns``, a trace file (a path, None or a :class:`pcs.trace.Trace`) is read, decoded and checked
             on a reader worker of its own (:func:`pcs.trace.batches.read_ahead`, one batch in flight, the same
             batches and errors in the same order) while this thread queues each batch's walk and makes its chunk
-            piece (:meth:`pcs.engine.chunks.ChunkPieces.drain`); a source in memory is read here as without it.
+            piece (:meth:`pcs.engine.chunks.ChunkPieces.drain`) -- except a block-id JSONL trace read by the compiled
+            twin (:meth:`pcs.trace.api.Trace.decodes_ahead`): read and checked here, each chunk decoded on a thread of
+            its own that needs no GIL while this thread reads the next and makes the pieces (``decode_ahead`` of
+            :func:`pcs.trace.batches.as_batches`), the walk's worker left to walk; a source in memory is read here
+            as without it.
         meanwhile: with ``turns``, called on this thread with the trace's block hashes once every batch is read,
             while the walk finishes its last batch (:meth:`pcs.engine.turns.TurnWalk.result`), or None: the
             caller's own work done in that wait instead of after the decode (:class:`pcs.engine.loops.HierarchyAhead`;
@@ -116,12 +129,14 @@ class Decoded:
                  meanwhile: Callable[[int], None] | None = None) -> None:
         each, self._pieces = None, (pieces if turns is not None else None)
         ahead = ahead and turns is not None and _from_file(source)
+        decode_ahead = ahead and _decodes_ahead(source)     # the read on this thread, each decode on its own
         if turns is not None:
             each = (lambda b, *_: turns.add(b)) if pieces is None else \
-                (lambda b, starts, closed: (pieces.queue(b, starts, closed), turns.add(b, pieces.drain),
+                (lambda b, starts, closed: (pieces.queue(b, starts, closed),
+                                            turns.add(b, None if decode_ahead else pieces.drain),
                                             pieces.drain() if ahead else None))
-        batches = as_batches(source, side_by_side=True)     # joins view the JSONL ids
-        if ahead:
+        batches = as_batches(source, side_by_side=True, decode_ahead=decode_ahead)     # joins view the JSONL ids
+        if ahead and not decode_ahead:
             batches = read_ahead(batches, linger=True)      # read, decoded and checked on a worker of its own
         try:
             self.batches = _joined(batches, each)

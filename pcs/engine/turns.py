@@ -184,6 +184,7 @@ class TurnWalk:
         self._pending: list = []                 # batches added while the worker was busy, in order
         self._running = False                    # a call handed to the worker and not joined
         self._finished = threading.Event()       # set by that call when it is done (join will not wait)
+        self._lock = threading.Lock()            # _pending and _finished, between add and the worker's call
 
     def _walk(self, first: int, bs: int, hashes: np.ndarray, off: np.ndarray, p: np.ndarray, o: np.ndarray,
               also: Callable[[], Any] | None = None) -> None:
@@ -192,10 +193,16 @@ class TurnWalk:
             also()
 
     def _walk_all(self, batches: list) -> None:
-        """One worker call: the walks (each with its ``also``) of ``batches``, in order."""
+        """One worker call: the walks (each with its ``also``) of ``batches``, in order, then of the batches added
+        meanwhile, until none is pending."""
         try:
-            for args in batches:
-                self._walk(*args)
+            while batches:
+                for args in batches:
+                    self._walk(*args)
+                with self._lock:
+                    batches, self._pending = self._pending, []
+                    if not batches:
+                        self._finished.set()
         finally:
             self._finished.set()
 
@@ -203,7 +210,8 @@ class TurnWalk:
         """Join the worker's call (its error raised here) and start one over the batches pending."""
         self._side.join()
         self._running = False
-        batches, self._pending = self._pending, []
+        with self._lock:
+            batches, self._pending = self._pending, []
         if batches:
             self._finished.clear()
             self._running = True
@@ -216,11 +224,13 @@ class TurnWalk:
         a list for the worker's next call (made at a later :meth:`add` or at :meth:`result`)."""
         i8 = np.int64
         off = np.ascontiguousarray(b.block_offsets, i8)
-        self._pending.append((self._n, int(b.block_size), np.ascontiguousarray(b.block_hashes, np.uint64), off,
-                              np.ascontiguousarray(b.prompt_tokens, i8), np.ascontiguousarray(b.output_tokens, i8),
-                              also))
+        args = (self._n, int(b.block_size), np.ascontiguousarray(b.block_hashes, np.uint64), off,
+                np.ascontiguousarray(b.prompt_tokens, i8), np.ascontiguousarray(b.output_tokens, i8), also)
         self._n += len(off) - 1
-        if not self._running or self._finished.is_set():
+        with self._lock:
+            self._pending.append(args)
+            idle = not self._running or self._finished.is_set()
+        if idle:
             self._hand_over()            # the previous call is done (its error is raised here)
 
     def result(self, meanwhile: Callable[[], Any] | None = None) -> DecodeBlocks:

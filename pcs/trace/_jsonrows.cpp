@@ -70,6 +70,8 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "simdjson.h"
@@ -852,6 +854,7 @@ struct ArenaObject {
     PyObject_HEAD
     uint64_t *data;
     Py_ssize_t cap, used;   // in ids
+    int busy;               // a Pending decode fills the room past `used`: nothing else may take it until its result
 };
 
 /* The most ids a chunk of n bytes can hold (an id takes a digit and a separator, but the row's last one: "[1,2]"):
@@ -875,6 +878,7 @@ PyObject *arena_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     }
     a->cap = cap;
     a->used = 0;
+    a->busy = 0;
     return (PyObject *)a;
 }
 
@@ -892,7 +896,7 @@ PyObject *arena_fits(PyObject *self, PyObject *arg) {
     Py_ssize_t n = PyLong_AsSsize_t(arg);
     if (n < 0 && PyErr_Occurred()) return nullptr;
     ArenaObject *a = (ArenaObject *)self;
-    return PyBool_FromLong(n >= 0 && ids_bound((size_t)n) <= (size_t)(a->cap - a->used));
+    return PyBool_FromLong(!a->busy && n >= 0 && ids_bound((size_t)n) <= (size_t)(a->cap - a->used));
 }
 
 /* append(ids) -> int: the ids of a 1-D C-contiguous buffer of unsigned 64-bit integers (a numpy uint64 array)
@@ -912,7 +916,7 @@ PyObject *arena_append(PyObject *self, PyObject *arg) {
     }
     ArenaObject *a = (ArenaObject *)self;
     Py_ssize_t n = b.len / 8, at = a->used;
-    if (n > a->cap - at) {
+    if (a->busy || n > a->cap - at) {
         PyBuffer_Release(&b);
         return PyLong_FromLong(-1);
     }
@@ -924,9 +928,22 @@ PyObject *arena_append(PyObject *self, PyObject *arg) {
     return PyLong_FromSsize_t(at);
 }
 
+/* reset() -> bool: the room emptied (used = 0) for a new reader, its pages kept (written again without page faults),
+ * unless a Pending decode fills it (False). The caller makes sure no view of its ids is alive
+ * (pcs.trace.jsonfast.arena: nothing else refers to it). */
+PyObject *arena_reset(PyObject *self, PyObject *) {
+    ArenaObject *a = (ArenaObject *)self;
+    if (a->busy) Py_RETURN_FALSE;
+    a->used = 0;
+    Py_RETURN_TRUE;
+}
+
 PyBufferProcs arena_buffer = {arena_getbuffer, nullptr};
 PyMethodDef arena_methods[] = {
-    {"fits", arena_fits, METH_O, "fits(nbytes) -> bool: whether a chunk of nbytes bytes is decoded into the room left."},
+    {"fits", arena_fits, METH_O, "fits(nbytes) -> bool: whether a chunk of nbytes bytes is decoded into the room left "
+                                 "(False while a Pending decode fills it)."},
+    {"reset", arena_reset, METH_NOARGS, "reset() -> bool: the room emptied for a new reader (False while a decode "
+                                        "fills it)."},
     {"append", arena_append, METH_O, "append(ids) -> int: uint64 ids copied past `used`; their first index, or -1 "
                                      "when they do not fit."},
     {nullptr, nullptr, 0, nullptr}};
@@ -1007,23 +1024,36 @@ bool read_spec(PyObject *extras, int typed, Spec *spec) {
     return true;
 }
 
-/* decode_lines with the GIL released: 1 taken, 0 for the authority, -1 out of memory. */
-int decode_nogil(const char *buf, size_t len, const Spec &spec, Columns &c) {
+/* c's buffers reserved for a chunk of len bytes (throws std::bad_alloc). Mooncake: about 10 bytes of JSON per id, 280
+ * a row; denser chunks grow the buffers (doubling). Reserved below malloc's mmap threshold where it can be, so freed
+ * buffers are reused without fresh page faults. */
+void reserve_columns(Columns &c, size_t len) {
+    if (!c.ids.borrowed) c.ids.reserve(len / 8 + 16);
+    const size_t rows = len / 256 + 1;
+    c.ts.reserve(rows);
+    c.il.reserve(rows);
+    c.ol.reserve(rows);
+    c.offsets.reserve(rows + 1);
+}
+
+/* decode_lines into c, its buffers reserved first (a no-op when the caller did): 1 taken, 0 for the authority, -1 out
+ * of memory. Touches no Python object (runs without the GIL: decode_nogil, and Pending's thread). */
+int decode_plain(const char *buf, size_t len, const Spec &spec, Columns &c) {
     int rc;
-    Py_BEGIN_ALLOW_THREADS
     try {
-        // Mooncake: about 10 bytes of JSON per id, 280 a row; denser chunks grow the buffers (doubling). Reserved
-        // below malloc's mmap threshold where it can be, so freed buffers are reused without fresh page faults.
-        if (!c.ids.borrowed) c.ids.reserve(len / 8 + 16);
-        const size_t rows = len / 256 + 1;
-        c.ts.reserve(rows);
-        c.il.reserve(rows);
-        c.ol.reserve(rows);
-        c.offsets.reserve(rows + 1);
+        reserve_columns(c, len);
         rc = decode_lines(buf, len, spec, c) ? 1 : 0;
     } catch (const std::bad_alloc &) {
         rc = -1;
     }
+    return rc;
+}
+
+/* decode_plain with the GIL released. */
+int decode_nogil(const char *buf, size_t len, const Spec &spec, Columns &c) {
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = decode_plain(buf, len, spec, c);
     Py_END_ALLOW_THREADS
     return rc;
 }
@@ -1045,7 +1075,7 @@ PyObject *decode(PyObject *, PyObject *args) {
     }
     Spec spec;   // its keys point into the extras tuple's bytes, alive for the call
     Columns c;
-    if (arena && ids_bound((size_t)chunk.len) <= (size_t)(arena->cap - arena->used))
+    if (arena && !arena->busy && ids_bound((size_t)chunk.len) <= (size_t)(arena->cap - arena->used))
         c.ids.borrow(arena->data + arena->used, (size_t)(arena->cap - arena->used));
     int rc = read_spec(extras, typed, &spec) ? decode_nogil((const char *)chunk.buf, (size_t)chunk.len, spec, c) : -2;
     PyBuffer_Release(&chunk);   // the bytes-like object stays locked (y*) while the GIL is released
@@ -1053,6 +1083,137 @@ PyObject *decode(PyObject *, PyObject *args) {
     if (rc < 0) return PyErr_NoMemory();
     if (rc == 0) Py_RETURN_NONE;
     return result(c, spec.typed, arena);
+}
+
+/* ---- decode_start: a chunk decoded on a thread of its own, beside the caller's work.
+ *
+ * decode_start(chunk, extras, typed, arena=None) -> Pending: decode's arguments; the chunk is decoded on a new
+ * std::thread that runs no Python and never takes the GIL (decode_plain into C++ buffers), so it begins as soon as
+ * the OS runs it, whatever the calling thread does meanwhile (a Python worker thread first needs the GIL, which a
+ * caller busy in Python holds until it blocks: docs/performance.md, "The 1x call's decode pass: the next chunk on a
+ * thread without the GIL, the id arena kept"). Pending.result() waits for that thread (the GIL released) and returns what decode would
+ * have returned for the same arguments (the tuple, or None for the authority; MemoryError), once. The chunk's
+ * buffer is held (y*) until then, and the extras tuple and the arena referenced. An arena whose room the ids take
+ * is busy until the result is taken: fits() is False, append() gives -1 and decode() does not borrow it, so only
+ * this decode writes past `used`. When no thread can be started the chunk is decoded in decode_start itself (the
+ * GIL released), the same result. A Pending dropped without result() joins its thread first. */
+struct PendingState {
+    Py_buffer chunk;
+    Spec spec;
+    Columns c;
+    std::thread th;
+    int rc = -1;
+};
+
+struct PendingObject {
+    PyObject_HEAD
+    PendingState *st;      // nullptr once the result is taken
+    PyObject *extras;      // the spec's keys point into its bytes
+    ArenaObject *arena;    // the arena whose room the ids borrow, or nullptr
+};
+
+/* Join the thread (if any) and free the state, the arena let go; the GIL held (the thread never takes it). */
+void pending_release(PendingObject *p) {
+    PendingState *st = p->st;
+    if (!st) return;
+    p->st = nullptr;
+    if (st->th.joinable()) {
+        Py_BEGIN_ALLOW_THREADS
+        st->th.join();
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&st->chunk);
+    delete st;
+    if (p->arena) p->arena->busy = 0;
+}
+
+void pending_dealloc(PyObject *self) {
+    PendingObject *p = (PendingObject *)self;
+    pending_release(p);
+    Py_XDECREF(p->extras);
+    Py_XDECREF((PyObject *)p->arena);
+    Py_TYPE(self)->tp_free(self);
+}
+
+PyObject *pending_result(PyObject *self, PyObject *) {
+    PendingObject *p = (PendingObject *)self;
+    PendingState *st = p->st;
+    if (!st) {
+        PyErr_SetString(PyExc_RuntimeError, "Pending.result: already taken");
+        return nullptr;
+    }
+    if (st->th.joinable()) {
+        Py_BEGIN_ALLOW_THREADS
+        st->th.join();
+        Py_END_ALLOW_THREADS
+    }
+    PyObject *out;
+    if (st->rc < 0) {
+        out = PyErr_NoMemory();
+    } else if (st->rc == 0) {
+        out = Py_NewRef(Py_None);
+    } else {
+        if (p->arena) p->arena->busy = 0;   // result() takes the ids' room (used advanced) when they filled it
+        out = result(st->c, st->spec.typed, p->arena);
+    }
+    pending_release(p);
+    return out;
+}
+
+PyMethodDef pending_methods[] = {
+    {"result", pending_result, METH_NOARGS,
+     "result() -> None | tuple: decode's result for decode_start's arguments, once its thread is done (once)."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyTypeObject PendingType = {PyVarObject_HEAD_INIT(nullptr, 0) "pcs.trace._jsonrows.Pending"};
+
+PyObject *decode_start(PyObject *, PyObject *args) {
+    PyObject *chunk_arg, *extras, *arena_arg = Py_None;
+    int typed;
+    if (!PyArg_ParseTuple(args, "OO!p|O", &chunk_arg, &PyTuple_Type, &extras, &typed, &arena_arg)) return nullptr;
+    if (arena_arg != Py_None && !PyObject_TypeCheck(arena_arg, &ArenaType)) {
+        PyErr_SetString(PyExc_TypeError, "decode_start: arena must be an Arena or None");
+        return nullptr;
+    }
+    PendingObject *p = PyObject_New(PendingObject, &PendingType);
+    if (!p) return nullptr;
+    p->st = nullptr;
+    p->extras = Py_NewRef(extras);
+    p->arena = nullptr;
+    PendingState *st = new (std::nothrow) PendingState();
+    if (!st) {
+        Py_DECREF(p);
+        return PyErr_NoMemory();
+    }
+    if (PyObject_GetBuffer(chunk_arg, &st->chunk, PyBUF_SIMPLE) < 0) {
+        delete st;
+        Py_DECREF(p);
+        return nullptr;
+    }
+    p->st = st;
+    if (!read_spec(extras, typed, &st->spec)) {
+        Py_DECREF(p);
+        return nullptr;
+    }
+    ArenaObject *arena = arena_arg != Py_None ? (ArenaObject *)arena_arg : nullptr;
+    if (arena && !arena->busy && ids_bound((size_t)st->chunk.len) <= (size_t)(arena->cap - arena->used)) {
+        st->c.ids.borrow(arena->data + arena->used, (size_t)(arena->cap - arena->used));
+        arena->busy = 1;
+        p->arena = (ArenaObject *)Py_NewRef(arena_arg);
+    }
+    try {   // the buffers reserved here, from this thread's malloc arena (warm memory the columns freed before,
+            // where a new thread's own arena would hand it fresh pages: page faults on every chunk)
+        reserve_columns(st->c, (size_t)st->chunk.len);
+    } catch (const std::bad_alloc &) {   // the thread's decode_plain tries again and reports it
+    }
+    try {
+        st->th = std::thread([st] {
+            st->rc = decode_plain((const char *)st->chunk.buf, (size_t)st->chunk.len, st->spec, st->c);
+        });
+    } catch (const std::system_error &) {   // no thread to be had: decoded here, the same result
+        st->rc = decode_nogil((const char *)st->chunk.buf, (size_t)st->chunk.len, st->spec, st->c);
+    }
+    return (PyObject *)p;
 }
 
 /* ---- The reader's value checks over decoded columns (the numpy passes of pcs/trace/jsonfast.py's _checked and
@@ -1327,10 +1488,31 @@ PyObject *row_checks(PyObject *, PyObject *args) {
     return Py_BuildValue("(NNdd)", PyBool_FromLong(f.ok), PyBool_FromLong(f.ordered), f.ts_max, f.far);
 }
 
+/* count_lf(buffer) -> int: the b"\n" bytes of a contiguous buffer (pcs.trace.source.count_newlines): glibc's
+ * vectorised memchr from one to the next, about 0.1 instructions a byte on Mooncake rows (numpy's compare and count,
+ * a bool array made and counted, took 1.3: 3.8 M instructions for the 1x replica's 3 MB). */
+PyObject *count_lf(PyObject *, PyObject *arg) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return nullptr;
+    const char *p = (const char *)b.buf, *end = p + b.len;
+    Py_ssize_t n = 0;
+    while (p < end && (p = (const char *)memchr(p, '\n', (size_t)(end - p))) != nullptr) {
+        n++;
+        p++;
+    }
+    PyBuffer_Release(&b);
+    return PyLong_FromSsize_t(n);
+}
+
 PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS,
      "decode(chunk, extras, typed, arena=None) -> None | (ts, il, ol, offsets, ids, extras, types, synthetic, "
      "increasing): see the C++ file's header (pcs/trace/_jsonrows.cpp)."},
+    {"decode_start", decode_start, METH_VARARGS,
+     "decode_start(chunk, extras, typed, arena=None) -> Pending: decode on a thread of its own, no GIL; "
+     "Pending.result() gives decode's result (pcs/trace/_jsonrows.cpp)."},
+    {"count_lf", count_lf, METH_O, "count_lf(buffer) -> int: the newlines of a contiguous buffer "
+                                    "(pcs/trace/_jsonrows.cpp)."},
     {"rows_rise", rows_rise, METH_VARARGS,
      "rows_rise(ids, offsets) -> bool: every row's uint64 ids strictly increase (pcs/trace/_jsonrows.cpp)."},
     {"row_checks", row_checks, METH_VARARGS,
@@ -1364,6 +1546,12 @@ PyMODINIT_FUNC PyInit__jsonrows(void) {
     ArenaType.tp_members = arena_members;
     ArenaType.tp_doc = "Arena(capacity): one id buffer the chunks of a reader fill in order (the C++ file's header).";
     if (PyType_Ready(&ArenaType) < 0) return nullptr;
+    PendingType.tp_basicsize = sizeof(PendingObject);
+    PendingType.tp_flags = Py_TPFLAGS_DEFAULT;
+    PendingType.tp_dealloc = pending_dealloc;
+    PendingType.tp_methods = pending_methods;
+    PendingType.tp_doc = "A chunk being decoded on a thread of its own (decode_start); result() gives decode's result.";
+    if (PyType_Ready(&PendingType) < 0) return nullptr;
     PyObject *m = PyModule_Create(&module_def);
     if (m && PyModule_AddObjectRef(m, "Arena", (PyObject *)&ArenaType) < 0) Py_CLEAR(m);
     return m;

@@ -278,14 +278,14 @@ class Trace:
     def __repr__(self) -> str:
         return f"Trace({self.name!r}, format={self.format!r}, block_size={self.block_size})"
 
-    def _raw_batches(self, side_by_side: bool = False) -> Iterator[RequestBatch]:
+    def _raw_batches(self, side_by_side: bool = False, decode_ahead: bool = False) -> Iterator[RequestBatch]:
         from pcs.trace.hashids import BAILIAN, MOONCAKE, ReadState, read_hashid_jsonl
 
         state = ReadState(check_order=not self.sort)
         if self.format in ("mooncake", "bailian"):
             spec = MOONCAKE if self.format == "mooncake" else BAILIAN
             yield from read_hashid_jsonl(self.path, self.name, spec, self.block_size, state, self.on_error,
-                                         side_by_side=side_by_side)
+                                         side_by_side=side_by_side, decode_ahead=decode_ahead)
         elif self.format == "tokens":
             from pcs.trace.tokens import read_token_jsonl
 
@@ -303,20 +303,22 @@ class Trace:
 
             self.reuse = SYNTH_REUSE
 
-    def iter_batches(self, side_by_side: bool = False) -> Iterator[RequestBatch]:
+    def iter_batches(self, side_by_side: bool = False, decode_ahead: bool = False) -> Iterator[RequestBatch]:
         """Stream the trace as :class:`RequestBatch` es, ids numbered from 0.
 
         ``side_by_side``: for a caller that keeps every batch and joins consecutive ones
         (:class:`pcs.engine.decoded.Decoded`): a block-id JSONL trace read by the compiled twin lays the ids of its
         chunks side by side (:func:`pcs.trace.jsonfast.parse_chunks`), so the joins view them instead of copying.
-        Same batches either way.
+        ``decode_ahead``: with ``side_by_side``, such a trace's chunks are each decoded on a thread of their own while
+        this thread reads the next one (:meth:`decodes_ahead`; for a caller that wants threads). Same batches
+        either way.
 
         Raises:
             InputError: bad content (with ``on_error="raise"``); no request at
                 all (an empty file, a CSV header alone, every line skipped):
                 an empty source is never a 0-request result.
         """
-        batches = self._raw_batches(side_by_side)
+        batches = self._raw_batches(side_by_side, decode_ahead)
         if self.sort and self.format not in LENGTH_ONLY:  # those sort their rows before synthesis
             batches = iter(_sorted_batches(list(batches)))
         next_id = 0
@@ -326,6 +328,17 @@ class Trace:
         if next_id == 0:
             raise InputError(self.name, None, None, EMPTY_TRACE if not self.skipped else
                              f"no requests left: all {self.skipped} were skipped as bad (on_error='skip')")
+
+    def decodes_ahead(self) -> bool:
+        """Whether :meth:`iter_batches` with ``side_by_side`` and ``decode_ahead`` decodes each chunk on a thread of
+        its own: a
+        Mooncake or Bailian JSONL file read by the compiled twin (``pcs.trace._jsonrows``, unless ``PCS_NATIVE`` is
+        ``python`` or it is not built)."""
+        if self.format not in ("mooncake", "bailian"):
+            return False
+        from pcs import _native
+
+        return _native.resolve(None, "jsonrows") == "c"
 
     def __iter__(self) -> Iterator[Request]:
         for b in self.iter_batches():

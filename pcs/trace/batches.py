@@ -119,12 +119,12 @@ def _group(requests: Iterable, rows: int) -> Iterator[RequestBatch]:
 
 
 def _raw(source: Any, block_size: int | None, rows: int, ahead: bool = False,
-         side_by_side: bool = False) -> Iterator[RequestBatch]:
+         side_by_side: bool = False, decode_ahead: bool = False) -> Iterator[RequestBatch]:
     if source is None or isinstance(source, (str, Path)) or hasattr(source, "iter_batches"):
         trace = reiterable(source, block_size)
         from pcs.trace.api import Trace
 
-        batches = iter(trace.iter_batches(side_by_side=True) if side_by_side and isinstance(trace, Trace)
+        batches = iter(trace.iter_batches(side_by_side=True, decode_ahead=decode_ahead) if side_by_side and isinstance(trace, Trace)
                        else trace.iter_batches())
         return read_ahead(batches) if ahead and isinstance(trace, Trace) else batches
     return _group(source, rows)
@@ -187,7 +187,7 @@ def _check_arrivals(arrival_s: np.ndarray, first_id: int) -> None:
 
 def as_batches(source: Any = None, block_size: int | None = None,
                rows: int = BATCH_REQUESTS, read_ahead: bool = False,
-               side_by_side: bool = False) -> Iterator[RequestBatch]:
+               side_by_side: bool = False, decode_ahead: bool = False) -> Iterator[RequestBatch]:
     """Yield ``source`` as checked :class:`RequestBatch` es, in order, ids numbered from 0.
 
     Args:
@@ -203,6 +203,9 @@ def as_batches(source: Any = None, block_size: int | None = None,
         side_by_side: the caller keeps every batch and joins consecutive ones (:class:`pcs.engine.decoded.Decoded`):
             a trace file read by the compiled JSONL twin lays their ids side by side, so the joins are views
             (:meth:`pcs.trace.api.Trace.iter_batches`); the same batches either way.
+        decode_ahead: with ``side_by_side``, a block-id JSONL file read by the compiled twin has each chunk decoded
+            on a thread of its own while this thread reads the next (:meth:`pcs.trace.api.Trace.decodes_ahead`; for
+            a caller that wants threads); ignored by every other source.
     Yields:
         :class:`RequestBatch`: ``arrival_s`` float64 (n,) seconds,
         ``prompt_tokens`` / ``output_tokens`` int64 (n,) tokens,
@@ -218,7 +221,7 @@ def as_batches(source: Any = None, block_size: int | None = None,
     refuse_file_objects(source)
     size = None
     next_id = 0
-    for b in _raw(source, block_size, rows, read_ahead, side_by_side):
+    for b in _raw(source, block_size, rows, read_ahead, side_by_side, decode_ahead):
         bs = int(b.block_size)
         if size is None and bs < 1:
             raise UserError(f"block size must be >= 1 token, got {bs}")

@@ -357,7 +357,8 @@ def _shortcut(fast: bool | str) -> str | None:
 
 
 def read_hashid_jsonl(path, name: str, spec: FormatSpec, block_size: int | None, state: ReadState,
-                      on_error: str = "raise", fast: bool = True, side_by_side: bool = False) -> Iterator[RequestBatch]:
+                      on_error: str = "raise", fast: bool = True, side_by_side: bool = False,
+                      decode_ahead: bool = False) -> Iterator[RequestBatch]:
     """Stream a Mooncake or Bailian JSONL file as :class:`RequestBatch` es.
 
     Args:
@@ -373,6 +374,8 @@ def read_hashid_jsonl(path, name: str, spec: FormatSpec, block_size: int | None,
             line only; tests use it to check every path agrees).
         side_by_side: the compiled twin writes the ids of consecutive chunks side by side
             (:func:`pcs.trace.jsonfast.parse_chunks`), for a caller that keeps and joins the batches.
+        decode_ahead: with ``side_by_side`` and the compiled twin, each chunk decoded on a thread of its own while
+            this thread reads the next one (:func:`pcs.trace.jsonfast.parse_chunks`); the same batches and errors.
     Yields:
         batches with ``first_request_id`` 0 (the caller renumbers).
     Raises:
@@ -381,10 +384,12 @@ def read_hashid_jsonl(path, name: str, spec: FormatSpec, block_size: int | None,
     """
     bs = block_size or spec.default_block_size
     parser = _shortcut(fast)
-    chunks = iter_chunks(path, name=name, reuse=parser == "native")   # the twin reads a view: no join copy
+    ahead = parser == "native" and side_by_side and decode_ahead
+    chunks = iter_chunks(path, name=name, reuse=parser == "native", keep=ahead)   # the twin reads a view: no copy
     if parser is not None:
         from pcs.trace.jsonfast import parse_chunks
-    batches = parse_chunks(parser, spec, chunks, bs, state, side_by_side) if parser else ((f, c, None) for f, c in chunks)
+    batches = parse_chunks(parser, spec, chunks, bs, state, side_by_side, ahead) if parser else \
+        ((f, c, None) for f, c in chunks)
     try:
         for first, chunk, batch in batches:
             if batch is None:

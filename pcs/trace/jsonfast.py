@@ -38,6 +38,8 @@ another JSON type, any range, length, order or repeat problem.
 from __future__ import annotations
 
 import io
+import sys
+import threading
 from typing import Any, Iterator
 
 import numpy as np
@@ -315,15 +317,34 @@ def simdjson_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
 ARENA_IDS = 1 << 22
 
 
+#: The last arenas :func:`arena` made (at most two), each taken again by a later reader once nothing else refers to it
+#: (no batch views its ids): its pages are mapped already, where a new arena's ids took a page fault every 512 ids
+#: (563 a call at 1x Mooncake, the whole call's minor faults; the three 1 MiB chunks decoded 2.2 ms into a new
+#: arena, 1.0 ms into a kept one: docs/performance.md, "The 1x call's decode pass: the next chunk on a thread
+#: without the GIL, the id arena kept").
+_KEPT_ARENAS: list = []
+_KEPT_LOCK = threading.Lock()
+
+
 def arena():
-    """A new id arena of the compiled twin (pcs/trace/_jsonrows.cpp's ``Arena``, :data:`ARENA_IDS` ids), or None
-    when the twin is not built or the memory is not there (the chunks then get buffers of their own)."""
+    """An id arena of the compiled twin (pcs/trace/_jsonrows.cpp's ``Arena``, :data:`ARENA_IDS` ids), empty: a kept
+    one (:data:`_KEPT_ARENAS`) that nothing else refers to, else a new one (then kept); None when the twin is not
+    built or the memory is not there (the chunks then get buffers of their own)."""
     from pcs import _native
 
+    with _KEPT_LOCK:
+        for i in range(len(_KEPT_ARENAS)):
+            if sys.getrefcount(_KEPT_ARENAS[i]) <= 2 and _KEPT_ARENAS[i].reset():   # the list's and the argument's
+                _KEPT_ARENAS.append(_KEPT_ARENAS.pop(i))    # the most recently used last
+                return _KEPT_ARENAS[-1]
     try:
-        return _native.module("jsonrows").Arena(ARENA_IDS)
+        made = _native.module("jsonrows").Arena(ARENA_IDS)
     except (MemoryError, AttributeError):
         return None
+    with _KEPT_LOCK:
+        _KEPT_ARENAS.append(made)
+        del _KEPT_ARENAS[:-2]
+    return made
 
 
 def native_decode(spec, chunk: bytes, ids_arena=None) -> tuple | None:
@@ -452,8 +473,8 @@ def parse_chunk(parser: str, spec, chunk: bytes, bs: int, state) -> RequestBatch
     return _BY_NAME[parser](spec, chunk, bs, state)
 
 
-def parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state,
-                 side_by_side: bool = False) -> Iterator[tuple[int, bytes, RequestBatch | None]]:
+def parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state, side_by_side: bool = False,
+                 ahead: bool = False) -> Iterator[tuple[int, bytes, RequestBatch | None]]:
     """``(first line, chunk, batch or None)`` for each ``(first line, chunk)`` of ``chunks``, in order, each chunk
     decoded in line by :func:`parse_chunk`; the caller reads a None chunk with the authority before asking for the
     next. (Decoding the next chunk on a worker while this thread decodes one was built and measured slower on the
@@ -470,7 +491,14 @@ def parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state,
     sent back to ``chunks`` when it is a generator (:func:`pcs.trace.source.iter_chunks`: no pass of its own to
     count them). A chunk that is a ``memoryview`` (``iter_chunks(..., reuse=True)``) is handed on as ``bytes`` when
     the authority must read it.
+
+    ``ahead``: with the compiled twin and ``side_by_side``, each chunk is decoded on a thread of its own while
+    this thread reads the next and the caller works on the previous batch (:func:`_native_ahead`; ``chunks`` must
+    keep a chunk until the second after it is asked for). The same tuples, in the same order, either way.
     """
+    if parser == "native" and side_by_side and ahead:
+        yield from _native_ahead(spec, chunks, bs, state)
+        return
     send = getattr(chunks, "send", None)
     it = iter(chunks)
     known = None
@@ -488,6 +516,66 @@ def parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state,
             batch = parse_chunk(parser, spec, chunk, bs, state)
         known = None if batch is None else len(batch) - (chunk[-1] != _NL)
         yield first, (bytes(chunk) if batch is None and isinstance(chunk, memoryview) else chunk), batch
+
+
+def _native_ahead(spec, chunks: Iterator, bs: int, state) -> Iterator[tuple[int, bytes, RequestBatch | None]]:
+    """:func:`parse_chunks` of the compiled twin with ``side_by_side``, each chunk decoded on a thread of its own
+    (``_jsonrows.decode_start``: a C++ thread that never takes the GIL) while this thread reads the next chunk and
+    the caller works on the previous batch. Chunk k + 1's decode starts once chunk k's result is taken, so the
+    decodes fill the id :func:`arena` one after the other, as in line. What needs the GIL stays on this thread and
+    in order: the reads, chunk k's checks (:func:`native_checked`, which advance ``state``) and its tuple, then
+    chunk k + 1's. So the tuples, the errors and ``state`` are those of the loop in line (a decode reads only its
+    chunk and ``spec``); a read's error comes after the chunk before it, where the loop in line raises it.
+
+    ``chunks`` keeps a chunk's bytes until the second chunk after it is asked for (``iter_chunks(..., reuse=True,
+    keep=True)``): chunk k + 1 is read while chunk k is decoded, and the caller may read chunk k with the authority
+    when its tuple holds no batch. Chunk k's newlines are counted by ``chunks`` (its decode is not done when k + 1 is
+    asked for). At a ``yield`` only chunk k + 1's decode is in flight: a caller that stops there drops its
+    ``Pending``, which waits for its thread. Why: with the read, the checks and the decode on one Python worker, the
+    1x Mooncake replica's three decodes waited for the GIL between them while the calling thread made the chunk
+    pieces (docs/performance.md, "The 1x call's decode pass: the next chunk on a thread without the GIL, the id
+    arena kept")."""
+    send = getattr(chunks, "send", None)
+    it = iter(chunks)
+    nxt, err = _next_chunk(send, it)
+    if err is not None:
+        raise err
+    if nxt is None:
+        return
+    ids_arena = arena()
+    pending = _start(spec, nxt[1], ids_arena)
+    while nxt is not None:
+        (first, chunk), (pending, used_arena) = nxt, pending
+        nxt, err = _next_chunk(send, it)
+        cols = pending.result()
+        if nxt is not None:
+            if ids_arena is None or not ids_arena.fits(len(nxt[1])):
+                ids_arena = arena()
+            pending = _start(spec, nxt[1], ids_arena)
+        batch = native_checked(spec, cols, bs, state, used_arena)
+        yield first, (bytes(chunk) if batch is None and isinstance(chunk, memoryview) else chunk), batch
+        if err is not None:
+            raise err
+
+
+def _next_chunk(send: Any, it: Iterator) -> tuple:
+    """:func:`_native_ahead`'s next ``(first line, chunk)`` (None at the end) and the error its read raised (None):
+    returned, not raised, so the caller raises it after the chunk before it."""
+    try:
+        return (send(None) if send is not None else next(it)), None
+    except StopIteration:
+        return None, None
+    except Exception as exc:
+        return None, exc
+
+
+def _start(spec, chunk: Any, ids_arena: Any) -> tuple:
+    """``(Pending, the arena it may fill)``: ``chunk`` decoded on a thread of its own (``_jsonrows.decode_start``)."""
+    from pcs import _native
+
+    pending = _native.module("jsonrows").decode_start(chunk, tuple(k.encode() for k, _ in spec.int_extras),
+                                                      spec.has_type, ids_arena)
+    return pending, ids_arena
 
 
 _BY_NAME = {"native": native_chunk, "simdjson": simdjson_chunk, "pyarrow": pyarrow_chunk}

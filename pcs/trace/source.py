@@ -22,13 +22,15 @@ Decisions (documented in traces/README.md):
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import os
 import stat
 import sys
+import threading
 import zlib
-from typing import BinaryIO, Generator, Iterator
+from typing import Any, BinaryIO, Generator, Iterator
 
 import numpy as np
 
@@ -188,9 +190,22 @@ def _corrupt(exc: Exception) -> str:
 
 
 def count_newlines(data: bytes) -> int:
-    """``data.count(b"\\n")``, vectorised: numpy's compare and count take a quarter of the time of
-    ``bytes.count``'s byte loop (0.08 against 0.33 ms a MiB)."""
+    """``data.count(b"\\n")``, vectorised: the compiled twin's ``count_lf`` (glibc's memchr, where
+    ``pcs.trace._jsonrows`` is built), else numpy's compare and count, a quarter of the time of ``bytes.count``'s
+    byte loop (0.08 against 0.33 ms a MiB)."""
+    twin = _count_twin()
+    if twin is not None:
+        return twin(data)
     return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))
+
+
+@functools.lru_cache(maxsize=1)
+def _count_twin():
+    """``pcs.trace._jsonrows.count_lf``, or None when the twin is not built (the count is the same either way, so
+    ``PCS_NATIVE`` does not choose here)."""
+    from pcs import _native
+
+    return getattr(_native.module("jsonrows"), "count_lf", None) if _native.built("jsonrows") else None
 
 
 def long_line(name: str, line: int) -> InputError:
@@ -201,7 +216,7 @@ def long_line(name: str, line: int) -> InputError:
 
 
 def iter_chunks(path, chunk_bytes: int | None = None, name: str | None = None,
-                reuse: bool = False) -> Generator[tuple[int, bytes], int | None, None]:
+                reuse: bool = False, keep: bool = False) -> Generator[tuple[int, bytes], int | None, None]:
     """Yield ``(first_line_number, data)`` where ``data`` holds whole lines.
 
     Every chunk but possibly the last ends with ``\\n``; line numbers are
@@ -212,6 +227,8 @@ def iter_chunks(path, chunk_bytes: int | None = None, name: str | None = None,
     ``reuse``: a file that is not gzip is read into one buffer, and each chunk is a ``memoryview`` of it valid
     until the next chunk is asked for (no copy of the bytes to join a chunk's held line to the next read; for a
     consumer done with each chunk before the next, such as a decoder to columns); gzip yields ``bytes`` either way.
+    ``keep`` (with ``reuse``): a chunk stays valid until the second chunk after it is asked for (a consumer that
+    reads the next chunk while this one is decoded, :func:`pcs.trace.jsonfast.parse_chunks`); the same chunks.
 
     Raises:
         InputError: truncated or corrupt gzip stream; a line longer than
@@ -222,7 +239,7 @@ def iter_chunks(path, chunk_bytes: int | None = None, name: str | None = None,
     stream = open_binary(path)
     try:
         if reuse and not isinstance(stream, gzip.GzipFile) and hasattr(stream, "readinto"):
-            yield from _buffer_chunks(stream, chunk_bytes, name)
+            yield from _buffer_chunks(stream, chunk_bytes, name, keep)
             return
         line = 1
         parts: list[bytes] = []  # the unfinished line, read so far
@@ -255,44 +272,87 @@ def iter_chunks(path, chunk_bytes: int | None = None, name: str | None = None,
             stream.close()
 
 
-def _buffer_chunks(stream: BinaryIO, chunk_bytes: int, name: str) -> Generator[tuple[int, memoryview], int | None, None]:
+def _buffer_chunks(stream: BinaryIO, chunk_bytes: int, name: str,
+                   keep: bool = False) -> Generator[tuple[int, memoryview], int | None, None]:
     """:func:`iter_chunks` with ``reuse``: ``stream`` read with ``readinto`` into one buffer, each chunk a
     view of it; the unfinished line moved to the buffer's start before the next read (a larger buffer when a
     line outgrows it). Same chunks, line numbers and errors as the plain reader.
 
+    ``keep``: two buffers in turn, the unfinished line moved to the start of the other one, so a chunk's bytes are
+    written again only when the second chunk after it is read. A larger buffer is a new array: the views of the
+    old one keep it alive, unchanged.
+
     The buffer is an uninitialised ``numpy.empty`` array, not a ``bytearray``: a ``bytearray`` is zero-filled
     when made (a 2 MiB memset per call, though only the bytes a read wrote are ever looked at), so its chunk
     cut is :func:`_last_newline` rather than ``bytearray.rfind``."""
-    buf = np.empty(2 * chunk_bytes, dtype=np.uint8)   # a held line and a whole read: the plain reader's reads
+    buf = _spare(2 * chunk_bytes) if keep else np.empty(2 * chunk_bytes, dtype=np.uint8)   # a held line and a read
     view = memoryview(buf)
+    other = None   # keep: the other buffer (taken at the first chunk's end, off the first read's path)
     line, start, held = 1, 0, 0   # the unfinished line: buf[start:held]
     first = True
-    while True:
-        if held + chunk_bytes > len(buf):   # a line longer than the buffer: a larger one, the line moved over
-            grown = np.empty(max(2 * len(buf), held - start + chunk_bytes), dtype=np.uint8)
-            grown[:held - start] = view[start:held]
-            buf, view, held, start = grown, memoryview(grown), held - start, 0
-        got = stream.readinto(view[held:held + chunk_bytes])
-        if first:
-            first = False
-            if got >= len(_BOM) and view[:len(_BOM)] == _BOM:
-                start = len(_BOM)
-        if not got:
-            if held > start:
-                yield line, view[start:held]
-            return
-        end = held + got
-        cut = _last_newline(view, held, end) + 1  # only the new bytes are searched: linear in the input
-        if cut:
-            chunk = view[start:cut]
-            known = yield line, chunk
-            line += count_newlines(chunk) if known is None else known
-            view[:end - cut] = view[cut:end]
-            start, held = 0, end - cut
-        else:
-            held = end
-        if held - start > MAX_LINE_BYTES:
-            raise long_line(name, line)
+    try:
+        while True:
+            if held + chunk_bytes > len(buf):   # a line longer than the buffer: a larger one, the line moved over
+                grown = np.empty(max(2 * len(buf), held - start + chunk_bytes), dtype=np.uint8)
+                grown[:held - start] = view[start:held]
+                buf, view, held, start = grown, memoryview(grown), held - start, 0
+            got = stream.readinto(view[held:held + chunk_bytes])
+            if first:
+                first = False
+                if got >= len(_BOM) and view[:len(_BOM)] == _BOM:
+                    start = len(_BOM)
+            if not got:
+                if held > start:
+                    yield line, view[start:held]
+                return
+            end = held + got
+            cut = _last_newline(view, held, end) + 1  # only the new bytes are searched: linear in the input
+            if cut:
+                chunk = view[start:cut]
+                known = yield line, chunk
+                line += count_newlines(chunk) if known is None else known
+                if keep:     # the unfinished line (shorter than a read) to the other buffer: this chunk stays as it is
+                    other = _spare(2 * chunk_bytes) if other is None else other
+                    other[:end - cut] = buf[cut:end]
+                    buf, other = other, buf
+                    view = memoryview(buf)
+                else:
+                    view[:end - cut] = view[cut:end]
+                start, held = 0, end - cut
+            else:
+                held = end
+            if held - start > MAX_LINE_BYTES:
+                raise long_line(name, line)
+    finally:
+        if keep:   # for the next reader (taken only once no view of them is alive)
+            _keep_spares(*(b for b in (buf, other) if b is not None and len(b) == 2 * chunk_bytes))
+
+
+#: Read buffers of :func:`_buffer_chunks` with ``keep``, kept when their reader ends (the last reader's two) for the
+#: next reader, whose reads then land in pages already mapped: a fresh 2 MiB buffer took a page fault a 4 KiB page
+#: on its first read (225 for a 1 MiB chunk, about 0.4 ms before the 1x replay's first decode: docs/performance.md,
+#: "The 1x call's decode pass: the next chunk on a thread without the GIL, the id arena kept"). A kept buffer is
+#: taken again only when nothing else refers to it (no view of one of its chunks is alive), so no reader writes
+#: bytes someone reads.
+_SPARES: list = []
+_SPARES_LOCK = threading.Lock()
+
+
+def _spare(size: int) -> np.ndarray:
+    """A read buffer of ``size`` bytes (uninitialised): a kept one (:data:`_SPARES`) of that size that nothing else
+    refers to, else a new one."""
+    with _SPARES_LOCK:
+        for i in range(len(_SPARES)):
+            if len(_SPARES[i]) == size and sys.getrefcount(_SPARES[i]) <= 2:   # the list's and the argument's
+                return _SPARES.pop(i)
+    return np.empty(size, dtype=np.uint8)
+
+
+def _keep_spares(*bufs: Any) -> None:
+    """Keep a reader's read buffers (None: none) for the next reader (:data:`_SPARES`: the last two kept)."""
+    with _SPARES_LOCK:
+        _SPARES.extend(b for b in bufs if b is not None)
+        del _SPARES[:-2]
 
 
 def _last_newline(view: memoryview, lo: int, hi: int) -> int:

@@ -1,8 +1,10 @@
-"""A trace file decoded on a worker of its own while the caller makes the chunk pieces (Decoded(..., ahead=True)).
+"""A trace file decoded beside the caller's work while the caller makes the chunk pieces (Decoded(..., ahead=True)).
 
-With the next-turn search on its worker (:class:`pcs.engine.turns.TurnWalk`) and the chunk pieces given, a trace
-file's batches are read, decoded and checked on a reader worker (:func:`pcs.trace.batches.read_ahead`, one batch in
-flight) while the calling thread queues each batch's walk and makes its piece. The batches, the decode blocks and
+With the next-turn search on its worker (:class:`pcs.engine.turns.TurnWalk`) and the chunk pieces given, a block-id
+JSONL file read by the compiled twin is read and checked on the calling thread and each chunk decoded on a thread of
+its own (``decode_ahead``, :func:`pcs.trace.jsonfast.parse_chunks`); another trace file's batches are read, decoded
+and checked on a reader worker (:func:`pcs.trace.batches.read_ahead`, one batch in flight); either way the calling
+thread queues each batch's walk and makes its piece. The batches, the decode blocks and
 the chunks must be those of the inline read, and a bad line must give the inline read's error, with no worker left.
 """
 from __future__ import annotations
@@ -50,15 +52,21 @@ def _workers(before: set) -> list:
 
 
 def _spied(monkeypatch) -> list:
-    """The threads the compiled JSONL decode ran on, one entry per chunk."""
+    """Where the compiled JSONL decode of each chunk ran: the Python thread that decoded it in line
+    (``native_decode``), or ``"own"`` for a chunk handed to a thread of its own (``_start``: ``decode_start``)."""
     threads: list = []
-    real = jsonfast.native_decode
+    real, real_start = jsonfast.native_decode, jsonfast._start
 
     def spy(*a, **k):
         threads.append(threading.current_thread())
         return real(*a, **k)
 
+    def spy_start(*a):
+        threads.append("own")
+        return real_start(*a)
+
     monkeypatch.setattr(jsonfast, "native_decode", spy)
+    monkeypatch.setattr(jsonfast, "_start", spy_start)
     return threads
 
 
@@ -74,8 +82,9 @@ def test_read_on_a_worker_gives_the_hand_worked_trace(tmp_path, monkeypatch, ahe
     before = set(threading.enumerate())
     src = Decoded(open_trace(path, block_size=4), turns.TurnWalk(True), ChunkPieces(rules, timing), ahead=ahead)
     assert not _workers(before)
+    # ahead (threads wanted): each chunk decoded on a thread of its own (no Python thread, no GIL), read here
     me = threading.current_thread()
-    assert len(threads) == 5 and all((t is not me) == ahead for t in threads)
+    assert threads == (["own"] * 5 if ahead else [me] * 5)
     assert [len(b) for b in src.batches] == [5]
     b = src.batches[0]
     assert b.prompt_tokens.tolist() == [10, 8, 5, 3, 20] and b.arrival_s.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]

@@ -129,7 +129,7 @@ def test_row_buffer_flushed_between_chunks_keeps_every_column(monkeypatch, timin
     one, _ = run(reqs, [6, 12], timing=timing, rules=BlockRules(4))
     monkeypatch.setattr(ReplayEngine, "flush_rows", 1)
     monkeypatch.setattr("pcs.trace.batches.BATCH_REQUESTS", 7)
-    monkeypatch.setattr("pcs.trace.batches.as_batches.__defaults__", (None, None, 7, False, False))
+    monkeypatch.setattr("pcs.trace.batches.as_batches.__defaults__", (None, None, 7, False, False, False))
     flushes = []
     real_flush = ReplayEngine._flush
     monkeypatch.setattr(ReplayEngine, "_flush", lambda self: (flushes.append(len(self._rows)), real_flush(self)))

@@ -251,3 +251,27 @@ def test_a_decode_stopped_part_way_leaves_no_walk_behind(monkeypatch, tmp_path, 
                        match="t.jsonl:6000.*hash_ids" if stop == "bad line" else None):
         Decoded(str(path), walk)
     assert not _workers(before) and (stop == "bad line" or walk.fed == 20)
+
+
+@pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
+def test_batches_added_while_the_worker_walks_are_walked_in_its_call():
+    # the hand trace of test_hand_trace_one_pass, one request a batch: batch 0's walk is held (its ``also`` waits)
+    # while batches 1-4 are added; once let go, the worker walks them in the same call, in order, before anything
+    # else hands them over (no later add, no result), and the outcome is the hand trace's
+    import threading
+    import time
+
+    reqs = [req([5, 6], 0, prompt=4, out=1, bs=2), req([6], 1, prompt=2, out=0, bs=2),
+            req([5, 6, 7, 8], 2, prompt=8, out=0, bs=2), req([7, 8], 3, prompt=3, out=9, bs=2),
+            req([7, 1, 2, 3, 4, 9], 4, prompt=12, out=0, bs=2)]
+    go, walked = threading.Event(), []
+    walk = turns.TurnWalk(True)
+    for k, b in enumerate(as_batches(reqs, rows=1)):
+        walk.add(b, (lambda: (walked.append(0), go.wait(5))) if k == 0 else (lambda k=k: walked.append(k)))
+    go.set()
+    deadline = time.monotonic() + 5
+    while len(walked) < 5 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert walked == [0, 1, 2, 3, 4]
+    dec = walk.result()
+    assert dec.hashes == {3: [1, 2, 3, 4]} and dec.pairs == 2 and dec.requests == 5
