@@ -9,7 +9,9 @@
  * front = least recently used = first victim). Two plain LRU tiers share one table instead (Hier.sh, sh_open: an
  * entry per block with both tiers' queue positions and residency flags F_GPU / F_CPU; the tiers' Tier structs keep
  * their counters and queues and read the shared arrays); so do two fifo / slru tiers (pcs/cache/_lruhier_polshare.h:
- * the CPU policy's fields in an entry array of its own beside the shared entries). The Python wrapper is pcs/cache/native.py; the equality of the
+ * the CPU policy's fields in an entry array of its own beside the shared entries). The LRU tiers' table starts in
+ * direct mode (Tier.dmap, dmap_limit: keys below twice the trace's block hashes index an array of entries, no hash
+ * and no probe) and is hashed for good once a key past that is added (sh_hashed). The Python wrapper is pcs/cache/native.py; the equality of the
  * two implementations is tested in tests/cache/test_replay_native.py. Field names are those of
  * pcs.cache.hierarchy.Admission (prefix_hit_blocks, hit_blocks, ...); rules: docs/semantics.md.
  */
@@ -162,15 +164,18 @@ static inline int32_t tier_pin(const Tier *t, int32_t e) { return t->inflag == F
 
 /* the entry of key k in tier t, or -1 (in a shared table: found, and resident in t) */
 static inline int32_t tier_find(const Tier *t, uint64_t k) {
-    int32_t e = tfind(t, k);
+    int32_t e = tab_find(t, k);
     return e >= 0 && t->inflag && !(t->ent[e].flags & t->inflag) ? -1 : e;
 }
 
 
-/* those of entries ents[0..n) in no tier any more leave the shared table s */
+/* those of entries ents[0..n) in no tier any more leave the shared table s (direct or hashed) */
 static inline void sh_free(Tier *s, const int32_t *ents, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++)
-        if (!(s->ent[ents[i]].flags & (F_GPU | F_CPU))) tdel(s, ents[i]);
+        if (!(s->ent[ents[i]].flags & (F_GPU | F_CPU))) {
+            if (s->dmap) ddel(s, ents[i]);
+            else tdel(s, ents[i]);
+        }
 }
 
 /* tevict's policy step (ops, n > 0): n victims chosen by the policy, their keys to out, each deleted from the table
@@ -348,6 +353,7 @@ typedef struct {
                                               a tier of its own with a policy; 0: not), for the cascade's first
                                               insert */
     Tier *sh;                              /* the table shared by the GPU and CPU tiers (NULL: one per tier) */
+    Py_ssize_t sh_want;                    /* the blocks sh_open sized its slots for (sh_hashed sizes them so) */
     Py_ssize_t kcap, bcap;
     uint64_t *skey;
     uint32_t *sstamp;
@@ -357,6 +363,53 @@ typedef struct {
     int64_t clock, admitted;   /* the request being (or last) admitted, -1 before the first; admissions made */
     PcsAdm seq_adm;            /* run_sequential's admission (its buffers reused request after request) */
 } Hier;
+
+/* -- the direct mode of a shared LRU table (Tier.dmap, _lruhier.h) ----------------------------------------- */
+/* dmap's limit from sh_open's `expected` (the trace's block hashes, its accesses as the reader counts them; 0: not
+ * known): twice that, at least DMAP_MIN and at most DMAP_MAX keys -- 4 bytes of address space a key below it, the
+ * scan's rule (pcs/engine/_lruscan.c: 2 x expected, at least 2**20). Pages are backed when first touched: a trace
+ * numbered 0 .. N (Mooncake's hash_ids, its replicas) takes 4 B per distinct block; ids spread over the range take
+ * at most one page per id, and never more than 4 x the limit bytes (8 B per block hash of the trace, or 4 MB) */
+#define DMAP_MIN ((uint64_t)1 << 20)
+#define DMAP_MAX ((uint64_t)1 << 27)        /* 512 MB of address space at most */
+static inline uint64_t dmap_limit(Py_ssize_t expected) {
+    uint64_t lim = expected > 0 ? 2 * (uint64_t)expected : 0;
+    return lim < DMAP_MIN ? DMAP_MIN : lim > DMAP_MAX ? DMAP_MAX : lim;
+}
+
+/* table s in direct mode for keys below lim: dmap zeroed (from 4 MB on mapped from the kernel, advised for huge
+ * pages: fresh pages read as zero, backed once touched; below, calloc). 0, or -1 when the memory is not there (s
+ * stays hashed: no exception set) */
+static int dmap_open(Tier *s, uint64_t lim) {
+    size_t bytes = (size_t)lim * sizeof(int32_t);
+    void *p;
+    s->dmapped = 0;
+    if (bytes < ((size_t)4 << 20)) {
+        p = calloc(1, bytes ? bytes : 1);
+    } else {
+        bytes = (bytes + 4095) & ~(size_t)4095;
+        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) p = NULL;
+#ifdef MADV_HUGEPAGE
+        else madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+        if (p) s->dmapped = bytes;
+    }
+    if (!p) return -1;
+    s->dmap = p;
+    s->dlim = lim;
+    s->dtop = 0;
+    return 0;
+}
+
+/* dmap released (the table hashed from now on, or freed) */
+static void dmap_free(Tier *s) {
+    if (s->dmapped) munmap(s->dmap, s->dmapped);
+    else free(s->dmap);
+    s->dmap = NULL;
+    s->dmapped = 0;
+    s->dlim = s->dtop = 0;
+}
 
 /* free a tier and its policy's state */
 static void tier_close(Tier *t) {
@@ -382,6 +435,7 @@ static void hier_dealloc(Hier *h) {
     }
     PCS_FREE(&h->t, &h->written, &h->k, &h->buf_a, &h->buf_b, &h->where, &h->eidx, &h->mark, &h->skey, &h->sstamp,
              &h->lidx, &h->fps, &h->vent);
+    if (h->sh) dmap_free(h->sh);
     kstore_free(h->sh);
     c_adm_free(&h->seq_adm);
     Py_TYPE(h)->tp_free((PyObject *)h);
@@ -685,7 +739,7 @@ static void sh_sync(Hier *h) {
 static int sh_reserve(Hier *h, Py_ssize_t n) {
     Tier *s = h->sh;
     int moved = 0;
-    for (; (uint64_t)(s->nres + n) << TIER_LOAD_SHIFT > s->mask + 1; moved = 1)
+    for (; !s->dmap && (uint64_t)(s->nres + n) << TIER_LOAD_SHIFT > s->mask + 1; moved = 1)   /* direct: no slots */
         if (grow_table(s) < 0) return -1;
     Py_ssize_t need = s->nres + n > s->ent_len ? s->nres + n : s->ent_len;   /* the free list's entries first */
     if (need > s->ent_cap) {
@@ -694,6 +748,54 @@ static int sh_reserve(Hier *h, Py_ssize_t n) {
     }
     if (moved) sh_sync(h);
     return 0;
+}
+
+/* the shared table out of direct mode for good (a key at or above its limit is to be added): its slots sized for the
+ * blocks it holds or, when more, for those sh_open sized them for (Hier.sh_want), every resident entry placed in
+ * them from its home slot (in entry order) with its fingerprint in aux (sh_enter's add), dmap released, the tiers'
+ * views synced. Entries, queues and counts are not touched: the replay goes on as if hashed from the start (only
+ * where blocks lie in the slots may differ). 0 or -1 (no memory: still direct) */
+static __attribute__((noinline)) int sh_hashed(Hier *h) {
+    Tier *s = h->sh;
+    const Py_ssize_t nres = s->nres;
+    s->nres = 0;                                   /* grow_table_for sizes the slots of an empty table */
+    const int rc = grow_table_for(s, h->sh_want > nres ? h->sh_want : nres);
+    s->nres = nres;
+    if (rc < 0) return -1;
+    OaSlot *const slots = s->slots;                /* all free: no slot was written in direct mode */
+    const uint64_t mask = s->mask;
+    const int sh = 32 - s->bits;
+    for (int32_t e = 0; e < s->ent_len; e++) {
+        Entry *const x = &s->ent[e];
+        if (!(x->flags & (F_GPU | F_CPU))) continue;   /* a free entry (flags 0: ddel, lq_walk) */
+        const uint32_t f = key_fp(x->key);
+        uint64_t j = f >> sh;
+        while (slots[j].e >= 0) j = (j + 1) & mask;
+        slots[j] = (OaSlot){e, f};
+        x->aux = f;
+    }
+    dmap_free(s);
+    sh_sync(h);
+    return 0;
+}
+
+/* before keys[0 .. n) are added to a shared table in direct mode: it stays direct when every key is below its limit
+ * (the OR of the keys bounds the largest: one pass, vectorised; dtop raised past it), else sh_hashed. 0 or -1 */
+static int sh_mode(Hier *h, const uint64_t *keys, Py_ssize_t n) {
+    Tier *s = h->sh;
+    uint64_t any = 0;
+    for (Py_ssize_t i = 0; i < n; i++) any |= keys[i];
+    if (any < s->dlim) {
+        if (n && any >= s->dtop) s->dtop = any + 1;
+        return 0;
+    }
+    uint64_t top = 0;
+    for (Py_ssize_t i = 0; i < n; i++) top = keys[i] > top ? keys[i] : top;
+    if (top < s->dlim) {
+        if (top >= s->dtop) s->dtop = top + 1;
+        return 0;
+    }
+    return sh_hashed(h);
 }
 
 /* key k (fingerprint f) in the GPU tier g's own table: its entry, *added = 1 when it was not resident there (now it
@@ -748,6 +850,46 @@ static inline __attribute__((always_inline)) int32_t sh_enter(Tier *t, Entry *en
     return e;
 }
 
+/* sh_fill's keys in a table in direct mode (Tier.dmap; sh_mode: every key below its limit, sh_reserve: the
+ * entries' room made): key k's entry is dmap[k] - 1, no probe and no hash -- found, sh_pin (*found + 1, *shared +
+ * its answer); absent, an entry taken as tadd_take takes it (the free list, else past ent_len: the same entries as
+ * hashed) and put as tadd_put then sh_enter put it (aux not set: a fingerprint only a hashed table reads; sh_hashed
+ * sets it), dmap[k] naming it. Key i + PF_AHEAD's dmap item prefetched (for writing: an add stores there) */
+static void sh_fill_direct(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, Py_ssize_t *found,
+                           Py_ssize_t *shared) {
+    Tier *const t = &h->t[0], *const s = h->sh;
+    Entry *const ent = s->ent;
+    int32_t *const dmap = s->dmap;
+    int32_t free_head = s->free_head, ent_len = s->ent_len;
+    Py_ssize_t nf = 0, ns = 0;
+    for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) __builtin_prefetch(&dmap[keys[i]], 1, 1);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + PF_AHEAD < n) __builtin_prefetch(&dmap[keys[i + PF_AHEAD]], 1, 1);
+        const uint64_t k = keys[i];
+        int32_t e = dmap[k] - 1;
+        if (e >= 0) {
+            ns += sh_pin(t, &ent[e], e);
+            nf++;
+        } else {
+            e = tadd_take(ent, &free_head, &ent_len);
+            Entry *const x = &ent[e];
+            x->key = k;
+            x->pin = 1;
+            x->prev = x->next = -1;
+            x->aux = -1;
+            x->q = QNONE;
+            x->flags = F_GPU;
+            dmap[k] = e + 1;
+        }
+        ents[i] = e;
+    }
+    s->free_head = free_head;
+    s->ent_len = t->ent_len = h->t[1].ent_len = ent_len;
+    s->nres += n - nf;                            /* the new entries */
+    *found = nf;
+    *shared = ns;
+}
+
 /* tfill in a table shared by the GPU and CPU tiers, the rules of gpu_enter and tfill, in two loops: keys with
  * their entries known (a restore: the lookup's, no probe; ents and keys not read or written: keys may be NULL), else each key's probe, add and pin
  * (sh_enter; ents required) after the table's room is made once (sh_reserve); the table's arrays and its free
@@ -765,6 +907,10 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
             if (i + PF_AHEAD < n) __builtin_prefetch(&ent[known[i + PF_AHEAD]], 1, 1);
             shared += sh_pin(t, &ent[known[i]], known[i]);
         }
+    } else if (s->dmap && (sh_mode(h, keys, n) < 0 || sh_reserve(h, n) < 0)) {
+        return -1;
+    } else if (s->dmap) {
+        sh_fill_direct(h, keys, n, ents, &found, &shared);
     } else {
         if (sh_reserve(h, n) < 0) return -1;
         Entry *const ent = s->ent;                /* not moved below: sh_reserve made the room */
@@ -925,7 +1071,7 @@ static Py_ssize_t sh_cut(Hier *h, const int32_t *ents, Py_ssize_t len) {
 static Py_ssize_t sh_insert(Hier *h, const uint64_t *keys, const int32_t *ents, Py_ssize_t len, Py_ssize_t *written) {
     Tier *c = &h->t[1];
     const int32_t *e = ents ? ents : h->mark;
-    for (Py_ssize_t i = 0; !ents && i < len; i++) h->mark[i] = tfind(c, keys[i]);
+    for (Py_ssize_t i = 0; !ents && i < len; i++) h->mark[i] = tab_find(c, keys[i]);
     Py_ssize_t start = sh_cut(h, e, len), nfresh = 0;
     Py_ssize_t free_ = c->capacity - c->nres - c->reserved;
     for (Py_ssize_t i = start; i < len; i++) {
@@ -1054,6 +1200,15 @@ static inline __attribute__((always_inline)) int32_t sh_probe(const uint64_t *k,
     return fp_find(slots, ent, mask, sh, k[i], f, &j);
 }
 
+/* sh_probe in a table in direct mode (Tier.dmap, limit lim): key i's entry or -1, key i + PF_AHEAD's dmap item
+ * prefetched (the address made as an integer, as ent_prefetch: a key past the limit prefetches no item of it) */
+static inline __attribute__((always_inline)) int32_t sh_dprobe(const uint64_t *k, Py_ssize_t i, Py_ssize_t n,
+                                                               const int32_t *dmap, uint64_t lim) {
+    if (i + PF_AHEAD < n)
+        __builtin_prefetch((const void *)((uintptr_t)dmap + (uintptr_t)k[i + PF_AHEAD] * sizeof(int32_t)), 0, 1);
+    return k[i] < lim ? dmap[k[i]] - 1 : -1;
+}
+
 /* sh_lookup's pin of a GPU lead block x (pin_lead's step, made in the lookup: the entry is in hand): one pin more
  * and, at its first, its item in the GPU tier's order q goes stale (lq_unlink's steps; the tier's held count is
  * moved by the caller once the request is admitted: start_plan) and its old position goes to *pos (sh_unpin's undo
@@ -1085,7 +1240,8 @@ static inline int lru_shared(const Hier *h) { return h->sh && !h->t[0].ops; }
  * request is admitted, sh_unpin undoes the pins when it waits. pins 0 (a compile-time constant: ps_lookup, two
  * fifo / slru tiers): no pin and no queue touched, the unpinned blocks of the lead counted (start_admission pins them
  * through the policy: ps_pin_lead) */
-static inline __attribute__((always_inline)) void sh_lookup_as(Hier *h, Plan *p, int32_t *const ae, const int pins) {
+static inline __attribute__((always_inline)) void sh_lookup_as(Hier *h, Plan *p, int32_t *const ae, const int pins,
+                                                              const int direct) {
     const uint64_t *const k = h->req;
     const Tier *const g = &h->t[0];
     Entry *const ent = g->ent;
@@ -1093,19 +1249,25 @@ static inline __attribute__((always_inline)) void sh_lookup_as(Hier *h, Plan *p,
     const OaSlot *const slots = g->slots;
     const uint64_t mask = g->mask;
     const int sh = 32 - g->bits;
+    const int32_t *const dmap = direct ? h->sh->dmap : NULL;      /* direct mode: sh_dprobe, no slot, no hash */
+    const uint64_t lim = direct ? h->sh->dlim : 0;
     int32_t *const where = h->where, *const lidx = h->lidx, *const low = h->eidx;
     const Py_ssize_t n = p->n, cap = p->cap;
     Py_ssize_t nlow = 0;
     Py_ssize_t lead = n, first_low = n, evictable = 0, n_restore = 0, i = 0;
     uint32_t ring[FP_RING];
     for (Py_ssize_t j = 0; j < PF_AHEAD && j < n; j++) {          /* fp_first */
+        if (direct) {
+            __builtin_prefetch((const void *)((uintptr_t)dmap + (uintptr_t)k[j] * sizeof(int32_t)), 0, 1);
+            continue;
+        }
         uint32_t f = key_fp(k[j]);
         ring[j] = f;
         __builtin_prefetch(&slots[f >> sh], 0, 1);
     }
     int32_t e = -1;
     for (; i < n; i++) {                                           /* the GPU lead before any CPU block */
-        e = sh_probe(k, i, n, ring, ent, slots, mask, sh);
+        e = direct ? sh_dprobe(k, i, n, dmap, lim) : sh_probe(k, i, n, ring, ent, slots, mask, sh);
         if (e < 0 || !(ent[e].flags & F_GPU)) break;
         ae[i] = e;                                                 /* (where[i] = 0 not written: start_lookup) */
         evictable += pins ? sh_pin_lead(&ent[e], q, lidx + i) : !ent[e].pin;
@@ -1131,7 +1293,7 @@ static inline __attribute__((always_inline)) void sh_lookup_as(Hier *h, Plan *p,
                 n_restore += i < cap;                              /* a restore of the hits (i < min(cap, lead)) */
             }
             if (++i == n) break;
-            e = sh_probe(k, i, n, ring, ent, slots, mask, sh);
+            e = direct ? sh_dprobe(k, i, n, dmap, lim) : sh_probe(k, i, n, ring, ent, slots, mask, sh);
         }
     }
     p->lead = lead;
@@ -1141,10 +1303,15 @@ static inline __attribute__((always_inline)) void sh_lookup_as(Hier *h, Plan *p,
     p->n_restore = n_restore;
 }
 
-/* sh_lookup_as for two plain LRU tiers (the lead pinned) and for two fifo / slru tiers (none pinned; out of line:
+/* sh_lookup_as for two plain LRU tiers (the lead pinned; the table direct, Tier.dmap, or hashed: out of line, the
+ * lookup of each mode compiled on its own) and for two fifo / slru tiers (none pinned, never direct; out of line:
  * the LRU lookup compiles as without it) */
-static void sh_lookup(Hier *h, Plan *p, int32_t *ae) { sh_lookup_as(h, p, ae, 1); }
-static __attribute__((noinline)) void ps_lookup(Hier *h, Plan *p, int32_t *ae) { sh_lookup_as(h, p, ae, 0); }
+static __attribute__((noinline)) void sh_dlookup(Hier *h, Plan *p, int32_t *ae) { sh_lookup_as(h, p, ae, 1, 1); }
+static void sh_lookup(Hier *h, Plan *p, int32_t *ae) {
+    if (h->sh->dmap) sh_dlookup(h, p, ae);
+    else sh_lookup_as(h, p, ae, 1, 0);
+}
+static __attribute__((noinline)) void ps_lookup(Hier *h, Plan *p, int32_t *ae) { sh_lookup_as(h, p, ae, 0, 0); }
 
 /* start_lookup with one table per tier: the GPU tier's, then each lower tier's in turn (one fingerprint per key) */
 static void own_lookup(Hier *h, Plan *p) {
@@ -1729,7 +1896,7 @@ static int pinned_ents(Tier *g, PcsAdm *a, Py_ssize_t n) {
             __builtin_prefetch(&g->ent[a->ents[i + PF_AHEAD]], 1, 1);
         int32_t e = a->ents[i];
         if ((uint32_t)e >= len || g->ent[e].key != a->keys[i] || g->ent[e].pin <= 0) {
-            e = tfind(g, a->keys[i]);
+            e = tab_find(g, a->keys[i]);
             if (e < 0 || g->ent[e].pin <= 0) {
                 PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier",
                              (unsigned long long)a->keys[i]);
@@ -1749,7 +1916,7 @@ static inline void hint_prefetch(const Entry *ent, int32_t h) {
 
 /* pinned_ent's lookup: the entry of a->keys[i], pinned in the GPU tier g (the hint a->ents[i] set to it), or -1 */
 static int32_t pinned_find(const Tier *g, PcsAdm *a, Py_ssize_t i) {
-    int32_t e = tfind(g, a->keys[i]);
+    int32_t e = tab_find(g, a->keys[i]);
     if (e < 0 || g->ent[e].pin <= 0) return -1;
     return a->ents[i] = e;
 }
@@ -2161,14 +2328,26 @@ static PyObject *hier_pin_count(Hier *h, PyObject *const *args, Py_ssize_t nargs
     return PyLong_FromLong(tier_pin(&h->t[j], e));
 }
 
+/* a walk over tier t's table (hier_resident, hier_check): tab_len(t) positions, tab_at(t, i) the entry at position
+ * i or -1 -- slot i's entry (hashed), or entry i when it is in some tier (a shared table in direct mode: no slots;
+ * an entry in no tier is free). The order is the slots' (hashed, new in each process: the hash seed) or the
+ * entries' (direct); readers are order-free (pcs.cache.native._Resident: a Mapping) */
+static inline uint64_t tab_len(const Tier *t) {
+    return t->shared && t->shared->dmap ? (uint64_t)t->ent_len : t->mask + 1;
+}
+static inline int32_t tab_at(const Tier *t, uint64_t i) {
+    if (t->shared && t->shared->dmap) return t->ent[i].flags & (F_GPU | F_CPU) ? (int32_t)i : -1;
+    return t->slots[i].e;
+}
+
 static PyObject *hier_resident(Hier *h, PyObject *arg) {
     int j = tier_index(h, arg);
     if (j < 0) return NULL;
     Tier *t = &h->t[j];
     PyObject *d = PyDict_New();
     if (!d) return NULL;
-    for (uint64_t i = 0; i <= t->mask; i++) {
-        int32_t e = t->slots[i].e;
+    for (uint64_t i = 0; i < tab_len(t); i++) {
+        int32_t e = tab_at(t, i);
         if (e < 0 || (t->inflag && !(t->ent[e].flags & t->inflag))) continue;
         PyObject *k = PyLong_FromUnsignedLongLong(t->ent[e].key);
         PyObject *v = PyLong_FromLong(tier_pin(t, e));
@@ -2239,7 +2418,38 @@ static PyObject *hier_dropped(Hier *h, void *c) { return PyLong_FromLongLong(h->
 
 static PyObject *hier_shared(Hier *h, PyObject *unused) { return PyBool_FromLong(h->sh != NULL); }
 
+/* direct_limit(): the limit of the shared table's direct mode (keys below it are direct, Tier.dmap), 0 when the
+ * table is hashed (or there is none) */
+static PyObject *hier_direct_limit(Hier *h, PyObject *unused) {
+    return PyLong_FromUnsignedLongLong(h->sh && h->sh->dmap ? h->sh->dlim : 0);
+}
+
 #define CHECK(cond, ...) do { if (!(cond)) { PyErr_Format(PyExc_AssertionError, __VA_ARGS__); return NULL; } } while (0)
+
+/* sh_check of a table in direct mode: every entry in some tier is named by dmap at its key (below dtop <= dlim), no
+ * free entry is, only GPU blocks have pins, and dmap's items below dtop (none above: dtop bounds every key added)
+ * name exactly the nres entries in some tier */
+static const char *dmap_check(const Tier *s) {
+    Py_ssize_t occ = 0, named = 0;
+    if (s->dtop > s->dlim) return "direct table: dtop past the limit";
+    for (int32_t e = 0; e < s->ent_len; e++) {
+        const Entry *x = &s->ent[e];
+        const uint8_t in = x->flags & (F_GPU | F_CPU);
+        const int here = x->key < s->dtop && s->dmap[x->key] == e + 1;
+        if (in && !here) return "direct table: an entry in a tier not named at its key";
+        if (!in && here) return "direct table: a free entry named at its key";
+        if (!(in & F_GPU) && x->pin) return "a pin count on a block not in the GPU tier";
+        occ += in != 0;
+    }
+    for (uint64_t k = 0; k < s->dtop; k++) {
+        const int32_t v = s->dmap[k];
+        if (!v) continue;
+        if (v < 0 || v > s->ent_len || s->ent[v - 1].key != k) return "direct table: an item names another key's entry";
+        named++;
+    }
+    if (occ != s->nres || named != s->nres) return "direct table: entries in a tier, items and resident blocks differ";
+    return NULL;
+}
 
 /* a shared table's own invariants: its tiers read its arrays, every entry in it is in some tier, and only GPU
  * blocks have pins; NULL or what is wrong (the tiers' own checks follow in hier_check) */
@@ -2249,6 +2459,7 @@ static const char *sh_check(const Hier *h) {
     for (int j = 0; j < 2; j++)
         if (h->t[j].ent != s->ent || h->t[j].slots != s->slots || h->t[j].mask != s->mask ||
             h->t[j].ent_len != s->ent_len) return "a tier's view of the shared table is stale";
+    if (s->dmap) return dmap_check(s);
     for (uint64_t i = 0; i <= s->mask; i++) {
         int32_t e = s->slots[i].e;
         if (e < 0) continue;
@@ -2272,18 +2483,19 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
         CHECK(t->nres + t->reserved <= t->capacity, "tier %d: resident %zd + reserved %zd > capacity %zd", j,
               t->nres, t->reserved, t->capacity);
         Py_ssize_t occ = 0, unpinned = 0;
-        for (uint64_t i = 0; i <= t->mask; i++) {
-            int32_t e = t->slots[i].e;
+        for (uint64_t i = 0; i < tab_len(t); i++) {
+            int32_t e = tab_at(t, i);
             if (e < 0 || (t->inflag && !(t->ent[e].flags & t->inflag))) continue;   /* shared: another tier's */
             occ++;
             CHECK(e < t->ent_len, "tier %d: bad entry index", j);
-            CHECK(tfind(t, t->ent[e].key) == e, "tier %d: key %llu not found from its home", j,
+            CHECK(tab_find(t, t->ent[e].key) == e, "tier %d: key %llu not found from its home", j,
                   (unsigned long long)t->ent[e].key);
             CHECK(tier_pin(t, e) >= 0, "tier %d: negative pin count", j);
             unpinned += tier_pin(t, e) == 0;
         }
         CHECK(occ == t->nres, "tier %d: %zd slots used, %zd resident", j, occ, t->nres);
-        CHECK((uint64_t)t->nres * 2 <= t->mask + 1, "tier %d: table over half full", j);
+        CHECK((t->shared && t->shared->dmap) || (uint64_t)t->nres * 2 <= t->mask + 1,
+              "tier %d: table over half full", j);                  /* (direct: no slots) */
         if (j) CHECK(t->nres == t->held && t->reserved == 0, "tier %d: lower tier with pins or reserved slots", j);
         Py_ssize_t pooled = t->ret ? t->ret->len : 0;
         if (t->ret) {
@@ -2368,7 +2580,9 @@ static int set_gates(Hier *h, Tier *t, PyObject *item) {
  * (pcs/cache/_lruhier_polshare.h); other configurations keep one table per tier.
  * expected: the trace's distinct block ids when known (0: not known). 0 (shared or not) or -1 */
 #define SH_ENT_ONCE ((Py_ssize_t)1 << 22)    /* sh_open: up to 4 M entries (128 MB asked for) in one allocation */
-static int sh_open(Hier *h, Py_ssize_t expected) {
+/* direct: the table's direct mode (Tier.dmap): -1 its limit from expected (dmap_limit), 0 hashed from the start,
+ * > 0 that limit (tests: a worked boundary) */
+static int sh_open(Hier *h, Py_ssize_t expected, Py_ssize_t direct) {
     if (h->ntiers != 2) return 0;
     for (int j = 0; j < 2; j++) {
         const Tier *t = &h->t[j];
@@ -2384,6 +2598,9 @@ static int sh_open(Hier *h, Py_ssize_t expected) {
      * trace has (expected > 0): at most `most` are resident at once, so min(expected, most); the doublings from 16
      * slots and their rehashes (15 at 16,384 + 65,536 blocks) are skipped. Unknown (0): grown as blocks come */
     Py_ssize_t want = expected < most ? expected : most;
+    h->sh_want = want > 0 ? want : 0;
+    /* direct mode when its memory is there (else hashed): the slots are then sized by sh_hashed, if ever */
+    if (direct && dmap_open(h->sh, direct < 0 ? dmap_limit(expected) : (uint64_t)direct) == 0) want = 0;
     if (want > 0 && grow_table_for(h->sh, want) < 0) return -1;
     for (int j = 0; j < 2; j++) {
         tier_slots_free(&h->t[j]);
@@ -2397,12 +2614,12 @@ static int sh_open(Hier *h, Py_ssize_t expected) {
 
 static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"names", "capacities_blocks", "write_through", "policies", "gates", "retains",
-                             "shared_table", "expected_blocks", NULL};
+                             "shared_table", "expected_blocks", "direct_limit", NULL};
     PyObject *names, *caps, *pols = Py_None, *gates = Py_None, *retains = Py_None;
     int wt, share = 1;
-    Py_ssize_t expected = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOp|OOOpn", kwlist, &names, &caps, &wt, &pols, &gates, &retains,
-                                     &share, &expected)) return -1;
+    Py_ssize_t expected = 0, direct = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOp|OOOpnn", kwlist, &names, &caps, &wt, &pols, &gates, &retains,
+                                     &share, &expected, &direct)) return -1;
     PyObject *ns = PySequence_Fast(names, "names must be a sequence");
     if (!ns) return -1;
     PyObject *cs = PySequence_Fast(caps, "capacities must be a sequence");
@@ -2433,7 +2650,12 @@ static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
     if (retains != Py_None && set_per_tier(h, retains, "retains must be a sequence",
                                            "need one retain spec (or None) per tier", set_retain) < 0) goto fail;
     h->write_through = wt;
-    if (share && (sh_open(h, expected) < 0 || ps_open(h, expected) < 0)) goto fail;
+    if (direct < -1 || direct > (Py_ssize_t)DMAP_MAX) {
+        PyErr_Format(PyExc_ValueError, "direct_limit must be -1 (from expected_blocks), 0 (hashed) or 1 .. %llu",
+                     (unsigned long long)DMAP_MAX);
+        goto fail;
+    }
+    if (share && (sh_open(h, expected, direct) < 0 || ps_open(h, expected) < 0)) goto fail;
     Py_DECREF(ns);
     Py_DECREF(cs);
     return 0;
@@ -2467,6 +2689,8 @@ static PyMethodDef hier_methods[] = {
     {"sync", (PyCFunction)hier_sync, METH_NOARGS, "hand a hosted Python policy its queued calls (pcs/cache/_pol_py.c)"},
     {"shared_table", (PyCFunction)hier_shared, METH_NOARGS,
      "whether one table serves both tiers (sh_open: plain LRU; ps_open: fifo / slru)"},
+    {"direct_limit", (PyCFunction)hier_direct_limit, METH_NOARGS,
+     "keys below it index the shared LRU table directly (0: hashed, or no shared table)"},
     {"run_sequential", (PyCFunction)(void (*)(void))hier_run_sequential, METH_FASTCALL,
      "run_sequential(hashes, offsets, cacheable, max_hit, out): sequential requests; out[i] = hit blocks"},
     {NULL}

@@ -120,6 +120,14 @@ typedef struct Tier {
     /* -- SLRU: its segments, arrays of entries with lazy deletion (pcs/cache/_pol_slru.c; last: no field above moves) */
     int32_t *sq[2];                    /* [sqh, sqn) read, sqcap + SQ_AHEAD allocated; live items in qlen */
     Py_ssize_t sqh[2], sqn[2], sqcap[2];
+    /* -- direct mode of the table shared by two plain LRU tiers (pcs/cache/_lruhier.c sh_open; Hier.sh only: its
+     * two tiers reach it through Tier.shared): key k's entry index + 1 at dmap[k] for every k < dlim (0: absent),
+     * no slot read or written; NULL: hashed (the slots). A key at or above dlim to be added moves the resident
+     * entries into the slots for good (sh_hashed) -- */
+    int32_t *dmap;                     /* dlim items, zeroed (mapped from the kernel: pages backed when touched) */
+    uint64_t dlim;                     /* keys below it are direct */
+    uint64_t dtop;                     /* 1 + the largest key added in direct mode (0: none; the check's scan) */
+    size_t dmapped;                    /* dmap's mapped bytes (munmap), 0 when from calloc */
 } Tier;
 
 /* The retention pool of a tier with retain (pcs/cache/_retain.c; pcs.cache.admission_retention.RetainingPolicy):
@@ -248,6 +256,25 @@ static inline void *ent_realloc(void *p, size_t used, size_t bytes) {
  * tier's victims in no tier, lq_walk) and the prefetch of its home slot take the home from it, no hash of the key.
  * The home slot of entry x in a table of 2**bits slots: */
 static inline uint64_t sh_home(const Entry *x, int bits) { return (uint64_t)((uint32_t)x->aux >> (32 - bits)); }
+
+/* The direct mode of a shared LRU table s (Tier.dmap): key k's entry, or -1 (a key at or above the limit is not in
+ * the table: none was added in direct mode) */
+static inline int32_t dfind(const Tier *s, uint64_t k) { return k < s->dlim ? s->dmap[k] - 1 : -1; }
+
+/* the entry of key k in tier t's table (that of a shared table, t->shared, in direct mode: dfind), or -1 */
+static inline int32_t tab_find(const Tier *t, uint64_t k) {
+    const Tier *s = t->shared;
+    return s && s->dmap ? dfind(s, k) : tfind(t, k);
+}
+
+/* tdel's steps in a direct table s: entry e (in no list) out of dmap, reset and to the free list */
+static inline void ddel(Tier *s, int32_t e) {
+    s->dmap[s->ent[e].key] = 0;
+    ent_reset(&s->ent[e]);
+    s->ent[e].next = s->free_head;
+    s->free_head = e;
+    s->nres--;
+}
 
 static inline int tier_init(Tier *t, PyObject *name, Py_ssize_t capacity) {
     memset(t, 0, sizeof(*t));

@@ -138,12 +138,14 @@ enum { LQ_OWN, LQ_SH_KEEP, LQ_SH_DEL, LQ_SH_CPU };   /* LQ_SH_CPU: LQ_SH_DEL of 
 /* lq_evict's walk over n victims from the front i (returned: the position past the last victim); kind LQ_OWN: a
  * tier of its own table, every victim deleted from it, its key to out; LQ_SH_KEEP: a tier of a shared table, its
  * victims' entries to oute, kept in the table; LQ_SH_DEL: a tier of a shared table, victims in no tier any more
- * deleted from it. A shared table's victims' keys are not written (out not read): its hierarchy has two tiers, so
+ * deleted from it (direct, a constant: the shared table in direct mode, Tier.dmap -- a deletion is one store to
+ * dmap[key], its home the victim's key, prefetched as a hashed table's home slot is; else the slots' backward
+ * shift). A shared table's victims' keys are not written (out not read): its hierarchy has two tiers, so
  * its callers only count them (pcs/cache/_lruhier.c: the cascade and write-through's drops).
  * The tier's arrays are read into locals once: a victim's flag store (a byte) may alias any field of the Tier; so
  * are LQ_SH_DEL's free list and count of deletions (the table's fields written once, after the walk) */
 static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssize_t i, Py_ssize_t n, uint64_t *out,
-                                                                int32_t *oute, const int kind) {
+                                                                int32_t *oute, const int kind, const int direct) {
     const int32_t *const q = t->lq;
     Entry *const ent = t->ent;
     OaSlot *const slots = t->slots;                    /* the table's arrays, not moved by a deletion */
@@ -154,6 +156,7 @@ static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssiz
     const int bits = t->bits;
     const uint8_t keep = kind == LQ_SH_CPU ? (uint8_t)~F_CPU : (uint8_t)~t->inflag;   /* own table: no flag, 0xff */
     Tier *const tab = t->shared ? t->shared : t;
+    int32_t *const dmap = direct ? tab->dmap : NULL;   /* direct mode: key -> entry + 1 (LQ_SH_DEL, LQ_SH_CPU) */
     int32_t free_head = tab->free_head;               /* LQ_SH_DEL's deletions: tdel_home's steps in locals */
     Py_ssize_t kept = 0;                               /* LQ_SH_DEL's victims still in the other tier (not deleted) */
     for (Py_ssize_t v = 0; v < n; v++) {
@@ -161,15 +164,17 @@ static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssiz
         ent_prefetch(ent, q[i + LQ_AHEAD]);           /* in the array's padding past the end: -1 */
         if (kind != LQ_SH_KEEP) {                      /* the home slot of an entry that may be deleted */
             int32_t b = q[i + LQ_AHEAD / 2];
-            if (b >= 0) __builtin_prefetch(&slots[kind == LQ_OWN ? key_hash(ent[b].key) >> (64 - bits)
-                                                                 : sh_home(&ent[b], bits)], 1, 1);
+            if (b >= 0 && direct) __builtin_prefetch(&dmap[ent[b].key], 1, 1);
+            else if (b >= 0) __builtin_prefetch(&slots[kind == LQ_OWN ? key_hash(ent[b].key) >> (64 - bits)
+                                                                      : sh_home(&ent[b], bits)], 1, 1);
         }
         int32_t e = q[i++];                            /* (home(): its entry came before) */
         *(int32_t *)((char *)&ent[e] + off) = -1;      /* *lq_pos(t, e) */
         if (kind == LQ_OWN) { out[v] = ent[e].key; tdel(tab, e); }
         else if (kind == LQ_SH_KEEP) { ent[e].flags &= keep; oute[v] = e; }
         else if (!((ent[e].flags &= keep) & (F_GPU | F_CPU))) {   /* in no tier any more: deleted (home from aux) */
-            tdel_shift(tab, slots, mask, bits, e, sh_home(&ent[e], bits));
+            if (direct) dmap[ent[e].key] = 0;
+            else tdel_shift(tab, slots, mask, bits, e, sh_home(&ent[e], bits));
             ent[e].next = free_head;                   /* to the free list; its flags are 0 (no tier) and its aux */
             free_head = e;                             /* and q are set again by the add that takes it (sh_fill) */
         } else kept++;                                 /* (counted here, the rare case: one live value less per victim) */
@@ -182,9 +187,10 @@ static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssiz
 }
 
 /* lq_walk's walk for the CPU tier of a shared table (LQ_SH_CPU) out of line: inlined into its callers (the
- * demotion of GPU victims), its loop's values did not fit the registers (callgrind: spills per victim) */
+ * demotion of GPU victims), its loop's values did not fit the registers (callgrind: spills per victim); one walk
+ * compiled per mode of the table (direct: Tier.dmap) */
 static __attribute__((noinline)) Py_ssize_t lq_walk_cpu(Tier *t, Py_ssize_t i, Py_ssize_t n) {
-    return lq_walk(t, i, n, NULL, NULL, LQ_SH_CPU);
+    return t->shared->dmap ? lq_walk(t, i, n, NULL, NULL, LQ_SH_CPU, 1) : lq_walk(t, i, n, NULL, NULL, LQ_SH_CPU, 0);
 }
 
 /* the n least recently used entries (n <= held) leave the order, their keys to out in eviction order (a tier of its
@@ -201,10 +207,11 @@ static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute)
     if (t->lqh == 0)         /* a fresh front (start, compaction): no eviction before prefetched it */
         for (Py_ssize_t k = 0; k < LQ_AHEAD; k++) if (q[k] >= 0) __builtin_prefetch(&t->ent[q[k]], 1, 1);
     Py_ssize_t i;
-    if (!t->shared) i = lq_walk(t, t->lqh, n, out, NULL, LQ_OWN);
-    else if (oute) i = lq_walk(t, t->lqh, n, out, oute, LQ_SH_KEEP);
+    if (!t->shared) i = lq_walk(t, t->lqh, n, out, NULL, LQ_OWN, 0);
+    else if (oute) i = lq_walk(t, t->lqh, n, out, oute, LQ_SH_KEEP, 0);
     else if (t->inflag == F_CPU && t->lqoff == offsetof(Entry, next)) i = lq_walk_cpu(t, t->lqh, n);
-    else i = lq_walk(t, t->lqh, n, out, NULL, LQ_SH_DEL);
+    else if (t->shared->dmap) i = lq_walk(t, t->lqh, n, out, NULL, LQ_SH_DEL, 1);
+    else i = lq_walk(t, t->lqh, n, out, NULL, LQ_SH_DEL, 0);
     t->held -= n;
     if (!t->held) i = t->lqn = 0;   /* nothing live behind: start again at the front */
     t->lqh = i;
@@ -263,7 +270,7 @@ static inline const char *lq_check(const Tier *t) {
         if (e >= t->ent_len) return "LRU queue item out of the entries";
         if (*lq_pos(t, e) != i) return "live LRU queue item whose entry names another position";
         if (t->ent[e].pin && t->inflag != F_CPU) return "pinned block in the LRU order";   /* F_CPU: GPU's pins */
-        if (tfind(t, t->ent[e].key) != e) return "LRU entry not resident";
+        if (tab_find(t, t->ent[e].key) != e) return "LRU entry not resident";
         live++;
     }
     for (int32_t e = 0; e < t->ent_len; e++) {
