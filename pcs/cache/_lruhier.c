@@ -372,13 +372,20 @@ typedef struct {
  * at most one page per id, and never more than 4 x the limit bytes (8 B per block hash of the trace, or 4 MB) */
 #define DMAP_MIN ((uint64_t)1 << 20)
 #define DMAP_MAX ((uint64_t)1 << 27)        /* 512 MB of address space at most */
+/* a map below this many bytes is kept on 4 KiB pages (MADV_NOHUGEPAGE): with transparent huge pages on (this VM:
+ * `always`) a small trace's first touch backed a whole 2 MiB page, 2 MiB for 0.73 MB of ids at 1x (about 7 B per
+ * distinct block more, past the 100 B per distinct block of benchmarks/bench_memory.py at 1x from Parquet); from 16 MB on
+ * (traces of 2 M block hashes and more: the 10x replica's map is 23 MB, measured with huge pages) a 2 MiB page is a
+ * small share of the map and saves TLB misses */
+#define DMAP_SMALL_BYTES ((size_t)16 << 20)
 static inline uint64_t dmap_limit(Py_ssize_t expected) {
     uint64_t lim = expected > 0 ? 2 * (uint64_t)expected : 0;
     return lim < DMAP_MIN ? DMAP_MIN : lim > DMAP_MAX ? DMAP_MAX : lim;
 }
 
 /* table s in direct mode for keys below lim: dmap zeroed (from 4 MB on mapped from the kernel, advised for huge
- * pages: fresh pages read as zero, backed once touched; below, calloc). 0, or -1 when the memory is not there (s
+ * pages from DMAP_SMALL_BYTES on and against them below: fresh pages read as zero, backed once touched; below 4 MB,
+ * calloc). 0, or -1 when the memory is not there (s
  * stays hashed: no exception set) */
 static int dmap_open(Tier *s, uint64_t lim) {
     size_t bytes = (size_t)lim * sizeof(int32_t);
@@ -390,8 +397,8 @@ static int dmap_open(Tier *s, uint64_t lim) {
         bytes = (bytes + 4095) & ~(size_t)4095;
         p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED) p = NULL;
-#ifdef MADV_HUGEPAGE
-        else madvise(p, bytes, MADV_HUGEPAGE);
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+        else madvise(p, bytes, bytes < DMAP_SMALL_BYTES ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
 #endif
         if (p) s->dmapped = bytes;
     }
