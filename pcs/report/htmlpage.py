@@ -110,16 +110,21 @@ _LEVELS = ("ideal_hit_ratio", "single_sequence_hit_ratio", "sequential_hit_ratio
 
 
 def _check_waterfall(s: dict) -> None:
-    """The gap split the page draws (docs/semantics.md §12): its levels are numbers together or null together, and
-    the gap terms sum to ideal - real.
+    """The gap split the page draws (docs/semantics.md §12): its levels are numbers together or null together
+    (null only with no prompt tokens, every ratio 0/0), and the gap terms sum to ideal - real.
 
     Raises:
-        UserError: naming the field that breaks the rule.
+        UserError: naming the first level or gap term that is null while ``prompt_tokens`` is above 0 or another
+            level is a number (``field 'ideal_hit_ratio': must be a ratio in [0, 1] when hit_ratio is one ...``),
+            a missing level, or the gap when its terms do not sum.
     """
     from pcs.report.payloadcheck import must_be
 
-    if s.get("single_sequence_hit_ratio") is None or s.get("hit_ratio") is None or not isinstance(s.get("gap"), dict):
-        return                                  # nothing drawn: the waterfall is left out
+    if not isinstance(s.get("gap"), dict):
+        return                                  # refused by check_replay_payload when present; nothing drawn
+    why = _why_numbers(s)
+    if why is None:
+        return                                  # every level null, no prompt tokens: the waterfall is left out
     for key in _LEVELS:
         if key not in s:
             raise UserError(f"field '{key}' is missing (a replay JSON of an older pcs? the page's gap split needs "
@@ -127,12 +132,23 @@ def _check_waterfall(s: dict) -> None:
     g = s["gap"]       # numbers beside numbers: a null level or term is only for a run with no ratios
     for path in [*_LEVELS, *(f"gap.{k}" for k in _GAP_READ if k in g)]:
         if (g.get(path[4:]) if path.startswith("gap.") else s.get(path)) is None:
-            raise UserError(f"field '{path}': must be {must_be(float, path, True)} when hit_ratio is one (null only "
+            raise UserError(f"field '{path}': must be {must_be(float, path, True)} when {why} (null only "
                             "when every ratio is: no prompt tokens), got null")
     terms = [g.get(k) or 0.0 for k in _GAP_READ]       # each absent or in [-1, 1]: check_replay_payload
     if abs(s["ideal_hit_ratio"] - sum(terms) - s["hit_ratio"]) >= 1e-9:
         raise UserError("field 'gap': its terms must sum to ideal_hit_ratio - hit_ratio (docs/semantics.md §12), "
                         f"got {json.dumps(g)[:60]}")
+
+
+def _why_numbers(s: dict) -> str | None:
+    """Why a replay's waterfall levels must all be numbers: ``hit_ratio is one`` (the first of hit_ratio,
+    sequential_hit_ratio, single_sequence_hit_ratio, ideal_hit_ratio that is a number), else ``prompt_tokens is
+    above 0`` (an integer > 0: a ratio's denominator), else None (every level null or absent, no prompt tokens)."""
+    first = next((k for k in reversed(_LEVELS) if s.get(k) is not None), None)
+    if first is not None:
+        return f"{first} is one"
+    tokens = s.get("prompt_tokens")
+    return "prompt_tokens is above 0" if isinstance(tokens, int) and tokens > 0 else None
 
 
 #: objects whose every leaf (in lists and nested objects) the charts read as a number: number or null

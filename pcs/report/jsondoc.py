@@ -40,7 +40,8 @@ COMMANDS = (
      "older curve file under the new names, and names a field it refuses there as the file holds it "
      "(`distinct_blocks`). A null is refused where the file's other keys rule it out (`distinct_cacheable_blocks` "
      "beside `sample_rate` 1.0, a knee beside a ceiling above 0, `block_bytes` beside a model, `capacity_bytes` "
-     "beside a number of `capacity_blocks` and `block_bytes`)."),
+     "beside a number of `capacity_blocks` and `block_bytes`); so is a `knee` key pcs never writes (not p50, p90 "
+     "or p99)."),
 )
 
 _NOTES = ("notes", "[string]", "-", "omitted unless the trace needs them: its prefix reuse is synthetic (a lengths-only "

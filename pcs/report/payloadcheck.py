@@ -320,6 +320,7 @@ def check_payload(kind: str, payload: dict, written: dict[str, str] | None = Non
         _check_threads_mode(payload)
     if kind == "curve":
         _check_distinct_cacheable(payload, written or {})
+        _check_knee_keys(payload)
         _check_curve_nulls(payload, written or {})
 
 
@@ -348,28 +349,46 @@ def _check_distinct_cacheable(payload: dict, written: dict[str, str]) -> None:
                         f"got {distinct}")
 
 
-def _curve_nulls(payload: dict) -> list[tuple[str, Any, str]]:
+def _curve_nulls(payload: dict) -> list[tuple[tuple[Any, ...], Any, str]]:
     """The fields of a curve JSON that may be null only under a condition its other fields deny (docs/json.md,
-    as :func:`pcs.curves.api.curve` writes them), each as (path, its type but null, when a number is due): the
+    as :func:`pcs.curves.api.curve` writes them), each as (its keys from the top, e.g. ``("knee", "p50",
+    "capacity_blocks")`` or ``("rows", 2, "capacity_bytes")``; its type but null; when a number is due): the
     distinct count is null only for a sampled curve; a knee only when the ceiling is 0; ``block_bytes`` only
     without a model; a ``capacity_bytes`` (written with a model) only beside a null ``capacity_blocks`` (a
-    knee's). (A number where null is due is another kind, not checked.)"""
-    due = []
+    knee's). (A number where null is due is another kind, not checked.) Keys are kept whole, never split on a dot."""
+    due: list[tuple[tuple[Any, ...], Any, str]] = []
     if payload.get("sample_rate") == 1.0:
-        due.append(("distinct_cacheable_blocks", int, "when sample_rate is 1.0 (null only for a sampled curve)"))
+        due.append((("distinct_cacheable_blocks",), int, "when sample_rate is 1.0 (null only for a sampled curve)"))
     if payload.get("model") is not None:
-        due.append(("block_bytes", int, "when model is named (null only without a model)"))
+        due.append((("block_bytes",), int, "when model is named (null only without a model)"))
     knee = payload.get("knee") if isinstance(payload.get("knee"), dict) else {}
     ceiling = payload.get("ceiling_hit_ratio")
     if isinstance(ceiling, (int, float)) and ceiling > 0:
-        due += [(f"knee.{p}.{k}", tp, "when ceiling_hit_ratio is above 0 (null only when the ceiling is 0)")
+        due += [(("knee", p, k), tp, "when ceiling_hit_ratio is above 0 (null only when the ceiling is 0)")
                 for p in knee for k, tp in (("capacity_blocks", int), ("lru_hit_ratio", float))]
     if isinstance(payload.get("block_bytes"), int):
-        places = [f"knee.{p}" for p, v in knee.items() if isinstance(v, dict) and v.get("capacity_blocks") is not None]
-        places += [f"rows[{i}]" for i in range(len(payload.get("rows") or ()))]
-        due += [(f"{p}.capacity_bytes", int, "when block_bytes and capacity_blocks are numbers (capacity_blocks x "
+        places = [("knee", p) for p, v in knee.items() if isinstance(v, dict) and v.get("capacity_blocks") is not None]
+        places += [("rows", i) for i in range(len(payload.get("rows") or ()))]
+        due += [((*p, "capacity_bytes"), int, "when block_bytes and capacity_blocks are numbers (capacity_blocks x "
                  "block_bytes)") for p in places]
     return due
+
+
+#: the knee keys pcs writes (p50, p90, p99: pcs.curves.api.KNEE_PERCENTS)
+KNEE_KEYS = ("p50", "p90", "p99")
+
+
+def _check_knee_keys(payload: dict) -> None:
+    """A curve's ``knee`` object (its type checked above) holds only the keys pcs writes (:data:`KNEE_KEYS`).
+
+    Raises:
+        UserError: ``field 'knee': its keys must be among p50, p90, p99 (the knees pcs writes), got "a.b"``.
+    """
+    knee = payload.get("knee")
+    bad = next((k for k in knee if k not in KNEE_KEYS), None) if isinstance(knee, dict) else None
+    if bad is not None:
+        raise UserError(f"field 'knee': its keys must be among {', '.join(KNEE_KEYS)} (the knees pcs writes), "
+                        f"got {json.dumps(bad)[:60]}")
 
 
 def _check_curve_nulls(payload: dict, written: dict[str, str]) -> None:
@@ -379,27 +398,30 @@ def _check_curve_nulls(payload: dict, written: dict[str, str]) -> None:
         UserError: ``field 'distinct_cacheable_blocks': must be a count >= 0 below 2^63 when sample_rate is 1.0
             (null only for a sampled curve), got null``.
     """
-    for path, tp, when in _curve_nulls(payload):
-        if _at(payload, path) is None and _present(payload, path):
+    for keys, tp, when in _curve_nulls(payload):
+        parent = _at(payload, keys[:-1])
+        if isinstance(parent, dict) and keys[-1] in parent and parent[keys[-1]] is None:
+            path = _path_name(keys)
             raise UserError(f"field '{written.get(path, path)}': must be {must_be(tp, path, True)} {when}, got null")
 
 
-def _at(payload: dict, path: str) -> Any:
-    """The value at ``path`` (``knee.p50.capacity_blocks``, ``rows[2].capacity_bytes``), or None."""
+def _at(payload: dict, keys: tuple[Any, ...]) -> Any:
+    """The value under ``keys`` (``("knee", "p50")``: strings index objects, integers lists), or None where a key
+    is missing or an object is of another kind; each key taken whole (a key ``"a.b"`` is one key)."""
     obj: Any = payload
-    for part in path.replace("[", ".").replace("]", "").split("."):
-        obj = obj[int(part)] if isinstance(obj, list) and part.isdigit() else (
-            obj.get(part) if isinstance(obj, dict) else None)
-        if obj is None:
+    for key in keys:
+        if isinstance(key, int) and isinstance(obj, list) and 0 <= key < len(obj):
+            obj = obj[key]
+        elif isinstance(key, str) and isinstance(obj, dict):
+            obj = obj.get(key)
+        else:
             return None
     return obj
 
 
-def _present(payload: dict, path: str) -> bool:
-    """Whether the object holding ``path``'s last key has that key (an omitted key is not a null)."""
-    parent, _, key = path.rpartition(".")
-    obj = _at(payload, parent) if parent else payload
-    return isinstance(obj, dict) and key in obj
+def _path_name(keys: tuple[Any, ...]) -> str:
+    """How a message names the field under ``keys``: ``("rows", 2, "capacity_bytes")`` -> ``rows[2].capacity_bytes``."""
+    return "".join(f"[{k}]" if isinstance(k, int) else (f".{k}" if i else k) for i, k in enumerate(keys))
 
 
 def _check_threads_mode(payload: dict) -> None:

@@ -317,34 +317,54 @@ def simdjson_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
 ARENA_IDS = 1 << 22
 
 
-#: The last arenas :func:`arena` made (at most two), each taken again by a later reader once nothing else refers to it
-#: (no batch views its ids): its pages are mapped already, where a new arena's ids took a page fault every 512 ids
-#: (563 a call at 1x Mooncake, the whole call's minor faults; the three 1 MiB chunks decoded 2.2 ms into a new
-#: arena, 1.0 ms into a kept one: docs/performance.md, "The 1x call's decode pass: the next chunk on a thread
-#: without the GIL, the id arena kept").
+#: The arena :func:`arena` made last, taken again by a later reader once nothing else refers to it (no batch views
+#: its ids): its pages are mapped already, where a new arena's ids took a page fault every 512 ids (563 a call at 1x
+#: Mooncake, the whole call's minor faults; the three 1 MiB chunks decoded 2.2 ms into a new arena, 1.0 ms into a
+#: kept one: docs/performance.md, "The 1x call's decode pass: the next chunk on a thread without the GIL, the id
+#: arena kept"). At most one is kept, and when its reader ends only if it holds at most :data:`KEPT_ARENA_IDS` ids
+#: (:func:`_trim_arenas`); :func:`pcs.trace.release_buffers` drops it.
 _KEPT_ARENAS: list = []
 _KEPT_LOCK = threading.Lock()
 
+#: The most ids an arena kept past its reader holds: 1 Mi ids, 8 MiB resident at most (an arena's pages are the
+#: ones its ids filled). The reuse is for the small calls whose page faults are a visible share of the call: 1x
+#: Mooncake fills 288,500 ids (2.2 MiB, 3.6x below the bound); the 10x replica's 2,885,000 ids (22 MiB, about
+#: 5,600 faults) are not kept: their faults are a small share of a call ten times as long.
+KEPT_ARENA_IDS = 1 << 20
+
 
 def arena():
-    """An id arena of the compiled twin (pcs/trace/_jsonrows.cpp's ``Arena``, :data:`ARENA_IDS` ids), empty: a kept
-    one (:data:`_KEPT_ARENAS`) that nothing else refers to, else a new one (then kept); None when the twin is not
-    built or the memory is not there (the chunks then get buffers of their own)."""
+    """An id arena of the compiled twin (pcs/trace/_jsonrows.cpp's ``Arena``, :data:`ARENA_IDS` ids), empty: the
+    kept one (:data:`_KEPT_ARENAS`) when nothing else refers to it, else a new one (then kept in its place); None
+    when the twin is not built or the memory is not there (the chunks then get buffers of their own)."""
     from pcs import _native
 
     with _KEPT_LOCK:
         for i in range(len(_KEPT_ARENAS)):
             if sys.getrefcount(_KEPT_ARENAS[i]) <= 2 and _KEPT_ARENAS[i].reset():   # the list's and the argument's
-                _KEPT_ARENAS.append(_KEPT_ARENAS.pop(i))    # the most recently used last
-                return _KEPT_ARENAS[-1]
+                return _KEPT_ARENAS[i]
     try:
         made = _native.module("jsonrows").Arena(ARENA_IDS)
     except (MemoryError, AttributeError):
         return None
     with _KEPT_LOCK:
-        _KEPT_ARENAS.append(made)
-        del _KEPT_ARENAS[:-2]
+        _KEPT_ARENAS[:] = [made]
     return made
+
+
+def _trim_arenas() -> None:
+    """At a reader's end: drop the kept arena when it holds more than :data:`KEPT_ARENA_IDS` ids (its memory goes
+    once the last batch viewing it does)."""
+    with _KEPT_LOCK:
+        _KEPT_ARENAS[:] = [a for a in _KEPT_ARENAS if a.used <= KEPT_ARENA_IDS]
+
+
+def release_arenas() -> int:
+    """Drop the kept arena (:data:`_KEPT_ARENAS`); its memory goes once no batch views it. The number dropped."""
+    with _KEPT_LOCK:
+        n = len(_KEPT_ARENAS)
+        _KEPT_ARENAS.clear()
+    return n
 
 
 def native_decode(spec, chunk: bytes, ids_arena=None) -> tuple | None:
@@ -496,6 +516,19 @@ def parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state, side_by_si
     this thread reads the next and the caller works on the previous batch (:func:`_native_ahead`; ``chunks`` must
     keep a chunk until the second after it is asked for). The same tuples, in the same order, either way.
     """
+    inner = _parse_chunks(parser, spec, chunks, bs, state, side_by_side, ahead)
+    if not (parser == "native" and side_by_side):
+        yield from inner
+        return
+    try:
+        yield from inner
+    finally:
+        _trim_arenas()   # a large arena is not kept past its reader (KEPT_ARENA_IDS)
+
+
+def _parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state, side_by_side: bool,
+                  ahead: bool) -> Iterator[tuple[int, bytes, RequestBatch | None]]:
+    """:func:`parse_chunks`' tuples (its arguments)."""
     if parser == "native" and side_by_side and ahead:
         yield from _native_ahead(spec, chunks, bs, state)
         return

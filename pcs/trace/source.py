@@ -348,11 +348,26 @@ def _spare(size: int) -> np.ndarray:
     return np.empty(size, dtype=np.uint8)
 
 
+#: The largest read buffer kept past its reader: the default chunk's (2 x :data:`CHUNK_BYTES`, 2 MiB), so the kept
+#: buffers hold 4 MiB at most; a reader of larger chunks (chunk_bytes) leaves its buffers to be freed.
+KEPT_SPARE_BYTES = 2 * CHUNK_BYTES
+
+
 def _keep_spares(*bufs: Any) -> None:
-    """Keep a reader's read buffers (None: none) for the next reader (:data:`_SPARES`: the last two kept)."""
+    """Keep a reader's read buffers (None: none) for the next reader (:data:`_SPARES`: the last two kept, each of
+    at most :data:`KEPT_SPARE_BYTES`)."""
     with _SPARES_LOCK:
-        _SPARES.extend(b for b in bufs if b is not None)
+        _SPARES.extend(b for b in bufs if b is not None and len(b) <= KEPT_SPARE_BYTES)
         del _SPARES[:-2]
+
+
+def release_spares() -> int:
+    """Drop the kept read buffers (:data:`_SPARES`); each's memory goes once no view of it is alive. The number
+    dropped."""
+    with _SPARES_LOCK:
+        n = len(_SPARES)
+        _SPARES.clear()
+    return n
 
 
 def _last_newline(view: memoryview, lo: int, hi: int) -> int:

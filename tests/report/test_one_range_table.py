@@ -109,7 +109,8 @@ def test_a_replays_hybrid_rules_term_is_checked_when_the_waterfall_is_not_drawn(
 
 
 def test_each_side_keeps_its_null_rules(replay_json):
-    check_replay_payload(dict(replay_json, hit_ratio=None))         # 0/0: a headline ratio may be null
+    levels = ("hit_ratio", "sequential_hit_ratio", "single_sequence_hit_ratio", "ideal_hit_ratio")
+    check_replay_payload(dict(replay_json, prompt_tokens=0, **dict.fromkeys(levels)))   # 0/0: the ratios null
     with pytest.raises(UserError, match=re.escape(f"field 'block_size': {BLOCK}, got null")):
         check_replay_payload(dict(replay_json, block_size=None))
     with pytest.raises(UserError, match="field 'requests': must be a count >= 0 below 2\\^63, got 2.5"):
