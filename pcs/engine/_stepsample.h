@@ -6,11 +6,12 @@
  * The rule, with Sampler.take's float operations in its order (pcs/engine/_stepsched.c is built with
  * -ffp-contract=off): the first call's time is t0; a call at `now` records every boundary t0 + k x step <= now not
  * yet recorded (k = the number of rows so far, up to the last such k), each with the state at `now`; past
- * `max` boundaries the step doubles and every other row is kept (Sampler._coarsen); the next boundary is
- * t0 + rows x step. Rows: the boundary, then the state as Sampler's snapshot (admitted, waiting, per tier resident
- * blocks, restored bytes and link-free time, running). Included after pcs/_nogil.h (raw memory: the loop may run
- * without the GIL). The equality with the reference: tests/engine/test_stepsched_native.py (the series of the C
- * loop against pcs.engine.scheduler.StepEngine's).
+ * `max` boundaries <= now (counted by that same test t0 + k x step <= now, not by the quotient) the step doubles
+ * and every other row is kept (Sampler._coarsen); the next boundary is t0 + rows x step. Rows: the boundary, then
+ * the state as Sampler's snapshot (admitted, waiting, per tier resident blocks, restored bytes and link-free time,
+ * running). Included after pcs/_nogil.h (raw memory: the loop may run without the GIL). The equality with the
+ * reference: tests/engine/test_stepsched_native.py (the series of the C loop against
+ * pcs.engine.scheduler.StepEngine's) and tests/engine/test_stepsample.py.
  */
 #ifndef PCS_STEPSAMPLE_H
 #define PCS_STEPSAMPLE_H
@@ -37,21 +38,31 @@ static void samp_coarsen(Samp *sp) {
     sp->n = k;
 }
 
-/* The last boundary <= now (its index from t0) after coarsening as Sampler.take does; the first call sets t0.
- * now >= t0 always (the loop calls at its clock, which never goes back), so Python's int() truncation is C's
- * once the quotient is below max; Sampler's test int(x) + 1 > max is x >= max (x >= 0, max an integer), made on
- * the double itself: a quotient past int64 (a clock far from t0 at a small step) never reaches a C cast. */
+/* The largest k with t0 + k x step <= now (that double expression, the rows' times; Sampler's _last_boundary): the
+ * quotient, walked up or down by float error (t0 + k x step never decreases with k). The quotient must fit int64
+ * (samp_last makes sure). */
+static int64_t samp_lastk(double t0, double step, double now) {
+    int64_t k = (int64_t)((now - t0) / step);
+    while (t0 + (double)(k + 1) * step <= now) k++;   /* a quotient rounded down by float error */
+    while (t0 + (double)k * step > now) k--;          /* or up */
+    return k;
+}
+
+/* The last boundary <= now (its index from t0) after coarsening as Sampler.take does: while more than max
+ * boundaries are <= now (counted by samp_lastk, as Sampler counts them), the step doubles (Sampler's _fit); the
+ * first call sets t0. now >= t0 always (the loop calls at its clock, which never goes back). A quotient of at least 2 max (as a
+ * double: one past int64, a clock far from t0 at a small step, never reaches a C cast) coarsens first without
+ * the count: it means boundary max is <= now however the quotient rounded (fl(max x step) < now - t0), so
+ * Sampler's count would coarsen too. */
 static int64_t samp_last(Samp *sp, double now) {
     if (!sp->has_t0) { sp->t0 = now; sp->has_t0 = 1; }
-    double t0 = sp->t0, step = sp->step;
-    if ((now - t0) / step >= (double)sp->max) {
-        while ((now - sp->t0) / sp->step >= (double)sp->max) samp_coarsen(sp);
-        step = sp->step;
+    double t0 = sp->t0;
+    while ((now - t0) / sp->step >= 2.0 * (double)sp->max) samp_coarsen(sp);
+    int64_t last = samp_lastk(t0, sp->step, now);
+    while (last + 1 > sp->max) {
+        samp_coarsen(sp);
+        last = samp_lastk(t0, sp->step, now);
     }
-    int64_t q = (int64_t)((now - t0) / step);
-    int64_t last = q;
-    while (t0 + (double)(last + 1) * step <= now) last++;   /* a quotient rounded down by float error */
-    while (t0 + (double)last * step > now) last--;          /* or up */
     return last;
 }
 

@@ -24,6 +24,7 @@ length; the step is :data:`BASE_STEP_S` x 2^k, the smallest that fits.
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 from typing import Any, Mapping
 
@@ -99,6 +100,56 @@ class TimeSeries:
     restore_backlog_s: dict[str, tuple[float, ...]] = field("s", "seconds of restores queued on each link")
 
 
+def _last_boundary(t0: float, step_s: float, now_s: float) -> int:
+    """The index of the last sampling boundary at or before ``now_s``: the largest k with ``t0 + k * step_s <=
+    now_s``, that float expression (the one :class:`Sampler` stores as row times), not the quotient.
+
+    ``int((now_s - t0) / step_s)`` is the first guess; float rounding may put it one off either way (e.g. t0 =
+    14.264324267410204, now_s = t0 + 2.0 rounded to 16.264324267410203, step 1.0: the quotient is
+    1.9999999999999991 -> 1, yet ``t0 + 2 * 1.0 == now_s``: boundary 2 is <= now_s), so it is walked to the largest
+    k that holds (``t0 + k * step_s`` never decreases with k, so the walk ends there). Every count of boundaries
+    (:meth:`Sampler.take`'s coarsening and rows, :meth:`Sampler.presize` through :func:`_fit`,
+    :func:`sequential_samples`) uses it. Seconds; ``step_s > 0``; negative when ``now_s < t0``. The walk is short
+    only while the quotient is well below 2**53 (past it ``k + 1`` is no new float): callers keep it below
+    2 x max_samples (:func:`_fit`).
+    """
+    k = int((now_s - t0) / step_s)
+    while t0 + (k + 1) * step_s <= now_s:   # a quotient rounded down by float error
+        k += 1
+    while t0 + k * step_s > now_s:          # or up
+        k -= 1
+    return k
+
+
+def _fit(t0: float, step_s: float, max_samples: int, now_s: float) -> tuple[int, int]:
+    """How many times ``step_s`` doubles so that at most ``max_samples`` boundaries ``t0 + k x step`` are <=
+    ``now_s`` (the smallest such step from ``step_s`` up), and the last boundary's index at that step.
+
+    The boundaries are counted by :func:`_last_boundary` (e.g. t0 = 14.264324267410204, now_s = t0 + 2.0 rounded
+    to 16.264324267410203, from step 0.25 with 2 samples: 9, 5, 3 boundaries at steps 0.25, 0.5, 1 and 2 at step
+    2: 3 doublings, last index 1).
+    A quotient ``(now_s - t0) / step_s`` of at least 2 x max_samples doubles first without the count: boundary
+    max_samples is then <= now_s however the quotient rounded (``max_samples x step_s`` in floats is below the
+    exact ``now_s - t0``), so the count would double too; this keeps the count's walk short (a huge quotient: a
+    clock far from t0 at a small step). Doubling keeps the even boundaries bit for bit (``k * (2 s) == (2 k) * s``
+    in floats), so the rows kept by :meth:`Sampler._coarsen` lie on the new grid. Seconds; ``now_s >= t0``.
+    pcs/engine/_stepsample.h (samp_last) is its C twin. Raises: OverflowError when ``now_s - t0`` is not finite
+    (as ``int`` of the quotient did).
+    """
+    if not now_s - t0 < math.inf:
+        raise OverflowError(f"a sample at {now_s!r} s, t0 {t0!r} s: not a finite time")
+    doublings = 0
+    while (now_s - t0) / step_s >= 2 * max_samples:
+        step_s *= 2
+        doublings += 1
+    last = _last_boundary(t0, step_s, now_s)
+    while last + 1 > max_samples:
+        step_s *= 2
+        doublings += 1
+        last = _last_boundary(t0, step_s, now_s)
+    return doublings, last
+
+
 class Sampler:
     """Snapshots at fixed simulated-time boundaries, at most ``max_samples`` of them.
 
@@ -125,21 +176,18 @@ class Sampler:
         self.rows: list[tuple] = []
 
     def take(self, now_s: float, snapshot) -> float:
-        """Record every boundary <= ``now_s`` not yet recorded; returns the next boundary."""
+        """Record every boundary <= ``now_s`` not yet recorded; returns the next boundary.
+
+        Past ``max_samples`` boundaries <= ``now_s`` the step doubles (:meth:`_coarsen`) until at most
+        ``max_samples`` are, counted by :func:`_fit` (the rule that also places the rows), so
+        ``len(rows) <= max_samples`` after every call."""
         if self.t0 is None:
             self.t0 = now_s
-        t0, step, rows = self.t0, self.step_s, self.rows
-        q = int((now_s - t0) / step)
-        if q + 1 > self.max_samples:
-            while int((now_s - self.t0) / self.step_s) + 1 > self.max_samples:
-                self._coarsen()
-            step, rows = self.step_s, self.rows
-            q = int((now_s - t0) / step)
-        last = q
-        while t0 + (last + 1) * step <= now_s:  # a quotient rounded down by float error
-            last += 1
-        while t0 + last * step > now_s:  # or up: only boundaries <= now_s, whatever the step
-            last -= 1
+        t0 = self.t0
+        doublings, last = _fit(t0, self.step_s, self.max_samples, now_s)
+        for _ in range(doublings):
+            self._coarsen()
+        step, rows = self.step_s, self.rows
         n = len(rows)
         if last >= n:
             state = snapshot()
@@ -159,8 +207,7 @@ class Sampler:
         exactly by powers of two, so the rows kept on the coarser grid are the ones coarsening would keep;
         tests/engine/test_series.py). Seconds of simulated time; before the first :meth:`take` only."""
         assert self.t0 is None and not self.rows
-        while int((last_s - first_s) / self.step_s) + 1 > self.max_samples:
-            self.step_s *= 2
+        self.step_s *= 2 ** _fit(first_s, self.step_s, self.max_samples, last_s)[0]
 
     def _coarsen(self) -> None:
         """Double the step; keep the samples on the new grid (every other one)."""
@@ -278,11 +325,7 @@ def sequential_samples(arrival_s: np.ndarray, resident_after: np.ndarray) -> Sam
     dry.take(dry.take(last, tuple), tuple)
     s = Sampler(base_step_s=dry.step_s)
     step = s.step_s
-    k_last = int((last - t0) / step)  # the last boundary <= last, float errors corrected as take() does
-    while t0 + (k_last + 1) * step <= last:
-        k_last += 1
-    while t0 + k_last * step > last:
-        k_last -= 1
+    k_last = _last_boundary(t0, step, last)  # the last boundary <= last, by take()'s rule
     bounds = t0 + np.arange(k_last + 2, dtype=np.float64) * step
     admitted = np.empty(k_last + 2, dtype=np.int64)
     admitted[0], admitted[-1] = 0, m

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pcs.engine.series import Sampler, sequential_samples
+from pcs.engine.series import Sampler, _fit, _last_boundary, sequential_samples
 
 
 def test_boundaries_state_and_doubling_by_hand():
@@ -55,6 +55,8 @@ def test_presize_by_hand():
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.floats(0.0, 50.0, allow_nan=False), min_size=1, max_size=60), st.integers(2, 6),
        st.sampled_from([0.001, 0.25, 1.0]))
+# found on main: the doubling sampler counted boundaries by the rounded-down quotient (step 1.0, 3 rows > 2)
+@example(gaps=[14.264324267410204, 2.0, 0.5], max_samples=2, base=0.25)
 def test_presized_equals_doubling(gaps, max_samples, base):
     # check points at increasing times; each sampler is called, as an engine calls it, only at a check point
     # at or after its next boundary; the state is the check point's index. The presized sampler (span: the
@@ -67,6 +69,64 @@ def test_presized_equals_doubling(gaps, max_samples, base):
             if t >= s.next_s:
                 s.take(t, lambda: (k,))
     assert (sized.step_s, sized.rows, sized.next_s) == (plain.step_s, plain.rows, plain.next_s)
+
+
+T0 = 14.264324267410204
+NOW = T0 + 2.0   # 16.264324267410203: the sum rounds down, so NOW - T0 is a hair under 2
+
+
+def test_last_boundary_counts_by_the_row_times_not_the_quotient():
+    # NOW - T0 = 1.9999999999999991 < 2, so the quotient's int is 1, yet boundary 2 at step 1 is T0 + 2 * 1.0,
+    # the very sum NOW is: it is <= NOW, the last boundary is 2 (3 boundaries); at step 0.25 it is 8 (T0 + 8 *
+    # 0.25 == T0 + 2.0); at step 2 it is 1 (T0 + 1 * 2.0)
+    assert NOW - T0 < 2.0 and int((NOW - T0) / 1.0) == 1
+    assert T0 + 2 * 1.0 == NOW
+    assert _last_boundary(T0, 1.0, NOW) == 2
+    assert _last_boundary(T0, 0.25, NOW) == 8 and _last_boundary(T0, 2.0, NOW) == 1
+    # a time just before a boundary, and exactly on one: 10 + 2.5 = 12.5 is exact
+    assert _last_boundary(10.0, 0.5, 12.49) == 4 and _last_boundary(10.0, 0.5, 12.5) == 5
+    assert _last_boundary(10.0, 0.5, 10.0) == 0
+
+
+def test_never_more_rows_than_max_samples_by_hand():
+    # base 0.25 s, 2 samples, calls at T0 and NOW. Boundaries <= NOW (T0 + k x step <= NOW): step 0.25 -> 9
+    # (k = 0..8), 0.5 -> 5, 1 -> 3, all > 2; step 2 -> 2 (T0 and T0 + 2.0 == NOW). So the step is 2.0, the rows
+    # T0 (state "a") and NOW (state "b"), the next boundary T0 + 2 x 2.0. (The rounded quotient stopped at step 1,
+    # 1.999... -> 1 + 1 = 2 boundaries, then recorded 3 rows.)
+    s = Sampler(base_step_s=0.25, max_samples=2)
+    assert s.take(T0, lambda: ("a",)) == T0 + 0.25
+    assert s.take(NOW, lambda: ("b",)) == T0 + 2 * 2.0
+    assert s.step_s == 2.0 and s.rows == [(T0, "a"), (NOW, "b")]
+    sized = Sampler(base_step_s=0.25, max_samples=2)   # presize counts the same way: step 2 at once
+    sized.presize(T0, NOW)
+    assert sized.step_s == 2.0
+
+
+def test_fit_by_hand_including_a_huge_quotient():
+    # from step 0.25, 2 samples: 9, 5, 3 boundaries <= NOW at steps 0.25, 0.5, 1; 2 at step 2 -> 3 doublings, last 1
+    assert _fit(T0, 0.25, 2, NOW) == (3, 1)
+    # 1e20 s at 0.001 s, 4 samples: step 0.001 x 2^74 = 1.89e19 s leaves 1e20 / 1.89e19 = 5.3 -> 6 boundaries > 4,
+    # 2^75 (3.78e19 s) 2.6 -> 3: 75 doublings, last index 2 (the count never walks from a quotient of 1e23)
+    assert _fit(0.0, 0.001, 4, 1e20) == (75, 2)
+    with pytest.raises(OverflowError):
+        _fit(0.0, 0.001, 4, float("inf"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(0.0, 1e4, allow_nan=False), st.lists(st.floats(0.0, 20.0, allow_nan=False), max_size=40),
+       st.integers(2, 5), st.sampled_from([0.001, 0.1, 0.25, 1.0]))
+@example(T0, [2.0], 2, 0.25)
+def test_rows_stay_within_max_samples_and_on_the_grid(t0, gaps, max_samples, base):
+    # after every call: at most max_samples rows, each the float t0 + k x step_s (k = 0, 1, ...), all <= the time
+    # taken, and the next boundary past it
+    s, t = Sampler(base, max_samples), t0
+    for g in [0.0, *gaps]:
+        t += g
+        if t >= s.next_s:
+            s.take(t, lambda: ())
+            assert 1 <= len(s.rows) <= max_samples
+            assert [r[0] for r in s.rows] == [s.t0 + k * s.step_s for k in range(len(s.rows))]
+            assert s.rows[-1][0] <= t < s.next_s
 
 
 def test_series_payload_by_hand():

@@ -62,3 +62,66 @@ def test_the_series_kept_in_c_equals_the_reference_across_coarsening():
         assert (got.sampler.t0, got.sampler.next_s) == (pr.sampler.t0, pr.sampler.next_s)
     # the samples saw restores: the CPU link's cumulative restored bytes grow
     assert np.diff([r[4][1] for r in cr.sampler.rows]).max() > 0
+
+
+def _run_at(cls, times, base_s: float, max_samples: int, sample_in_c: bool = True):
+    """One single-block request at each of ``times`` (s) through ``cls``, its sampler set to ``base_s`` and
+    ``max_samples`` before the first feed (not presized: the loop coarsens on its own)."""
+    from pcs.blocks import BlockRules
+    from pcs.cache import Tier, make_policy
+    from pcs.cache.native import NativeHierarchy
+    from pcs.compute import StepCost
+    from pcs.engine.chunks import iter_chunks
+    from pcs.engine.schedconfig import SchedulerConfig
+
+    h = NativeHierarchy([Tier("gpu", 8, make_policy("lru", 8))], "back")
+    cost = StepCost(token_s=1e-4, weights_active_s=1e-3, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=1e-8,
+                    attn_seq_s=1e-6, attn_token_s=1e-8, attn_pair_s=1e-8, layers=1)
+    eng = cls(h, [None], [4096], cost, SchedulerConfig(max_num_batched_tokens=64, max_num_seqs=4,
+                                                       restore_timeout_per_token_s=0.0))
+    eng.sampler.step_s, eng.sampler.max_samples = base_s, max_samples
+    if not sample_in_c:
+        eng._sample_here = lambda: None
+    for ch in iter_chunks([req([k % 3], t, out=1) for k, t in enumerate(times)], BlockRules(), None, False):
+        eng.feed(ch)
+    return eng, eng.close()
+
+
+_T0 = 14.264324267410204
+
+
+@pytest.mark.parametrize("times, base_s, max_samples", [
+    # the case found in tests/engine/test_series.py: at _T0 + 2.0 (16.264324267410203) the quotient by step 1 is
+    # 1.999... -> int 1, yet boundary _T0 + 2 x 1.0 is that very sum: 3 boundaries > 2 at step 1, so step 2
+    ([_T0, _T0 + 2.0, _T0 + 2.0 + 0.5], 0.25, 2),
+    ([0.0, 0.3, 0.7, 1.9, 3.2, 3.3, 7.0], 0.1, 3),
+    ([float(x) for x in np.cumsum(np.random.default_rng(32).exponential(0.7, 60))], 0.001, 5),
+])
+def test_the_c_sampler_counts_boundaries_as_the_reference(times, base_s, max_samples):
+    from pcs.engine.scheduler import StepEngine
+
+    (pe, pr), (ce, cr), (ke, kr) = (_run_at(StepEngine, times, base_s, max_samples),
+                                    _run_at(stepnative.NativeStepEngine, times, base_s, max_samples),
+                                    _run_at(stepnative.NativeStepEngine, times, base_s, max_samples, False))
+    assert ce._samples_here and not ke._samples_here
+    assert 2 <= len(pr.sampler.rows) <= max_samples
+    for got in (cr, kr):
+        assert json.dumps(got.sampler.rows) == json.dumps(pr.sampler.rows)
+        assert (got.sampler.t0, got.sampler.step_s, got.sampler.next_s) == \
+            (pr.sampler.t0, pr.sampler.step_s, pr.sampler.next_s)
+
+
+def test_the_c_sampler_by_hand_at_the_rounded_sum():
+    # requests at _T0, _T0 + 2.0 (16.264324267410203), _T0 + 2.5, each done within ms; base 0.25 s, 2 samples.
+    # The first arrival is t0: row (_T0, 0 admitted). The next call is at the second arrival: boundaries <= it at
+    # step 0.25 are 9, at 0.5 5, at 1 3 (_T0 + 2 x 1.0 is that very sum, though the quotient is 1.999...), at 2
+    # two: step 2.0, rows _T0 and _T0 + 2.0 (1 admitted), next boundary _T0 + 2 x 2.0. The third arrival is before
+    # it. The end state is taken at that boundary, a third one <= it at step 2: step 4.0, rows _T0 and _T0 + 4.0
+    # (all 3 admitted), next boundary _T0 + 2 x 4.0. (main: step 2.0 and 3 rows.)
+    from pcs.engine.scheduler import StepEngine
+
+    times = [_T0, _T0 + 2.0, _T0 + 2.5]
+    for cls, in_c in ((StepEngine, True), (stepnative.NativeStepEngine, True), (stepnative.NativeStepEngine, False)):
+        sp = _run_at(cls, times, 0.25, 2, in_c)[1].sampler
+        assert (sp.step_s, sp.next_s) == (4.0, _T0 + 2 * 4.0)
+        assert [r[:3] for r in sp.rows] == [(_T0, 0, 0), (_T0 + 4.0, 3, 0)]
