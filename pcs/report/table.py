@@ -41,10 +41,9 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
             :data:`WIDTH`, its columns are shown as consecutive tables one under the other, each repeating the
             first column (the row names) and holding as many further columns as fit (:func:`_column_groups`;
             a sequence: the indices of the columns that start a new table, each group then split further only
-            if still too wide); each column as wide and on the same side (right or left) as in the whole table
-            -- true although each group is rendered on its own (:func:`_render_groups`), since a column's width
-            and side depend on its own header and cells only (the first column's on all its cells); the title
-            above the first, the notes below the last. Not with ``wrap`` or ``text_columns``.
+            if still too wide); each column as wide and on the same side as in the whole table (groups rendered
+            apart by :func:`_render_groups`: a column's width and side hang on its own header and cells only);
+            the title above the first, the notes below the last. Not with ``wrap`` or ``text_columns``.
     Returns:
         The table as one string without a trailing newline.
     """
