@@ -22,7 +22,7 @@ def release_buffers() -> int:
     between calls"): the id arena of the compiled twin (at most 8 MiB, :data:`pcs.trace.jsonfast.KEPT_ARENA_IDS`
     ids) and the two read buffers (2 MiB each, :data:`pcs.trace.source.KEPT_SPARE_BYTES`). Their memory goes once
     no batch or chunk still views them (at once after a call: pcs keeps none); the next call makes new ones.
-    Thread-safe; never raises.
+    A reader holding one still uses it (its lease, :mod:`pcs.trace.pool`). Thread-safe; never raises.
 
     Returns:
         The number of objects dropped (0 to 3).

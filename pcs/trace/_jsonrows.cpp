@@ -850,11 +850,30 @@ PyTypeObject ColumnType = {PyVarObject_HEAD_INIT(nullptr, 0) "pcs.trace._jsonrow
  * `used` ids are taken, the rest is room (address space: pages nobody writes are never touched, so never resident).
  * One reader fills it, chunk after chunk (a decode writes only past `used`, which views of earlier chunks do not
  * reach). */
+/* Lease: what a pooled buffer (an Arena, a ReadBuffer) carries so that pcs.trace.pool hands it to one reader at a
+ * time and never while anything views its bytes. `exports` counts the buffer exports alive (getbuffer adds one,
+ * releasebuffer takes it back: a numpy.frombuffer array or a memoryview of it holds one, and so does every slice
+ * of that memoryview, through the view they share), `leased` is set by take() and cleared by give_back() (a reader
+ * holds it: a paused reader holds it without exporting it, so the export count alone is not enough). Exact, where
+ * sys.getrefcount counted every reference (a pool's list, a local, a frame) alike. */
+struct Lease {
+    Py_ssize_t exports;
+    int leased;
+};
+
+/* take(): leased when no reader holds it, no export is alive and no decode fills it (`busy`); else false. */
+inline bool lease_take(Lease &l, bool busy) {
+    if (l.leased || l.exports > 0 || busy) return false;
+    l.leased = 1;
+    return true;
+}
+
 struct ArenaObject {
     PyObject_HEAD
     uint64_t *data;
     Py_ssize_t cap, used;   // in ids
     int busy;               // a Pending decode fills the room past `used`: nothing else may take it until its result
+    Lease lease;
 };
 
 /* The most ids a chunk of n bytes can hold (an id takes a digit and a separator, but the row's last one: "[1,2]"):
@@ -879,6 +898,7 @@ PyObject *arena_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     a->cap = cap;
     a->used = 0;
     a->busy = 0;
+    a->lease = Lease{0, 0};
     return (PyObject *)a;
 }
 
@@ -889,8 +909,12 @@ void arena_dealloc(PyObject *self) {
 
 int arena_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     ArenaObject *a = (ArenaObject *)self;
-    return PyBuffer_FillInfo(view, self, a->data, a->cap * (Py_ssize_t)sizeof(uint64_t), 1, flags);
+    int rc = PyBuffer_FillInfo(view, self, a->data, a->cap * (Py_ssize_t)sizeof(uint64_t), 1, flags);
+    if (rc == 0) a->lease.exports++;
+    return rc;
 }
+
+void arena_releasebuffer(PyObject *self, Py_buffer *) { ((ArenaObject *)self)->lease.exports--; }
 
 PyObject *arena_fits(PyObject *self, PyObject *arg) {
     Py_ssize_t n = PyLong_AsSsize_t(arg);
@@ -928,31 +952,107 @@ PyObject *arena_append(PyObject *self, PyObject *arg) {
     return PyLong_FromSsize_t(at);
 }
 
-/* reset() -> bool: the room emptied (used = 0) for a new reader, its pages kept (written again without page faults),
- * unless a Pending decode fills it (False). The caller makes sure no view of its ids is alive
- * (pcs.trace.jsonfast.arena: nothing else refers to it). */
-PyObject *arena_reset(PyObject *self, PyObject *) {
+/* take() -> bool: the arena leased to a reader and its room emptied (used = 0; its pages kept, written again
+ * without page faults), when no reader holds it, no view of its ids is alive and no Pending decode fills it
+ * (lease_take); else False, nothing changed (pcs.trace.jsonfast.arena, through pcs.trace.pool.Pool). */
+PyObject *arena_take(PyObject *self, PyObject *) {
     ArenaObject *a = (ArenaObject *)self;
-    if (a->busy) Py_RETURN_FALSE;
+    if (!lease_take(a->lease, a->busy != 0)) Py_RETURN_FALSE;
     a->used = 0;
     Py_RETURN_TRUE;
 }
 
-PyBufferProcs arena_buffer = {arena_getbuffer, nullptr};
+/* give_back() -> None: the reader's lease ended (the views of its ids may outlive it: take() waits for them). */
+PyObject *arena_give_back(PyObject *self, PyObject *) {
+    ((ArenaObject *)self)->lease.leased = 0;
+    Py_RETURN_NONE;
+}
+
+PyBufferProcs arena_buffer = {arena_getbuffer, arena_releasebuffer};
 PyMethodDef arena_methods[] = {
     {"fits", arena_fits, METH_O, "fits(nbytes) -> bool: whether a chunk of nbytes bytes is decoded into the room left "
                                  "(False while a Pending decode fills it)."},
-    {"reset", arena_reset, METH_NOARGS, "reset() -> bool: the room emptied for a new reader (False while a decode "
-                                        "fills it)."},
+    {"take", arena_take, METH_NOARGS, "take() -> bool: leased to the caller and emptied, when no reader holds it, no "
+                                      "view of it is alive and no decode fills it; else False."},
+    {"give_back", arena_give_back, METH_NOARGS, "give_back() -> None: the caller's lease ended."},
     {"append", arena_append, METH_O, "append(ids) -> int: uint64 ids copied past `used`; their first index, or -1 "
                                      "when they do not fit."},
     {nullptr, nullptr, 0, nullptr}};
 PyMemberDef arena_members[] = {
     {"used", T_PYSSIZET, offsetof(ArenaObject, used), READONLY, "ids taken (the decoded chunks' ids, in order)"},
     {"capacity", T_PYSSIZET, offsetof(ArenaObject, cap), READONLY, "ids the buffer holds"},
+    {"exports", T_PYSSIZET, offsetof(ArenaObject, lease.exports), READONLY, "buffer exports alive (views of it)"},
+    {"leased", T_INT, offsetof(ArenaObject, lease.leased), READONLY, "1 from take() to give_back(), else 0"},
     {nullptr, 0, 0, 0, nullptr}};
 
 PyTypeObject ArenaType = {PyVarObject_HEAD_INIT(nullptr, 0) "pcs.trace._jsonrows.Arena"};
+
+/* ReadBuffer(nbytes): a writable buffer of nbytes uninitialised bytes (malloc: no zero fill, so no page is touched
+ * before a read writes it, where a bytearray's memset touched all of them), with the Lease of an Arena: the read
+ * buffers pcs.trace.source keeps between readers (its chunks are memoryview slices of it, each an export). */
+struct ReadBufferObject {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t nbytes;
+    Lease lease;
+};
+
+PyObject *readbuffer_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    Py_ssize_t n;
+    static const char *kw[] = {"nbytes", nullptr};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "n", (char **)kw, &n)) return nullptr;
+    if (n < 1) {
+        PyErr_SetString(PyExc_TypeError, "ReadBuffer: nbytes must be a positive number of bytes");
+        return nullptr;
+    }
+    ReadBufferObject *b = (ReadBufferObject *)type->tp_alloc(type, 0);
+    if (!b) return nullptr;
+    b->data = (char *)malloc((size_t)n);
+    if (!b->data) {
+        Py_DECREF(b);
+        return PyErr_NoMemory();
+    }
+    b->nbytes = n;
+    b->lease = Lease{0, 0};
+    return (PyObject *)b;
+}
+
+void readbuffer_dealloc(PyObject *self) {
+    free(((ReadBufferObject *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+int readbuffer_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    ReadBufferObject *b = (ReadBufferObject *)self;
+    int rc = PyBuffer_FillInfo(view, self, b->data, b->nbytes, 0, flags);
+    if (rc == 0) b->lease.exports++;
+    return rc;
+}
+
+void readbuffer_releasebuffer(PyObject *self, Py_buffer *) { ((ReadBufferObject *)self)->lease.exports--; }
+
+PyObject *readbuffer_take(PyObject *self, PyObject *) {
+    return PyBool_FromLong(lease_take(((ReadBufferObject *)self)->lease, false));
+}
+
+PyObject *readbuffer_give_back(PyObject *self, PyObject *) {
+    ((ReadBufferObject *)self)->lease.leased = 0;
+    Py_RETURN_NONE;
+}
+
+PyBufferProcs readbuffer_buffer = {readbuffer_getbuffer, readbuffer_releasebuffer};
+PyMethodDef readbuffer_methods[] = {
+    {"take", readbuffer_take, METH_NOARGS, "take() -> bool: leased to the caller when no reader holds it and no view "
+                                           "of it is alive; else False."},
+    {"give_back", readbuffer_give_back, METH_NOARGS, "give_back() -> None: the caller's lease ended."},
+    {nullptr, nullptr, 0, nullptr}};
+PyMemberDef readbuffer_members[] = {
+    {"nbytes", T_PYSSIZET, offsetof(ReadBufferObject, nbytes), READONLY, "bytes the buffer holds"},
+    {"exports", T_PYSSIZET, offsetof(ReadBufferObject, lease.exports), READONLY, "buffer exports alive (views of it)"},
+    {"leased", T_INT, offsetof(ReadBufferObject, lease.leased), READONLY, "1 from take() to give_back(), else 0"},
+    {nullptr, 0, 0, 0, nullptr}};
+
+PyTypeObject ReadBufferType = {PyVarObject_HEAD_INIT(nullptr, 0) "pcs.trace._jsonrows.ReadBuffer"};
 
 template <typename T>
 PyObject *as_column(RawVec<T> &v) {
@@ -1546,6 +1646,16 @@ PyMODINIT_FUNC PyInit__jsonrows(void) {
     ArenaType.tp_members = arena_members;
     ArenaType.tp_doc = "Arena(capacity): one id buffer the chunks of a reader fill in order (the C++ file's header).";
     if (PyType_Ready(&ArenaType) < 0) return nullptr;
+    ReadBufferType.tp_basicsize = sizeof(ReadBufferObject);
+    ReadBufferType.tp_flags = Py_TPFLAGS_DEFAULT;
+    ReadBufferType.tp_new = readbuffer_new;
+    ReadBufferType.tp_dealloc = readbuffer_dealloc;
+    ReadBufferType.tp_as_buffer = &readbuffer_buffer;
+    ReadBufferType.tp_methods = readbuffer_methods;
+    ReadBufferType.tp_members = readbuffer_members;
+    ReadBufferType.tp_doc = "ReadBuffer(nbytes): a writable buffer of uninitialised bytes with a lease (take / "
+                            "give_back) and an export count, for the JSONL reader's kept read buffers.";
+    if (PyType_Ready(&ReadBufferType) < 0) return nullptr;
     PendingType.tp_basicsize = sizeof(PendingObject);
     PendingType.tp_flags = Py_TPFLAGS_DEFAULT;
     PendingType.tp_dealloc = pending_dealloc;
@@ -1554,5 +1664,6 @@ PyMODINIT_FUNC PyInit__jsonrows(void) {
     if (PyType_Ready(&PendingType) < 0) return nullptr;
     PyObject *m = PyModule_Create(&module_def);
     if (m && PyModule_AddObjectRef(m, "Arena", (PyObject *)&ArenaType) < 0) Py_CLEAR(m);
+    if (m && PyModule_AddObjectRef(m, "ReadBuffer", (PyObject *)&ReadBufferType) < 0) Py_CLEAR(m);
     return m;
 }

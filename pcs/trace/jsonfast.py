@@ -38,13 +38,12 @@ another JSON type, any range, length, order or repeat problem.
 from __future__ import annotations
 
 import io
-import sys
-import threading
 from typing import Any, Iterator
 
 import numpy as np
 
 from pcs.trace.batches import MAX_ARRIVAL_S, ceil_blocks
+from pcs.trace.pool import Pool
 from pcs.trace.request import RequestBatch
 
 #: The values of the optional per-row ``reuse`` field of the JSONL formats (the one definition; hashids imports it).
@@ -317,54 +316,46 @@ def simdjson_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
 ARENA_IDS = 1 << 22
 
 
-#: The arena :func:`arena` made last, taken again by a later reader once nothing else refers to it (no batch views
-#: its ids): its pages are mapped already, where a new arena's ids took a page fault every 512 ids (563 a call at 1x
-#: Mooncake, the whole call's minor faults; the three 1 MiB chunks decoded 2.2 ms into a new arena, 1.0 ms into a
-#: kept one: docs/performance.md, "The 1x call's decode pass: the next chunk on a thread without the GIL, the id
-#: arena kept"). At most one is kept, and when its reader ends only if it holds at most :data:`KEPT_ARENA_IDS` ids
-#: (:func:`_trim_arenas`); :func:`pcs.trace.release_buffers` drops it.
-_KEPT_ARENAS: list = []
-_KEPT_LOCK = threading.Lock()
-
 #: The most ids an arena kept past its reader holds: 1 Mi ids, 8 MiB resident at most (an arena's pages are the
 #: ones its ids filled). The reuse is for the small calls whose page faults are a visible share of the call: 1x
 #: Mooncake fills 288,500 ids (2.2 MiB, 3.6x below the bound); the 10x replica's 2,885,000 ids (22 MiB, about
 #: 5,600 faults) are not kept: their faults are a small share of a call ten times as long.
 KEPT_ARENA_IDS = 1 << 20
 
+#: The arena a reader gave back last, taken again by a later reader (:func:`arena`) once no reader holds it and no
+#: batch views its ids (the Arena's own lease and export count, :mod:`pcs.trace.pool`): its pages are mapped
+#: already, where a new arena's ids took a page fault every 512 ids (563 a call at 1x Mooncake, the whole call's
+#: minor faults; the three 1 MiB chunks decoded 2.2 ms into a new arena, 1.0 ms into a kept one:
+#: docs/performance.md, "The 1x call's decode pass: the next chunk on a thread without the GIL, the id arena
+#: kept"). At most one is kept, and only when it holds at most :data:`KEPT_ARENA_IDS` ids;
+#: :func:`pcs.trace.release_buffers` drops it.
+ARENAS = Pool(1, lambda a: a.used <= KEPT_ARENA_IDS)
 
-def arena():
-    """An id arena of the compiled twin (pcs/trace/_jsonrows.cpp's ``Arena``, :data:`ARENA_IDS` ids), empty: the
-    kept one (:data:`_KEPT_ARENAS`) when nothing else refers to it, else a new one (then kept in its place); None
-    when the twin is not built or the memory is not there (the chunks then get buffers of their own)."""
+
+def arena(taken: list | None = None):
+    """An id arena of the compiled twin (pcs/trace/_jsonrows.cpp's ``Arena``, :data:`ARENA_IDS` ids), empty and
+    leased to the caller: the kept one (:data:`ARENAS`) when no reader holds it and no batch views it, else a new
+    one; None when the twin is not built or the memory is not there (the chunks then get buffers of their own).
+    ``taken``: a list the arena is appended to, which the reader hands to ``ARENAS.keep`` at its end (its lease
+    given back, the arena kept for the next reader within the bound)."""
     from pcs import _native
 
-    with _KEPT_LOCK:
-        for i in range(len(_KEPT_ARENAS)):
-            if sys.getrefcount(_KEPT_ARENAS[i]) <= 2 and _KEPT_ARENAS[i].reset():   # the list's and the argument's
-                return _KEPT_ARENAS[i]
-    try:
-        made = _native.module("jsonrows").Arena(ARENA_IDS)
-    except (MemoryError, AttributeError):
-        return None
-    with _KEPT_LOCK:
-        _KEPT_ARENAS[:] = [made]
-    return made
-
-
-def _trim_arenas() -> None:
-    """At a reader's end: drop the kept arena when it holds more than :data:`KEPT_ARENA_IDS` ids (its memory goes
-    once the last batch viewing it does)."""
-    with _KEPT_LOCK:
-        _KEPT_ARENAS[:] = [a for a in _KEPT_ARENAS if a.used <= KEPT_ARENA_IDS]
+    got = ARENAS.take()
+    if got is None:
+        try:
+            got = _native.module("jsonrows").Arena(ARENA_IDS)
+        except (MemoryError, AttributeError):
+            return None
+        got.take()
+    if taken is not None:
+        taken.append(got)
+    return got
 
 
 def release_arenas() -> int:
-    """Drop the kept arena (:data:`_KEPT_ARENAS`); its memory goes once no batch views it. The number dropped."""
-    with _KEPT_LOCK:
-        n = len(_KEPT_ARENAS)
-        _KEPT_ARENAS.clear()
-    return n
+    """Drop the kept arena (:data:`ARENAS`); its memory goes once no reader holds it and no batch views it. The
+    number dropped."""
+    return ARENAS.release()
 
 
 def native_decode(spec, chunk: bytes, ids_arena=None) -> tuple | None:
@@ -516,21 +507,23 @@ def parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state, side_by_si
     this thread reads the next and the caller works on the previous batch (:func:`_native_ahead`; ``chunks`` must
     keep a chunk until the second after it is asked for). The same tuples, in the same order, either way.
     """
-    inner = _parse_chunks(parser, spec, chunks, bs, state, side_by_side, ahead)
+    taken: list = []     # the arenas this reader leased (side_by_side with the compiled twin)
+    inner = _parse_chunks(parser, spec, chunks, bs, state, side_by_side, ahead, taken)
     if not (parser == "native" and side_by_side):
         yield from inner
         return
     try:
         yield from inner
     finally:
-        _trim_arenas()   # a large arena is not kept past its reader (KEPT_ARENA_IDS)
+        inner.close()           # its decode in flight waited for, so the arenas are let go idle
+        ARENAS.keep(*taken)     # leases given back; one kept within KEPT_ARENA_IDS for the next reader
 
 
 def _parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state, side_by_side: bool,
-                  ahead: bool) -> Iterator[tuple[int, bytes, RequestBatch | None]]:
-    """:func:`parse_chunks`' tuples (its arguments)."""
+                  ahead: bool, taken: list) -> Iterator[tuple[int, bytes, RequestBatch | None]]:
+    """:func:`parse_chunks`' tuples (its arguments; ``taken``: the arenas leased, appended by :func:`arena`)."""
     if parser == "native" and side_by_side and ahead:
-        yield from _native_ahead(spec, chunks, bs, state)
+        yield from _native_ahead(spec, chunks, bs, state, taken)
         return
     send = getattr(chunks, "send", None)
     it = iter(chunks)
@@ -543,7 +536,7 @@ def _parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state, side_by_s
             return
         if parser == "native" and side_by_side:
             if ids_arena is None or not ids_arena.fits(len(chunk)):
-                ids_arena = arena()
+                ids_arena = arena(taken)
             batch = native_chunk(spec, chunk, bs, state, ids_arena)
         else:
             batch = parse_chunk(parser, spec, chunk, bs, state)
@@ -551,7 +544,8 @@ def _parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state, side_by_s
         yield first, (bytes(chunk) if batch is None and isinstance(chunk, memoryview) else chunk), batch
 
 
-def _native_ahead(spec, chunks: Iterator, bs: int, state) -> Iterator[tuple[int, bytes, RequestBatch | None]]:
+def _native_ahead(spec, chunks: Iterator, bs: int, state,
+                  taken: list) -> Iterator[tuple[int, bytes, RequestBatch | None]]:
     """:func:`parse_chunks` of the compiled twin with ``side_by_side``, each chunk decoded on a thread of its own
     (``_jsonrows.decode_start``: a C++ thread that never takes the GIL) while this thread reads the next chunk and
     the caller works on the previous batch. Chunk k + 1's decode starts once chunk k's result is taken, so the
@@ -567,7 +561,7 @@ def _native_ahead(spec, chunks: Iterator, bs: int, state) -> Iterator[tuple[int,
     ``Pending``, which waits for its thread. Why: with the read, the checks and the decode on one Python worker, the
     1x Mooncake replica's three decodes waited for the GIL between them while the calling thread made the chunk
     pieces (docs/performance.md, "The 1x call's decode pass: the next chunk on a thread without the GIL, the id
-    arena kept")."""
+    arena kept"). ``taken``: the arenas leased, appended by :func:`arena` (:func:`parse_chunks` gives them back)."""
     send = getattr(chunks, "send", None)
     it = iter(chunks)
     nxt, err = _next_chunk(send, it)
@@ -575,7 +569,7 @@ def _native_ahead(spec, chunks: Iterator, bs: int, state) -> Iterator[tuple[int,
         raise err
     if nxt is None:
         return
-    ids_arena = arena()
+    ids_arena = arena(taken)
     pending = _start(spec, nxt[1], ids_arena)
     while nxt is not None:
         (first, chunk), (pending, used_arena) = nxt, pending
@@ -583,7 +577,7 @@ def _native_ahead(spec, chunks: Iterator, bs: int, state) -> Iterator[tuple[int,
         cols = pending.result()
         if nxt is not None:
             if ids_arena is None or not ids_arena.fits(len(nxt[1])):
-                ids_arena = arena()
+                ids_arena = arena(taken)
             pending = _start(spec, nxt[1], ids_arena)
         batch = native_checked(spec, cols, bs, state, used_arena)
         yield first, (bytes(chunk) if batch is None and isinstance(chunk, memoryview) else chunk), batch

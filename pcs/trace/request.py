@@ -12,7 +12,7 @@ meaning into an id's value (docs/semantics.md §1).
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 from pcs.choices import MAX_BLOCK_SIZE  # tokens per block: the one bound (defined there, numpy-free)
@@ -152,13 +152,17 @@ def _side_by_side(xs: list) -> np.ndarray | None:
     """One read-only view of the read-only 1-D arrays ``xs`` when they are views of one buffer lying side by side,
     in order (ids in an arena of the compiled twin: the JSONL chunks', :func:`pcs.trace.jsonfast.arena`, or a
     Parquet read's pieces', :class:`pcs.trace.parquet._IdRoom`), so that joining them copies nothing; else None.
-    The view is of the buffer itself, as ``xs`` are, so views joined again join as a view."""
-    base, dtype = xs[0].base, xs[0].dtype
+    The view is of the buffer itself, as ``xs`` are, so views joined again join as a view.
+
+    The buffer is each array's ``base`` -- or, for a buffer whose exports are counted (an arena has a
+    ``bf_releasebuffer``: :mod:`pcs.trace.pool`'s exact check), the object of the ``memoryview`` that
+    ``numpy.frombuffer`` keeps as ``base`` to hold its export, one per array."""
+    base, dtype = _owner(xs[0]), xs[0].dtype
     if base is None or isinstance(base, np.ndarray):
         return None
     start = end = xs[0].__array_interface__["data"][0]
     for x in xs:
-        if (x.base is not base or x.dtype != dtype or x.ndim != 1 or x.flags.writeable
+        if (_owner(x) is not base or x.dtype != dtype or x.ndim != 1 or x.flags.writeable
                 or not x.flags.c_contiguous or x.__array_interface__["data"][0] != end):
             return None
         end += x.nbytes
@@ -167,6 +171,12 @@ def _side_by_side(xs: list) -> np.ndarray | None:
         return None
     at = start - whole.__array_interface__["data"][0]    # a view of base itself, so a join of joins is a view too
     return np.frombuffer(base, dtype=dtype, count=(end - start) // dtype.itemsize, offset=at)
+
+
+def _owner(x: np.ndarray) -> Any:
+    """The object whose buffer ``numpy.frombuffer`` viewed for ``x``: ``x.base``, or its ``memoryview``'s object."""
+    base = x.base
+    return base.obj if isinstance(base, memoryview) else base
 
 
 def join_hashes(xs: list) -> np.ndarray:

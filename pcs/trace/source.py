@@ -28,13 +28,13 @@ import io
 import os
 import stat
 import sys
-import threading
 import zlib
 from typing import Any, BinaryIO, Generator, Iterator
 
 import numpy as np
 
 from pcs.errors import InputError
+from pcs.trace.pool import Pool
 
 __all__ = ["CHUNK_BYTES", "MAX_LINE_BYTES", "long_line", "check_source", "open_binary", "iter_chunks", "iter_lines",
            "iter_csv_rows", "peek_lines", "display_name", "is_stream", "count_lines", "count_newlines"]
@@ -282,18 +282,20 @@ def _buffer_chunks(stream: BinaryIO, chunk_bytes: int, name: str,
     written again only when the second chunk after it is read. A larger buffer is a new array: the views of the
     old one keep it alive, unchanged.
 
-    The buffer is an uninitialised ``numpy.empty`` array, not a ``bytearray``: a ``bytearray`` is zero-filled
+    The buffer is uninitialised (a ``numpy.empty`` array; with ``keep`` the compiled twin's ``ReadBuffer``, kept for
+    the next reader: :func:`_spare`), not a ``bytearray``: a ``bytearray`` is zero-filled
     when made (a 2 MiB memset per call, though only the bytes a read wrote are ever looked at), so its chunk
     cut is :func:`_last_newline` rather than ``bytearray.rfind``."""
-    buf = _spare(2 * chunk_bytes) if keep else np.empty(2 * chunk_bytes, dtype=np.uint8)   # a held line and a read
+    taken: list = []    # keep: the read buffers this reader leased (given back to SPARES at its end)
+    buf = _spare(2 * chunk_bytes, taken) if keep else np.empty(2 * chunk_bytes, dtype=np.uint8)   # a line and a read
     view = memoryview(buf)
     other = None   # keep: the other buffer (taken at the first chunk's end, off the first read's path)
     line, start, held = 1, 0, 0   # the unfinished line: buf[start:held]
     first = True
     try:
         while True:
-            if held + chunk_bytes > len(buf):   # a line longer than the buffer: a larger one, the line moved over
-                grown = np.empty(max(2 * len(buf), held - start + chunk_bytes), dtype=np.uint8)
+            if held + chunk_bytes > len(view):   # a line longer than the buffer: a larger one, the line moved over
+                grown = np.empty(max(2 * len(view), held - start + chunk_bytes), dtype=np.uint8)
                 grown[:held - start] = view[start:held]
                 buf, view, held, start = grown, memoryview(grown), held - start, 0
             got = stream.readinto(view[held:held + chunk_bytes])
@@ -312,10 +314,11 @@ def _buffer_chunks(stream: BinaryIO, chunk_bytes: int, name: str,
                 known = yield line, chunk
                 line += count_newlines(chunk) if known is None else known
                 if keep:     # the unfinished line (shorter than a read) to the other buffer: this chunk stays as it is
-                    other = _spare(2 * chunk_bytes) if other is None else other
-                    other[:end - cut] = buf[cut:end]
+                    other = _spare(2 * chunk_bytes, taken) if other is None else other
                     buf, other = other, buf
-                    view = memoryview(buf)
+                    view, was = memoryview(buf), view
+                    view[:end - cut] = was[cut:end]
+                    del was
                 else:
                     view[:end - cut] = view[cut:end]
                 start, held = 0, end - cut
@@ -325,49 +328,45 @@ def _buffer_chunks(stream: BinaryIO, chunk_bytes: int, name: str,
                 raise long_line(name, line)
     finally:
         if keep:   # for the next reader (taken only once no view of them is alive)
-            _keep_spares(*(b for b in (buf, other) if b is not None and len(b) == 2 * chunk_bytes))
-
-
-#: Read buffers of :func:`_buffer_chunks` with ``keep``, kept when their reader ends (the last reader's two) for the
-#: next reader, whose reads then land in pages already mapped: a fresh 2 MiB buffer took a page fault a 4 KiB page
-#: on its first read (225 for a 1 MiB chunk, about 0.4 ms before the 1x replay's first decode: docs/performance.md,
-#: "The 1x call's decode pass: the next chunk on a thread without the GIL, the id arena kept"). A kept buffer is
-#: taken again only when nothing else refers to it (no view of one of its chunks is alive), so no reader writes
-#: bytes someone reads.
-_SPARES: list = []
-_SPARES_LOCK = threading.Lock()
-
-
-def _spare(size: int) -> np.ndarray:
-    """A read buffer of ``size`` bytes (uninitialised): a kept one (:data:`_SPARES`) of that size that nothing else
-    refers to, else a new one."""
-    with _SPARES_LOCK:
-        for i in range(len(_SPARES)):
-            if len(_SPARES[i]) == size and sys.getrefcount(_SPARES[i]) <= 2:   # the list's and the argument's
-                return _SPARES.pop(i)
-    return np.empty(size, dtype=np.uint8)
+            SPARES.keep(*taken)
 
 
 #: The largest read buffer kept past its reader: the default chunk's (2 x :data:`CHUNK_BYTES`, 2 MiB), so the kept
 #: buffers hold 4 MiB at most; a reader of larger chunks (chunk_bytes) leaves its buffers to be freed.
 KEPT_SPARE_BYTES = 2 * CHUNK_BYTES
 
+#: Read buffers of :func:`_buffer_chunks` with ``keep``, given back when their reader ends (the last two kept, each
+#: of at most :data:`KEPT_SPARE_BYTES`) for the next reader, whose reads then land in pages already mapped: a fresh
+#: 2 MiB buffer took a page fault a 4 KiB page on its first read (225 for a 1 MiB chunk, about 0.4 ms before the 1x
+#: replay's first decode: docs/performance.md, "The 1x call's decode pass: the next chunk on a thread without the
+#: GIL, the id arena kept"). A kept buffer (the compiled twin's ``ReadBuffer``) is taken again only when no reader
+#: holds it and no view of one of its chunks is alive (its own lease and export count, :mod:`pcs.trace.pool`), so no
+#: reader writes bytes someone reads.
+SPARES = Pool(2, lambda b: b.nbytes <= KEPT_SPARE_BYTES)
 
-def _keep_spares(*bufs: Any) -> None:
-    """Keep a reader's read buffers (None: none) for the next reader (:data:`_SPARES`: the last two kept, each of
-    at most :data:`KEPT_SPARE_BYTES`)."""
-    with _SPARES_LOCK:
-        _SPARES.extend(b for b in bufs if b is not None and len(b) <= KEPT_SPARE_BYTES)
-        del _SPARES[:-2]
+
+def _spare(size: int, taken: list) -> Any:
+    """A read buffer of ``size`` bytes (uninitialised; writable buffer protocol), leased to the caller: a kept one
+    (:data:`SPARES`) of that size that no reader holds and nothing views, else a new ``ReadBuffer`` (a numpy array,
+    not kept, when the compiled twin is not built). A ``ReadBuffer`` is appended to ``taken``, for the reader to
+    hand to ``SPARES.keep`` at its end."""
+    got = SPARES.take(lambda b: b.nbytes == size)
+    if got is None:
+        from pcs import _native
+
+        twin = _native.module("jsonrows")
+        if twin is None:
+            return np.empty(size, dtype=np.uint8)
+        got = twin.ReadBuffer(size)
+        got.take()
+    taken.append(got)
+    return got
 
 
 def release_spares() -> int:
-    """Drop the kept read buffers (:data:`_SPARES`); each's memory goes once no view of it is alive. The number
-    dropped."""
-    with _SPARES_LOCK:
-        n = len(_SPARES)
-        _SPARES.clear()
-    return n
+    """Drop the kept read buffers (:data:`SPARES`); each's memory goes once no reader holds it and no view of it is
+    alive. The number dropped."""
+    return SPARES.release()
 
 
 def _last_newline(view: memoryview, lo: int, hi: int) -> int:

@@ -2,8 +2,8 @@
 
 ``pcs.trace._jsonrows.decode_start`` (a C++ thread, no GIL) against ``decode``; the id arena while such a decode
 fills it; the chunk reader that keeps a chunk until the second after it is asked for (``iter_chunks(keep=True)``);
-the read buffers and arenas kept for the next reader (taken only when nothing refers to them); and the reader
-with ``decode_ahead`` against the one in line: the same batches, state, line numbers and errors.
+the read buffers and arenas kept for the next reader (taken only when given back and nothing views them); and the
+reader with ``decode_ahead`` against the one in line: the same batches, state, line numbers and errors.
 """
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ def test_a_decode_into_the_arena_keeps_it_busy_until_its_result():
     ext = _ext()
     arena = ext.Arena(200)         # room for a chunk of up to 396 bytes (an id per 2 bytes, + 2)
     first = ext.decode_start(TWO, (), False, arena)
-    # while it fills the room past used = 0: no other taker (fits False, append -1, reset False, decode its own)
-    assert not arena.fits(10) and arena.append(np.array([1], np.uint64)) == -1 and not arena.reset()
+    # while it fills the room past used = 0: no other taker (fits False, append -1, take False, decode its own)
+    assert not arena.fits(10) and arena.append(np.array([1], np.uint64)) == -1 and not arena.take()
     other = ext.decode(TWO, (), False, arena)
     assert not isinstance(other[4], int) and arena.used == 0
     cols, at = _cols(first.result())
@@ -63,7 +63,7 @@ def test_a_decode_into_the_arena_keeps_it_busy_until_its_result():
     dropped = ext.decode_start(TWO, (), False, arena)
     del dropped
     gc.collect()
-    assert arena.fits(10) and arena.used == 10 and arena.reset() and arena.used == 0
+    assert arena.fits(10) and arena.used == 10 and arena.take() and arena.used == 0 and arena.leased == 1
 
 
 # BOM, a CRLF line, a line of 10 bytes (longer than a read), a last line without LF (tests/trace/test_chunk_reads.py)
@@ -84,37 +84,47 @@ def test_keep_gives_the_same_chunks_each_valid_until_the_second_after_it(tmp_pat
     g.close()
 
 
-def test_read_buffers_are_taken_again_only_when_nothing_refers_to_them(monkeypatch):
-    monkeypatch.setattr(source, "_SPARES", [])
-    a = np.empty(64, np.uint8)
-    source._keep_spares(a, None)
-    assert source._spare(64) is not a                  # ``a`` is still referred to here: a new buffer
-    view = memoryview(a)[:4]
-    del a
-    assert len(source._SPARES) == 1 and source._spare(64) is not view.obj    # a view of it is alive
-    kept = view.obj
+@pytest.fixture
+def empty_pools():
+    jsonfast.ARENAS.release()
+    source.SPARES.release()
+    yield
+    jsonfast.ARENAS.release()
+    source.SPARES.release()
+
+
+def test_read_buffers_are_taken_again_only_when_given_back_and_no_view_is_alive(empty_pools):
+    taken = []
+    a = source._spare(64, taken)                       # a new ReadBuffer, leased
+    assert taken == [a] and a.leased == 1 and source.SPARES.items() == []
+    source.SPARES.keep(a)                              # given back, kept
+    view = memoryview(a)[:4]                           # a chunk of it is alive
+    assert source._spare(64, []) is not a and a.leased == 0 and a.exports == 1
     del view
-    assert source._spare(32) is not kept                # another size: a new one
-    del kept
-    got = source._spare(64)
-    assert len(got) == 64 and source._SPARES == []     # nothing refers to it any more: taken
-    source._keep_spares(np.empty(1, np.uint8), np.empty(2, np.uint8), np.empty(3, np.uint8))
-    assert [len(b) for b in source._SPARES] == [2, 3]   # the last two kept
+    assert source._spare(32, []) is not a              # another size: a new one
+    got = source._spare(64, [])
+    assert got is a and a.leased == 1                  # given back, no view alive: taken
+    assert source._spare(64, []) is not a              # leased, though nothing views it: not handed out twice
+    ext = _ext()
+    source.SPARES.keep(*(ext.ReadBuffer(n) for n in (1, 2, 3)))
+    assert [b.nbytes for b in source.SPARES.items()] == [2, 3]   # the last two given back kept
 
 
-def test_arenas_are_taken_again_only_when_no_batch_views_them(monkeypatch):
-    monkeypatch.setattr(jsonfast, "_KEPT_ARENAS", [])
-    a = jsonfast.arena()
+def test_arenas_are_taken_again_only_when_given_back_and_no_batch_views_them(empty_pools):
+    taken = []
+    a = jsonfast.arena(taken)
+    assert taken == [a] and a.leased == 1
     a.append(np.array([1, 2], np.uint64))
+    jsonfast.ARENAS.keep(a)
     ids = np.frombuffer(a, np.uint64, count=2)          # a batch's ids view it
-    del a
     b = jsonfast.arena()
-    assert b is not ids.base and jsonfast._KEPT_ARENAS == [b]   # one kept: the newest
-    del b
-    c = jsonfast.arena()                                # b is free again: taken, emptied
-    assert c is jsonfast._KEPT_ARENAS[-1] and c.used == 0 and ids.tolist() == [1, 2]
-    del c
-    assert jsonfast.arena() is jsonfast._KEPT_ARENAS[0]   # still the one kept; the first goes with its view
+    assert b is not a and a.exports == 1 and ids.tolist() == [1, 2]
+    del ids
+    c = jsonfast.arena()                                # given back, nothing views it: taken, emptied
+    assert c is a and c.used == 0 and c.leased == 1
+    assert jsonfast.arena() is not a                    # leased (nothing views it): not handed out twice
+    jsonfast.ARENAS.keep(b)
+    assert jsonfast.ARENAS.items() == [b]               # one kept: the last given back
 
 
 def _rows(n: int, bad: int | None = None) -> bytes:
