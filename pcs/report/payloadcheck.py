@@ -69,7 +69,7 @@ _FOOTPRINT: dict[str, Any] = {
     "model": str, "dtype": str, "tokens": int, "block_size": int, "sequences": int, "tp": int, "num_layers": int,
     "source": str, "components": tuple[_ROW, ...], "by_dtype": tuple[_ROW, ...], "layout": _ROW,
     "assumptions": tuple[str, ...], "tp_group": _ROW, "layer_pattern": dict[str, int],
-    "max_context_tokens": int | None, "notes": tuple[str, ...],
+    "max_context_tokens": int | None, "notes": tuple[str, ...], "prefix_store_blocks": int,
 }
 
 
@@ -202,6 +202,7 @@ def _ranges() -> dict[str, NumberRange]:
         "ratio": NumberRange("a ratio in [0, 1]", 0.0, 1.0, False),
         "ratio_difference": NumberRange("a difference of two ratios, in [-1, 1]", -1.0, 1.0, False),
         "count": NumberRange("a count >= 0 below 2^63", 0, 2 ** 63 - 1, True),
+        "positive_count": NumberRange("a count >= 1 below 2^63", 1, 2 ** 63 - 1, True),
         "block_size": NumberRange(f"a count >= 1 up to {MAX_BLOCK_SIZE:,} (tokens per block, "
                                   "pcs.choices.MAX_BLOCK_SIZE)", 1, MAX_BLOCK_SIZE, True),
     }
@@ -212,11 +213,21 @@ def _ranges() -> dict[str, NumberRange]:
 #: :func:`pcs.report.htmlpage.check_replay_payload` the replay headline's fields the page reads (each side keeps
 #: its own presence and null rules). A hit ratio is in [0, 1]; a gap term (docs/semantics.md §12: ``gap.TERM``
 #: of a replay, ``gap_TERM`` of a compare variant) is a difference of two of them; a count (blocks, accesses,
-#: misses, tokens, bytes, requests) fits pcs's int64 columns; a block size is what pcs takes (1..2^20).
+#: misses, tokens, bytes, requests) fits pcs's int64 columns; a block size is what pcs takes (1..2^20); a count
+#: that no file pcs writes holds as 0 is at least 1 (:data:`_POSITIVE_NAMES`).
 RANGES: dict[str, NumberRange] = _ranges()
-#: integer fields that count (blocks, accesses, misses, tokens, bytes, requests): rule ``count``
+#: integer fields that count (blocks, accesses, misses, tokens, bytes, requests): rule ``count``. Of a footprint:
+#: ``tokens`` (T; ``pcs footprint --tokens 0`` is taken), a component's ``tokens_held`` (0 for T = 0 and for the
+#: page-padding row) and ``layers`` (0 for the page-padding row, pcs.model.footprint.PAGE_PADDING).
 _COUNT_SUFFIXES = ("_blocks", "_accesses", "_misses", "_tokens", "_bytes")
-_COUNT_NAMES = ("requests", "block_accesses")
+_COUNT_NAMES = ("requests", "block_accesses", "tokens", "tokens_held", "layers")
+#: integer fields that are at least 1: rule ``positive_count``. ``tp`` (a footprint's and a replay's: the
+#: tensor-parallel ranks, ``--tp`` 1..1024; a group of 0 GPUs holds nothing), a footprint's ``sequences``
+#: (``--sequences`` 1..10^9: the totals are per sequence times it) and ``num_layers`` (a model whose no layer holds a
+#: KV cache or state is refused, pcs.model.hfconfig, so it has at least one), and each count of its
+#: ``layer_pattern`` (layers of each kind the model has: a kind is listed only when it counts one).
+_POSITIVE_NAMES = ("tp", "sequences", "num_layers")
+_POSITIVE_PARENTS = ("layer_pattern",)
 #: the gap split's terms (pcs.engine.result.GapSplit): rule ``ratio_difference`` under ``gap.`` or as ``gap_TERM``
 _GAP_TERMS = ("block_rounding", "capacity_eviction", "concurrency", "capacity", "policy", "hybrid_rules")
 
@@ -235,6 +246,8 @@ def range_rule(path: str) -> NumberRange | None:
         return RANGES["ratio"]
     if key == "block_size":
         return RANGES["block_size"]
+    if key in _POSITIVE_NAMES or parent in _POSITIVE_PARENTS:
+        return RANGES["positive_count"]
     if key in _COUNT_NAMES or key.endswith(_COUNT_SUFFIXES):
         return RANGES["count"]
     return None

@@ -111,7 +111,7 @@ def test_every_mistyped_field_is_one_line_or_a_page_never_a_bug(tmp_path, real_j
     ("curve", "rows", "x", "field 'rows': must be a list, got \"x\""),
     ("compare", "variants", {"a": 1}, "field 'variants': must be a list, got {\"a\": 1}"),
     ("footprint", "components", 12345, "field 'components': must be a list, got 12345"),
-    ("footprint", "tokens", "x", "field 'tokens': must be an integer, got \"x\""),
+    ("footprint", "tokens", "x", "field 'tokens': must be a count >= 0 below 2^63, got \"x\""),
     ("footprint", "reference_bytes", None, "field 'reference_bytes': must be a count >= 0 below 2^63, got null"),
 ])
 def test_the_reported_crashes_are_one_line(tmp_path, real_jsons, kind, key, value, needle):

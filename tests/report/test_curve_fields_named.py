@@ -124,7 +124,9 @@ def test_a_nullable_ratio_is_worded_alike_in_both_kinds(shared_curve, sample_rep
     (float, "gap.policy", True, "a difference of two ratios, in [-1, 1]"),
     (float, "mean_restored_bytes", False, "a number or null"),          # a mean of bytes: no count's rule
     (str | None, "model", False, "a string or null"),
-    (int, "layers", False, "an integer"),                               # no range rule
+    (int, "percent_of_ceiling", False, "an integer"),                   # no range rule
+    (int, "components[0].layers", False, COUNT),                        # a footprint's (its padding row: 0)
+    (int, "tp", False, "a count >= 1 below 2^63"),                      # no group of 0 ranks
     (type(None), "x", False, "null"),
 ])
 def test_must_be_by_hand(tp, path, number_only, words):
