@@ -41,7 +41,11 @@ COMMANDS = (
      "(`distinct_blocks`). A null is refused where the file's other keys rule it out (`distinct_cacheable_blocks` "
      "beside `sample_rate` 1.0, a knee beside a ceiling above 0, `block_bytes` beside a model, `capacity_bytes` "
      "beside a number of `capacity_blocks` and `block_bytes`); so is a `knee` key pcs never writes (not p50, p90 "
-     "or p99)."),
+     "or p99), and numbers that contradict each other: a `capacity_bytes` other than `capacity_blocks` x "
+     "`block_bytes` (or one beside a null `block_bytes`), a `block_bytes` of 0, a `sample_rate` outside (0, 1], a "
+     "`block_accesses` below `cacheable_blocks`, a knee `pN` whose `percent_of_ceiling` is not N, a row's "
+     "`ceiling_hit_ratio` other than the file's, rows whose `capacity_blocks` do not ascend "
+     "(pcs/report/curvecheck.py)."),
 )
 
 _NOTES = ("notes", "[string]", "-", "omitted unless the trace needs them: its prefix reuse is synthetic (a lengths-only "

@@ -48,7 +48,7 @@ _WHOLE = ("compare", "curve")
 #: a curve before 2026-12-04 (pcs.curves.result.upgrade_curve_payload renames its other keys)
 _OLDER_LACK = {"curve": ("block_accesses",)}
 #: float fields the page computes with: a number, never null
-_NUMBER_ONLY = {"curve": ("ceiling_hit_ratio",)}
+_NUMBER_ONLY = {"curve": ("ceiling_hit_ratio", "sample_rate")}
 _ROW = dict[str, Any]
 #: the accounting modes of a footprint: each a *_bytes total and, in a by_dtype row, a *_ratio_vs_bf16
 _MODES = ("reference", "serialized", "reserved", "prefix_store")
@@ -186,13 +186,21 @@ def _walk(value: Any, tp: Any, path: str, number_only: bool = False, shown: str 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class NumberRange:
-    """One range rule of :data:`RANGES`: a number from ``low`` to ``high`` (both included), an integer when
-    ``integer``; ``what`` says it in the refusal (``field 'X': must be WHAT, got V``)."""
+    """One range rule of :data:`RANGES`: a number from ``low`` to ``high`` (both included, but ``low`` when
+    ``low_open``), an integer when ``integer``; ``what`` says it in the refusal (``field 'X': must be WHAT, got
+    V``)."""
 
     what: str
     low: float
     high: float
     integer: bool
+    low_open: bool = False
+
+    def holds(self, value: float) -> bool:
+        """Whether the number ``value`` is in the range (NaN never is; an integer rule takes no float)."""
+        if self.integer and not isinstance(value, int):
+            return False
+        return (self.low < value if self.low_open else self.low <= value) and value <= self.high
 
 
 def _ranges() -> dict[str, NumberRange]:
@@ -203,6 +211,7 @@ def _ranges() -> dict[str, NumberRange]:
         "ratio_difference": NumberRange("a difference of two ratios, in [-1, 1]", -1.0, 1.0, False),
         "count": NumberRange("a count >= 0 below 2^63", 0, 2 ** 63 - 1, True),
         "positive_count": NumberRange("a count >= 1 below 2^63", 1, 2 ** 63 - 1, True),
+        "sample_rate": NumberRange("a rate in (0, 1]", 0.0, 1.0, False, low_open=True),
         "block_size": NumberRange(f"a count >= 1 up to {MAX_BLOCK_SIZE:,} (tokens per block, "
                                   "pcs.choices.MAX_BLOCK_SIZE)", 1, MAX_BLOCK_SIZE, True),
     }
@@ -214,7 +223,8 @@ def _ranges() -> dict[str, NumberRange]:
 #: its own presence and null rules). A hit ratio is in [0, 1]; a gap term (docs/semantics.md §12: ``gap.TERM``
 #: of a replay, ``gap_TERM`` of a compare variant) is a difference of two of them; a count (blocks, accesses,
 #: misses, tokens, bytes, requests) fits pcs's int64 columns; a block size is what pcs takes (1..2^20); a count
-#: that no file pcs writes holds as 0 is at least 1 (:data:`_POSITIVE_NAMES`).
+#: that no file pcs writes holds as 0 is at least 1 (:data:`_POSITIVE_NAMES`); a curve's SHARDS ``sample_rate`` is
+#: in (0, 1] (1.0 exact; pcs.curve refuses 0 and anything above 1).
 RANGES: dict[str, NumberRange] = _ranges()
 #: integer fields that count (blocks, accesses, misses, tokens, bytes, requests): rule ``count``. Of a footprint:
 #: ``tokens`` (T; ``pcs footprint --tokens 0`` is taken), a component's ``tokens_held`` (0 for T = 0 and for the
@@ -225,8 +235,9 @@ _COUNT_NAMES = ("requests", "block_accesses", "tokens", "tokens_held", "layers")
 #: tensor-parallel ranks, ``--tp`` 1..1024; a group of 0 GPUs holds nothing), a footprint's ``sequences``
 #: (``--sequences`` 1..10^9: the totals are per sequence times it) and ``num_layers`` (a model whose no layer holds a
 #: KV cache or state is refused, pcs.model.hfconfig, so it has at least one), and each count of its
-#: ``layer_pattern`` (layers of each kind the model has: a kind is listed only when it counts one).
-_POSITIVE_NAMES = ("tp", "sequences", "num_layers")
+#: ``layer_pattern`` (layers of each kind the model has: a kind is listed only when it counts one); a curve's
+#: ``block_bytes`` (the model's reserved bytes per block, null without one: a model holds some KV per block).
+_POSITIVE_NAMES = ("tp", "sequences", "num_layers", "block_bytes")
 _POSITIVE_PARENTS = ("layer_pattern",)
 #: the gap split's terms (pcs.engine.result.GapSplit): rule ``ratio_difference`` under ``gap.`` or as ``gap_TERM``
 _GAP_TERMS = ("block_rounding", "capacity_eviction", "concurrency", "capacity", "policy", "hybrid_rules")
@@ -246,6 +257,8 @@ def range_rule(path: str) -> NumberRange | None:
         return RANGES["ratio"]
     if key == "block_size":
         return RANGES["block_size"]
+    if key == "sample_rate":
+        return RANGES["sample_rate"]
     if key in _POSITIVE_NAMES or parent in _POSITIVE_PARENTS:
         return RANGES["positive_count"]
     if key in _COUNT_NAMES or key.endswith(_COUNT_SUFFIXES):
@@ -266,7 +279,7 @@ def check_range(value: Any, path: str, rule: NumberRange | None = None, name: st
     rule = rule or range_rule(path)
     if rule is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return
-    if rule.integer and not isinstance(value, int) or not rule.low <= value <= rule.high:   # NaN: never in range
+    if not rule.holds(value):
         big = isinstance(value, int) and abs(value) >= 10 ** 30
         got = f"an integer of {len(str(abs(value)))} digits" if big else json.dumps(value)
         raise UserError(f"field '{name or path}': must be {rule.what}, got {got}")
@@ -332,9 +345,9 @@ def check_payload(kind: str, payload: dict, written: dict[str, str] | None = Non
     if kind == "replay":
         _check_threads_mode(payload)
     if kind == "curve":
-        _check_distinct_cacheable(payload, written or {})
-        _check_knee_keys(payload)
-        _check_curve_nulls(payload, written or {})
+        from pcs.report.curvecheck import check_curve
+
+        check_curve(payload, written or {})
 
 
 def _old_name(kind: str, key: str, payload: dict) -> str:
@@ -345,96 +358,6 @@ def _old_name(kind: str, key: str, payload: dict) -> str:
 
     old = OLD_NAMES.get(key) if kind == "curve" else None
     return f"; a pcs before 2026-12-04 wrote it as {old}" if old and old not in payload else ""
-
-
-def _check_distinct_cacheable(payload: dict, written: dict[str, str]) -> None:
-    """A curve's ``distinct_cacheable_blocks`` (null when sampled) counts distinct ids among its
-    ``cacheable_blocks``, so it is at most that count (types and ranges checked above); each named as the file
-    holds it (``written``).
-
-    Raises:
-        UserError: ``field 'distinct_cacheable_blocks': must be at most cacheable_blocks (40): ..., got 41``.
-    """
-    distinct, cacheable = payload.get("distinct_cacheable_blocks"), payload.get("cacheable_blocks")
-    if isinstance(distinct, int) and isinstance(cacheable, int) and distinct > cacheable:
-        d, c = (written.get(k, k) for k in ("distinct_cacheable_blocks", "cacheable_blocks"))
-        raise UserError(f"field '{d}': must be at most {c} ({cacheable}): distinct ids among the cacheable blocks, "
-                        f"got {distinct}")
-
-
-def _curve_nulls(payload: dict) -> list[tuple[tuple[Any, ...], Any, str]]:
-    """The fields of a curve JSON that may be null only under a condition its other fields deny (docs/json.md,
-    as :func:`pcs.curves.api.curve` writes them), each as (its keys from the top, e.g. ``("knee", "p50",
-    "capacity_blocks")`` or ``("rows", 2, "capacity_bytes")``; its type but null; when a number is due): the
-    distinct count is null only for a sampled curve; a knee only when the ceiling is 0; ``block_bytes`` only
-    without a model; a ``capacity_bytes`` (written with a model) only beside a null ``capacity_blocks`` (a
-    knee's). (A number where null is due is another kind, not checked.) Keys are kept whole, never split on a dot."""
-    due: list[tuple[tuple[Any, ...], Any, str]] = []
-    if payload.get("sample_rate") == 1.0:
-        due.append((("distinct_cacheable_blocks",), int, "when sample_rate is 1.0 (null only for a sampled curve)"))
-    if payload.get("model") is not None:
-        due.append((("block_bytes",), int, "when model is named (null only without a model)"))
-    knee = payload.get("knee") if isinstance(payload.get("knee"), dict) else {}
-    ceiling = payload.get("ceiling_hit_ratio")
-    if isinstance(ceiling, (int, float)) and ceiling > 0:
-        due += [(("knee", p, k), tp, "when ceiling_hit_ratio is above 0 (null only when the ceiling is 0)")
-                for p in knee for k, tp in (("capacity_blocks", int), ("lru_hit_ratio", float))]
-    if isinstance(payload.get("block_bytes"), int):
-        places = [("knee", p) for p, v in knee.items() if isinstance(v, dict) and v.get("capacity_blocks") is not None]
-        places += [("rows", i) for i in range(len(payload.get("rows") or ()))]
-        due += [((*p, "capacity_bytes"), int, "when block_bytes and capacity_blocks are numbers (capacity_blocks x "
-                 "block_bytes)") for p in places]
-    return due
-
-
-#: the knee keys pcs writes (p50, p90, p99: pcs.curves.api.KNEE_PERCENTS)
-KNEE_KEYS = ("p50", "p90", "p99")
-
-
-def _check_knee_keys(payload: dict) -> None:
-    """A curve's ``knee`` object (its type checked above) holds only the keys pcs writes (:data:`KNEE_KEYS`).
-
-    Raises:
-        UserError: ``field 'knee': its keys must be among p50, p90, p99 (the knees pcs writes), got "a.b"``.
-    """
-    knee = payload.get("knee")
-    bad = next((k for k in knee if k not in KNEE_KEYS), None) if isinstance(knee, dict) else None
-    if bad is not None:
-        raise UserError(f"field 'knee': its keys must be among {', '.join(KNEE_KEYS)} (the knees pcs writes), "
-                        f"got {json.dumps(bad)[:60]}")
-
-
-def _check_curve_nulls(payload: dict, written: dict[str, str]) -> None:
-    """Refuse a null :func:`_curve_nulls` rules out (types checked above), worded as a null gap term is.
-
-    Raises:
-        UserError: ``field 'distinct_cacheable_blocks': must be a count >= 0 below 2^63 when sample_rate is 1.0
-            (null only for a sampled curve), got null``.
-    """
-    for keys, tp, when in _curve_nulls(payload):
-        parent = _at(payload, keys[:-1])
-        if isinstance(parent, dict) and keys[-1] in parent and parent[keys[-1]] is None:
-            path = _path_name(keys)
-            raise UserError(f"field '{written.get(path, path)}': must be {must_be(tp, path, True)} {when}, got null")
-
-
-def _at(payload: dict, keys: tuple[Any, ...]) -> Any:
-    """The value under ``keys`` (``("knee", "p50")``: strings index objects, integers lists), or None where a key
-    is missing or an object is of another kind; each key taken whole (a key ``"a.b"`` is one key)."""
-    obj: Any = payload
-    for key in keys:
-        if isinstance(key, int) and isinstance(obj, list) and 0 <= key < len(obj):
-            obj = obj[key]
-        elif isinstance(key, str) and isinstance(obj, dict):
-            obj = obj.get(key)
-        else:
-            return None
-    return obj
-
-
-def _path_name(keys: tuple[Any, ...]) -> str:
-    """How a message names the field under ``keys``: ``("rows", 2, "capacity_bytes")`` -> ``rows[2].capacity_bytes``."""
-    return "".join(f"[{k}]" if isinstance(k, int) else (f".{k}" if i else k) for i, k in enumerate(keys))
 
 
 def _check_threads_mode(payload: dict) -> None:

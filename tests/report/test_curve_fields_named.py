@@ -127,6 +127,7 @@ def test_a_nullable_ratio_is_worded_alike_in_both_kinds(shared_curve, sample_rep
     (int, "percent_of_ceiling", False, "an integer"),                   # no range rule
     (int, "components[0].layers", False, COUNT),                        # a footprint's (its padding row: 0)
     (int, "tp", False, "a count >= 1 below 2^63"),                      # no group of 0 ranks
+    (float, "sample_rate", True, "a rate in (0, 1]"),
     (type(None), "x", False, "null"),
 ])
 def test_must_be_by_hand(tp, path, number_only, words):
@@ -156,8 +157,8 @@ def test_a_knee_is_null_only_when_the_ceiling_is_0(one_request_curve, shared_cur
 
 def test_block_bytes_is_null_only_without_a_model(one_request_curve, shared_curve, report_json):
     r, f = report_json(dict(shared_curve, block_bytes=None))
-    assert _error(r) == (f"pcs: error: {f}: field 'block_bytes': must be {COUNT} when model is named (null only "
-                         "without a model), got null")
+    assert _error(r) == (f"pcs: error: {f}: field 'block_bytes': must be a count >= 1 below 2^63 when model is named "
+                         "(null only without a model), got null")
     assert one_request_curve["model"] is None and one_request_curve["block_bytes"] is None
 
 

@@ -1,0 +1,206 @@
+"""The checks of a curve JSON that read two or more of its fields at once (``pcs report``; docs/json.md).
+
+:func:`pcs.report.payloadcheck.check_payload` checks each field of a curve JSON alone (its type and range); a file
+whose fields are each fine may still contradict itself, and the page would draw the contradiction. The pairs the
+curve format defines (docs/json.md, CurveResult; as :func:`pcs.curves.api.curve` writes them), each refused with
+the field named as the file holds it (an older file's own names, :func:`pcs.curves.result.upgraded_curve`):
+
+- ``distinct_cacheable_blocks`` <= ``cacheable_blocks`` (distinct ids among them);
+- ``block_accesses`` >= ``cacheable_blocks`` (the cacheable blocks are among the accesses; a file of a pcs before
+  2026-12-04 has no ``block_accesses`` of today's meaning);
+- a row's or a knee's ``capacity_bytes`` = its ``capacity_blocks`` x ``block_bytes``, and none beside a null
+  ``block_bytes`` (written only with a model);
+- a knee ``pN``'s ``percent_of_ceiling`` is N; its keys are among p50, p90, p99;
+- each row's ``ceiling_hit_ratio`` is the file's (one single-sequence ratio); the rows' ``capacity_blocks``
+  ascend (one row per capacity, sorted);
+- a null only where the other fields allow it (:func:`_curve_nulls`).
+
+(``block_bytes`` >= 1 and ``sample_rate`` in (0, 1] are range rules of one field:
+:data:`pcs.report.payloadcheck.RANGES`.)
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pcs.errors import UserError
+from pcs.report.payloadcheck import must_be
+
+__all__ = ["KNEE_KEYS", "check_curve"]
+
+
+def check_curve(payload: dict, written: dict[str, str]) -> None:
+    """Every cross-field check of a curve JSON whose fields' types and ranges are checked already.
+
+    Args:
+        payload: the curve JSON under today's names (:func:`pcs.curves.result.upgraded_curve`).
+        written: today's key -> the name the file holds it under, where another.
+
+    Raises:
+        UserError: ``field 'X': must be ..., got V`` for the first contradiction, X named as the file holds it.
+    """
+    _check_distinct_cacheable(payload, written)
+    _check_accesses(payload, written)
+    _check_knee_keys(payload)
+    _check_curve_nulls(payload, written)
+    _check_capacity_bytes(payload)
+    _check_rows(payload)
+
+
+def _check_accesses(payload: dict, written: dict[str, str]) -> None:
+    """``block_accesses`` (every block hash) is at least ``cacheable_blocks`` (those the block rules let the cache
+    hold: a subset of the accesses).
+
+    Raises:
+        UserError: ``field 'block_accesses': must be at least cacheable_blocks (40): the cacheable blocks are among
+            the block accesses, got 39``.
+    """
+    accesses, cacheable = payload.get("block_accesses"), payload.get("cacheable_blocks")
+    if isinstance(accesses, int) and isinstance(cacheable, int) and accesses < cacheable:
+        a, c = (written.get(k, k) for k in ("block_accesses", "cacheable_blocks"))
+        raise UserError(f"field '{a}': must be at least {c} ({cacheable}): the cacheable blocks are among the block "
+                        f"accesses, got {accesses}")
+
+
+def _capacity_places(payload: dict) -> list[tuple[str, dict]]:
+    """(name, object) of each knee and row that is an object (types checked already): ``knee.p50``, ``rows[2]``."""
+    knee = payload.get("knee") if isinstance(payload.get("knee"), dict) else {}
+    places = [(f"knee.{k}", v) for k, v in knee.items() if isinstance(v, dict)]
+    places += [(f"rows[{i}]", r) for i, r in enumerate(payload.get("rows") or ()) if isinstance(r, dict)]
+    return places
+
+
+def _check_capacity_bytes(payload: dict) -> None:
+    """Each knee's and row's ``capacity_bytes``: its ``capacity_blocks`` x ``block_bytes`` (both integers), and
+    absent or null when ``block_bytes`` is null (written only with a model); each knee ``pN``'s
+    ``percent_of_ceiling`` is N.
+
+    Raises:
+        UserError: ``field 'rows[1].capacity_bytes': must be capacity_blocks x block_bytes (100 x 4096 =
+            409600), got 5``; ``field 'knee.p50.percent_of_ceiling': must be 50 (knee p50's level), got 90``.
+    """
+    bb = payload.get("block_bytes")
+    for name, obj in _capacity_places(payload):
+        blocks, got = obj.get("capacity_blocks"), obj.get("capacity_bytes")
+        if bb is None and got is not None:
+            raise UserError(f"field '{name}.capacity_bytes': must be absent when block_bytes is null (written only "
+                            f"with a model), got {json.dumps(got)[:60]}")
+        if isinstance(bb, int) and isinstance(blocks, int) and isinstance(got, int) and got != blocks * bb:
+            raise UserError(f"field '{name}.capacity_bytes': must be capacity_blocks x block_bytes ({blocks} x {bb} "
+                            f"= {blocks * bb}), got {got}")
+        level = obj.get("percent_of_ceiling")
+        if name.startswith("knee.") and isinstance(level, int) and f"p{level}" != name[5:]:
+            raise UserError(f"field '{name}.percent_of_ceiling': must be {name[6:]} (knee {name[5:]}'s level), "
+                            f"got {level}")
+
+
+def _check_rows(payload: dict) -> None:
+    """The rows: ``capacity_blocks`` strictly ascending (one row per capacity, sorted), each ``ceiling_hit_ratio``
+    the file's own (one single-sequence hit ratio, the same in every row).
+
+    Raises:
+        UserError: ``field 'rows[1].capacity_blocks': must be above rows[0]'s (100): one row per capacity,
+            ascending, got 100``; ``field 'rows[0].ceiling_hit_ratio': must be ceiling_hit_ratio (0.25), got 0.5``.
+    """
+    ceiling, before = payload.get("ceiling_hit_ratio"), None
+    for i, row in enumerate(payload.get("rows") or ()):
+        if not isinstance(row, dict):
+            continue
+        blocks, ratio = row.get("capacity_blocks"), row.get("ceiling_hit_ratio")
+        if isinstance(blocks, int) and before is not None and blocks <= before:
+            raise UserError(f"field 'rows[{i}].capacity_blocks': must be above rows[{i - 1}]'s ({before}): one row "
+                            f"per capacity, ascending, got {blocks}")
+        before = blocks if isinstance(blocks, int) else None
+        if isinstance(ceiling, (int, float)) and isinstance(ratio, (int, float)) and ratio != ceiling:
+            raise UserError(f"field 'rows[{i}].ceiling_hit_ratio': must be ceiling_hit_ratio ({json.dumps(ceiling)}): "
+                            f"one single-sequence hit ratio, got {json.dumps(ratio)}")
+
+
+def _check_distinct_cacheable(payload: dict, written: dict[str, str]) -> None:
+    """A curve's ``distinct_cacheable_blocks`` (null when sampled) counts distinct ids among its
+    ``cacheable_blocks``, so it is at most that count (types and ranges checked above); each named as the file
+    holds it (``written``).
+
+    Raises:
+        UserError: ``field 'distinct_cacheable_blocks': must be at most cacheable_blocks (40): ..., got 41``.
+    """
+    distinct, cacheable = payload.get("distinct_cacheable_blocks"), payload.get("cacheable_blocks")
+    if isinstance(distinct, int) and isinstance(cacheable, int) and distinct > cacheable:
+        d, c = (written.get(k, k) for k in ("distinct_cacheable_blocks", "cacheable_blocks"))
+        raise UserError(f"field '{d}': must be at most {c} ({cacheable}): distinct ids among the cacheable blocks, "
+                        f"got {distinct}")
+
+
+def _curve_nulls(payload: dict) -> list[tuple[tuple[Any, ...], Any, str]]:
+    """The fields of a curve JSON that may be null only under a condition its other fields deny (docs/json.md,
+    as :func:`pcs.curves.api.curve` writes them), each as (its keys from the top, e.g. ``("knee", "p50",
+    "capacity_blocks")`` or ``("rows", 2, "capacity_bytes")``; its type but null; when a number is due): the
+    distinct count is null only for a sampled curve; a knee only when the ceiling is 0; ``block_bytes`` only
+    without a model; a ``capacity_bytes`` (written with a model) only beside a null ``capacity_blocks`` (a
+    knee's). (A number where null is due is another kind, not checked.) Keys are kept whole, never split on a dot."""
+    due: list[tuple[tuple[Any, ...], Any, str]] = []
+    if payload.get("sample_rate") == 1.0:
+        due.append((("distinct_cacheable_blocks",), int, "when sample_rate is 1.0 (null only for a sampled curve)"))
+    if payload.get("model") is not None:
+        due.append((("block_bytes",), int, "when model is named (null only without a model)"))
+    knee = payload.get("knee") if isinstance(payload.get("knee"), dict) else {}
+    ceiling = payload.get("ceiling_hit_ratio")
+    if isinstance(ceiling, (int, float)) and ceiling > 0:
+        due += [(("knee", p, k), tp, "when ceiling_hit_ratio is above 0 (null only when the ceiling is 0)")
+                for p in knee for k, tp in (("capacity_blocks", int), ("lru_hit_ratio", float))]
+    if isinstance(payload.get("block_bytes"), int):
+        places = [("knee", p) for p, v in knee.items() if isinstance(v, dict) and v.get("capacity_blocks") is not None]
+        places += [("rows", i) for i in range(len(payload.get("rows") or ()))]
+        due += [((*p, "capacity_bytes"), int, "when block_bytes and capacity_blocks are numbers (capacity_blocks x "
+                 "block_bytes)") for p in places]
+    return due
+
+
+#: the knee keys pcs writes (p50, p90, p99: pcs.curves.api.KNEE_PERCENTS)
+KNEE_KEYS = ("p50", "p90", "p99")
+
+
+def _check_knee_keys(payload: dict) -> None:
+    """A curve's ``knee`` object (its type checked above) holds only the keys pcs writes (:data:`KNEE_KEYS`).
+
+    Raises:
+        UserError: ``field 'knee': its keys must be among p50, p90, p99 (the knees pcs writes), got "a.b"``.
+    """
+    knee = payload.get("knee")
+    bad = next((k for k in knee if k not in KNEE_KEYS), None) if isinstance(knee, dict) else None
+    if bad is not None:
+        raise UserError(f"field 'knee': its keys must be among {', '.join(KNEE_KEYS)} (the knees pcs writes), "
+                        f"got {json.dumps(bad)[:60]}")
+
+
+def _check_curve_nulls(payload: dict, written: dict[str, str]) -> None:
+    """Refuse a null :func:`_curve_nulls` rules out (types checked above), worded as a null gap term is.
+
+    Raises:
+        UserError: ``field 'distinct_cacheable_blocks': must be a count >= 0 below 2^63 when sample_rate is 1.0
+            (null only for a sampled curve), got null``.
+    """
+    for keys, tp, when in _curve_nulls(payload):
+        parent = _at(payload, keys[:-1])
+        if isinstance(parent, dict) and keys[-1] in parent and parent[keys[-1]] is None:
+            path = _path_name(keys)
+            raise UserError(f"field '{written.get(path, path)}': must be {must_be(tp, path, True)} {when}, got null")
+
+
+def _at(payload: dict, keys: tuple[Any, ...]) -> Any:
+    """The value under ``keys`` (``("knee", "p50")``: strings index objects, integers lists), or None where a key
+    is missing or an object is of another kind; each key taken whole (a key ``"a.b"`` is one key)."""
+    obj: Any = payload
+    for key in keys:
+        if isinstance(key, int) and isinstance(obj, list) and 0 <= key < len(obj):
+            obj = obj[key]
+        elif isinstance(key, str) and isinstance(obj, dict):
+            obj = obj.get(key)
+        else:
+            return None
+    return obj
+
+
+def _path_name(keys: tuple[Any, ...]) -> str:
+    """How a message names the field under ``keys``: ``("rows", 2, "capacity_bytes")`` -> ``rows[2].capacity_bytes``."""
+    return "".join(f"[{k}]" if isinstance(k, int) else (f".{k}" if i else k) for i, k in enumerate(keys))
