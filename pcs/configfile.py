@@ -65,27 +65,16 @@ def _no_constant(name: str) -> Any:
     raise UserError(f"{name} is not a JSON number")
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """An object's key/value pairs -> dict; a key given twice is an error (json.loads would keep the last one
-    silently, so ``"num_hidden_layers": 32, "num_hidden_layers": 16`` would read as 16)."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise UserError(f"key {key!r} appears twice in one object")
-        out[key] = value
-    return out
-
-
 def _loads_json(path: Path, text: str) -> Any:
     try:
-        return jsondepth.loads(text, parse_float=_finite, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+        return jsondepth.loads(text, parse_float=_finite, parse_constant=_no_constant, object_pairs_hook=jsondepth.no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise InputError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}") from None
     except jsondepth.TooDeepError as exc:
         raise InputError(str(path), None, None, str(exc)) from None
     except jsondepth.NumberTooLongError as exc:
         raise InputError(str(path), exc.lineno, exc.field, str(exc)) from None
-    except ValueError as exc:  # _finite / _no_constant / _no_duplicates
+    except ValueError as exc:  # _finite / _no_constant / jsondepth.no_duplicate_keys
         raise InputError(str(path), None, None, f"invalid JSON: {exc}") from None
 
 

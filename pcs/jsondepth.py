@@ -19,8 +19,8 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["MAX_JSON_DEPTH", "TOO_DEEP", "TooDeepError", "NumberTooLongError", "long_integer", "too_long_text",
-           "loads"]
+__all__ = ["MAX_JSON_DEPTH", "TOO_DEEP", "TooDeepError", "NumberTooLongError", "DuplicateKeyError", "long_integer",
+           "too_long_text", "no_duplicate_keys", "loads"]
 
 #: Deepest nesting accepted (a Mooncake line is 2 deep: the object and its id list).
 MAX_JSON_DEPTH = 512
@@ -124,6 +124,36 @@ def _depth(obj: Any) -> int:
     return deepest
 
 
+class DuplicateKeyError(ValueError):
+    """A key given twice in one JSON object (``key``): ``json.loads`` keeps the last one silently, so
+    ``"num_hidden_layers": 32, "num_hidden_layers": 16`` would read as 16 and a hand-edited ``"hit_ratio"`` given
+    twice would draw one of its two values. RFC 8259 §4: the names within an object SHOULD be unique."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f"key {key!r} appears twice in one object")
+
+
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """THE ``object_pairs_hook`` of every JSON reader of pcs (its JSONL traces, config files, the JSON files
+    ``pcs report`` and ``pcs sweep`` read back): an object's key/value pairs as a dict, a key given twice refused.
+
+    >>> no_duplicate_keys([("a", 1), ("b", 2)])
+    {'a': 1, 'b': 2}
+
+    Raises:
+        DuplicateKeyError: ``key 'a' appears twice in one object`` (the first key seen twice).
+    """
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(key)
+            seen.add(key)
+    return out
+
+
 def loads(text: str | bytes, **kwargs: Any) -> Any:
     """``json.loads(text, **kwargs)`` under the nesting rule.
 
@@ -143,7 +173,7 @@ def loads(text: str | bytes, **kwargs: Any) -> Any:
     except RecursionError:
         raise TooDeepError() from None
     except ValueError as exc:
-        if isinstance(exc, json.JSONDecodeError) or "digits" not in str(exc):
+        if isinstance(exc, (json.JSONDecodeError, DuplicateKeyError)) or "digits" not in str(exc):
             raise
         too_long = _too_long(text)
         if too_long is None:

@@ -237,8 +237,8 @@ def _read_payload(path: str) -> dict:
     check_regular_file(path)     # a FIFO would block the read until a writer came
     _refuse_trace(path)
     try:
-        payload = jsondepth.loads(Path(path).read_text(encoding="utf-8"))
-    except jsondepth.TooDeepError as exc:
+        payload = jsondepth.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=jsondepth.no_duplicate_keys)
+    except (jsondepth.TooDeepError, jsondepth.DuplicateKeyError) as exc:
         raise UserError(f"{path}: {exc}") from None
     except jsondepth.NumberTooLongError as exc:
         field = f"field '{exc.field}': " if exc.field else ""

@@ -75,12 +75,14 @@ def _upgraded_curve_point(table: Any) -> Any:
 
     import pyarrow as pa
 
+    from pcs import jsondepth
     from pcs.curves.result import upgrade_curve_payload
 
     table = table.rename_columns([_OLD_CURVE_COLUMNS.get(n, n) for n in table.column_names])
     table = table.append_column("block_accesses", pa.array([None], pa.int64()))
     if "result_json" in table.column_names and table.column("result_json")[0].as_py() is not None:
-        payload = upgrade_curve_payload(json.loads(table.column("result_json")[0].as_py()))
+        payload = upgrade_curve_payload(jsondepth.loads(table.column("result_json")[0].as_py(),
+                                                        object_pairs_hook=jsondepth.no_duplicate_keys))
         i = table.column_names.index("result_json")
         table = table.set_column(i, "result_json", pa.array([json.dumps(payload)], table.schema.field(i).type))
     return table
@@ -216,7 +218,12 @@ def read_results(out: str | Path) -> Any:
         misplaced = misplaced_row(f, table.column("point_id")[0].as_py())
         if misplaced is not None:
             raise unreadable_point(f, misplaced)
-        return _upgraded_curve_point(table) if old_curve_point(table) else table
+        if not old_curve_point(table):
+            return table
+        try:
+            return _upgraded_curve_point(table)
+        except ValueError as exc:     # its result_json not JSON, or a key twice in one object
+            raise unreadable_point(f, f"result_json is not the JSON pcs writes ({_first_line(exc)})") from None
 
     with ThreadPoolExecutor(max_workers=min(8, max(1, len(files)))) as pool:
         tables = list(pool.map(read, files))

@@ -85,17 +85,6 @@ class ReadState:
     synthetic_rows: int = 0
 
 
-def _no_dup_keys(pairs: list[tuple[str, Any]]) -> dict:
-    d = dict(pairs)
-    if len(d) != len(pairs):
-        seen: set[str] = set()
-        for k, _ in pairs:
-            if k in seen:
-                raise UserError(f"key '{k}' appears twice in one object")
-            seen.add(k)
-    return d
-
-
 _JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
                list: "an array", dict: "an object"}
 
@@ -131,7 +120,7 @@ def strict_loads(name: str, ln: int, line: bytes) -> dict:
     if not line.strip():
         raise InputError(name, ln, None, "blank line (use on_error='skip' to skip blank lines)")
     try:
-        obj = jsondepth.loads(line.decode("utf-8"), object_pairs_hook=_no_dup_keys)
+        obj = jsondepth.loads(line.decode("utf-8"), object_pairs_hook=jsondepth.no_duplicate_keys)
     except jsondepth.TooDeepError as exc:
         raise InputError(name, ln, None, str(exc)) from None
     except jsondepth.NumberTooLongError as exc:
