@@ -55,11 +55,11 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
     Returns:
         The table with its title and notes, no trailing newline.
     """
-    title = (f"restore {units.format_bytes(r.restore_bytes)}{_scope_text(r, extra)}; full prefill {units.format_duration(r.full_prefill_s)} "
-             f"({extra['full_prefill_from']}); remaining {units.format_duration(r.remaining_s)} "
-             f"({extra['remaining_from']}); overhead {units.format_duration(r.overhead_s)}"
-             + (f" ({extra['overhead_from']})" if extra.get("overhead_from") else "") + "; "
-             f"margin T_full - T_remaining - T_overhead = {units.format_duration(r.margin_s)}")
+    # the four inputs in the title (it fits 100 columns: it was 146-354 with their sources in it); where each came
+    # from and the margin in the first note (envelope_notes)
+    per = " per GPU" if extra.get("restore_bytes_scope") == "per_rank" else ""
+    title = (f"restore {units.format_bytes(r.restore_bytes)}{per}; full prefill {units.format_duration(r.full_prefill_s)}"
+             f"; remaining {units.format_duration(r.remaining_s)}; overhead {units.format_duration(r.overhead_s)}")
     headers = ["bandwidth", "read D/B", "cached path", "net saved", "verdict"]
     if r.overlap_s is not None:
         headers.append(f"exposed wait (W = {units.format_duration(r.overlap_s)})")
@@ -88,7 +88,7 @@ def envelope_notes(r: EnvelopeResult, extra: dict[str, Any]) -> list[str]:
             verdict += (f" (per GPU; {units.format_bandwidth(r.break_even_bps * extra['tp'])} for the TP "
                         "group's links together, as pcs replay gives link figures)")
     return [
-        verdict, *_cap_note(extra), *([extra["past_context"]] if extra.get("past_context") else []),
+        _inputs_note(r, extra), verdict, *_cap_note(extra), *([extra["past_context"]] if extra.get("past_context") else []),
         "net saved = T_full - cached path, the restore time taken off (pcs replay's \"prefill saved\" is "
         "gross: the prefill time the hits avoid, before it)",
         "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "
@@ -96,6 +96,16 @@ def envelope_notes(r: EnvelopeResult, extra: dict[str, Any]) -> list[str]:
         "halving D (e.g. FP8 KV) halves only the read term (and D halves only when the scales sit outside the "
         "pages): T_remaining and T_overhead stay; and the"
         " D a finite cache really restores comes from a replay (pcs replay), not from a single-sequence ratio"]
+
+
+def _inputs_note(r: EnvelopeResult, extra: dict[str, Any]) -> str:
+    """The first note: the four inputs again with what D covers (:func:`_scope_text`) and where T_full, T_remaining
+    and T_overhead came from, and the margin T_full - T_remaining - T_overhead (the title gives the figures alone)."""
+    d = units.format_duration
+    return (f"restore {units.format_bytes(r.restore_bytes)}{_scope_text(r, extra)}; full prefill {d(r.full_prefill_s)} "
+            f"({extra['full_prefill_from']}); remaining {d(r.remaining_s)} ({extra['remaining_from']}); overhead "
+            f"{d(r.overhead_s)}" + (f" ({extra['overhead_from']})" if extra.get("overhead_from") else "")
+            + f"; margin T_full - T_remaining - T_overhead = {d(r.margin_s)}")
 
 
 def _cap_note(extra: dict[str, Any]) -> list[str]:
