@@ -154,7 +154,7 @@ def sorted_finite(values: np.ndarray) -> np.ndarray:
     out = np.asarray(values, dtype=np.float64)
     finite = np.isfinite(out)
     # a fresh copy, sorted in place: a plain copy when every value is finite (the masked copy costs ~17
-    # instructions a value, the mask's count and a plain copy ~3; pcs.engine.schedstats._pcts does the same)
+    # instructions a value, the mask's count and a plain copy ~3; pcs.engine.runparts._pcts does the same)
     out = out.copy() if np.count_nonzero(finite) == len(out) else out[finite]
     out.sort()
     return out

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from pcs.engine.schedstats import _pcts
+from pcs.engine.runparts import _pcts
 from pcs.errors import UserError
 from pcs.percentiles import linear_percentiles, sorted_finite, sorted_linear_percentiles
 

@@ -449,11 +449,12 @@ def _kept_step_cost(compute):
 def _scheduler_summary(out, ordered: dict, no_cache_parts, run):
     """The summary's ``scheduler`` object of a step-scheduler run, else None; ``ordered``: the sorted TTFT
     columns (:func:`pcs.engine.summary.ordered_columns`), their percentiles read off them; ``no_cache_parts``:
-    the no-cache run's :class:`pcs.engine.schedstats.LatencyParts`; ``run``: the run's own
-    :class:`pcs.engine.schedstats.RunParts` made on a worker (:func:`_run_parts`), or None."""
+    the no-cache run's :class:`pcs.engine.runparts.LatencyParts`; ``run``: the run's own
+    :class:`pcs.engine.runparts.RunParts` made on a worker (:func:`_run_parts`), or None."""
     if out.scheduler is None:
         return None
-    from pcs.engine.schedstats import LatencyParts, scheduler_summary
+    from pcs.engine.runparts import LatencyParts
+    from pcs.engine.schedstats import scheduler_summary
 
     cfg, stats, no_cache, no_cache_stats = out.scheduler
     return scheduler_summary(out.result.columns, stats, cfg, (no_cache.columns, no_cache_stats),
@@ -462,19 +463,19 @@ def _scheduler_summary(out, ordered: dict, no_cache_parts, run):
 
 
 def _run_parts(out):
-    """The step-scheduler run's own :class:`pcs.engine.schedstats.RunParts`, made on a worker as its loop closed
-    (``EngineResult.latency``: a :class:`pcs.engine.schedstats.PendingParts`, waited for here), or None (made by
+    """The step-scheduler run's own :class:`pcs.engine.runparts.RunParts`, made on a worker as its loop closed
+    (``EngineResult.latency``: a :class:`pcs.engine.runparts.PendingParts`, waited for here), or None (made by
     the summary itself: no scheduler, the Python loop, threads off)."""
     pending = out.result.latency if out.scheduler is not None else None
     return None if pending is None else pending.get()
 
 
 def _no_cache_parts(out):
-    """The step scheduler's no-cache run's :class:`pcs.engine.schedstats.LatencyParts`: made on the worker that
+    """The step scheduler's no-cache run's :class:`pcs.engine.runparts.LatencyParts`: made on the worker that
     closed it (``EngineResult.latency``), else here; None without that run."""
     if out.scheduler is None:
         return None
-    from pcs.engine.schedstats import latency_parts
+    from pcs.engine.runparts import latency_parts
 
     no_cache = out.scheduler[2]
     return no_cache.latency if no_cache.latency is not None else latency_parts(no_cache.columns)

@@ -68,7 +68,7 @@ class EngineResult:
         sampler: the time-series samples (:class:`pcs.engine.series.Sampler`;
             the fast path's from :func:`pcs.engine.series.sequential_samples`).
         latency: the step scheduler's no-cache run's sorts and partitions of its latency summary
-            (:class:`pcs.engine.schedstats.LatencyParts`), made on the worker that closed it; else None.
+            (:class:`pcs.engine.runparts.LatencyParts`), made on the worker that closed it; else None.
     """
 
     ledger: ReplayLedger

@@ -195,11 +195,11 @@ _NO_CACHE_KEPT = ("ttft_s",)
 
 def _close_beside(loop: ReplayEngine) -> EngineResult:
     """The no-cache step loop's :func:`_close`, with the sorts and partitions of its latency summary
-    (:func:`pcs.engine.schedstats.latency_parts`) made there too: on its worker, while the run's loop closes. Of its
+    (:func:`pcs.engine.runparts.latency_parts`) made there too: on its worker, while the run's loop closes. Of its
     per-request columns only :data:`_NO_CACHE_KEPT` are kept (no table prints the no-cache run's rows): the rest --
     some twenty columns of 8 B per request, 19 MB at 10x Mooncake -- go with the loop once the replay returns
     instead of living through the summary."""
-    from pcs.engine.schedstats import latency_parts
+    from pcs.engine.runparts import latency_parts
 
     res = _close(loop, None)
     return dataclasses.replace(res, columns={k: res.columns[k] for k in _NO_CACHE_KEPT},

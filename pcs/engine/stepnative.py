@@ -69,7 +69,7 @@ _COUNTERS = ("steps", "prefill_steps", "busy_s", "stall_s", "busy_per_s", "origi
              "recompute_tokens", "restores_considered", "restores_losing", "restores_skipped", "decode_blocks_cached",
              "requests_outgrown", "in_system_area_s", "bin_s")
 #: the columns a lean no-cache run keeps (:class:`NativeStepEngine`'s ``lean``): what the replay's summary reads of
-#: it (``pcs.engine.loops._close_beside``, ``pcs.engine.schedstats.latency_parts``)
+#: it (``pcs.engine.loops._close_beside``, ``pcs.engine.runparts.latency_parts``)
 LEAN_COLUMNS = ("ttft_s", "e2e_s", "tpot_s")
 _LINK_FIELDS = ("restores", "restored_blocks", "restored_bytes", "restore_s", "transfer_s", "overhead_s",
                 "full_prefill_s", "remaining_prefill_s", "slower_restores", "slower_blocks")
@@ -314,7 +314,7 @@ class NativeStepEngine(StepEngine):
         and this is not a no-cache run (whose parts :func:`pcs.engine.loops._close_beside` makes), the summary's
         sorts and partitions of this run's columns are made on one worker thread: the ``prefill_no_cache_s`` sort (an
         input column, final since the last feed) while the C loop closes, the rest as soon as the columns are final
-        (:meth:`pcs.engine.schedstats.PendingParts.gated`, handed over as ``EngineResult.latency``)."""
+        (:meth:`pcs.engine.runparts.PendingParts.gated`, handed over as ``EngineResult.latency``)."""
         if self._side is not None:      # the last chunk's input columns, before the columns are read
             side, self._side = self._side, None
             side.join()
@@ -333,12 +333,12 @@ class NativeStepEngine(StepEngine):
 
     def _parts_beside(self):
         """The summary's parts of this run begun on a worker for :meth:`close`
-        (:meth:`pcs.engine.schedstats.PendingParts.gated`: the ``prefill_no_cache_s`` sort now, the rest once the
+        (:meth:`pcs.engine.runparts.PendingParts.gated`: the ``prefill_no_cache_s`` sort now, the rest once the
         columns are final), or None when this run's parts are not made beside."""
         if self.no_cache or not self.releases_gil:
             return None
         from pcs.beside import threads_wanted
-        from pcs.engine.schedstats import PendingParts
+        from pcs.engine.runparts import PendingParts
 
         if not threads_wanted() or not len(self._cols["prefill_no_cache_s"]):
             return None

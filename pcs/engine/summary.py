@@ -368,8 +368,8 @@ def ordered_columns(columns: dict, no_cache_ttft_ordered: np.ndarray | None = No
     """Each column the summary reads both a CDF and percentiles of, sorted once
     (:func:`pcs.percentiles.sorted_finite`: its finite values, float64, ascending): ``ttft_s`` and
     ``prefill_no_cache_s`` of the run's ``columns``, and ``no_cache_ttft_s``: the step scheduler's no-cache run's
-    TTFT sorted so already (its :class:`pcs.engine.schedstats.LatencyParts`), when given. ``run``: the run's own
-    :class:`pcs.engine.schedstats.RunParts` (made on a worker as its loop closed), whose sorts are taken instead
+    TTFT sorted so already (its :class:`pcs.engine.runparts.LatencyParts`), when given. ``run``: the run's own
+    :class:`pcs.engine.runparts.RunParts` (made on a worker as its loop closed), whose sorts are taken instead
     of sorting again; or None. Read by :func:`build_summary` (``ctx["ordered"]``), the CDFs
     (:func:`pcs.engine.series.request_distributions`) and the scheduler's TTFT percentiles
     (:func:`pcs.engine.schedstats.scheduler_summary`)."""

@@ -2,7 +2,7 @@
 
 - The restore sample's points (pcs.engine.series._spread): the rounded ``np.linspace`` points, each once, as
   ``np.unique`` gave them, without ``np.unique`` (its masked-array check imports numpy.ma).
-- The run's own sorts and partitions (pcs.engine.schedstats.run_parts) made on a worker as the compiled loop
+- The run's own sorts and partitions (pcs.engine.runparts.run_parts) made on a worker as the compiled loop
   closes (PendingParts, handed over as EngineResult.latency) and read by the summary; the gated kind
   (PendingParts.gated: the prefill_no_cache_s sort, then the parts once the columns are handed over) on one worker.
 - The summary records' methods compiled and pcs.analysis.envelope imported on a worker during the first feed
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from helpers import ROOT, fresh_python
-from pcs.engine.schedstats import PendingParts, run_parts
+from pcs.engine.runparts import PendingParts, run_parts
 from pcs.engine.series import _spread
 
 TINY = ROOT / "traces" / "formats" / "mooncake_conv_8.jsonl"

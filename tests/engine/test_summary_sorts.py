@@ -1,8 +1,8 @@
 """Each TTFT column sorted once for its CDF and its percentiles; the no-cache run's on the worker that closed it.
 
 The summary sorts ``ttft_s`` (and the step scheduler's no-cache run's ``ttft_s``) for the TTFT CDFs; the
-scheduler's TTFT percentiles are read off those sorts (pcs.engine.schedstats.sorted_pcts) instead of partitioning
-another copy, and the no-cache run's sort and TPOT / end-to-end partitions (schedstats.latency_parts) are made on
+scheduler's TTFT percentiles are read off those sorts (pcs.engine.runparts.sorted_pcts) instead of partitioning
+another copy, and the no-cache run's sort and TPOT / end-to-end partitions (runparts.latency_parts) are made on
 the worker thread that closed its loop (pcs.engine.runner._close_beside). Values here are worked out by hand with
 numpy's linear method (Hyndman & Fan type 7): level q of n sorted values reads v = (n - 1) q / 100.
 """
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from helpers import ROOT
-from pcs.engine.schedstats import LatencyParts, SchedulerCounters, _latency, latency_parts, sorted_pcts
+from pcs.engine.runparts import LatencyParts, latency_parts, sorted_pcts
+from pcs.engine.schedstats import SchedulerCounters, _latency
 
 TINY = ROOT / "traces" / "formats" / "mooncake_conv_8.jsonl"
 
