@@ -141,10 +141,15 @@ def footprint_tables(p: dict) -> list[dict]:
                   f"(block {p['block_size']}, per GPU, TP={p['tp']})",
                   ["component", "shape", "B/token ref", "B/token ser", "B/block"] + [m for m, _ in _FOOTPRINT_MODES],
                   rows, p.get("notes") or ())
-    drows = [[cell(d["dtype"])] + [cell(f"{format_bytes(d[k])} (x{d[k[:-6] + '_ratio_vs_bf16']:.3f})", True)
+    drows = [[cell(d["dtype"])] + [cell(f"{format_bytes(d[k])} ({_times(d[k[:-6] + '_ratio_vs_bf16'])})", True)
                                    for _, k in _FOOTPRINT_MODES] for d in p["by_dtype"]]
     dt = _table("The same by KV dtype (ratio to bf16)", ["dtype"] + [m for m, _ in _FOOTPRINT_MODES], drows)
     return [comp, dt]
+
+
+def _times(ratio: float | None) -> str:
+    """A ratio to bf16 as the page shows it: ``x0.500``; ``-`` for null (0 bytes against 0: no ratio)."""
+    return "-" if ratio is None else f"x{ratio:.3f}"
 
 
 def best_columns(values: Sequence[Any], direction: str | None) -> set[int]:

@@ -420,11 +420,17 @@ def _check_row(row: dict, types_: dict[str, Any], needs: tuple[str, ...], path: 
 
 
 def _check_footprint(payload: dict) -> None:
-    """A footprint JSON: its top level, each component and each by_dtype row (:func:`_check_row`)."""
+    """A footprint JSON: its top level, each component and each by_dtype row (:func:`_check_row`). A by_dtype
+    row's ``MODE_ratio_vs_bf16`` is a number, but null where the bf16 row (the first, the ratios' base:
+    pcs.model.footprint._by_dtype) holds 0 bytes in that mode (0 / 0: a prefix store of T < B tokens keeps no
+    block)."""
     _check_row(payload, _FOOTPRINT, _FOOTPRINT_NEEDS, "")
     for i, row in enumerate(payload["components"]):
         _walk(row, dict[str, Any], f"components[{i}]")
         _check_row(row, _COMPONENT, _COMPONENT_NEEDS, f"components[{i}].")
+    base = None
     for i, row in enumerate(payload["by_dtype"]):
         _walk(row, dict[str, Any], f"by_dtype[{i}]")
-        _check_row(row, _DTYPE_ROW, _DTYPE_NEEDS, f"by_dtype[{i}].", tuple(_DTYPE_ROW)[1:])
+        base = row if base is None else base
+        number_only = tuple(f"{m}_ratio_vs_bf16" for m in _MODES if base.get(f"{m}_bytes") != 0)
+        _check_row(row, _DTYPE_ROW, _DTYPE_NEEDS, f"by_dtype[{i}].", number_only)

@@ -66,3 +66,19 @@ def test_each_count_out_of_its_range_is_refused_in_the_one_wording(tmp_path, gem
     name = "".join(f"[{k}]" if isinstance(k, int) else (f".{k}" if i else k) for i, k in enumerate(keys))
     r, f = _report(tmp_path, bad)
     assert_one_line_error(r, f"{f}: field '{name}': must be {rule}, got {json.dumps(value)}")
+
+
+def test_a_footprint_below_one_block_draws_its_null_ratios(tmp_path):
+    # T = 1 token, block 16: floor(1 / 16) = 0 prefix-store blocks, so every dtype's prefix store is 0 bytes and its
+    # ratio to bf16 is 0 / 0, written null; the other modes hold a block (ratio numbers). pcs report refused its
+    # own file ("must be a number, got null"); a null beside a bf16 mode of more than 0 bytes is still refused.
+    fp = invoke_json("footprint", "--model", "llama-3.1-8b", "--tokens", "1")
+    base = fp["by_dtype"][0]
+    assert base["dtype"] == "bf16" and base["prefix_store_bytes"] == 0 and base["prefix_store_ratio_vs_bf16"] is None
+    assert base["reserved_bytes"] > 0 and base["reserved_ratio_vs_bf16"] == 1.0
+    r, _ = _report(tmp_path, fp)
+    assert r.exit_code == 0, r.output
+    bad = copy.deepcopy(fp)
+    bad["by_dtype"][1]["reserved_ratio_vs_bf16"] = None
+    r, f = _report(tmp_path, bad)
+    assert_one_line_error(r, f"{f}: field 'by_dtype[1].reserved_ratio_vs_bf16': must be a number, got null")
