@@ -86,7 +86,7 @@ _POLICY_SOURCES = [f"pcs/cache/_pol_{name}.c" for name in ("fifo", "slru", "siev
 
 def _ext(name: str, source: str, extra: tuple = (), args: tuple = ()) -> Extension:
     return Extension(name, sources=[source, *extra], depends=["pcs/_kernel_common.h", "pcs/_buf8.h", "pcs/cache/_lruhier.h", "pcs/cache/_lruhier_api.h",
-                                                    "pcs/cache/_lruhier_polshare.h",
+                                                    "pcs/cache/_lruhier_polshare.h", "pcs/cache/_dmap.h",
                                                     "pcs/cache/_grouphier.h", "pcs/cache/_grouphier_capi.h",
                                                     "pcs/cache/_oatable.h", "pcs/cache/_lruq.h", "pcs/cache/_iheap.h", "pcs/engine/_lruscan_tiers.h",
                                                     "pcs/engine/_stepheap.h", "pcs/engine/_stepsample.h",

@@ -9,9 +9,9 @@
  * front = least recently used = first victim). Two plain LRU tiers share one table instead (Hier.sh, sh_open: an
  * entry per block with both tiers' queue positions and residency flags F_GPU / F_CPU; the tiers' Tier structs keep
  * their counters and queues and read the shared arrays); so do two fifo / slru tiers (pcs/cache/_lruhier_polshare.h:
- * the CPU policy's fields in an entry array of its own beside the shared entries). The LRU tiers' table starts in
- * direct mode (Tier.dmap, dmap_limit: keys below twice the trace's block hashes index an array of entries, no hash
- * and no probe) and is hashed for good once a key past that is added (sh_hashed). The Python wrapper is pcs/cache/native.py; the equality of the
+ * the CPU policy's fields in an entry array of its own beside the shared entries). Either shared table starts in
+ * direct mode (Tier.dmap, pcs/cache/_dmap.h: keys below twice the trace's block hashes index an array of entries, no
+ * hash and no probe) and is hashed for good once a key past that is added (sh_hashed, ps_hashed). The Python wrapper is pcs/cache/native.py; the equality of the
  * two implementations is tested in tests/cache/test_replay_native.py. Field names are those of
  * pcs.cache.hierarchy.Admission (prefix_hit_blocks, hit_blocks, ...); rules: docs/semantics.md.
  */
@@ -364,59 +364,7 @@ typedef struct {
     PcsAdm seq_adm;            /* run_sequential's admission (its buffers reused request after request) */
 } Hier;
 
-/* -- the direct mode of a shared LRU table (Tier.dmap, _lruhier.h) ----------------------------------------- */
-/* dmap's limit from sh_open's `expected` (the trace's block hashes, its accesses as the reader counts them; 0: not
- * known): twice that, at least DMAP_MIN and at most DMAP_MAX keys -- 4 bytes of address space a key below it, the
- * scan's rule (pcs/engine/_lruscan.c: 2 x expected, at least 2**20). Pages are backed when first touched: a trace
- * numbered 0 .. N (Mooncake's hash_ids, its replicas) takes 4 B per distinct block; ids spread over the range take
- * at most one page per id, and never more than 4 x the limit bytes (8 B per block hash of the trace, or 4 MB) */
-#define DMAP_MIN ((uint64_t)1 << 20)
-#define DMAP_MAX ((uint64_t)1 << 27)        /* 512 MB of address space at most */
-/* a map below this many bytes is kept on 4 KiB pages (MADV_NOHUGEPAGE): with transparent huge pages on (this VM:
- * `always`) a small trace's first touch backed a whole 2 MiB page, 2 MiB for 0.73 MB of ids at 1x (about 7 B per
- * distinct block more, past the 100 B per distinct block of benchmarks/bench_memory.py at 1x from Parquet); from 16 MB on
- * (traces of 2 M block hashes and more: the 10x replica's map is 23 MB, measured with huge pages) a 2 MiB page is a
- * small share of the map and saves TLB misses */
-#define DMAP_SMALL_BYTES ((size_t)16 << 20)
-static inline uint64_t dmap_limit(Py_ssize_t expected) {
-    uint64_t lim = expected > 0 ? 2 * (uint64_t)expected : 0;
-    return lim < DMAP_MIN ? DMAP_MIN : lim > DMAP_MAX ? DMAP_MAX : lim;
-}
-
-/* table s in direct mode for keys below lim: dmap zeroed (from 4 MB on mapped from the kernel, advised for huge
- * pages from DMAP_SMALL_BYTES on and against them below: fresh pages read as zero, backed once touched; below 4 MB,
- * calloc). 0, or -1 when the memory is not there (s
- * stays hashed: no exception set) */
-static int dmap_open(Tier *s, uint64_t lim) {
-    size_t bytes = (size_t)lim * sizeof(int32_t);
-    void *p;
-    s->dmapped = 0;
-    if (bytes < ((size_t)4 << 20)) {
-        p = calloc(1, bytes ? bytes : 1);
-    } else {
-        bytes = (bytes + 4095) & ~(size_t)4095;
-        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED) p = NULL;
-#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
-        else madvise(p, bytes, bytes < DMAP_SMALL_BYTES ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
-#endif
-        if (p) s->dmapped = bytes;
-    }
-    if (!p) return -1;
-    s->dmap = p;
-    s->dlim = lim;
-    s->dtop = 0;
-    return 0;
-}
-
-/* dmap released (the table hashed from now on, or freed) */
-static void dmap_free(Tier *s) {
-    if (s->dmapped) munmap(s->dmap, s->dmapped);
-    else free(s->dmap);
-    s->dmap = NULL;
-    s->dmapped = 0;
-    s->dlim = s->dtop = 0;
-}
+#include "_dmap.h"   /* the direct mode of a shared table (Tier.dmap): dmap_limit, dmap_open, dmap_below, dmap_hash */
 
 /* free a tier and its policy's state */
 static void tier_close(Tier *t) {
@@ -757,52 +705,19 @@ static int sh_reserve(Hier *h, Py_ssize_t n) {
     return 0;
 }
 
-/* the shared table out of direct mode for good (a key at or above its limit is to be added): its slots sized for the
- * blocks it holds or, when more, for those sh_open sized them for (Hier.sh_want), every resident entry placed in
- * them from its home slot (in entry order) with its fingerprint in aux (sh_enter's add), dmap released, the tiers'
- * views synced. Entries, queues and counts are not touched: the replay goes on as if hashed from the start (only
- * where blocks lie in the slots may differ). 0 or -1 (no memory: still direct) */
+/* the shared table out of direct mode for good (a key at or above its limit is to be added): dmap_hash (its slots
+ * sized for the blocks it holds or, when more, for those sh_open sized them for: Hier.sh_want; each entry's
+ * fingerprint in aux, sh_enter's add), the tiers' views synced. 0 or -1 (no memory: still direct) */
 static __attribute__((noinline)) int sh_hashed(Hier *h) {
-    Tier *s = h->sh;
-    const Py_ssize_t nres = s->nres;
-    s->nres = 0;                                   /* grow_table_for sizes the slots of an empty table */
-    const int rc = grow_table_for(s, h->sh_want > nres ? h->sh_want : nres);
-    s->nres = nres;
-    if (rc < 0) return -1;
-    OaSlot *const slots = s->slots;                /* all free: no slot was written in direct mode */
-    const uint64_t mask = s->mask;
-    const int sh = 32 - s->bits;
-    for (int32_t e = 0; e < s->ent_len; e++) {
-        Entry *const x = &s->ent[e];
-        if (!(x->flags & (F_GPU | F_CPU))) continue;   /* a free entry (flags 0: ddel, lq_walk) */
-        const uint32_t f = key_fp(x->key);
-        uint64_t j = f >> sh;
-        while (slots[j].e >= 0) j = (j + 1) & mask;
-        slots[j] = (OaSlot){e, f};
-        x->aux = f;
-    }
-    dmap_free(s);
+    if (dmap_hash(h->sh, h->sh_want, 1) < 0) return -1;
     sh_sync(h);
     return 0;
 }
 
 /* before keys[0 .. n) are added to a shared table in direct mode: it stays direct when every key is below its limit
- * (the OR of the keys bounds the largest: one pass, vectorised; dtop raised past it), else sh_hashed. 0 or -1 */
+ * (dmap_below), else sh_hashed. 0 or -1 */
 static int sh_mode(Hier *h, const uint64_t *keys, Py_ssize_t n) {
-    Tier *s = h->sh;
-    uint64_t any = 0;
-    for (Py_ssize_t i = 0; i < n; i++) any |= keys[i];
-    if (any < s->dlim) {
-        if (n && any >= s->dtop) s->dtop = any + 1;
-        return 0;
-    }
-    uint64_t top = 0;
-    for (Py_ssize_t i = 0; i < n; i++) top = keys[i] > top ? keys[i] : top;
-    if (top < s->dlim) {
-        if (top >= s->dtop) s->dtop = top + 1;
-        return 0;
-    }
-    return sh_hashed(h);
+    return dmap_below(h->sh, keys, n) ? 0 : sh_hashed(h);
 }
 
 /* key k (fingerprint f) in the GPU tier g's own table: its entry, *added = 1 when it was not resident there (now it
@@ -1311,14 +1226,19 @@ static inline __attribute__((always_inline)) void sh_lookup_as(Hier *h, Plan *p,
 }
 
 /* sh_lookup_as for two plain LRU tiers (the lead pinned; the table direct, Tier.dmap, or hashed: out of line, the
- * lookup of each mode compiled on its own) and for two fifo / slru tiers (none pinned, never direct; out of line:
- * the LRU lookup compiles as without it) */
+ * lookup of each mode compiled on its own) and for two fifo / slru tiers (none pinned; direct or hashed, each out of
+ * line: the LRU lookup compiles as without them) */
 static __attribute__((noinline)) void sh_dlookup(Hier *h, Plan *p, int32_t *ae) { sh_lookup_as(h, p, ae, 1, 1); }
 static void sh_lookup(Hier *h, Plan *p, int32_t *ae) {
     if (h->sh->dmap) sh_dlookup(h, p, ae);
     else sh_lookup_as(h, p, ae, 1, 0);
 }
-static __attribute__((noinline)) void ps_lookup(Hier *h, Plan *p, int32_t *ae) { sh_lookup_as(h, p, ae, 0, 0); }
+static __attribute__((noinline)) void ps_hlookup(Hier *h, Plan *p, int32_t *ae) { sh_lookup_as(h, p, ae, 0, 0); }
+static __attribute__((noinline)) void ps_dlookup(Hier *h, Plan *p, int32_t *ae) { sh_lookup_as(h, p, ae, 0, 1); }
+static void ps_lookup(Hier *h, Plan *p, int32_t *ae) {
+    if (h->sh->dmap) ps_dlookup(h, p, ae);
+    else ps_hlookup(h, p, ae);
+}
 
 /* start_lookup with one table per tier: the GPU tier's, then each lower tier's in turn (one fingerprint per key) */
 static void own_lookup(Hier *h, Plan *p) {
@@ -2425,38 +2345,13 @@ static PyObject *hier_dropped(Hier *h, void *c) { return PyLong_FromLongLong(h->
 
 static PyObject *hier_shared(Hier *h, PyObject *unused) { return PyBool_FromLong(h->sh != NULL); }
 
-/* direct_limit(): the limit of the shared table's direct mode (keys below it are direct, Tier.dmap), 0 when the
- * table is hashed (or there is none) */
+/* direct_limit(): the limit of the shared table's direct mode (LRU or fifo / slru tiers: keys below it are direct,
+ * Tier.dmap, pcs/cache/_dmap.h), 0 when the table is hashed (or there is none) */
 static PyObject *hier_direct_limit(Hier *h, PyObject *unused) {
     return PyLong_FromUnsignedLongLong(h->sh && h->sh->dmap ? h->sh->dlim : 0);
 }
 
 #define CHECK(cond, ...) do { if (!(cond)) { PyErr_Format(PyExc_AssertionError, __VA_ARGS__); return NULL; } } while (0)
-
-/* sh_check of a table in direct mode: every entry in some tier is named by dmap at its key (below dtop <= dlim), no
- * free entry is, only GPU blocks have pins, and dmap's items below dtop (none above: dtop bounds every key added)
- * name exactly the nres entries in some tier */
-static const char *dmap_check(const Tier *s) {
-    Py_ssize_t occ = 0, named = 0;
-    if (s->dtop > s->dlim) return "direct table: dtop past the limit";
-    for (int32_t e = 0; e < s->ent_len; e++) {
-        const Entry *x = &s->ent[e];
-        const uint8_t in = x->flags & (F_GPU | F_CPU);
-        const int here = x->key < s->dtop && s->dmap[x->key] == e + 1;
-        if (in && !here) return "direct table: an entry in a tier not named at its key";
-        if (!in && here) return "direct table: a free entry named at its key";
-        if (!(in & F_GPU) && x->pin) return "a pin count on a block not in the GPU tier";
-        occ += in != 0;
-    }
-    for (uint64_t k = 0; k < s->dtop; k++) {
-        const int32_t v = s->dmap[k];
-        if (!v) continue;
-        if (v < 0 || v > s->ent_len || s->ent[v - 1].key != k) return "direct table: an item names another key's entry";
-        named++;
-    }
-    if (occ != s->nres || named != s->nres) return "direct table: entries in a tier, items and resident blocks differ";
-    return NULL;
-}
 
 /* a shared table's own invariants: its tiers read its arrays, every entry in it is in some tier, and only GPU
  * blocks have pins; NULL or what is wrong (the tiers' own checks follow in hier_check) */
@@ -2587,8 +2482,8 @@ static int set_gates(Hier *h, Tier *t, PyObject *item) {
  * (pcs/cache/_lruhier_polshare.h); other configurations keep one table per tier.
  * expected: the trace's distinct block ids when known (0: not known). 0 (shared or not) or -1 */
 #define SH_ENT_ONCE ((Py_ssize_t)1 << 22)    /* sh_open: up to 4 M entries (128 MB asked for) in one allocation */
-/* direct: the table's direct mode (Tier.dmap): -1 its limit from expected (dmap_limit), 0 hashed from the start,
- * > 0 that limit (tests: a worked boundary) */
+/* direct: the table's direct mode (Tier.dmap, dmap_start): -1 its limit from expected (dmap_limit), 0 hashed from
+ * the start, > 0 that limit (tests: a worked boundary) */
 static int sh_open(Hier *h, Py_ssize_t expected, Py_ssize_t direct) {
     if (h->ntiers != 2) return 0;
     for (int j = 0; j < 2; j++) {
@@ -2607,7 +2502,7 @@ static int sh_open(Hier *h, Py_ssize_t expected, Py_ssize_t direct) {
     Py_ssize_t want = expected < most ? expected : most;
     h->sh_want = want > 0 ? want : 0;
     /* direct mode when its memory is there (else hashed): the slots are then sized by sh_hashed, if ever */
-    if (direct && dmap_open(h->sh, direct < 0 ? dmap_limit(expected) : (uint64_t)direct) == 0) want = 0;
+    if (dmap_start(h->sh, expected, direct)) want = 0;
     if (want > 0 && grow_table_for(h->sh, want) < 0) return -1;
     for (int j = 0; j < 2; j++) {
         tier_slots_free(&h->t[j]);
@@ -2662,7 +2557,7 @@ static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
                      (unsigned long long)DMAP_MAX);
         goto fail;
     }
-    if (share && (sh_open(h, expected, direct) < 0 || ps_open(h, expected) < 0)) goto fail;
+    if (share && (sh_open(h, expected, direct) < 0 || ps_open(h, expected, direct) < 0)) goto fail;
     Py_DECREF(ns);
     Py_DECREF(cs);
     return 0;
@@ -2697,7 +2592,7 @@ static PyMethodDef hier_methods[] = {
     {"shared_table", (PyCFunction)hier_shared, METH_NOARGS,
      "whether one table serves both tiers (sh_open: plain LRU; ps_open: fifo / slru)"},
     {"direct_limit", (PyCFunction)hier_direct_limit, METH_NOARGS,
-     "keys below it index the shared LRU table directly (0: hashed, or no shared table)"},
+     "keys below it index the shared table directly (0: hashed, or no shared table)"},
     {"run_sequential", (PyCFunction)(void (*)(void))hier_run_sequential, METH_FASTCALL,
      "run_sequential(hashes, offsets, cacheable, max_hit, out): sequential requests; out[i] = hit blocks"},
     {NULL}

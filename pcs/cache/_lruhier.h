@@ -120,10 +120,10 @@ typedef struct Tier {
     /* -- SLRU: its segments, arrays of entries with lazy deletion (pcs/cache/_pol_slru.c; last: no field above moves) */
     int32_t *sq[2];                    /* [sqh, sqn) read, sqcap + SQ_AHEAD allocated; live items in qlen */
     Py_ssize_t sqh[2], sqn[2], sqcap[2];
-    /* -- direct mode of the table shared by two plain LRU tiers (pcs/cache/_lruhier.c sh_open; Hier.sh only: its
-     * two tiers reach it through Tier.shared): key k's entry index + 1 at dmap[k] for every k < dlim (0: absent),
+    /* -- direct mode of a table shared by two tiers (pcs/cache/_dmap.h; sh_open, ps_open; Hier.sh only: its two
+     * tiers reach it through Tier.shared): key k's entry index + 1 at dmap[k] for every k < dlim (0: absent),
      * no slot read or written; NULL: hashed (the slots). A key at or above dlim to be added moves the resident
-     * entries into the slots for good (sh_hashed) -- */
+     * entries into the slots for good (sh_hashed, ps_hashed) -- */
     int32_t *dmap;                     /* dlim items, zeroed (mapped from the kernel: pages backed when touched) */
     uint64_t dlim;                     /* keys below it are direct */
     uint64_t dtop;                     /* 1 + the largest key added in direct mode (0: none; the check's scan) */
@@ -257,7 +257,7 @@ static inline void *ent_realloc(void *p, size_t used, size_t bytes) {
  * The home slot of entry x in a table of 2**bits slots: */
 static inline uint64_t sh_home(const Entry *x, int bits) { return (uint64_t)((uint32_t)x->aux >> (32 - bits)); }
 
-/* The direct mode of a shared LRU table s (Tier.dmap): key k's entry, or -1 (a key at or above the limit is not in
+/* The direct mode of a shared table s (Tier.dmap): key k's entry, or -1 (a key at or above the limit is not in
  * the table: none was added in direct mode) */
 static inline int32_t dfind(const Tier *s, uint64_t k) { return k < s->dlim ? s->dmap[k] - 1 : -1; }
 

@@ -15,6 +15,11 @@
  * and slru never read for a choice (slru: lists; fifo: sequence numbers, unique within a tier, before the index in
  * its heap's order); so the layout is taken for these two only. No admission gate, retain pool, hosted policy,
  * write-through or third tier: those keep a table per tier. Equality: tests/cache/test_native_policy_share.py.
+ *
+ * The table starts in the direct mode of the LRU tiers' table (pcs/cache/_dmap.h, the same limit and the same
+ * switch: key k's entry is dmap[k] - 1, no hash, no probe; ps_mode, ps_hashed) and is hashed for good once a key at
+ * or past the limit is added: in both modes the same entries, free list and policy calls, so the same numbers.
+ * Tests: tests/cache/test_native_direct_polshare.py.
  */
 
 #define PS_ENT_ONCE ((Py_ssize_t)1 << 22)   /* ps_open: up to 4 M entries asked for at once (as sh_open) */
@@ -43,12 +48,12 @@ static void ps_sync(Hier *h) {
     h->t[1].ent = cpu_ent;
 }
 
-/* room for n more blocks in the shared table (its slots and both entry arrays grown now, so that no add of a fill
- * moves them); 0 or -1 */
+/* room for n more blocks in the shared table (its slots -- none in direct mode -- and both entry arrays grown now,
+ * so that no add of a fill moves them); 0 or -1 */
 static int ps_reserve(Hier *h, Py_ssize_t n) {
     Tier *s = h->sh;
     int moved = 0;
-    for (; (uint64_t)(s->nres + n) << TIER_LOAD_SHIFT > s->mask + 1; moved = 1)
+    for (; !s->dmap && (uint64_t)(s->nres + n) << TIER_LOAD_SHIFT > s->mask + 1; moved = 1)
         if (grow_table(s) < 0) return -1;
     Py_ssize_t need = s->nres + n > s->ent_len ? s->nres + n : s->ent_len;
     if (need > s->ent_cap) {
@@ -64,6 +69,26 @@ static int ps_reserve(Hier *h, Py_ssize_t n) {
     return 0;
 }
 
+/* the shared table out of direct mode for good (a key at or past its limit is to be added): dmap_hash (slots sized
+ * as ps_open sized them, Hier.sh_want; aux left to the policies), the tiers' views synced. 0 or -1 */
+static __attribute__((noinline)) int ps_hashed(Hier *h) {
+    if (dmap_hash(h->sh, h->sh_want, 0) < 0) return -1;
+    ps_sync(h);
+    return 0;
+}
+
+/* before keys[0 .. n) are added to the shared table in direct mode: it stays direct when every key is below its
+ * limit (dmap_below: sh_mode's rule), else ps_hashed. 0 or -1 */
+static int ps_mode(Hier *h, const uint64_t *keys, Py_ssize_t n) {
+    return dmap_below(h->sh, keys, n) ? 0 : ps_hashed(h);
+}
+
+/* entry e, in no tier now, leaves the shared table (direct: ddel, its dmap item; hashed: tdel, its slot) */
+static inline void ps_del(Tier *s, int32_t e) {
+    if (s->dmap) ddel(s, e);
+    else tdel(s, e);
+}
+
 /* ps_fill's step for a resident entry x (e) of the shared table: a CPU block enters the GPU tier pinned once (0), a
  * GPU block gets one pin more, out of the GPU policy at its first (1: shared) */
 static inline int ps_pin(Tier *g, Entry *x, int32_t e) {
@@ -77,11 +102,88 @@ static inline int ps_pin(Tier *g, Entry *x, int32_t e) {
     return 1;
 }
 
+/* ps_fill's keys in a table in direct mode (ps_mode: every key below its limit; ps_reserve: the room made): key k's
+ * entry is dmap[k] - 1, no hash and no probe -- found, ps_pin (the shared count + its answer); absent, an entry taken
+ * as tadd_take takes it (the free list, else past ent_len: the entries of the hashed table) and put as tadd_put puts
+ * it, pinned once in the GPU tier, dmap[k] naming it, the CPU tier's key set (its fields are clear). Key i +
+ * PF_AHEAD's dmap item prefetched (for writing: an add stores there). ents (NULL: not wanted) gets each key's entry;
+ * *made the new entries. Returns the keys found in the GPU tier (shared) */
+static Py_ssize_t ps_fill_direct(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, Py_ssize_t *made) {
+    Tier *const g = &h->t[0], *const s = h->sh;
+    Entry *const ent = s->ent, *const cent = h->t[1].ent;     /* not moved below: ps_reserve made the room */
+    int32_t *const dmap = s->dmap;
+    int32_t free_head = s->free_head, ent_len = s->ent_len;
+    Py_ssize_t shared = 0, nm = 0;
+    for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) __builtin_prefetch(&dmap[keys[i]], 1, 1);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + PF_AHEAD < n) __builtin_prefetch(&dmap[keys[i + PF_AHEAD]], 1, 1);
+        const uint64_t k = keys[i];
+        int32_t e = dmap[k] - 1;
+        if (e >= 0) {
+            shared += ps_pin(g, &ent[e], e);
+        } else {
+            e = tadd_take(ent, &free_head, &ent_len);
+            Entry *const x = &ent[e];
+            x->key = k;
+            x->pin = 1;
+            x->prev = x->next = -1;
+            x->aux = -1;
+            x->q = QNONE;
+            x->flags = F_GPU;
+            dmap[k] = e + 1;
+            cent[e].key = k;
+            nm++;
+        }
+        if (ents) ents[i] = e;
+    }
+    s->free_head = free_head;
+    s->ent_len = g->ent_len = h->t[1].ent_len = ent_len;
+    *made = nm;
+    return shared;
+}
+
+/* ps_fill's keys in a hashed table (ps_reserve: the room made): each key's probe, ps_pin when found, else a new
+ * entry at the end of its probe run (tadd_atf's steps), pinned once in the GPU tier, the CPU tier's key set. ents
+ * (NULL: not wanted) gets each key's entry; *made the new entries. Returns the keys found in the GPU tier (shared) */
+static Py_ssize_t ps_fill_hashed(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, Py_ssize_t *made) {
+    Tier *const g = &h->t[0], *const s = h->sh;
+    Entry *const ent = s->ent, *const cent = h->t[1].ent;     /* not moved below: ps_reserve made the room */
+    OaSlot *const slots = s->slots;
+    const uint64_t mask = s->mask;
+    const int sh = 32 - s->bits;
+    int32_t free_head = s->free_head, ent_len = s->ent_len;
+    Py_ssize_t shared = 0, nm = 0;
+    uint32_t ring[FP_RING];
+    fp_ring_prime(ring, keys, n, slots, sh);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint32_t f = fp_ring_take(ring, keys, i, n, slots, sh);
+        const uint64_t k = keys[i];
+        uint64_t j;
+        int32_t e = fp_find(slots, ent, mask, sh, k, f, &j);
+        if (e >= 0) {
+            shared += ps_pin(g, &ent[e], e);
+        } else {                                              /* tadd_atf at the end of its probe run */
+            e = tadd_take(ent, &free_head, &ent_len);
+            tadd_put(&ent[e], &slots[j], e, k, 1, f);
+            ent[e].flags = F_GPU;
+            cent[e].key = k;
+            nm++;
+        }
+        if (ents) ents[i] = e;
+    }
+    s->free_head = free_head;
+    s->ent_len = g->ent_len = h->t[1].ent_len = ent_len;
+    *made = nm;
+    return shared;
+}
+
 /* Tier.fill of the GPU tier in the shared table (tfill's rules, own_fill's counts): each key's entry (known: a
- * restore's, from the lookup; else its probe) -- a block of the CPU tier only enters the GPU tier pinned once (its
- * GPU fields were reset when it left the GPU tier), a GPU block is pinned once more (out of the GPU policy at its
- * first pin: pol_remove), an absent key gets a new entry pinned once (its CPU tier's fields are clear: only its key
- * is set there). ents (NULL: not wanted) gets each key's entry. Returns the keys found in the GPU tier (shared), -1 */
+ * restore's, from the lookup; else found by dmap, ps_fill_direct, or by its probe, ps_fill_hashed, the table moved to
+ * its slots first when a key is at or past the direct limit: ps_mode) -- a block of the CPU tier only enters the GPU
+ * tier pinned once (its GPU fields were reset when it left the GPU tier), a GPU block is pinned once more (out of
+ * the GPU policy at its first pin: pol_remove), an absent key gets a new entry pinned once (its CPU tier's fields are
+ * clear: only its key is set there). ents (NULL: not wanted) gets each key's entry. Returns the keys found in the
+ * GPU tier (shared), -1 */
 static Py_ssize_t ps_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
     Tier *g = &h->t[0], *s = h->sh;
     Py_ssize_t made = 0, shared = 0;
@@ -91,32 +193,8 @@ static Py_ssize_t ps_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
             if (ents) ents[i] = known[i];
         }
     } else {
-        if (ps_reserve(h, n) < 0) return -1;
-        Entry *const ent = s->ent, *const cent = h->t[1].ent;   /* not moved below: ps_reserve made the room */
-        OaSlot *const slots = s->slots;
-        const uint64_t mask = s->mask;
-        const int sh = 32 - s->bits;
-        int32_t free_head = s->free_head, ent_len = s->ent_len;
-        uint32_t ring[FP_RING];
-        fp_ring_prime(ring, keys, n, slots, sh);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            const uint32_t f = fp_ring_take(ring, keys, i, n, slots, sh);
-            const uint64_t k = keys[i];
-            uint64_t j;
-            int32_t e = fp_find(slots, ent, mask, sh, k, f, &j);
-            if (e >= 0) {
-                shared += ps_pin(g, &ent[e], e);
-            } else {                                          /* tadd_atf at the end of its probe run */
-                e = tadd_take(ent, &free_head, &ent_len);
-                tadd_put(&ent[e], &slots[j], e, k, 1, f);
-                ent[e].flags = F_GPU;
-                cent[e].key = k;
-                made++;
-            }
-            if (ents) ents[i] = e;
-        }
-        s->free_head = free_head;
-        s->ent_len = g->ent_len = h->t[1].ent_len = ent_len;
+        if ((s->dmap && ps_mode(h, keys, n) < 0) || ps_reserve(h, n) < 0) return -1;
+        shared = s->dmap ? ps_fill_direct(h, keys, n, ents, &made) : ps_fill_hashed(h, keys, n, ents, &made);
         s->nres += made;
     }
     const Py_ssize_t added = n - shared;
@@ -154,7 +232,7 @@ static inline void ps_cpu_leave(Hier *h, int32_t e) {
     y->q = QNONE;
     y->flags = 0;
     h->t[1].nres--;
-    if (!(x->flags & F_GPU)) tdel(h->sh, e);
+    if (!(x->flags & F_GPU)) ps_del(h->sh, e);
 }
 
 /* tcut in the shared table: of the batch's entries ents[0..len) the first ones past the CPU tier's unpinned room are
@@ -172,7 +250,7 @@ static Py_ssize_t ps_cut(Hier *h, const int32_t *ents, Py_ssize_t len) {
             ps_cpu_leave(h, e);
             gone++;
         } else if (!(h->sh->ent[e].flags & F_GPU)) {
-            tdel(h->sh, e);
+            ps_del(h->sh, e);
         }
     }
     c->evicted += gone;
@@ -180,11 +258,17 @@ static Py_ssize_t ps_cut(Hier *h, const int32_t *ents, Py_ssize_t len) {
     return cut;
 }
 
+/* where the deletion of the entry of key k starts in the shared table s: its dmap item (direct) or its home slot */
+static inline const void *ps_del_at(const Tier *s, uint64_t k) {
+    return s->dmap ? (const void *)&s->dmap[k] : (const void *)&s->slots[home(s, k)];
+}
+
 /* the CPU tier's evictions of an insert: n victims chosen by its policy at once (to scratch), each leaving the tier
  * (and the table when the GPU tier does not hold it); 0 or -1. The victims are known before they leave: their
- * entries (the table's, the CPU tier's) are prefetched 2 x PF_AHEAD victims ahead and their home slots PF_AHEAD ahead (a deletion's probe starts
- * there), so the misses of a batch overlap instead of following one another (the home slot was most of the time
- * of ps_insert, perf, Mooncake slru) */
+ * entries (the table's, the CPU tier's) are prefetched 2 x PF_AHEAD victims ahead and where their deletion starts
+ * (ps_del_at: the home slot, a hashed table's probe starts there; the dmap item, direct) PF_AHEAD ahead, so the
+ * misses of a batch overlap instead of following one another (the home slot was most of the time of ps_insert,
+ * perf, Mooncake slru) */
 static int ps_cpu_evict(Hier *h, Py_ssize_t n, int32_t *scratch) {
     Tier *c = &h->t[1], *s = h->sh;
     if (c->ops->evict_begin) c->ops->evict_begin(c, n);
@@ -195,13 +279,13 @@ static int ps_cpu_evict(Hier *h, Py_ssize_t n, int32_t *scratch) {
         __builtin_prefetch(&cent[scratch[i]], 1, 1);
     }
     for (Py_ssize_t i = 0; i < n && i < PF_AHEAD; i++)          /* (independent reads: their misses overlap) */
-        __builtin_prefetch(&s->slots[home(s, ent[scratch[i]].key)], 1, 1);
+        __builtin_prefetch(ps_del_at(s, ent[scratch[i]].key), 1, 1);
     for (Py_ssize_t i = 0; i < n; i++) {
         if (i + 2 * PF_AHEAD < n) {
             __builtin_prefetch(&ent[scratch[i + 2 * PF_AHEAD]], 1, 1);
             __builtin_prefetch(&cent[scratch[i + 2 * PF_AHEAD]], 1, 1);
         }
-        if (i + PF_AHEAD < n) __builtin_prefetch(&s->slots[home(s, ent[scratch[i + PF_AHEAD]].key)], 1, 1);
+        if (i + PF_AHEAD < n) __builtin_prefetch(ps_del_at(s, ent[scratch[i + PF_AHEAD]].key), 1, 1);
         ps_cpu_leave(h, scratch[i]);
     }
     c->held -= n;
@@ -259,8 +343,9 @@ static Py_ssize_t ps_insert(Hier *h, const int32_t *ents, Py_ssize_t len, Py_ssi
 }
 
 /* one table for two tiers that both run fifo or slru (no gate, retain, hosted policy; write-back): the table sized
- * as sh_open sizes it, the CPU tier's entry array beside it. 0 (shared or not) or -1 */
-static int ps_open(Hier *h, Py_ssize_t expected) {
+ * as sh_open sizes it (Hier.sh_want; direct: dmap_start, sh_open's rule), the CPU tier's entry array beside it.
+ * 0 (shared or not) or -1 */
+static int ps_open(Hier *h, Py_ssize_t expected, Py_ssize_t direct) {
     if (h->ntiers != 2 || h->write_through || h->sh) return 0;
     for (int j = 0; j < 2; j++) {
         const Tier *t = &h->t[j];
@@ -270,10 +355,13 @@ static int ps_open(Hier *h, Py_ssize_t expected) {
     if (!s) return -1;
     Py_ssize_t most = h->t[0].capacity + h->t[1].capacity + 1;
     Py_ssize_t want = expected < most ? expected : most;
+    h->sh_want = want > 0 ? want : 0;
     Entry *cent = NULL;
-    if ((most <= PS_ENT_ONCE && grow_table_ents(s, most) < 0) || (want > 0 && grow_table_for(s, want) < 0) ||
-        !(cent = ent_realloc(NULL, 0, sizeof(Entry) * (size_t)(s->ent_cap > 0 ? s->ent_cap : 1)))) {
+    if ((most <= PS_ENT_ONCE && grow_table_ents(s, most) < 0) ||
+        !(cent = ent_realloc(NULL, 0, sizeof(Entry) * (size_t)(s->ent_cap > 0 ? s->ent_cap : 1))) ||
+        (!dmap_start(s, expected, direct) && want > 0 && grow_table_for(s, want) < 0)) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
+        free(cent);
         kstore_free(s);
         return -1;
     }
@@ -289,27 +377,44 @@ static int ps_open(Hier *h, Py_ssize_t expected) {
     return 0;
 }
 
-/* the shared table's own invariants with policy tiers: the tiers' views, every entry in some tier, pins only on GPU
- * blocks, the CPU tier's array agreeing with the table (its key, F_CPU); NULL or what is wrong */
+/* ps_check's steps for entry e of the shared table, in some tier: pins only on GPU blocks, no GPU policy field on
+ * a block not in the GPU tier, the CPU tier's array agreeing with the table (its key, F_CPU); NULL or what is wrong */
+static const char *ps_check_entry(const Hier *h, int32_t e) {
+    const Entry *x = &h->sh->ent[e], *y = &h->t[1].ent[e];
+    const uint8_t in = x->flags & (F_GPU | F_CPU);
+    if (!in) return "an entry of the shared table in no tier";
+    if (!(in & F_GPU) && x->pin) return "a pin count on a block not in the GPU tier";
+    if (!(in & F_GPU) && (x->flags & ~F_CPU)) return "GPU policy fields on a block not in the GPU tier";
+    if (((y->flags & F_CPU) != 0) != ((in & F_CPU) != 0)) return "the CPU tier's flag differs from the table's";
+    if (y->key != x->key) return "the CPU tier's key differs from the table's";
+    return NULL;
+}
+
+/* the shared table's own invariants with policy tiers: the tiers' views, every entry named by a slot (hashed) or
+ * by dmap (direct: dmap_check; no free entry has the CPU tier's flag) in some tier, ps_check_entry's; NULL or what
+ * is wrong */
 static const char *ps_check(const Hier *h) {
     const Tier *s = h->sh;
-    const Entry *cent = h->t[1].ent;
+    const char *why = NULL;
     for (int j = 0; j < 2; j++)
         if (h->t[j].slots != s->slots || h->t[j].mask != s->mask || h->t[j].ent_len != s->ent_len)
             return "a tier's view of the shared table is stale";
     if (h->t[0].ent != s->ent) return "the GPU tier does not read the shared entries";
+    if (s->dmap) {
+        if ((why = dmap_check(s))) return why;
+        for (int32_t e = 0; e < s->ent_len; e++) {
+            if (s->ent[e].flags & (F_GPU | F_CPU)) why = ps_check_entry(h, e);
+            else if (h->t[1].ent[e].flags & F_CPU) why = "a free entry with the CPU tier's flag";
+            if (why) return why;
+        }
+        return NULL;
+    }
     Py_ssize_t occ = 0;
     for (uint64_t i = 0; i <= s->mask; i++) {
         int32_t e = s->slots[i].e;
         if (e < 0) continue;
         occ++;
-        uint8_t in = s->ent[e].flags & (F_GPU | F_CPU);
-        if (!in) return "an entry of the shared table in no tier";
-        if (!(in & F_GPU) && s->ent[e].pin) return "a pin count on a block not in the GPU tier";
-        if (!(in & F_GPU) && (s->ent[e].flags & ~F_CPU)) return "GPU policy fields on a block not in the GPU tier";
-        if (((cent[e].flags & F_CPU) != 0) != ((in & F_CPU) != 0))
-            return "the CPU tier's flag differs from the table's";
-        if (cent[e].key != s->ent[e].key) return "the CPU tier's key differs from the table's";
+        if ((why = ps_check_entry(h, e))) return why;
     }
     return occ == s->nres ? NULL : "shared table: slots used differ from its entries";
 }
