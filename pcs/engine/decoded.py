@@ -150,7 +150,7 @@ class Decoded:
         finally:
             try:
                 if ahead:
-                    batches.close()    # a read in flight after an error or Ctrl-C: waited for, dropped; its worker ended
+                    batches.close()    # a read in flight after an error or Ctrl-C: waited for, dropped; worker ended
                 if keep_worker and turns is not None:
                     self._worker = turns.take_worker()      # None unless result kept it (no error)
             finally:
