@@ -27,6 +27,45 @@ static inline uint64_t dmap_limit(Py_ssize_t expected) {
     return lim < DMAP_MIN ? DMAP_MIN : lim > DMAP_MAX ? DMAP_MAX : lim;
 }
 
+/* One direct map kept between tables, process-wide (dmap_keep, dmap_take): a map of at most DMAP_KEEP_BYTES (the
+ * smallest, DMAP_MIN keys: traces of up to 2**19 block hashes) is not unmapped when its table ends or goes hashed
+ * but kept for the next table of its size, which clears the part its keys touched (below the old dtop) with one
+ * memset instead of faulting in each 4 KiB page it touches (the 1x Mooncake call: 179 pages, each faulted on the
+ * lookup's read and again on the add's write, 358 of its 362 minor faults, on the step loop's path;
+ * docs/performance.md, "The 1x call's fixed costs"). Kept: at most 4 MB of address space, the pages the last table
+ * touched resident (4 B a key below its dtop). The slot is guarded by a spin flag (dmap_free runs in step loops
+ * without the GIL); its holder only copies three fields. */
+#define DMAP_KEEP_BYTES ((size_t)DMAP_MIN * sizeof(int32_t))
+static struct { int32_t *p; size_t bytes; uint64_t dirty; } dmap_spare;   /* p NULL: none kept */
+static char dmap_spare_busy;
+
+static inline void dmap_spare_lock(void) {
+    while (__atomic_test_and_set(&dmap_spare_busy, __ATOMIC_ACQUIRE)) {
+    }   /* held for a few loads and stores */
+}
+
+/* the kept map when it has `bytes` mapped bytes, its first `dirty` keys zeroed (all of it zero then), else NULL */
+static int32_t *dmap_take(size_t bytes) {
+    dmap_spare_lock();
+    int32_t *p = dmap_spare.bytes == bytes ? dmap_spare.p : NULL;
+    uint64_t dirty = dmap_spare.dirty;
+    if (p) dmap_spare.p = NULL, dmap_spare.bytes = 0, dmap_spare.dirty = 0;
+    __atomic_clear(&dmap_spare_busy, __ATOMIC_RELEASE);
+    if (p) memset(p, 0, (size_t)dirty * sizeof(int32_t));
+    return p;
+}
+
+/* map p (`bytes` mapped bytes, keys below `dirty` possibly nonzero) kept for a later table: 1, or 0 (too large, or
+ * one is kept already: the caller unmaps it) */
+static int dmap_keep(int32_t *p, size_t bytes, uint64_t dirty) {
+    if (bytes > DMAP_KEEP_BYTES) return 0;
+    dmap_spare_lock();
+    const int kept = dmap_spare.p == NULL;
+    if (kept) dmap_spare.p = p, dmap_spare.bytes = bytes, dmap_spare.dirty = dirty;
+    __atomic_clear(&dmap_spare_busy, __ATOMIC_RELEASE);
+    return kept;
+}
+
 /* table s in direct mode for keys below lim: dmap zeroed (from 4 MB on mapped from the kernel, advised for huge
  * pages from DMAP_SMALL_BYTES on and against them below: fresh pages read as zero, backed once touched; below 4 MB,
  * calloc). 0, or -1 when the memory is not there (s
@@ -39,11 +78,13 @@ static int dmap_open(Tier *s, uint64_t lim) {
         p = calloc(1, bytes ? bytes : 1);
     } else {
         bytes = (bytes + 4095) & ~(size_t)4095;
-        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED) p = NULL;
+        if ((p = dmap_take(bytes)) == NULL) {   /* the map a previous table kept (dmap_keep), cleared; else a new one */
+            p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (p == MAP_FAILED) p = NULL;
 #if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
-        else madvise(p, bytes, bytes < DMAP_SMALL_BYTES ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+            else madvise(p, bytes, bytes < DMAP_SMALL_BYTES ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
 #endif
+        }
         if (p) s->dmapped = bytes;
     }
     if (!p) return -1;
@@ -62,7 +103,9 @@ static int dmap_start(Tier *s, Py_ssize_t expected, Py_ssize_t direct) {
 
 /* dmap released (the table hashed from now on, or freed) */
 static void dmap_free(Tier *s) {
-    if (s->dmapped) munmap(s->dmap, s->dmapped);
+    if (s->dmapped) {
+        if (!dmap_keep(s->dmap, s->dmapped, s->dtop)) munmap(s->dmap, s->dmapped);
+    }
     else free(s->dmap);
     s->dmap = NULL;
     s->dmapped = 0;

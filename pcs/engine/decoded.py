@@ -115,6 +115,8 @@ class Decoded:
             while the walk finishes its last batch (:meth:`pcs.engine.turns.TurnWalk.result`), or None: the
             caller's own work done in that wait instead of after the decode (:class:`pcs.engine.loops.HierarchyAhead`;
             without ``turns`` there is no wait, and it is not called).
+        keep_worker: with ``turns`` on a worker thread, that worker is kept idle once the trace is decoded, for
+            :meth:`take_worker` (the caller then closes it), instead of ended.
     Attributes:
         batches: the checked batches, ids numbered from 0, in order, small ones joined (:func:`_joined`).
         block_size: tokens per block (None for an empty trace).
@@ -126,8 +128,8 @@ class Decoded:
     """
 
     def __init__(self, source: Any, turns: Any = None, pieces: Any = None, ahead: bool = False,
-                 meanwhile: Callable[[int], None] | None = None) -> None:
-        each, self._pieces = None, (pieces if turns is not None else None)
+                 meanwhile: Callable[[int], None] | None = None, keep_worker: bool = False) -> None:
+        each, self._pieces, self._worker = None, (pieces if turns is not None else None), None
         ahead = ahead and turns is not None and _from_file(source)
         decode_ahead = ahead and _decodes_ahead(source)     # the read on this thread, each decode on its own
         if turns is not None:
@@ -144,13 +146,23 @@ class Decoded:
                 self._pieces.drain()       # the pieces the worker has not reached, made here while it walks
             self.num_block_hashes = sum(int(b.block_offsets[-1] - b.block_offsets[0]) for b in self.batches)
             then = None if meanwhile is None else (lambda: meanwhile(self.num_block_hashes))
-            self.next_turns = None if turns is None else turns.result(then)
+            self.next_turns = None if turns is None else turns.result(then, keep=keep_worker)
         finally:
-            if ahead:
-                batches.close()    # a read in flight after an error or Ctrl-C: waited for, dropped; its worker ended
-            if turns is not None:
-                turns.close()      # a walk still in flight after a reader's error or Ctrl-C: waited for, dropped
+            try:
+                if ahead:
+                    batches.close()    # a read in flight after an error or Ctrl-C: waited for, dropped; worker ended
+                if keep_worker and turns is not None:
+                    self._worker = turns.take_worker()      # None unless result kept it (no error)
+            finally:
+                if turns is not None:
+                    turns.close()      # a walk still in flight after a reader's error or Ctrl-C: waited for, dropped
         self.block_size = int(self.batches[0].block_size) if self.batches else None
+
+    def take_worker(self) -> Any:
+        """The next-turn walk's worker kept idle (``keep_worker``), handed over once: a
+        :class:`pcs.beside.Beside` the caller must close; else None."""
+        worker, self._worker = self._worker, None
+        return worker
 
     def made_chunks(self, rules: Any, timing: Any, decode: bool) -> Iterator | None:
         """The chunks made in the decode pass (``pieces``), in order, when they are those

@@ -63,7 +63,8 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
 
 
 def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str, native: str | None,
-                  rules: BlockRules, time_model: Any, meanwhile: Callable[[int], None] | None = None) -> Any:
+                  rules: BlockRules, time_model: Any, meanwhile: Callable[[int], None] | None = None,
+                  keep_worker: bool = False) -> Any:
     """``source`` decoded once when more than one pass reads it (an event-loop plan), else as it is. When the
     step scheduler will need the next-turn search (:func:`_resolve_step`) and it runs compiled, the search walks
     each batch as it is decoded, on a worker thread (:class:`pcs.engine.turns.TurnWalk`; the decoded trace's
@@ -72,7 +73,8 @@ def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str,
     chunks already made. With threads (:func:`pcs.beside.threads_wanted`) a trace file is read on a worker of its
     own and the calling thread makes the pieces meanwhile (``Decoded(..., ahead=True)``). ``meanwhile``: called with
     the trace's block hashes while the walk finishes its last batch (``Decoded``'s; a
-    :class:`pcs.engine.loops.HierarchyAhead`)."""
+    :class:`pcs.engine.loops.HierarchyAhead`). ``keep_worker``: the walk's worker thread kept idle for the caller
+    (``Decoded``'s: :meth:`pcs.engine.decoded.Decoded.take_worker`), who closes it."""
     if not any(p.row.kind == "event-loop" for p in plans):
         return source
     walk = pieces = None
@@ -84,7 +86,8 @@ def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str,
         if _native.resolve(native, "turns") == "c":
             walk = TurnWalk(threads_wanted())
             pieces = ChunkPieces(rules, time_model) if time_model is not None else None
-    return Decoded(source, walk, pieces, ahead=walk is not None and threads_wanted(), meanwhile=meanwhile)
+    return Decoded(source, walk, pieces, ahead=walk is not None and threads_wanted(), meanwhile=meanwhile,
+                   keep_worker=keep_worker)
 
 
 def _fed_loops(loop_args: tuple, source: Any, rules: BlockRules, time_model: Any,

@@ -49,6 +49,7 @@ from typing import Any, Callable, Sequence
 
 from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.beside import Beside, sized, threads_wanted
+from pcs.engine.decoded import Decoded
 from pcs.engine.engine import EngineResult
 from pcs.engine.feed import _decoded_once, _fed_loops
 from pcs.engine.loops import HierarchyAhead
@@ -139,11 +140,15 @@ def _run(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[
     plans = _place(tiers0, timing, requested, native, hybrid, step)
     ahead = HierarchyAhead.of(plans, tiers0, write_policy, hybrid) if passes is None else None
     source = passes.source if passes is not None else _decoded_once(source, plans, step, timing, native, rules,
-                                                                     time_model, None if ahead is None else ahead.build)
-    resolved = _resolve_step(step, timing, source, rules, native, passes)
-    seq_side, scan_side = Beside(threads_wanted()), Beside(threads_wanted())   # side work on worker threads
+                                                                     time_model, None if ahead is None else ahead.build,
+                                                                     keep_worker=True)
+    # side work on worker threads; the two-tier scan's on the next-turn walk's, idle once the trace is decoded (one
+    # thread start fewer on this thread's path: docs/performance.md, "The 1x call's fixed costs")
+    walker = source.take_worker() if passes is None and isinstance(source, Decoded) else None
+    seq_side, scan_side = Beside(threads_wanted()), walker or Beside(threads_wanted())
     done = no_cache_result = go = None
     try:
+        resolved = _resolve_step(step, timing, source, rules, native, passes)
         scan2, go = _open_scan(plans, source, rules, tiers0, write_policy, requested, resolved, scan_side)
         base = _baseline(scan2, plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s, seq_side)
         plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)

@@ -181,6 +181,7 @@ class TurnWalk:
         if self._tn is None:
             raise RuntimeError(f"the compiled {_native.TWINS['turns']} is not built")
         self._state, self._n, self._side = self._tn.new(), 0, Beside(threaded)
+        self._kept = False                       # the worker left idle by result(keep=True), not yet taken
         self._pending: list = []                 # batches added while the worker was busy, in order
         self._running = False                    # a call handed to the worker and not joined
         self._finished = threading.Event()       # set by that call when it is done (join will not wait)
@@ -233,25 +234,42 @@ class TurnWalk:
         if idle:
             self._hand_over()            # the previous call is done (its error is raised here)
 
-    def result(self, meanwhile: Callable[[], Any] | None = None) -> DecodeBlocks:
+    def result(self, meanwhile: Callable[[], Any] | None = None, keep: bool = False) -> DecodeBlocks:
         """The decode blocks of every batch added (the worker joined and ended); its arrays are read-only views of
         the bytes the compiled search lays out by request index (``_turns.result``). ``meanwhile``: called on this
         thread once the batches still pending are handed to the worker, before waiting for it (the caller's work
-        beside the last walk, :class:`pcs.engine.decoded.Decoded`); its error is raised once the worker is ended."""
+        beside the last walk, :class:`pcs.engine.decoded.Decoded`); its error is raised once the worker is ended.
+        ``keep``: once every walk is joined without error, the worker is left idle instead of ended, for
+        :meth:`take_worker` (:meth:`close` still ends it when nobody takes it)."""
+        kept = False
         try:
             self._hand_over()            # the batches still pending
             if meanwhile is not None:
                 meanwhile()
             self._side.join()
+            kept = self._kept = keep and self._side.threaded
         finally:
-            self._side.close()
+            if not kept:
+                self._side.close()
         index, starts, ids, pairs = self._tn.result(self._state)    # by request index already (no sort here)
         return DecodeBlocks(np.frombuffer(index, np.int64), np.frombuffer(starts, np.int64),
                             np.frombuffer(ids, np.uint64), self._n, pairs)
 
+    def take_worker(self) -> Any:
+        """The worker thread's :class:`pcs.beside.Beside`, idle, left by :meth:`result` with ``keep``: handed to the
+        caller, who must close it (the next side work of the replay runs on it instead of a new thread: one
+        ``Thread.start`` fewer on the caller's path); None when there is none (threads off, or not kept).
+        Once taken, :meth:`close` no longer touches it."""
+        side, kept, self._kept = self._side, self._kept, False
+        if not kept:
+            return None
+        self._side = None                        # close() has nothing left to end (no join: no wait to cut)
+        return side
+
     def close(self) -> None:
-        """Wait for a walk in flight (its outcome dropped) and end the worker thread."""
-        self._side.close()
+        """Wait for a walk in flight (its outcome dropped) and end the worker thread (none once taken)."""
+        if self._side is not None:
+            self._side.close()
 
 
 def decode_blocks_python(source: Any) -> DecodeBlocks:
