@@ -1,4 +1,4 @@
-"""The direct map kept between tables (pcs/cache/_lruhier.c ``dmap_keep`` / ``dmap_take``).
+"""The direct map kept between tables (pcs/cache/_dmap.h ``dmap_keep`` / ``dmap_take``).
 
 A shared LRU table's direct map of the least size (2**20 keys, 4 MB: traces of up to 2**19 block hashes) is not
 unmapped when its table ends or goes hashed: the next table of that size takes it, the keys the last one touched
