@@ -7,7 +7,8 @@ Python >= 3.11 (stdlib ``tomllib``) or the ``tomli`` package.
 Every problem names the file: a device or a file over :data:`MAX_SETTINGS_BYTES`
 (refused before reading), text that is not UTF-8, invalid or too deeply
 nested JSON/TOML, JSON's non-standard ``NaN`` / ``Infinity`` and numbers that
-overflow to infinity (``1e999``), a key given twice in one JSON object (TOML
+overflow to infinity (``1e999``), a string holding a lone surrogate (a ``\\ud800`` escape, which no UTF-8
+output can hold; named by its field, as the trace readers name theirs), a key given twice in one JSON object (TOML
 refuses it itself), a top level that is not a table. A key the
 reader does not know is refused by :func:`refuse_unknown_keys`.
 """
@@ -65,7 +66,36 @@ def _no_constant(name: str) -> Any:
     raise UserError(f"{name} is not a JSON number")
 
 
+def _lone_surrogate(value: Any, where: str = "") -> tuple[str, str] | None:
+    """The first string (a key or a value) of the parsed JSON ``value`` holding a lone surrogate, as
+    ``(field path 'a.b[3].c', its escape)``, or None. Iterative (a file may nest to jsondepth's limit)."""
+    from pcs.trace.jsonfast import lone_surrogate
+
+    todo = [(where, value)]
+    while todo:
+        at, item = todo.pop()
+        if isinstance(item, str):
+            if (bad := lone_surrogate(item)) is not None:
+                return at or "(top level)", bad
+        elif isinstance(item, dict):
+            for key in reversed(list(item)):
+                if (bad := lone_surrogate(key)) is not None:
+                    shown = key.encode("ascii", "backslashreplace").decode("ascii")
+                    return f"{at}.{shown}" if at else shown, bad
+                todo.append((f"{at}.{key}" if at else key, item[key]))
+        elif isinstance(item, list):
+            todo.extend((f"{at}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+    return None
+
+
 def _loads_json(path: Path, text: str) -> Any:
+    data = _parse_json(path, text)
+    if (bad := _lone_surrogate(data)) is not None:
+        raise InputError(str(path), None, bad[0], f"a lone surrogate {bad[1]} is not text (not valid Unicode)")
+    return data
+
+
+def _parse_json(path: Path, text: str) -> Any:
     try:
         return jsondepth.loads(text, parse_float=_finite, parse_constant=_no_constant, object_pairs_hook=jsondepth.no_duplicate_keys)
     except json.JSONDecodeError as exc:

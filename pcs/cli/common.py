@@ -527,6 +527,18 @@ def emit(payload: dict[str, Any], fmt: str, table: str | Callable[[], str], rows
         rows = payload.get(rows_key) if rows_key else None
         if not isinstance(rows, list):
             rows = [{k: v for k, v in payload.items() if not isinstance(v, (dict, list))}]
-        click.echo(_csv_text(rows), nl=False)
+        click.echo(utf8_text(_csv_text(rows)), nl=False)
     else:
-        click.echo(table() if callable(table) else table)
+        click.echo(utf8_text(table() if callable(table) else table))
+
+
+def utf8_text(text: str) -> str:
+    """``text`` with each lone surrogate as its Python escape (``\\udcff``), so any UTF-8 stream takes it.
+
+    A trace path whose file name is not UTF-8 (byte 0xff reaches Python as ``\\udcff``) or a ``\\ud800`` escape
+    in a JSON input has no UTF-8 form; a strict stdout (``PYTHONIOENCODING=utf-8``, a pipe under some
+    locales) would raise UnicodeEncodeError. The tables, the HTML page and a sweep's Parquet rows show the same
+    escape; JSON output has its own (``json.dumps`` escapes every non-ASCII character)."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -129,9 +129,9 @@ def curve_figure(result: Any, model_name: str | None, trace: str | None = None) 
     ax.set_xlabel(f"capacity (blocks of {result.block_size} tokens, log scale)")
     bb = result.block_bytes
     if model_name and bb:
-        _bytes_axis(ax, bb, model_name)
+        _bytes_axis(ax, bb, shown_path(model_name))   # shown_path: a lone surrogate is no glyph (matplotlib refuses it)
     trace = trace or result.trace
-    ax.set_title(f"Hit ratio by capacity: {Path(str(trace)).name} ({format_count(result.requests)} requests, "
+    ax.set_title(f"Hit ratio by capacity: {shown_path(Path(str(trace)).name)} ({format_count(result.requests)} requests, "
                  f"block {result.block_size} tokens)", fontsize=10)
     ax.set_ylabel("hit ratio (% of prompt tokens)")
     ax.set_ylim(bottom=0)

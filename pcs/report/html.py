@@ -102,13 +102,17 @@ def render_html(page: dict, version: str | None = None) -> str:
 def write_file(path: str | Path, data: str | bytes) -> None:
     """Write ``data`` (text as UTF-8) to ``path`` through a temporary file and a rename (:mod:`pcs.outfile`).
 
+    A lone surrogate in the text -- a file name that is not UTF-8 (``tr\\xffce.jsonl`` reaches Python as
+    ``tr\\udcffce.jsonl``) or a ``\\ud800`` escape in a JSON string -- has no UTF-8 form; it is written as its
+    Python escape (``\\udcff``), as the text tables show it (:func:`pcs.report.table.shown_path`), not refused.
+
     Raises:
         OSError: the folder does not exist or is not writable (naming ``path``).
     """
     from pcs.outfile import atomic_output
 
     with atomic_output(path) as tmp, open(tmp, "wb") as f:
-        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        f.write(data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data)
 
 
 def write_report(path: str | Path, payloads: Sequence[dict], *, curve: dict | None = None,

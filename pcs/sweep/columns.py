@@ -61,8 +61,16 @@ def declared_types(obj: Any, prefix: str = "") -> dict[str, str]:
     return out
 
 
+def _utf8(value: Any) -> Any:
+    """``value``; a string holding a lone surrogate (a trace path whose name is not UTF-8: byte 0xff reaches
+    Python as ``\\udcff``) with each surrogate as its Python escape (``\\udcff``, as the text tables show it):
+    a Parquet string is UTF-8 and cannot hold one."""
+    return value.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(value, str) else value
+
+
 def typed_table(row: dict[str, Any], types: dict[str, str]) -> Any:
-    """The one-row pyarrow Table of ``row``, its null columns typed from ``types`` (others inferred).
+    """The one-row pyarrow Table of ``row``, its null columns typed from ``types`` (others inferred); a lone
+    surrogate in a string is written as its escape (:func:`_utf8`).
 
     Raises:
         UserError: an integer outside int64, naming the column.
@@ -72,7 +80,7 @@ def typed_table(row: dict[str, Any], types: dict[str, str]) -> Any:
     for key, value in row.items():   # an int beyond int64 fits no column (pyarrow: OverflowError)
         if isinstance(value, int) and not -INT64_MAX - 1 <= value <= INT64_MAX:
             raise UserError(f"column {key!r}: {value} is beyond what an int64 column holds (2^63 - 1)")
-    table = pa.Table.from_pylist([row])
+    table = pa.Table.from_pylist([{k: _utf8(v) for k, v in row.items()}])
     fields = [pa.field(f.name, getattr(pa, types[f.name])()) if pa.types.is_null(f.type) and f.name in types else f
               for f in table.schema]
     return table.cast(pa.schema(fields))
