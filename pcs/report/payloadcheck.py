@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import types
 import typing
 from typing import Any
@@ -49,6 +50,10 @@ _WHOLE = ("compare", "curve")
 _OLDER_LACK = {"curve": ("block_accesses",)}
 #: float fields the page computes with: a number, never null
 _NUMBER_ONLY = {"curve": ("ceiling_hit_ratio", "sample_rate")}
+#: nested float fields the page computes with, by path (``[]``: every item of a list): a number, never null (the
+#: time axis's step; the restore-vs-recompute scatter's two coordinates of each request)
+_NUMBER_PATHS = ("series.step_s", "distributions.restore_vs_recompute.restore_s[]",
+                 "distributions.restore_vs_recompute.prefill_saved_s[]")
 _ROW = dict[str, Any]
 #: the accounting modes of a footprint: each a *_bytes total and, in a by_dtype row, a *_ratio_vs_bf16
 _MODES = ("reference", "serialized", "reserved", "prefix_store")
@@ -152,11 +157,13 @@ def check_value(value: Any, tp: Any, path: str, number_only: bool = False) -> No
 
 def _walk(value: Any, tp: Any, path: str, number_only: bool = False, shown: str | None = None) -> None:
     """Raise a UserError naming the first place under ``path`` where ``value`` is not of ``tp``; ``shown``: the
-    name the file gives the field at ``path`` (an old curve's, :func:`pcs.curves.result.upgraded_curve`)."""
+    name the file gives the field at ``path`` (an old curve's, :func:`pcs.curves.result.upgraded_curve`);
+    ``number_only`` too for a path of :data:`_NUMBER_PATHS`."""
+    number_only = number_only or (value is None and re.sub(r"\[\d+\]", "[]", path) in _NUMBER_PATHS)
     if not _shallow(value, tp, number_only):
         raise UserError(f"field '{shown or path}': must be {must_be(tp, path, number_only)}, "
                         f"got {json.dumps(value)[:60]}")
-    if tp is float and isinstance(value, float) and not math.isfinite(value):
+    if (tp is float or tp is Any) and isinstance(value, float) and not math.isfinite(value):   # pcs writes no NaN
         raise UserError(f"field '{shown or path}': must be a finite number, got {json.dumps(value)} (pcs writes a "
                         "non-finite number as null)")
     _check_range(value, path, shown)
@@ -210,6 +217,8 @@ def _ranges() -> dict[str, NumberRange]:
         "ratio": NumberRange("a ratio in [0, 1]", 0.0, 1.0, False),
         "ratio_difference": NumberRange("a difference of two ratios, in [-1, 1]", -1.0, 1.0, False),
         "count": NumberRange("a count >= 0 below 2^63", 0, 2 ** 63 - 1, True),
+        "nonnegative": NumberRange("a number >= 0", 0.0, math.inf, False),
+        "positive": NumberRange("a number > 0", 0.0, math.inf, False, low_open=True),
         "positive_count": NumberRange("a count >= 1 below 2^63", 1, 2 ** 63 - 1, True),
         "sample_rate": NumberRange("a rate in (0, 1]", 0.0, 1.0, False, low_open=True),
         "block_size": NumberRange(f"a count >= 1 up to {MAX_BLOCK_SIZE:,} (tokens per block, "
@@ -229,8 +238,20 @@ RANGES: dict[str, NumberRange] = _ranges()
 #: integer fields that count (blocks, accesses, misses, tokens, bytes, requests): rule ``count``. Of a footprint:
 #: ``tokens`` (T; ``pcs footprint --tokens 0`` is taken), a component's ``tokens_held`` (0 for T = 0 and for the
 #: page-padding row) and ``layers`` (0 for the page-padding row, pcs.model.footprint.PAGE_PADDING).
-_COUNT_SUFFIXES = ("_blocks", "_accesses", "_misses", "_tokens", "_bytes")
-_COUNT_NAMES = ("requests", "block_accesses", "tokens", "tokens_held", "layers")
+#: A byte size per unit (``bytes_per_block``, ``serialized_bytes_per_token``, ``fixed_bytes_per_sequence``), a
+#: count of requests or restores, a ``trace_file``'s ``bytes``, each value of a ``bytes`` split (per link, per
+#: tier, per component: :data:`_COUNT_PARENTS`, ``X_by_component`` takes the rule of X) is a count too.
+_COUNT_SUFFIXES = ("_blocks", "_accesses", "_misses", "_tokens", "_bytes", "_blocks_end", "_blocks_peak",
+                   "_bytes_end", "_bytes_peak", "bytes_per_block", "bytes_per_token",
+                   "bytes_per_sequence")
+_COUNT_NAMES = ("requests", "block_accesses", "tokens", "tokens_held", "layers", "bytes", "restored", "restores",
+                "sampled", "requests_with_hit", "requests_truncated", "requests_waited")
+_COUNT_PARENTS = ("restored_per_link", "written_per_tier")
+#: numbers above 0: a time series' sampling step ``step_s`` (0.001 s x 2^k), a link's bandwidth (``bandwidth_bps``
+#: of an envelope link, each of ``series.link_bandwidth_bps``: pcs.engine.api refuses a link of bandwidth 0)
+_POSITIVE_NUMBERS = ("step_s", "bandwidth_bps")
+#: numbers at least 0 with no upper bound: a footprint's ``MODE_ratio_vs_bf16`` (bytes over bf16's: fp32 is 2)
+_NONNEGATIVE_SUFFIXES = ("_ratio_vs_bf16",)
 #: integer fields that are at least 1: rule ``positive_count``. ``tp`` (a footprint's and a replay's: the
 #: tensor-parallel ranks, ``--tp`` 1..1024; a group of 0 GPUs holds nothing), a footprint's ``sequences``
 #: (``--sequences`` 1..10^9: the totals are per sequence times it) and ``num_layers`` (a model whose no layer holds a
@@ -261,8 +282,14 @@ def range_rule(path: str) -> NumberRange | None:
         return RANGES["sample_rate"]
     if key in _POSITIVE_NAMES or parent in _POSITIVE_PARENTS:
         return RANGES["positive_count"]
-    if key in _COUNT_NAMES or key.endswith(_COUNT_SUFFIXES):
+    if key in _COUNT_NAMES or key.endswith(_COUNT_SUFFIXES) or parent in _COUNT_PARENTS:
         return RANGES["count"]
+    if parent.endswith("_by_component") and "[" not in parts[-1]:
+        return range_rule(parent.removesuffix("_by_component"))
+    if key in _POSITIVE_NUMBERS or parent == "link_bandwidth_bps":
+        return RANGES["positive"]
+    if key.endswith(_NONNEGATIVE_SUFFIXES):
+        return RANGES["nonnegative"]
     return None
 
 
@@ -343,7 +370,10 @@ def check_payload(kind: str, payload: dict, written: dict[str, str] | None = Non
     if kind == "compare":
         _check_tier_capacities(payload)
     if kind == "replay":
+        from pcs.report.replaycheck import check_replay_relations
+
         _check_threads_mode(payload)
+        check_replay_relations(payload)
     if kind == "curve":
         from pcs.report.curvecheck import check_curve
 

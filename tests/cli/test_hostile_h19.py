@@ -100,7 +100,7 @@ def test_every_mistyped_field_is_one_line_or_a_page_never_a_bug(tmp_path, real_j
     # the hostile tester's crashes, one of each kind, with the message worked out from the declared type and, for a
     # number, its range rule (pcs.report.payloadcheck.must_be: one wording for every kind)
     ("replay", "model", 5, "field 'model': must be a string, got 5"),
-    ("replay", "reference_bytes_per_block", None, "field 'reference_bytes_per_block': must be an integer, got null"),
+    ("replay", "reference_bytes_per_block", None, "field 'reference_bytes_per_block': must be a count >= 0 below 2^63, got null"),
     ("replay", "single_sequence_with_decode_hit_ratio", "x",
      "field 'single_sequence_with_decode_hit_ratio': must be a ratio in [0, 1] or null, got \"x\""),
     # ideal null while hit_ratio is a number: the waterfall's levels are null together (no prompt tokens) or not

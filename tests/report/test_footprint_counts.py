@@ -81,4 +81,4 @@ def test_a_footprint_below_one_block_draws_its_null_ratios(tmp_path):
     bad = copy.deepcopy(fp)
     bad["by_dtype"][1]["reserved_ratio_vs_bf16"] = None
     r, f = _report(tmp_path, bad)
-    assert_one_line_error(r, f"{f}: field 'by_dtype[1].reserved_ratio_vs_bf16': must be a number, got null")
+    assert_one_line_error(r, f"{f}: field 'by_dtype[1].reserved_ratio_vs_bf16': must be a number >= 0, got null")
