@@ -104,6 +104,8 @@ def _parse_json(path: Path, text: str) -> Any:
         raise InputError(str(path), None, None, str(exc)) from None
     except jsondepth.NumberTooLongError as exc:
         raise InputError(str(path), exc.lineno, exc.field, str(exc)) from None
+    except jsondepth.DuplicateKeyError as exc:    # its line and the object's path (jsondepth.duplicate_place)
+        raise InputError(str(path), exc.lineno, exc.field, str(exc)) from None
     except ValueError as exc:  # _finite / _no_constant / jsondepth.no_duplicate_keys
         raise InputError(str(path), None, None, f"invalid JSON: {exc}") from None
 

@@ -19,7 +19,7 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["MAX_JSON_DEPTH", "TOO_DEEP", "TooDeepError", "NumberTooLongError", "DuplicateKeyError", "long_integer",
+__all__ = ["MAX_JSON_DEPTH", "TOO_DEEP", "TooDeepError", "NumberTooLongError", "DuplicateKeyError", "duplicate_place", "long_integer",
            "too_long_text", "no_duplicate_keys", "loads"]
 
 #: Deepest nesting accepted (a Mooncake line is 2 deep: the object and its id list).
@@ -127,11 +127,67 @@ def _depth(obj: Any) -> int:
 class DuplicateKeyError(ValueError):
     """A key given twice in one JSON object (``key``): ``json.loads`` keeps the last one silently, so
     ``"num_hidden_layers": 32, "num_hidden_layers": 16`` would read as 16 and a hand-edited ``"hit_ratio"`` given
-    twice would draw one of its two values. RFC 8259 §4: the names within an object SHOULD be unique."""
+    twice would draw one of its two values. RFC 8259 §4: the names within an object SHOULD be unique.
+
+    Attributes:
+        key: the key. lineno: the line (1-based) of its second occurrence, and field: the path of the object holding
+        it (``tiers[1]``; None at the top level), both set by :func:`loads` (None from the hook alone).
+    """
 
     def __init__(self, key: str) -> None:
         self.key = key
+        self.lineno: int | None = None
+        self.field: str | None = None
         super().__init__(f"key {key!r} appears twice in one object")
+
+
+def _child(frame: list, top: bool) -> str:
+    """The path of the value a scan frame (``[kind, keys or index, path, key]``) is at."""
+    if frame[0] == "[":
+        return f"{frame[2] or ''}[{frame[1]}]"
+    return frame[3] if top else f"{frame[2]}.{frame[3]}"
+
+
+def duplicate_place(text: str, key: str) -> tuple[int, str | None] | None:
+    """``(line, object path)`` where ``key`` is first given twice in one object of the JSON ``text`` (the line of
+    its second occurrence, 1-based; the path ``a.b[3]`` of the object, None for the top level), or None. A scan of
+    the text (json.decoder.scanstring reads each string), run only after :func:`no_duplicate_keys` refused it
+    (``key``: the one it named; the hook sees an inner object before the one holding it, the scan sees text order).
+
+    >>> duplicate_place('{"a": 1, "b": {"c": 1,\\n "c": 2}}', "c")
+    (2, 'b')
+    """
+    from json.decoder import scanstring
+
+    stack: list[list] = []            # [kind "{" or "[", keys seen or element index, path, last key]
+    i, n, line, want_key = 0, len(text), 1, False
+    while i < n:
+        c = text[i]
+        if c == '"':
+            value, end = scanstring(text, i + 1)
+            if want_key and stack and stack[-1][0] == "{":
+                frame = stack[-1]
+                if value == key and value in frame[1]:
+                    return line, frame[2]
+                frame[1].add(value)
+                frame[3], want_key = value, False
+            i = end
+            continue
+        if c in "{[":
+            path = _child(stack[-1], len(stack) == 1) if stack else None
+            stack.append([c, set() if c == "{" else 0, path, None])
+            want_key = c == "{"
+        elif c in "}]" and stack:
+            stack.pop()
+        elif c == "," and stack:
+            if stack[-1][0] == "[":
+                stack[-1][1] += 1
+            else:
+                want_key = True
+        elif c == "\n":
+            line += 1
+        i += 1
+    return None
 
 
 def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -162,6 +218,8 @@ def loads(text: str | bytes, **kwargs: Any) -> Any:
 
     Raises:
         TooDeepError: nested deeper than :data:`MAX_JSON_DEPTH` (also when ``json.loads`` hits the recursion limit).
+        DuplicateKeyError: from :func:`no_duplicate_keys` as the hook, its line and object located
+            (:func:`duplicate_place`).
         NumberTooLongError: an integer past Python's digit limit (its line, key and digits).
         json.JSONDecodeError (a ValueError), UnicodeDecodeError: as ``json.loads``.
     """
@@ -172,8 +230,13 @@ def loads(text: str | bytes, **kwargs: Any) -> Any:
         obj = json.loads(text, **kwargs)
     except RecursionError:
         raise TooDeepError() from None
+    except DuplicateKeyError as exc:
+        place = duplicate_place(text if isinstance(text, str) else text.decode("utf-8", "replace"), exc.key)
+        if place is not None:
+            exc.lineno, exc.field = place
+        raise
     except ValueError as exc:
-        if isinstance(exc, (json.JSONDecodeError, DuplicateKeyError)) or "digits" not in str(exc):
+        if isinstance(exc, json.JSONDecodeError) or "digits" not in str(exc):
             raise
         too_long = _too_long(text)
         if too_long is None:

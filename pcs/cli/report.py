@@ -238,7 +238,10 @@ def _read_payload(path: str) -> dict:
     _refuse_trace(path)
     try:
         payload = jsondepth.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=jsondepth.no_duplicate_keys)
-    except (jsondepth.TooDeepError, jsondepth.DuplicateKeyError) as exc:
+    except jsondepth.DuplicateKeyError as exc:
+        raise UserError(f"{path}{'' if exc.lineno is None else f':{exc.lineno}'}: "
+                        f"{f'field {exc.field!r}: ' if exc.field else ''}{exc}") from None
+    except jsondepth.TooDeepError as exc:
         raise UserError(f"{path}: {exc}") from None
     except jsondepth.NumberTooLongError as exc:
         field = f"field '{exc.field}': " if exc.field else ""

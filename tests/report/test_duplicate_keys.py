@@ -50,16 +50,40 @@ def test_pcs_report_refuses_a_top_level_key_given_twice(tmp_path, files, kind, k
     bad = tmp_path / f"{kind}.json"
     bad.write_text('{"' + key + '": 0, ' + text[1:])
     r = invoke("report", bad, "-o", tmp_path / "p.html", "--quiet")
-    assert_one_line_error(r, f"{bad}: key '{key}' appears twice in one object")
+    assert_one_line_error(r, f"{bad}:1: key '{key}' appears twice in one object")   # json.dumps: one line
 
 
 def test_pcs_report_refuses_a_nested_key_given_twice(tmp_path, files):
     text = files["curve"]
-    at = text.index('"lru_hit_ratio": ')           # the first row's (or knee's) ratio, given twice
+    at = text.index('"lru_hit_ratio": ', text.index('"rows": ['))     # the first row's ratio, given twice
     bad = tmp_path / "c.json"
     bad.write_text(text[:at] + '"lru_hit_ratio": 1.0, ' + text[at:])
     r = invoke("report", bad, "-o", tmp_path / "p.html", "--quiet")
-    assert_one_line_error(r, f"{bad}: key 'lru_hit_ratio' appears twice in one object")
+    assert_one_line_error(r, f"{bad}:1: field 'rows[0]': key 'lru_hit_ratio' appears twice in one object")
+
+
+def test_the_line_and_the_object_of_an_indented_file(tmp_path, files):
+    """pcs's own indented JSON (--format json): the line of the second occurrence and the object's path."""
+    text = json.dumps(json.loads(files["replay"]), indent=2)
+    at = text.index('"name": "cpu"')               # tiers[1]'s name: a second name before it
+    bad = tmp_path / "r.json"
+    bad.write_text(text[:at] + '"name": "gpu", ' + text[at:])
+    line = text[:at].count("\n") + 1                # both names on the line where tiers[1]'s name was
+    r = invoke("report", bad, "-o", tmp_path / "p.html", "--quiet")
+    assert_one_line_error(r, f"{bad}:{line}: field 'tiers[1]': key 'name' appears twice in one object")
+
+
+@pytest.mark.parametrize("text, key, place", [
+    ('{"a": 1,\n "a": 2}', "a", (2, None)),
+    ('[{"x": {"k": [1, {"q": 1,\n\n "q": 2}]}}]', "q", (3, "[0].x.k[1]")),
+    ('{"s": "{\\"c\\": 1, \\"c\\": 2}", "b": {"c": "c", "c": 1}}', "c", (1, "b")),   # keys inside a string are text
+    ('{"a": 1, "a": {"b": 1, "b": 2}}', "b", (1, "a")),    # the hook names the inner object's key: its place
+])
+def test_duplicate_place(text, key, place):
+    assert jsondepth.duplicate_place(text, key) == place
+    with pytest.raises(jsondepth.DuplicateKeyError) as err:
+        jsondepth.loads(text, object_pairs_hook=jsondepth.no_duplicate_keys)
+    assert (err.value.key, err.value.lineno, err.value.field) == (key, *place)
 
 
 def test_a_workloads_file_refuses_a_key_given_twice(tmp_path):
@@ -67,7 +91,14 @@ def test_a_workloads_file_refuses_a_key_given_twice(tmp_path):
     w.write_text('{"workloads": [{"name": "A", "capacity_need": "30GB", "capacity_need": "1GB", '
                  '"bandwidth_need": "1GB/s"}]}')
     r = invoke("budget", "--workloads", w, "--capacity-have", "80GB", "--bandwidth-have", "2000GB/s")
-    assert_one_line_error(r, str(w), "key 'capacity_need' appears twice in one object")
+    assert_one_line_error(r, f"{w}:1: field 'workloads[0]': key 'capacity_need' appears twice in one object")
+
+
+def test_a_config_json_names_the_line_of_a_key_given_twice(tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{\n  "model_type": "llama",\n  "num_hidden_layers": 32,\n  "num_hidden_layers": 16\n}\n')
+    r = invoke("footprint", "--model", cfg, "--tokens", "100")
+    assert_one_line_error(r, f"{cfg}:4: key 'num_hidden_layers' appears twice in one object")
 
 
 def test_an_old_sweep_curve_point_with_a_key_twice_is_refused_naming_the_file(tmp_path):
