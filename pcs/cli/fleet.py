@@ -120,7 +120,12 @@ def compare_fleet(fmt: str, trace: Any, replay_kwargs: dict[str, Any], kw: dict[
     from pcs.report.fleet import compare_title, render_router_compare
 
     if kw["policy"] and len(kw["policy"]) > 1:
-        raise UserError("compare either routers (--router) or policies (--policy), not both")
+        given = [opt for opt, on in (("--instances", kw.get("instances") is not None), ("--router", kw.get("router")),
+                                     ("--router-stale-s", kw.get("router_stale_s") is not None),
+                                     ("--shared-tier", kw.get("shared_tier") is not None)) if on]
+        raise UserError(f"compare either routers or policies, not both: {' and '.join(given)} make"
+                        f"{'s' if len(given) == 1 else ''} a router comparison (one column per --router), and "
+                        f"--policy is given {len(kw['policy'])} times")
     with Progress(kw["quiet"], desc="compare") as progress:
         res = compare_routers(trace, list(kw["router"]) or ["round-robin"], instances=kw["instances"] or 1,
                               router_stale_s=kw["router_stale_s"] or 0.0, progress=progress,
