@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pcs.report.replay import WHOLE_BLOCKS_NOTE
-from pcs.report.table import render_table, shown_path
+from pcs.report.table import render_table, shortened_path, shown_path
 from pcs.units import format_bytes, format_count, format_percent
 
 __all__ = ["render_curve", "curve_figure"]
@@ -73,7 +73,8 @@ def render_curve(payload: dict[str, Any]) -> str:
         ["LRU", "Belady", "ceiling", "LRU block misses", "Belady block misses"]
     # the title names the trace; what was counted goes in the first note, so the title fits 100 columns (it was
     # 123-161 with the counts and the model in it)
-    title = f"Hit ratio by capacity: {shown_path(payload['trace'])}"
+    head = "Hit ratio by capacity: "       # a long path is cut to fit 100 columns (the JSON keeps it whole)
+    title = head + shortened_path(shown_path(payload['trace']), 100 - len(head))
     counted = (f"{format_count(payload['requests'])} requests, {format_count(payload['block_accesses'])} block "
                f"accesses, {format_count(payload['cacheable_blocks'])} cacheable, block {payload['block_size']} tokens"
                + (f"; {payload['model']} {format_bytes(payload['block_bytes'])}/block reserved" if has_bytes else ""))

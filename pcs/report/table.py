@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-__all__ = ["render_table", "shown_path"]
+__all__ = ["render_table", "shown_path", "shortened_path"]
 
 
 #: The width a text column is wrapped to fit (``render_table(..., wrap=True)``): terminals and docs show 100.
@@ -186,3 +186,18 @@ def shown_path(path: object) -> str:
             rel = os.pardir
         text = text if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def shortened_path(text: str, width: int) -> str:
+    """A shown path (:func:`shown_path`) in at most ``width`` columns, for a table title: as it is when it fits,
+    else ``...`` and its last whole components (``.../runs/trace.jsonl``), else ``...`` and the name's last
+    characters. Only the title is cut; the JSON keeps the whole path.
+
+    >>> shortened_path("/data/a/b/trace.jsonl", 20), shortened_path("/data/a/b/trace.jsonl", 10)
+    ('.../a/b/trace.jsonl', '...e.jsonl')
+    """
+    if len(text) <= width:
+        return text
+    tail = text[len(text) - max(width - 3, 1):]
+    cut = tail.find("/")
+    return "..." + (tail[cut:] if 0 <= cut < len(tail) - 1 else tail)

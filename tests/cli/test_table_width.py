@@ -10,6 +10,7 @@ a new table, or a listed one grown wider, fails.
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 from pathlib import Path
 
@@ -122,3 +123,20 @@ def test_the_curve_and_envelope_titles_fit_and_their_first_note_keeps_the_rest(m
         assert table[0] == "restore 671.09 MB per GPU; full prefill 670.87 ms; remaining 42.24 ms; overhead 1.00 ms"
         assert first_note.startswith("note: restore 671.09 MB of bf16 KV in 16-token blocks per GPU (TP 4: 2.68 GB")
         assert first_note.endswith("; overhead 1.00 ms; margin T_full - T_remaining - T_overhead = 627.63 ms")
+
+
+def test_the_curve_title_cuts_a_long_trace_path_and_the_json_keeps_it(tmp_path):
+    """A trace path of 135 characters: the title keeps ``...`` and the path's last whole components in 100
+    columns; the JSON names the whole path."""
+    folder = tmp_path / ("a" * 60) / ("b" * 50)
+    folder.mkdir(parents=True)
+    trace = folder / "trace.jsonl"
+    trace.symlink_to(ROOT / TRACE)
+    head = "Hit ratio by capacity: "                                       # 23 columns
+    r = invoke("curve", trace, "--capacities", "10blocks,100blocks", "--quiet")
+    assert r.exit_code == 0, r.output
+    title = r.stdout.split("\n")[0]
+    # 77 columns for the path: '...' then its last 74 characters cut back to a '/': the 50 b's and the name (62)
+    assert title == head + ".../" + "b" * 50 + "/trace.jsonl" and len(title) == 23 + 3 + 63 <= WIDTH
+    j = invoke("curve", trace, "--capacities", "10blocks,100blocks", "--quiet", "--format", "json")
+    assert json.loads(j.stdout)["trace"] == str(trace)
