@@ -228,6 +228,21 @@ def _json_object(line: bytes) -> dict | None:
     return obj if isinstance(obj, dict) else None
 
 
+def _json_text(path: str) -> str:
+    """The text of a JSON file pcs report reads: UTF-8, a leading byte-order mark skipped (Windows editors write
+    one; the trace readers and config files skip it too).
+
+    Raises:
+        UserError: ``PATH:LINE: not UTF-8 text (byte N); save the file as UTF-8``.
+    """
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise UserError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
+
+
 def _read_payload(path: str) -> dict:
     from pcs.curves.result import upgraded_curve
     from pcs.report.htmlpage import check_replay_payload, payload_kind
@@ -237,7 +252,7 @@ def _read_payload(path: str) -> dict:
     check_regular_file(path)     # a FIFO would block the read until a writer came
     _refuse_trace(path)
     try:
-        payload = jsondepth.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=jsondepth.no_duplicate_keys)
+        payload = jsondepth.loads(_json_text(path), object_pairs_hook=jsondepth.no_duplicate_keys)
     except jsondepth.DuplicateKeyError as exc:
         raise UserError(f"{path}{'' if exc.lineno is None else f':{exc.lineno}'}: "
                         f"{f'field {exc.field!r}: ' if exc.field else ''}{exc}") from None
@@ -248,8 +263,6 @@ def _read_payload(path: str) -> dict:
         raise UserError(f"{path}:{exc.lineno}: {field}{exc}") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: line {exc.lineno}: not JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text") from None
     try:
         kind, written = payload_kind(payload), {}
         if kind == "curve":     # a curve JSON of a pcs before 2026-12-04: today's names, and the names it holds
