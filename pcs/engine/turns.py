@@ -239,8 +239,9 @@ class TurnWalk:
         the bytes the compiled search lays out by request index (``_turns.result``). ``meanwhile``: called on this
         thread once the batches still pending are handed to the worker, before waiting for it (the caller's work
         beside the last walk, :class:`pcs.engine.decoded.Decoded`); its error is raised once the worker is ended.
-        ``keep``: once every walk is joined without error, the worker is left idle instead of ended, for
-        :meth:`take_worker` (:meth:`close` still ends it when nobody takes it)."""
+        ``keep``: once every walk is joined and the blocks are made without error, the worker is left idle instead
+        of ended, for :meth:`take_worker` (:meth:`close` still ends it when nobody takes it); when this raises, no
+        worker is kept."""
         kept = False
         try:
             self._hand_over()            # the batches still pending
@@ -251,9 +252,15 @@ class TurnWalk:
         finally:
             if not kept:
                 self._side.close()
-        index, starts, ids, pairs = self._tn.result(self._state)    # by request index already (no sort here)
-        return DecodeBlocks(np.frombuffer(index, np.int64), np.frombuffer(starts, np.int64),
-                            np.frombuffer(ids, np.uint64), self._n, pairs)
+        try:
+            index, starts, ids, pairs = self._tn.result(self._state)    # by request index already (no sort here)
+            return DecodeBlocks(np.frombuffer(index, np.int64), np.frombuffer(starts, np.int64),
+                                np.frombuffer(ids, np.uint64), self._n, pairs)
+        except BaseException:
+            if kept:                     # no worker kept when this raises (MemoryError, Ctrl-C): nobody takes it
+                self._kept = False
+                self._side.close()
+            raise
 
     def take_worker(self) -> Any:
         """The worker thread's :class:`pcs.beside.Beside`, idle, left by :meth:`result` with ``keep``: handed to the

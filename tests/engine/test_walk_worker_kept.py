@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import pcs._native as nat
 from pcs import replay
 from pcs.beside import Beside
 from pcs.engine import fastpath, runner, stepnative
@@ -76,6 +77,34 @@ def test_an_error_after_the_decode_leaves_no_worker(monkeypatch):
     with pytest.raises(RuntimeError, match="resolve failed"):
         replay(SAMPLE, **KW)
     assert _workers() <= before
+
+
+@native
+@pytest.mark.parametrize("error", [MemoryError, KeyboardInterrupt])
+def test_an_error_in_the_walks_result_leaves_no_worker(monkeypatch, error):
+    """The compiled walk's ``result`` raising after the last walk is joined (its documented MemoryError; a Ctrl-C
+    landing there): the error is the one raised and no pcs-beside thread is left, call after call (a worker kept
+    before the blocks were made would be taken by nobody)."""
+    monkeypatch.setenv("PCS_THREADS", "on")
+    real = nat.module
+
+    class Broken:
+        def __init__(self, mod):
+            self._mod = mod
+
+        def __getattr__(self, name):
+            return getattr(self._mod, name)
+
+        def result(self, state):
+            raise error
+
+    monkeypatch.setattr(nat, "module", lambda name, *a, **k:
+                        Broken(real(name, *a, **k)) if name == "turns" else real(name, *a, **k))
+    before = _workers()
+    for _ in range(3):
+        with pytest.raises(error):
+            replay(SAMPLE, **KW)
+        assert _workers() <= before
 
 
 def _walked(threaded: bool, keep: bool) -> TurnWalk:
