@@ -15,7 +15,7 @@ reader never writes bytes a batch or chunk of an earlier reader still reads.
 
 Flow: a reader calls :meth:`Pool.take` (a kept item it now holds, or None: it makes a new one and leases it with
 its ``take()``), uses it, and at its end hands every item it took to :meth:`Pool.keep`, which ends the lease and
-keeps the newest within the bound. Thread-safe: one lock a pool, held only over the list.
+keeps the newest within the bound. Thread-safe: one re-entrant lock a pool, held only over the list.
 """
 from __future__ import annotations
 
@@ -54,7 +54,9 @@ class Pool:
     def __init__(self, most: int, kept: Callable[[Any], bool]) -> None:
         assert most >= 1
         self._items: list = []
-        self._lock = threading.Lock()
+        # re-entrant: the collector may run inside a held lock (an allocation there) and finalize an abandoned
+        # reader on this thread, whose `finally` gives its buffers back (keep): a plain Lock deadlocked there
+        self._lock = threading.RLock()
         self._most, self._kept = most, kept
 
     def take(self, fits: Callable[[Any], bool] | None = None) -> Any:
@@ -69,22 +71,24 @@ class Pool:
     def keep(self, *items: Any) -> None:
         """End the caller's lease of each of ``items`` (``give_back()``) and keep, in the order given, those the
         bound takes (``kept``): the newest :attr:`most` kept in all, older ones dropped (their memory goes once
-        nothing refers to them)."""
+        nothing refers to them, after the lock is let go). A keep re-entered on the same thread (a reader finalized
+        by the collector inside this one) is safe: at worst an item it keeps is not kept."""
         with self._lock:
             for item in items:
                 item.give_back()
                 self._items = [k for k in self._items if k is not item]
                 if self._kept(item):
                     self._items.append(item)
+            dropped = self._items[:-self._most]
             del self._items[:-self._most]
+        del dropped                      # freed here, outside the lock
 
     def release(self) -> int:
         """Drop every kept item (a reader holding one still uses it; its memory goes once nothing refers to it).
         The number dropped."""
         with self._lock:
-            n = len(self._items)
-            self._items = []
-        return n
+            dropped, self._items = self._items, []
+        return len(dropped)              # freed on return, outside the lock
 
     def items(self) -> list:
         """The kept items, oldest first (a copy; for tests and checks)."""

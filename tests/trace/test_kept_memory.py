@@ -104,3 +104,46 @@ def test_release_buffers_empties_what_a_replay_kept(empty, tmp_path):
     assert pcs.trace.release_buffers() == 1 + len(spares)
     assert jsonfast.ARENAS.items() == [] and source.SPARES.items() == []
     assert pcs.trace.release_buffers() == 0                     # nothing left: a no-op
+
+
+class _Box:
+    """A pool item with the compiled twin's lease contract (take / give_back), in plain Python."""
+
+    def __init__(self) -> None:
+        self.leased = False
+
+    def take(self) -> bool:
+        free, self.leased = not self.leased, True
+        return free
+
+    def give_back(self) -> None:
+        self.leased = False
+
+
+def test_a_keep_reentered_on_the_same_thread_does_not_deadlock():
+    """A reader's generator finalized by the collector while another reader's keep holds the pool's lock (an
+    allocation inside it) gives its buffers back on the same thread: the keep is re-entered. With a plain lock the
+    thread waited on itself for ever (seen in the whole suite as a hung worker in Pool.keep, called from
+    Pool.keep); both items must be given back and kept, the re-entered one first (it was kept before the outer
+    item's own append)."""
+    import threading
+
+    from pcs.trace.pool import Pool
+
+    outer, inner = _Box(), _Box()
+    outer.take(), inner.take()
+    pool: Pool
+
+    def kept(item) -> bool:
+        if item is outer and inner.leased:
+            pool.keep(inner)          # what the finalized reader's `finally` does
+        return True
+
+    pool = Pool(2, kept)
+    worker = threading.Thread(target=pool.keep, args=(outer,), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "Pool.keep re-entered on its own thread deadlocked"
+    assert not outer.leased and not inner.leased
+    assert pool.items() == [inner, outer]
+    assert pool.take() is inner and pool.take() is outer and pool.take() is None
