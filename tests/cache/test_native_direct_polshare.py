@@ -5,12 +5,12 @@ Below a limit (``direct_limit``: twice the trace's block hashes, at least 2**20)
 directly; a key at or above it to be added moves the resident blocks into the hashed slots for good (``ps_hashed``,
 the rule of ``dmap_below``). No number may depend on the mode (docs/semantics.md §1): the hand-worked fifo and slru
 sequences below come out the same whichever request crosses the limit, and the compiled hierarchy equals the Python
-reference on hypothesis and seeded traces that stay direct, cross the limit mid-trace, or are hashed from the start.
+reference on hypothesis and seeded traces that stay direct, cross the limit mid-trace, or are hashed from the start
+(a whole `pcs replay` crossing the limit: test_native_direct_table.py, with --policy fifo and slru).
 """
 from __future__ import annotations
 
 import functools
-import json
 
 import numpy as np
 import pytest
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from pcs.blocks import BlockRules
 from pcs.cache import Hierarchy, Tier, make_policy
-from helpers import ALL_RULES, SETTINGS, invoke_json, replay_twins, stress_trace, traces
+from helpers import ALL_RULES, SETTINGS, replay_twins, stress_trace, traces
 
 native = pytest.importorskip("pcs.cache.native")
 if native._lruhier is None:
@@ -208,47 +208,3 @@ def test_seeded_stress_in_every_mode(mode):
                 ref, h = replay_twins(reqs, caps, list(pols), "modeled", BlockRules(), "back")
                 assert ref.ledger.num_requests == 600 and h._h.shared_table()
                 _assert_mode(mode, h)
-
-
-def _write(path, far: int) -> None:
-    """400 Mooncake requests (512-token blocks): each of 1-5 fresh ids, half of them after ids 0, 1 (a shared
-    prefix); the fresh ids of the later 200 requests offset by `far` (test_native_direct_table's trace)."""
-    rng = np.random.default_rng(5)
-    nxt, rows = 2, []
-    for i in range(400):
-        n = int(rng.integers(1, 6))
-        fresh = [x + (far if i >= 200 else 0) for x in range(nxt, nxt + n)]
-        nxt += n
-        ids = ([0, 1] if rng.random() < 0.5 else []) + fresh
-        rows.append(json.dumps({"timestamp": i * 40, "input_length": 512 * len(ids), "output_length": 3,
-                                "hash_ids": ids}))
-    path.write_text("\n".join(rows) + "\n")
-
-
-@pytest.mark.parametrize("pol", ["fifo", "slru"])
-def test_a_replay_that_crosses_the_limit_equals_one_that_does_not(tmp_path, monkeypatch, pol):
-    """The compiled step loop (pcs replay --policy POL, two tiers of 3 + 5 blocks, modeled) on 400 requests whose
-    later 200 take fresh ids past the limit (+ 2**40: the shared table switches to hashed mid-trace) against the
-    same trace with those ids + 10**6 (below the limit 2**20: direct throughout). A renaming of ids changes no number
-    (docs/semantics.md §1): the same JSON."""
-    seen = []
-
-    def spy(*a, **kw):
-        seen.append(_ORIG(*a, **kw))
-        return seen[-1]
-
-    monkeypatch.setattr(native._lruhier, "Hierarchy", spy)
-    out = {}
-    for name, far in (("far", 1 << 40), ("near", 10 ** 6)):
-        (tmp_path / name).mkdir()
-        path = tmp_path / name / "t.jsonl"
-        _write(path, far)
-        seen.clear()
-        r = invoke_json("replay", path, "--tier", "gpu=3blocks", "--tier", "cpu=5blocks", "--policy", pol)
-        r = json.loads(json.dumps(r).replace(str(tmp_path / name), "X"))
-        r.pop("trace_file")
-        used = [h for h in seen if h.shared_table() and h.tier_info(0)[3]]   # (a hierarchy built and not fed: none)
-        out[name] = (r, [h.direct_limit() for h in used])
-    assert out["far"][1] == [0] and out["near"][1] == [DEFAULT_LIMIT]
-    assert out["far"][0]["engine"].startswith("compiled-"), out["far"][0]["engine"]
-    assert out["far"][0] == out["near"][0]
