@@ -121,10 +121,11 @@ def test_switch_at_the_limit_worked_by_hand(monkeypatch, pol, limit, direct_step
         assert (dict(x.tiers[0].resident), dict(x.tiers[1].resident)) == resident, type(x).__name__
 
 
-@pytest.mark.parametrize("pol", ["fifo", "slru"])
+@pytest.mark.parametrize("pol", ["lru", "fifo", "slru"])
 def test_keys_at_or_past_the_limit_are_absent_while_direct(monkeypatch, pol):
-    """Limit 4, GPU 4 + CPU 4 blocks, keys 0 .. 3 resident in the GPU tier (released tail first: 3 is the first
-    victim, then 2): a lookup of key 4, 5 or 2**63 finds nothing and does not switch the table; a request of keys 4
+    """Limit 4, GPU 4 + CPU 4 blocks, keys 0 .. 3 resident in the GPU tier (released tail first, as vLLM's
+    ``KVCacheManager.free`` hands a request's blocks back in reverse order: 3 is the first victim, then 2, under
+    LRU, fifo and slru alike; LRU runs on the table plain LRU tiers share, fifo and slru on theirs): a lookup of key 4, 5 or 2**63 finds nothing and does not switch the table; a request of keys 4
     and 2**63 misses both, its two GPU victims 3 and 2 go down to the CPU tier while direct, and its fill (key 4 =
     the limit) switches the table, every block kept (placed in the slots); the same request again hits both, and a
     request of 3, 2 restores both from the CPU tier (found from their home slots)."""

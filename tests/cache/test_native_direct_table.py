@@ -86,25 +86,6 @@ def test_switch_at_the_limit_worked_by_hand(monkeypatch, limit, direct_steps):
     assert dict(h.tiers[0].resident) == {4: 0, 6: 0} and dict(h.tiers[1].resident) == {3: 0, 2: 0, 5: 0}
 
 
-def test_keys_at_or_past_the_limit_are_absent_while_direct(monkeypatch):
-    """Limit 4, GPU 4 + CPU 4 blocks, keys 0 .. 3 resident in the GPU tier: a lookup of key 4, 5 or 2**63 finds
-    nothing (no such key was added) and does not switch the table; a request of keys 4 and 2**63 misses both, and
-    its fill (key 4 = the limit) switches it; the same request again hits both."""
-    h = _hier(monkeypatch, [4, 4], 4)
-    _admit(h, [0, 1, 2, 3])
-    for k in (4, 5, 2 ** 63):
-        assert k not in h.tiers[0].resident and k not in h.tiers[1].resident
-    a = h.start([4, 2 ** 63], 2, 2)
-    assert (a.prefix_hit_blocks, a.hit_blocks) == (0, 0) and h._h.direct_limit() == 4   # a lookup: still direct
-    h.prefill_done(a)                # the fill adds 4 (= the limit): hashed from here
-    h.finish(a)
-    h._check()
-    assert h._h.direct_limit() == 0
-    assert 4 in h.tiers[0].resident and 2 ** 63 in h.tiers[0].resident
-    b = _admit(h, [4, 2 ** 63])
-    assert b.hit_blocks == 2
-
-
 def _renamed(reqs, f):
     """The trace with block i of request r renamed f(r, id) (an injective renaming per id: f(r, id) depends on r only
     through the request's half, and both halves map ids apart)."""
