@@ -112,6 +112,7 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
     layout = spec.kv_layout.name if dtype and spec is not None else None     # the layout's one name: fp4 -> nvfp4
     payload = {**result.to_dict(), "trace": "-" if trace == "-" else name, "dtype": layout}
     with_trace_notes(payload, opened, fmt, quiet)
+    _warn_small_sample(payload, result, quiet)
     if plot_path:
         _plot(result, plot_path, spec.name if spec is not None else None, payload["trace"])
     if (html_path or figures) and result.lru is not None:     # the page's LRU line: the matplotlib figure's
@@ -121,6 +122,20 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
     else:
         write_outputs(html_path, figures, [payload])
     emit(payload, fmt, lambda: render_curve(payload))
+
+
+def _warn_small_sample(payload: dict, result, quiet: bool) -> None:
+    """A sampled curve whose sample is too small to trust (:func:`pcs.curves.api.small_sample_note`): the warning
+    on stderr (``pcs: warning: ...``, in every format, none with ``-q``) and in the JSON's ``notes`` (the table
+    prints them as ``note:`` lines)."""
+    from pcs.curves.api import small_sample_note
+
+    warning = small_sample_note(result.lru) if result.lru is not None else None
+    if warning is None:
+        return
+    payload["notes"] = [*(payload.get("notes") or []), warning]
+    if not quiet:
+        click.echo(f"pcs: warning: {warning}", err=True)
 
 
 def _curve_model(model_name: str | None, dtype: str | None, block_size: int | None, quiet: bool):

@@ -248,7 +248,9 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     nothing read it), layout, restore_bytes_scope (per_rank | given),
     restore_bytes_all_ranks, break_even_bps_all_ranks (the TP group's, as pcs replay's
     links; null for given bytes), link, rows (bandwidth_bps, read_s, cached_s, saved_s
-    (net), verdict faster|slower|equal, exposed_wait_s), notes (every note the text prints).
+    (net), verdict faster|slower|equal, exposed_wait_s; one per --bandwidth and --link, or
+    without either one row at the break-even bandwidth, verdict equal: refused when there is
+    no break-even or D is 0), notes (every note the text prints).
     """
     _refuse_unused(kw)
     table = hardware_table(kw.pop("hardware_file"))
@@ -267,6 +269,7 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     overhead = option_duration(kw["overhead"], typed_flag("--overhead", "--setup")) \
         if kw["overhead"] is not None else (link.setup_s if link is not None else 0.0)
     result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], overhead, bandwidths, overlap_s=overlap)
+    result = result if bandwidths else _break_even_row(result)
     payload = result.to_dict()
     payload["link"] = None if link is None else link.name
     payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})
@@ -274,10 +277,41 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     payload.update(scope)
     why = {"block_size": kw["block_size"], "checkpoint_tokens": checkpoint,
            "past_context": None if model is None else past_context(times["prompt_tokens"], model.max_context_tokens)}
+    why["break_even_row"] = not bandwidths
     payload["notes"] = envelope_notes(result, {**times, **scope, **why})   # as the text
     named = {} if link is None else {"link": link.name, "overhead_from": None if kw["overhead"] is not None
                                      else f"--link {link.name}'s setup"}
     emit(payload, fmt, lambda: render_envelope(result, {**times, **scope, **why, **named}))
+
+
+def _break_even_row(result: Any) -> Any:
+    """Without ``--bandwidth`` or ``--link``: ``result`` with its one row at the break-even bandwidth B* = D /
+    (T_full - T_remaining - T_overhead), where the cached path takes T_full exactly (read D/B* = the margin, net
+    saved 0, verdict ``equal``; the exposed wait max(0, margin - W) with ``--overlap``): the bandwidth a user
+    asks for when naming none (docs/views.md). The row is set by that definition, not recomputed from the float
+    B* (whose rounding would make the verdict ``faster`` or ``slower`` by a hair).
+
+    Raises:
+        UserError: no such row: no break-even (margin <= 0: the cached path is slower at every bandwidth, or
+            equal with no read) or no bytes to read (D = 0: the read takes 0 s at every bandwidth); the message
+            gives that verdict and names ``--bandwidth`` and ``--link``.
+    """
+    from dataclasses import replace
+
+    from pcs import units
+    from pcs.analysis.envelope import EnvelopeRow
+
+    be, margin = result.break_even_bps, result.margin_s
+    if be is None or result.restore_bytes == 0:
+        why = ("D is 0 bytes, so the read takes 0 s at every bandwidth and the cached path is "
+               f"{'faster' if margin > 0 else 'equal' if margin == 0 else 'slower'}" if result.restore_bytes == 0
+               else f"T_full - T_remaining - T_overhead = {units.format_duration(margin)} <= 0, so no bandwidth "
+                    "makes the cached path faster (no break-even)")
+        raise UserError(f"no row without --bandwidth: {why}; give --bandwidth (e.g. 20GB/s) or --link for the "
+                        "cached path at that bandwidth")
+    exposed = None if result.overlap_s is None else max(0.0, margin - result.overlap_s)
+    row = EnvelopeRow(be, margin, result.full_prefill_s, 0.0, "equal", exposed)
+    return replace(result, rows=(row,))
 
 
 def _link(kw: dict[str, Any], table: Any) -> Any:

@@ -32,8 +32,8 @@ from pcs.curves.stackdist import FlatAccesses
 from pcs.errors import UserError
 from pcs.trace.batches import as_batches, reiterable
 
-__all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "LruCurve", "CurveResult", "CurveRow", "CurveKnee",
-           "load_accesses", "lru_curve", "capacity_grid", "curve"]
+__all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "MIN_SAMPLED_BLOCKS", "LruCurve", "CurveResult", "CurveRow",
+           "CurveKnee", "load_accesses", "lru_curve", "capacity_grid", "curve", "small_sample_note"]
 
 #: Knee levels, percent of the ceiling (docs/semantics.md §14: 50 %, 90 %, 99 %).
 KNEE_PERCENTS = (50, 90, 99)
@@ -80,6 +80,9 @@ class LruCurve:
         sample_rate: SHARDS rate (1.0 = exact); capacity C maps to depth
             index ``ceil(C * sample_rate)``.
         kernel: stack-depth kernel used ("c" or "python").
+        sampled_blocks: with sampling, the distinct blocks the hash sample kept beyond the exact chain heads
+            (:attr:`pcs.curves.shards.SampledDepths.num_sampled_blocks`: what the estimate scales up); None when
+            exact or nothing was estimated. :func:`small_sample_note` reads it.
     """
 
     hit_tokens_cum: np.ndarray
@@ -89,6 +92,7 @@ class LruCurve:
     num_distinct: int
     sample_rate: float
     kernel: str
+    sampled_blocks: int | None = None
 
     def _index(self, capacity_blocks) -> np.ndarray:
         c = np.asarray(capacity_blocks, dtype=np.int64)
@@ -159,7 +163,33 @@ def lru_curve(flat: FlatAccesses, kernel: str | None = None, sample_rate: float 
     tokens_cum = np.concatenate(([0], np.cumsum(w_hist))).astype(w_hist.dtype)
     blocks_cum = np.concatenate(([0], np.cumsum(b_hist))).astype(b_hist.dtype)
     return LruCurve(tokens_cum, blocks_cum, flat.prompt_tokens, flat.num_accesses, distinct,
-                    float(sample_rate), kernel)
+                    float(sample_rate), kernel, None if sample_rate == 1.0 else est.num_sampled_blocks)
+
+
+#: Fewest distinct sampled blocks (beyond the exact chain heads) whose SHARDS estimate pcs calls trustworthy:
+#: below it :func:`small_sample_note` warns. Measured (docs/curves.md, "How small a sample"): on the bundled
+#: sample, the Mooncake trace and its 10x replica, 29 capacities, 8 seeds, ~1,700 sampled blocks erred by <= 0.64
+#: points on average (<= 3.1 at worst); ~850 by up to 1.5 on average (4.6 worst); ~330 by up to 4.8 (8.7); 3-40
+#: blocks mostly by 7-18 (worst 18-47). (SHARDS' fixed-size variant, Waldspurger et al. FAST'15, bounds the sample
+#: the same way: by its count of distinct sampled blocks, s_max, not by the rate.)
+MIN_SAMPLED_BLOCKS = 1000
+
+
+def small_sample_note(lru: LruCurve) -> str | None:
+    """The warning of a sampled curve whose sample is too small to trust (fewer than :data:`MIN_SAMPLED_BLOCKS`
+    distinct sampled blocks, :attr:`LruCurve.sampled_blocks`), else None (exact, or a sample that large, or
+    nothing estimated). ``pcs curve`` prints it on stderr and adds it to the JSON's ``notes``.
+
+    >>> small_sample_note(LruCurve(np.zeros(1), np.zeros(1), 0, 0, 0, 1.0, "c")) is None
+    True
+    """
+    n = lru.sampled_blocks
+    if n is None or n >= MIN_SAMPLED_BLOCKS:
+        return None
+    return (f"SHARDS sample rate {lru.sample_rate:g} kept {n:,} distinct blocks beyond the exact chain heads, fewer "
+            f"than {MIN_SAMPLED_BLOCKS:,}: too small a sample to trust; its LRU values and ceiling may be off by "
+            "many points (docs/curves.md measures the error by sample size); raise --sample-rate, or drop it for "
+            "the exact curve")
 
 
 def capacity_grid(max_blocks: int, points: int, start: int = 1) -> list[int]:
@@ -220,15 +250,18 @@ def _block_bytes(model: Any, block_size: int) -> tuple[str, int]:
 
 
 def _capacities(lru: LruCurve, capacities: Sequence[int] | None, points: int | None) -> list[int]:
-    """The listed capacities, sorted and deduplicated, or the geometric grid from the end of the curve's flat
-    start (:func:`flat_start`) up to the LRU ceiling."""
+    """The listed capacities, sorted, or the geometric grid from the end of the curve's flat start
+    (:func:`flat_start`) up to the LRU ceiling.
+
+    Raises:
+        UserError: an empty list (a capacity listed twice is refused before, :func:`_once`).
+    """
     if capacities is None:
         return capacity_grid(lru.max_useful_capacity_blocks, DEFAULT_POINTS if points is None else points,
                              flat_start(lru))
-    caps = sorted(set(capacities))
-    if not caps:
+    if not capacities:
         raise UserError("capacities must be a non-empty list of blocks >= 0, got []")
-    return caps
+    return sorted(capacities)
 
 
 def _rows(lru: LruCurve, caps: list[int], bel: dict, bb: int | None, prompt: int,
@@ -286,17 +319,35 @@ def _belady(flat: FlatAccesses, caps: Sequence[int], progress: Callable[[int], N
     return out
 
 
+def _once(capacities: list[int]) -> list[int]:
+    """``capacities`` as given, each once: one row per capacity, a repeat refused rather than merged in silence,
+    worded as ``--capacities`` refuses it (:func:`pcs.cli.params.parse_capacity_list`).
+
+    >>> _once([5, 1])
+    [5, 1]
+
+    Raises:
+        UserError: ``capacities: 5 is listed twice; give each capacity once``.
+    """
+    seen: set[int] = set()
+    for c in capacities:
+        if c in seen:
+            raise UserError(f"capacities: {c} is listed twice; give each capacity once")
+        seen.add(c)
+    return capacities
+
+
 def _checked_args(capacities: Any, points: Any, sample_rate: Any, seed: Any, exact_head_blocks: Any,
                   belady: Any, block_size: Any) -> tuple:
     """:func:`curve`'s numeric arguments checked by :mod:`pcs.argcheck` with the CLI's ranges (``--points``
     1..1000, ``--seed`` 0..2^63-1, ``--exact-head-blocks`` 0..10^9, ``--sample-rate`` (0, 1], ``--block-size``
-    1..2^20); capacities as a list of ints >= 0 (a str is refused, not iterated).
+    1..2^20); capacities as a list of ints >= 0, each once (a str is refused, not iterated; :func:`_once`).
 
     Raises:
         UserError: naming the parameter.
     """
-    caps = None if capacities is None else check_number_list(capacities, "capacities",
-                                                             lambda v, n: check_int(v, n, lo=0))
+    caps = None if capacities is None else _once(check_number_list(capacities, "capacities",
+                                                                   lambda v, n: check_int(v, n, lo=0)))
     points = None if points is None else check_int(points, "points", lo=1, hi=MAX_POINTS)
     if block_size is not None:
         check_int(block_size, "block_size", lo=1, hi=MAX_BLOCK_SIZE)
@@ -315,7 +366,8 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
     Args:
         trace: path / Trace / iterable of Requests / FlatAccesses
             (see :func:`load_accesses`); None = the bundled sample trace.
-        capacities: cache sizes in blocks (>= 0); or
+        capacities: cache sizes in blocks (>= 0, each once: a capacity listed twice is refused, as the CLI
+            refuses it); or
         points: that many capacities spaced geometrically up to the
             capacity where LRU reaches the ceiling (default 12).
         model: preset name or ModelSpec; adds ``capacity_bytes`` = capacity x

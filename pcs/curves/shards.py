@@ -47,12 +47,16 @@ class SampledDepths:
         block_weight: float64, shape (M,): how many full-trace accesses each
             kept access stands for (1 for heads).
         num_distinct: distinct kept blocks.
+        num_sampled_blocks: distinct blocks the hash sample kept beyond the exact heads (the sample the estimate
+            scales up: its error grows as this falls, docs/curves.md), or None when every access was kept
+            (nothing estimated: every non-head block sampled, or none there).
     """
 
     lead: np.ndarray
     hit_weight_tokens: np.ndarray
     block_weight: np.ndarray
     num_distinct: int
+    num_sampled_blocks: int | None = None
 
 
 def sample_mask(block_hashes: np.ndarray, sample_rate: float, seed: int = 0) -> np.ndarray:
@@ -103,7 +107,7 @@ def sampled_lead_depths(flat: FlatAccesses, sample_rate: float, seed: int = 0,
     h_in, s_in = head[kept], samp[kept]  # classes within the kept stream
     own = np.empty_like(d_m)
     own[h_in], _ = stackdist.stack_depths(*_subset(flat, head), kernel)
-    own[s_in], _ = stackdist.stack_depths(*_subset(flat, samp), kernel)
+    own[s_in], num_sampled = stackdist.stack_depths(*_subset(flat, samp), kernel)
     other = d_m - own  # distinct block hashes of the other class used more recently
     est = np.where(h_in, own + other / sample_rate, other + own / sample_rate)
     depth = np.where(d_m < 0, -1, np.floor(est)).astype(np.int64)
@@ -113,4 +117,5 @@ def sampled_lead_depths(flat: FlatAccesses, sample_rate: float, seed: int = 0,
     b_scale = (~head).sum() / samp.sum() if samp.sum() else 0.0
     hit_w = np.where(h_in, 1.0, w_scale) * w[kept]
     block_w = np.where(h_in, 1.0, b_scale)
-    return SampledDepths(lead, hit_w, block_w, distinct)
+    estimated = int(samp.sum()) < int((~head).sum())       # some non-head access left out: scaled estimates
+    return SampledDepths(lead, hit_w, block_w, distinct, int(num_sampled) if estimated else None)

@@ -10,10 +10,21 @@ the field named as the file holds it (an older file's own names, :func:`pcs.curv
   2026-12-04 has no ``block_accesses`` of today's meaning);
 - a row's or a knee's ``capacity_bytes`` = its ``capacity_blocks`` x ``block_bytes``, and none beside a null
   ``block_bytes`` (written only with a model);
-- a knee ``pN``'s ``percent_of_ceiling`` is N; its keys are among p50, p90, p99;
+- a knee ``pN``'s ``percent_of_ceiling`` is N; its keys are p50, p90 and p99, each of them (pcs writes all three,
+  with null capacities when the ceiling is 0);
 - each row's ``ceiling_hit_ratio`` is the file's (one single-sequence ratio); the rows' ``capacity_blocks``
   ascend (one row per capacity, sorted);
-- a null only where the other fields allow it (:func:`_curve_nulls`).
+- a null only where the other fields allow it (:func:`_curve_nulls`);
+- ``block_bytes`` null when ``model`` is (pcs writes a block's bytes only with a model);
+- LRU <= Belady <= ceiling (docs/semantics.md §14): each row's and knee's ``lru_hit_ratio`` and each row's
+  ``belady_hit_ratio`` at most ``ceiling_hit_ratio`` (so a ceiling of 0 leaves no LRU hit), and a row's
+  ``lru_hit_ratio`` at most its ``belady_hit_ratio`` when the curve is exact (``sample_rate`` 1.0: a sampled
+  LRU value is an estimate, :mod:`pcs.curves.shards`, and pcs writes no Belady value beside it);
+- a row's ``lru_block_misses`` and ``belady_block_misses`` at most ``cacheable_blocks`` (a miss is one of the
+  cacheable accesses; a sampled count is rounded from an estimate of hit blocks that is never negative).
+
+Each holds exactly in the floats pcs writes: the ratios of one curve are integer (or, sampled, cumulative
+non-negative float) hit tokens over one prompt-token count, so their order is the order of the hit tokens.
 
 (``block_bytes`` >= 1 and ``sample_rate`` in (0, 1] are range rules of one field:
 :data:`pcs.report.payloadcheck.RANGES`.)
@@ -43,8 +54,72 @@ def check_curve(payload: dict, written: dict[str, str]) -> None:
     _check_accesses(payload, written)
     _check_knee_keys(payload)
     _check_curve_nulls(payload, written)
+    _check_model_bytes(payload)
     _check_capacity_bytes(payload)
     _check_rows(payload)
+    _check_ratio_order(payload)
+    _check_misses(payload, written)
+
+
+def _check_model_bytes(payload: dict) -> None:
+    """``block_bytes`` (a model's reserved bytes per block) is null when ``model`` is: :func:`pcs.curves.api.curve`
+    writes the two together (``_block_bytes``: the model's name and its bytes, or neither).
+
+    Raises:
+        UserError: ``field 'block_bytes': must be null when model is null (pcs writes a block's bytes only with a
+            model), got 4096``.
+    """
+    bb = payload.get("block_bytes")
+    if "model" in payload and payload["model"] is None and bb is not None:
+        raise UserError(f"field 'block_bytes': must be null when model is null (pcs writes a block's bytes only "
+                        f"with a model), got {json.dumps(bb)[:60]}")
+
+
+def _number(value: Any) -> bool:
+    """A JSON number (not a bool: its type was checked above, this only skips nulls and others)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_ratio_order(payload: dict) -> None:
+    """LRU <= Belady <= ceiling (docs/semantics.md §14; see the module docstring): every ``lru_hit_ratio`` (rows
+    and knees) and ``belady_hit_ratio`` at most ``ceiling_hit_ratio``; a row's ``lru_hit_ratio`` at most its
+    ``belady_hit_ratio`` in an exact curve (``sample_rate`` 1.0; a sampled LRU value is an estimate). Nulls and
+    values of another type are skipped (checked above).
+
+    Raises:
+        UserError: ``field 'rows[1].lru_hit_ratio': must be at most ceiling_hit_ratio (0.25): no cache hits more
+            than an infinite one, got 0.3``; ``field 'rows[0].lru_hit_ratio': must be at most belady_hit_ratio
+            (0.2): Belady's MIN is the optimum at one capacity, got 0.25``.
+    """
+    ceiling, exact = payload.get("ceiling_hit_ratio"), payload.get("sample_rate") == 1.0
+    for name, obj in _capacity_places(payload):
+        lru, belady = obj.get("lru_hit_ratio"), obj.get("belady_hit_ratio")
+        for key, value in (("lru_hit_ratio", lru), ("belady_hit_ratio", belady)):
+            if _number(ceiling) and _number(value) and value > ceiling:
+                raise UserError(f"field '{name}.{key}': must be at most ceiling_hit_ratio ({json.dumps(ceiling)}): "
+                                f"no cache hits more than an infinite one, got {json.dumps(value)}")
+        if exact and _number(lru) and _number(belady) and lru > belady:
+            raise UserError(f"field '{name}.lru_hit_ratio': must be at most belady_hit_ratio ({json.dumps(belady)}): "
+                            f"Belady's MIN is the optimum at one capacity, got {json.dumps(lru)}")
+
+
+def _check_misses(payload: dict, written: dict[str, str]) -> None:
+    """Each row's ``lru_block_misses`` and ``belady_block_misses`` at most ``cacheable_blocks`` (misses are among
+    the cacheable accesses the curve replays), ``cacheable_blocks`` named as the file holds it.
+
+    Raises:
+        UserError: ``field 'rows[0].lru_block_misses': must be at most cacheable_blocks (40): each miss is one
+            of the cacheable accesses, got 41``.
+    """
+    cacheable, shown = payload.get("cacheable_blocks"), written.get("cacheable_blocks", "cacheable_blocks")
+    if not _number(cacheable):
+        return
+    for i, row in enumerate(payload.get("rows") or ()):
+        for key in ("lru_block_misses", "belady_block_misses"):
+            value = row.get(key) if isinstance(row, dict) else None
+            if _number(value) and value > cacheable:
+                raise UserError(f"field 'rows[{i}].{key}': must be at most {shown} ({cacheable}): each miss is one "
+                                f"of the cacheable accesses, got {value}")
 
 
 def _check_accesses(payload: dict, written: dict[str, str]) -> None:
@@ -161,16 +236,26 @@ KNEE_KEYS = ("p50", "p90", "p99")
 
 
 def _check_knee_keys(payload: dict) -> None:
-    """A curve's ``knee`` object (its type checked above) holds only the keys pcs writes (:data:`KNEE_KEYS`).
+    """A curve's ``knee`` object (its type checked above) holds only the keys pcs writes (:data:`KNEE_KEYS`), and
+    each of them: pcs writes all three, with null capacities when the ceiling is 0 (:func:`pcs.curves.api._knee`),
+    so a knee missing is no curve of pcs (``knee: {}`` beside a ceiling above 0 drew a page without its knees).
 
     Raises:
-        UserError: ``field 'knee': its keys must be among p50, p90, p99 (the knees pcs writes), got "a.b"``.
+        UserError: ``field 'knee': its keys must be among p50, p90, p99 (the knees pcs writes), got "a.b"``;
+            ``field 'knee': must hold p50, p90 and p99 (pcs writes every knee, with null capacities when the
+            ceiling is 0), p90 missing``.
     """
     knee = payload.get("knee")
-    bad = next((k for k in knee if k not in KNEE_KEYS), None) if isinstance(knee, dict) else None
+    if not isinstance(knee, dict):
+        return
+    bad = next((k for k in knee if k not in KNEE_KEYS), None)
     if bad is not None:
         raise UserError(f"field 'knee': its keys must be among {', '.join(KNEE_KEYS)} (the knees pcs writes), "
                         f"got {json.dumps(bad)[:60]}")
+    missing = [k for k in KNEE_KEYS if k not in knee]
+    if missing:
+        raise UserError(f"field 'knee': must hold p50, p90 and p99 (pcs writes every knee, with null capacities "
+                        f"when the ceiling is 0), {', '.join(missing)} missing")
 
 
 def _check_curve_nulls(payload: dict, written: dict[str, str]) -> None:

@@ -51,7 +51,8 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
             ``remaining_from`` (text); optionally what D covers: ``restore_bytes_scope`` (``per_rank``:
             one GPU's share, read over its own link; ``given``), ``tp``; ``link``, the ``--link`` preset whose
             bandwidth is the last row (marked ``(--link NAME)``, so a ``--bandwidth`` of the same figure is told
-            apart), and ``overhead_from`` when the overhead is its setup.
+            apart), and ``overhead_from`` when the overhead is its setup; ``break_even_row``: true when no
+            bandwidth was given and the one row is the break-even bandwidth (marked ``(break-even)``).
     Returns:
         The table with its title and notes, no trailing newline.
     """
@@ -66,6 +67,7 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
     body = []
     for i, row in enumerate(r.rows):
         mark = f" (--link {extra['link']})" if extra.get("link") and i == len(r.rows) - 1 else ""
+        mark = " (break-even)" if extra.get("break_even_row") else mark
         cells = [units.format_bandwidth(row.bandwidth_bps) + mark, units.format_duration(row.read_s),
                  units.format_duration(row.cached_s), units.format_duration(row.saved_s), row.verdict]
         if r.overlap_s is not None:
@@ -87,6 +89,9 @@ def envelope_notes(r: EnvelopeResult, extra: dict[str, Any]) -> list[str]:
         if extra.get("restore_bytes_scope") == "per_rank":
             verdict += (f" (per GPU; {units.format_bandwidth(r.break_even_bps * extra['tp'])} for the TP "
                         "group's links together, as pcs replay gives link figures)")
+    if extra.get("break_even_row"):
+        verdict += ("; no --bandwidth or --link given, so the one row is that bandwidth: the cached path takes "
+                    "T_full exactly there")
     return [
         _inputs_note(r, extra), verdict, *_cap_note(extra), *([extra["past_context"]] if extra.get("past_context") else []),
         "net saved = T_full - cached path, the restore time taken off (pcs replay's \"prefill saved\" is "

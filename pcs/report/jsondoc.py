@@ -44,7 +44,10 @@ COMMANDS = (
      "or p99), and numbers that contradict each other: a `capacity_bytes` other than `capacity_blocks` x "
      "`block_bytes` (or one beside a null `block_bytes`), a `block_bytes` of 0, a `sample_rate` outside (0, 1], a "
      "`block_accesses` below `cacheable_blocks`, a knee `pN` whose `percent_of_ceiling` is not N, a row's "
-     "`ceiling_hit_ratio` other than the file's, rows whose `capacity_blocks` do not ascend "
+     "`ceiling_hit_ratio` other than the file's, rows whose `capacity_blocks` do not ascend, a `knee` without "
+     "each of p50, p90 and p99, a `block_bytes` beside a null `model`, an `lru_hit_ratio` (row or knee) or "
+     "`belady_hit_ratio` above the ceiling, a row's `lru_hit_ratio` above its `belady_hit_ratio` in an exact "
+     "curve (`sample_rate` 1.0), an `lru_block_misses` or `belady_block_misses` above `cacheable_blocks` "
      "(pcs/report/curvecheck.py)."),
 )
 
@@ -64,7 +67,12 @@ CLI_KEYS = {
     "pcs replay --instances N": (_TRACE_FILE, _REPLAY_COMMAND),
     "pcs curve": (("dtype", "string | null", "-", "the `--dtype` option (KV dtype of `--model`'s bytes) "
                                                   "by its layout's one name (`fp4` -> `nvfp4`); null without it. Appended after the result; `trace` is `-` "
-                                                  "for stdin"), _NOTES),
+                                                  "for stdin"),
+                  ("notes", "[string]", "-", "omitted unless the trace or the sample needs them: the trace's "
+                   "notes (as the other commands': synthetic prefix reuse, bad lines skipped; "
+                   "pcs.trace.api.trace_notes), then a sampled curve's warning when its sample is too small to "
+                   "trust (fewer than 1,000 distinct sampled blocks beyond the exact heads: "
+                   "pcs.curves.api.small_sample_note, docs/curves.md). Appended last")),
     "pcs compare": (("variants[].tier_capacities", "object of object of int", "blocks, bytes",
                      "`--format json` only: each variant's tiers by name, GPU first, as the text table's tiers row "
                      "(`199.98 GB = 1,192 blk`): `capacity_blocks` and `capacity_bytes` (blocks x the tier's bytes "

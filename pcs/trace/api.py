@@ -12,7 +12,6 @@ when opening fails, and at exit (:mod:`pcs.outfile`).
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import weakref
@@ -79,10 +78,14 @@ def detect_format(path, name: str | None = None) -> str:
     Parquet magic ``PAR1`` -> parquet; a CSV header starting ``TIMESTAMP,``
     -> azure; one starting ``Timestamp,`` with a ``Request tokens`` column ->
     burstgpt; a JSON object with ``token_ids`` -> tokens; with ``chat_id`` or
-    ``parent_chat_id`` -> bailian; with ``hash_ids`` -> mooncake.
+    ``parent_chat_id`` -> bailian; with ``hash_ids`` -> mooncake. The first
+    line is parsed as strictly as the readers parse it: a key given twice
+    (which ``json.loads`` would resolve to its last value, e.g. an ``events``
+    list or not) is their message, ``FILE:LINE: invalid JSON: key 'K' appears
+    twice in one object``, never a format picked from one of its values.
 
     Raises:
-        InputError: empty file, or a first line no rule recognises.
+        InputError: empty file, a duplicate key in the first line, or a first line no rule recognises.
     """
     name = name or display_name(path)
     if _sniff_parquet(path):
@@ -94,10 +97,12 @@ def detect_format(path, name: str | None = None) -> str:
         return "azure"
     if lines[0].startswith(b"Timestamp,") and b"Request tokens" in lines[0]:
         return "burstgpt"
-    try:
-        obj = jsondepth.loads(lines[0].decode("utf-8"))
+    try:     # keys checked as the readers check them: a key given twice is their message, whatever the format
+        obj = jsondepth.loads(lines[0].decode("utf-8"), object_pairs_hook=jsondepth.no_duplicate_keys)
     except jsondepth.TooDeepError as exc:
         raise InputError(name, 1, None, str(exc)) from None
+    except jsondepth.DuplicateKeyError as exc:      # never detected from a value the readers refuse
+        raise InputError(name, first_line_number(path, name=name), None, invalid_json(exc)) from None
     except jsondepth.NumberTooLongError as exc:     # the readers' own message: file, line, field and element
         raise InputError(name, first_line_number(path, name=name), exc.field, str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
@@ -155,8 +160,8 @@ def _first_row_synthetic(path, name: str | None = None) -> bool:
     head = peek_lines(path, 1, name=name)
     if not head or b'"reuse"' not in head[0]:
         return False
-    try:
-        return json.loads(head[0]).get("reuse") == "synthetic"
+    try:        # a key given twice is no row of pcs trace synth (the readers refuse it)
+        return jsondepth.loads(head[0], object_pairs_hook=jsondepth.no_duplicate_keys).get("reuse") == "synthetic"
     except (ValueError, AttributeError):
         return False
 

@@ -43,7 +43,7 @@ from pcs import jsondepth
 from pcs.errors import InputError, UserError
 from pcs.extras import missing_extra
 from pcs.trace.batches import arrival_error
-from pcs.trace.hashids import strict_loads
+from pcs.trace.hashids import invalid_json, strict_loads
 from pcs.trace.source import display_name, iter_chunks, iter_lines, open_binary
 
 __all__ = ["KVEvent", "Residency", "read_kv_events", "residency_summary", "held_blocks"]
@@ -183,12 +183,14 @@ def _loads(name: str, ln: int, line: bytes) -> Any:
     """A JSON object (strictly, as the trace readers) or array (the ``array_like`` batch)."""
     if line.lstrip()[:1] != b"[":
         return strict_loads(name, ln, line)
-    try:
-        return jsondepth.loads(line.decode("utf-8"))
+    try:     # an event object in the array: its keys once, as strict_loads reads an object batch
+        return jsondepth.loads(line.decode("utf-8"), object_pairs_hook=jsondepth.no_duplicate_keys)
     except jsondepth.TooDeepError as exc:
         raise InputError(name, ln, None, str(exc)) from None
     except jsondepth.NumberTooLongError as exc:
         raise InputError(name, ln, exc.field, str(exc)) from None
+    except jsondepth.DuplicateKeyError as exc:      # worded as strict_loads words it
+        raise InputError(name, ln, None, invalid_json(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(name, ln, None, f"invalid JSON ({str(exc).splitlines()[0][:80]})") from None
 

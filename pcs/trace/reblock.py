@@ -255,8 +255,8 @@ def _ids_fit(path, native: int, asked: int, max_lines: int = 1000) -> bool:
 
     for line in peek_lines(path, max_lines=max_lines, max_bytes=64 << 20):
         try:
-            obj = jsondepth.loads(line)
-            p, n = int(obj["input_length"]), len(obj["hash_ids"])
+            obj = jsondepth.loads(line, object_pairs_hook=jsondepth.no_duplicate_keys)   # as the readers: a key
+            p, n = int(obj["input_length"]), len(obj["hash_ids"])      # twice fits nothing (their message follows)
         except (ValueError, KeyError, TypeError):
             return False
         a, b = -(-p // native), -(-p // asked)

@@ -49,6 +49,7 @@ SMALLEST = {
     "fleet_tables.py": ["--instances", "2", "--routers", "round-robin", "--tables", "routers"],
     "policies_table.py": [],
     "policy_calls.py": ["--repeat", "1", "--policy", "py_lru"],
+    "shards_sample_size.py": ["--trace", "{sample}", "--rates", "0.5", "--seeds", "1"],
     "snapshot.py": ["{tmp}/snap.json", "--quick"],
 }
 NOT_RUN = {"bench_sweep.py": "a fixed 256-point sweep plan: minutes whatever its arguments",
@@ -109,6 +110,8 @@ def test_snapshot_diff_of_a_file_with_itself_is_zero(tmp_path):
     ("bench_hybrid.py", ["--sizes", "abc"], "argument --sizes: invalid size 'abc'"),
     ("fleet_digest.py", [], "the following arguments are required: out"),
     ("snapshot.py", ["--diff", "nope1", "nope2"], "--diff: no such file: nope1"),
+    ("shards_sample_size.py", ["--rates", "0.1,1"], "argument --rates: must be rates in (0, 1), got 1"),
+    ("shards_sample_size.py", ["--seeds", "0"], "argument --seeds: must be >= 1, got 0"),
 ])
 def test_bad_arguments_are_one_argparse_line(script, args, says):
     r = _run(script, args)

@@ -86,8 +86,8 @@ def test_knee_is_smallest_capacity_over_all_capacities(reqs):
 
 def test_curve_result_rows_and_knee():
     reqs = make_requests(HAND_SPEC)
-    res = curve(reqs, capacities=[4, 1, 2, 2])
-    assert [r.capacity_blocks for r in res.rows] == [1, 2, 4]
+    res = curve(reqs, capacities=[4, 1, 2])
+    assert [r.capacity_blocks for r in res.rows] == [1, 2, 4]                  # sorted (a repeat is refused)
     assert [r.lru_hit_ratio for r in res.rows] == [12 / 43, 16 / 43, 24 / 43]
     assert all(r.ceiling_hit_ratio == 24 / 43 for r in res.rows)
     assert [r.lru_block_misses for r in res.rows] == [7, 3 + 0 + 1 + 2, 4]
