@@ -131,6 +131,21 @@ static inline void kept_free(void *q) {
     else free(p);
 }
 
+/* every kept mapping unmapped (tests: a pool of known contents, whatever earlier tables and columns left) */
+static inline void kept_clear(void) {
+    for (;;) {
+        void *p = NULL;
+        size_t bytes = 0;
+        kept_lock();
+        for (int i = 0; i < KEPT_SLOTS && !p; i++)
+            if (kept_slot[i].p) p = kept_slot[i].p, bytes = kept_slot[i].bytes, kept_slot[i].p = NULL, kept_slot[i].bytes = 0;
+        kept_total -= bytes;
+        kept_unlock();
+        if (!p) return;
+        munmap(p, bytes);
+    }
+}
+
 /* the bytes kept now (tests, docs) */
 static inline size_t kept_held(void) {
     kept_lock();

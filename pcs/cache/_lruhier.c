@@ -2638,9 +2638,12 @@ static PcsHierApi C_API = {
 
 /* kept_bytes(): the bytes this module's pool of dead tables' entry and order arrays keeps now (pcs/_kept.h; tests) */
 static PyObject *mod_kept_bytes(PyObject *mod, PyObject *unused) { return PyLong_FromSize_t(kept_held()); }
+/* kept_clear(): every mapping that pool keeps unmapped (tests: an empty pool to start from) */
+static PyObject *mod_kept_clear(PyObject *mod, PyObject *unused) { kept_clear(); Py_RETURN_NONE; }
 
 static PyMethodDef mod_methods[] = {
     {"kept_bytes", mod_kept_bytes, METH_NOARGS, "bytes the pool of dead tables' arrays keeps now (pcs/_kept.h)"},
+    {"kept_clear", mod_kept_clear, METH_NOARGS, "unmap every mapping the pool of dead tables' arrays keeps (tests)"},
     {NULL}
 };
 

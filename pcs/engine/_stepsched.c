@@ -1936,6 +1936,7 @@ static PyTypeObject SchedType = {
 
 static PyMethodDef mod_methods[] = {
     {"kept_bytes", col_kept_bytes, METH_NOARGS, "bytes the pool of dead columns' mappings keeps now (pcs/_kept.h)"},
+    {"kept_clear", col_kept_clear, METH_NOARGS, "unmap every mapping the pool of dead columns keeps (tests)"},
     {NULL}
 };
 

@@ -105,9 +105,13 @@ def _filled_then_dropped() -> tuple[list[int], list[int]]:
 def test_a_dead_tables_arrays_are_kept_for_the_next():
     # pcs/_kept.h kept_alloc: the shared table's entry array (16,385 entries of 32 B: 524 KB) and the tiers' order
     # arrays pass 128 KiB, so they are mappings; a freed hierarchy's are kept (the module's pool grows), and an
-    # identical hierarchy takes each back (every kept one an exact fit) and leaves the pool as the first left it
+    # identical hierarchy takes each back (every kept one an exact fit) and leaves the pool as the first left it.
+    # The pool is emptied first: what earlier tests' tables left in it (bounded: 48 mappings, 64 MB) could fit the
+    # first hierarchy's arrays, or leave no room for them
     gc.collect()
+    native._lruhier.kept_clear()
     before = native._lruhier.kept_bytes()
+    assert before == 0
     gpu, cpu = _filled_then_dropped()
     assert gpu == list(range(8192, 16384)) and cpu == list(range(8192))
     first = native._lruhier.kept_bytes()
