@@ -89,7 +89,7 @@ def _ext(name: str, source: str, extra: tuple = (), args: tuple = ()) -> Extensi
                                                     "pcs/cache/_lruhier_polshare.h", "pcs/cache/_dmap.h",
                                                     "pcs/cache/_grouphier.h", "pcs/cache/_grouphier_capi.h",
                                                     "pcs/cache/_oatable.h", "pcs/cache/_lruq.h", "pcs/cache/_iheap.h", "pcs/engine/_lruscan_tiers.h",
-                                                    "pcs/engine/_stepheap.h", "pcs/engine/_stepsample.h",
+                                                    "pcs/engine/_stepheap.h", "pcs/engine/_stepsample.h", "pcs/engine/_stepcols.h", "pcs/_kept.h",
                                                     "pcs/_nogil.h"],
                      extra_compile_args=["-O3", *args], optional=True)
 

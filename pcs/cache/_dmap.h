@@ -27,15 +27,16 @@ static inline uint64_t dmap_limit(Py_ssize_t expected) {
     return lim < DMAP_MIN ? DMAP_MIN : lim > DMAP_MAX ? DMAP_MAX : lim;
 }
 
-/* One direct map kept between tables, process-wide (dmap_keep, dmap_take): a map of at most DMAP_KEEP_BYTES (the
- * smallest, DMAP_MIN keys: traces of up to 2**19 block hashes) is not unmapped when its table ends or goes hashed
- * but kept for the next table of its size, which clears the part its keys touched (below the old dtop) with one
- * memset instead of faulting in each 4 KiB page it touches (the 1x Mooncake call: 179 pages, each faulted on the
- * lookup's read and again on the add's write, 358 of its 362 minor faults, on the step loop's path;
- * docs/performance.md, "The 1x call's fixed costs"). Kept: at most 4 MB of address space, the pages the last table
- * touched resident (4 B a key below its dtop). The slot is guarded by a spin flag (dmap_free runs in step loops
- * without the GIL); its holder only copies three fields. */
-#define DMAP_KEEP_BYTES ((size_t)DMAP_MIN * sizeof(int32_t))
+/* One direct map kept between tables, process-wide (dmap_keep, dmap_take): a map of at most DMAP_KEEP_BYTES (16 M
+ * keys: traces of up to 2**23 block hashes) is not unmapped when its table ends or goes hashed but kept for the next
+ * table of its size, which clears the part its keys touched (below the old dtop) with one memset instead of
+ * faulting in each page it touches (the 1x Mooncake call: 179 pages of 4 KiB, each faulted on the lookup's read
+ * and again on the add's write, 358 of its 362 minor faults, on the step loop's path; docs/performance.md, "The
+ * 1x call's fixed costs"; the 10x replica's 23 MB map, advised for huge pages, still took about 400 faults a call
+ * where huge pages were not to be had: "The calling thread's page faults"). Kept: one map, at most 64 MB of address
+ * space, the pages the last table touched resident (4 B a key below its dtop: 7.3 MB at 10x). The slot is guarded
+ * by a spin flag (dmap_free runs in step loops without the GIL); its holder only copies three fields. */
+#define DMAP_KEEP_BYTES ((size_t)64 << 20)
 static struct { int32_t *p; size_t bytes; uint64_t dirty; } dmap_spare;   /* p NULL: none kept */
 static char dmap_spare_busy;
 

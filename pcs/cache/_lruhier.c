@@ -377,13 +377,13 @@ static void tier_close(Tier *t) {
     t->ghost = t->ghost2 = t->seen = NULL;
     data_release(t);
     PCS_FREE(&t->heap, &t->pending, &t->ex, &t->pchild, &t->ucur);
-    PyMem_RawFree(t->lq);
+    kept_free(t->lq);                             /* lq_compact's kept_alloc */
     t->lq = NULL;
     tier_free(t);
 }
 
 static void hier_dealloc(Hier *h) {
-    if (h->sh && h->t[0].ops) free(h->t[1].ent);               /* the CPU tier's own entries (ps_open) */
+    if (h->sh && h->t[0].ops) kept_free(h->t[1].ent);          /* the CPU tier's own entries (ps_open: ent_realloc) */
     for (int j = 0; h->t && j < h->ntiers; j++) {
         if (h->sh) h->t[j].ent = NULL, h->t[j].slots = NULL;    /* the shared table's, freed with it */
         tier_close(&h->t[j]);
@@ -2636,10 +2636,21 @@ static PcsHierApi C_API = {
     c_gpu_held, c_num_resident, c_ntiers, c_nogil,
 };
 
+/* kept_bytes(): the bytes this module's pool of dead tables' entry and order arrays keeps now (pcs/_kept.h; tests) */
+static PyObject *mod_kept_bytes(PyObject *mod, PyObject *unused) { return PyLong_FromSize_t(kept_held()); }
+/* kept_clear(): every mapping that pool keeps unmapped (tests: an empty pool to start from) */
+static PyObject *mod_kept_clear(PyObject *mod, PyObject *unused) { kept_clear(); Py_RETURN_NONE; }
+
+static PyMethodDef mod_methods[] = {
+    {"kept_bytes", mod_kept_bytes, METH_NOARGS, "bytes the pool of dead tables' arrays keeps now (pcs/_kept.h)"},
+    {"kept_clear", mod_kept_clear, METH_NOARGS, "unmap every mapping the pool of dead tables' arrays keeps (tests)"},
+    {NULL}
+};
+
 static struct PyModuleDef moddef = {
     PyModuleDef_HEAD_INIT, "pcs.cache._lruhier",
     "All-LRU tier hierarchy in C (drop-in for pcs.cache.hierarchy.Hierarchy; see pcs/cache/native.py).",
-    -1, NULL,
+    -1, mod_methods,
 };
 
 PyMODINIT_FUNC PyInit__lruhier(void) {

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "../_kernel_common.h"
+#include "../_kept.h"              /* entry and order arrays kept between tables: kept_alloc, kept_free */
 
 #define QNONE 0xff
 #define NQ 4
@@ -241,12 +242,12 @@ static inline void ent_reset(Entry *x) {
  * large block 16 bytes past a page) every other entry straddled two lines, its key in one and its pin, queue
  * position and flags in the next: two misses where one will do (cachegrind, 10x Mooncake two-tier) */
 #define OA_ENTS_REALLOC(p, used, bytes) ent_realloc((p), (used), (bytes))
-#define OA_ENTS_FREE(p) free(p)
+#define OA_ENTS_FREE(p) kept_free(p)
 static inline void *ent_realloc(void *p, size_t used, size_t bytes) {
-    void *q = NULL;
-    if (posix_memalign(&q, 64, bytes) != 0) return NULL;
+    void *q = kept_alloc(bytes);                  /* pcs/_kept.h: from 128 KiB on a mapping a dead table left */
+    if (!q) return NULL;
     if (used) memcpy(q, p, used);
-    free(p);
+    kept_free(p);
     return q;
 }
 #include "_oatable.h"

@@ -361,7 +361,7 @@ static int ps_open(Hier *h, Py_ssize_t expected, Py_ssize_t direct) {
         !(cent = ent_realloc(NULL, 0, sizeof(Entry) * (size_t)(s->ent_cap > 0 ? s->ent_cap : 1))) ||
         (!dmap_start(s, expected, direct) && want > 0 && grow_table_for(s, want) < 0)) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
-        free(cent);
+        kept_free(cent);
         kstore_free(s);
         return -1;
     }

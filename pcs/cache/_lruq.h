@@ -15,7 +15,7 @@
  * so that passing stale items (eviction, compaction) reads only the queue, never their entries: at 10x Mooncake
  * most items of the CPU tier's queue are stale (every restore or demotion of a resident block leaves one).
  *
- * Fields of Tier (pcs/cache/_lruhier.h): lq (lqcap + LQ_AHEAD allocated, raw memory), lqh (front), lqn (end);
+ * Fields of Tier (pcs/cache/_lruhier.h): lq (lqcap + LQ_AHEAD allocated, kept_alloc: pcs/_kept.h), lqh (front), lqn (end);
  * held counts the live items. When the end reaches lqcap the live items move to the front (in order), into an array twice
  * as large when more than 1 / LQ_SPARE were live: O(1) amortised per add, at most 8 * LQ_SPARE B per block of the tier's peak
  * held. Entry.next is not used here (it chains the table's free list), except as the CPU tier's position in a
@@ -48,7 +48,7 @@ static inline int32_t *lq_pos(const Tier *t, int32_t e) { return (int32_t *)((ch
  * reads ahead of the front for its prefetches (up to LQ_AHEAD past the end) is -1 or an entry index the table has
  * (entries are never given back: a stale index is still an entry), so it reads them with no bounds test */
 static inline int lq_compact(Tier *t, Py_ssize_t cap) {
-    int32_t *dst = cap == t->lqcap ? t->lq : PyMem_RawMalloc(sizeof(int32_t) * (size_t)(cap + LQ_AHEAD));
+    int32_t *dst = cap == t->lqcap ? t->lq : kept_alloc(sizeof(int32_t) * (size_t)(cap + LQ_AHEAD));   /* _kept.h */
     if (!dst) { PyErr_NoMemory(); return -1; }
     Py_ssize_t j = 0;
     const int32_t *const q = t->lq;
@@ -64,7 +64,7 @@ static inline int lq_compact(Tier *t, Py_ssize_t cap) {
     }
     if (dst != t->lq) {
         memset(dst + j, 0xff, sizeof(int32_t) * (size_t)(cap + LQ_AHEAD - j));
-        PyMem_RawFree(t->lq);
+        kept_free(t->lq);
         t->lq = dst;
         t->lqcap = cap;
     }

@@ -12,7 +12,8 @@
  * This file does not touch the hierarchy's internals.
  * Time-series samples call back into Python (pcs.engine.series.Sampler), a few hundred times per run.
  * A fed request waits in its feed's buffers (held by the loop) until it reaches the queue's head and takes a slot
- * ("feeding" below); the per-request columns are bytearrays the loop grows and hands out (columns()).
+ * ("feeding" below); the per-request columns are buffers on kept mappings (_stepcols.h) the loop grows and hands
+ * out (columns()).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -25,6 +26,7 @@
 #include "../cache/_grouphier_capi.h"
 #include "_stepheap.h"              /* the event queues (fin, blk) */
 #include "_stepsample.h"            /* the time-series sampler, in C when the loop runs without the GIL */
+#include "_stepcols.h"              /* the per-request columns: buffers on kept mappings */
 
 /* per-request int64 columns, then the tiers' hit_tokens_<tier>; double columns; order = stepnative.py's */
 enum { Q_HIT, Q_MISSED, Q_HTOK, Q_RBYTES, Q_PREEMPT, Q_RECOMP, Q_DECODE, NQ0 };
@@ -102,7 +104,7 @@ typedef struct {
     double busy_s, stall_s, origin_s, area_s;
     double *bins; Py_ssize_t nbins, capbins; int bin_s;
     double *link_free; int64_t *tier_hits; Link *links;
-    /* columns: bytearrays (cols, in the order of columns()) this loop writes through q / dc / trunc, their buffers
+    /* columns: Column buffers (cols, in the order of columns()) this loop writes through q / dc / trunc, their buffers
      * (taken again each time init_columns grows them; nothing else resizes them before columns() hands them out,
      * which ends the loop: out) */
     int64_t *q[NQ0 + 8]; double *dc[ND]; char *trunc; Py_ssize_t ncol;
@@ -761,23 +763,23 @@ static Py_ssize_t col_target(const Sched *s, Py_ssize_t m) {
     return t > need ? t : need;
 }
 
-/* The columns are bytearrays (created at the first feed) of capcol rows, grown by col_target's rule with
- * PyByteArray_Resize: no byte of them is written when they are made or grown (array.array could only be grown by
+/* The columns are Columns (_stepcols.h: created at the first feed) of capcol rows, grown by col_target's rule with
+ * col_resize: no byte of them is written when they are made or grown (array.array could only be grown by
  * copying values in: frombytes of the initial 0s and NaNs was one copy of every byte, counted one instruction a
- * byte by callgrind). A row's values are all written by the loop itself, once each: the scratch cells and the
+ * byte by callgrind), and their pages are those a previous call's dead columns left resident (pcs/_kept.h). A row's values are all written by the loop itself, once each: the scratch cells and the
  * zeros of the columns that only some admissions set or that add up (row_start, at the feed), the first
  * admission's (first_columns), the finish's (finish_columns); columns() hands them out once every fed request
  * has finished, so no unwritten row is ever read. With the GIL; 0 or -1 */
 static int init_columns(Sched *s, Py_ssize_t m) {
     int n = ncols(s);
     for (int j = 0; j < n; j++)
-        if (!s->cols[j] && col_kept(s, j) && !(s->cols[j] = PyByteArray_FromStringAndSize(NULL, 0))) return -1;
+        if (!s->cols[j] && col_kept(s, j) && !(s->cols[j] = col_new())) return -1;
     Py_ssize_t cap = col_target(s, m);
     if (cap == s->capcol) { s->ncol += m; return 0; }
     for (int j = 0; j < n; j++) {
         if (!s->cols[j]) continue;
-        if (PyByteArray_Resize(s->cols[j], cap * col_size(s, j)) < 0) return -1;
-        void *p = PyByteArray_AS_STRING(s->cols[j]);   /* valid until the next resize (here or columns()) */
+        if (col_resize(s->cols[j], cap * col_size(s, j)) < 0) return -1;
+        void *p = col_bytes(s->cols[j]);   /* valid until the next resize (here or columns()) */
         int d = j - (NQ0 + s->T);
         if (d < 0) s->q[j] = p; else if (d < ND) s->dc[d] = p; else s->trunc = p;
     }
@@ -802,7 +804,7 @@ static inline void row_start(Sched *s, int64_t k) {
 /* the rows past ncol (held ahead by col_target) cut off the columns, before they are handed out; 0 or -1 */
 static int cut_columns(Sched *s) {
     for (int j = 0; j < ncols(s) && s->capcol > s->ncol; j++)
-        if (s->cols[j] && PyByteArray_Resize(s->cols[j], s->ncol * col_size(s, j)) < 0) return -1;
+        if (s->cols[j] && col_resize(s->cols[j], s->ncol * col_size(s, j)) < 0) return -1;
     s->capcol = s->ncol;
     return 0;
 }
@@ -1608,7 +1610,7 @@ static PyObject *sched_state(Sched *s, PyObject *unused) {
     return Py_BuildValue("(LnNNNn)", (long long)s->admitted, waiting(s), res, rb, lf, s->nrun);
 }
 
-/* (codes, columns): the per-request columns' bytes, handed out without a copy -- bytearrays of int64 ones, then one
+/* (codes, columns): the per-request columns' bytes, handed out without a copy -- Columns (_stepcols.h) of int64 ones, then one
  * per tier, float64 ones, truncated int8 (codes: their array typecodes, "q", "d", "b"; order = stepnative.py's),
  * None for a column the lean run does not keep; once every fed request has finished (close(): before it a row may
  * hold values not written yet, init_columns), RuntimeError before; the loop then takes no more requests (out) */
@@ -1901,7 +1903,7 @@ static PyMethodDef sched_methods[] = {
     {"state", (PyCFunction)sched_state, METH_NOARGS,
      "(admitted, waiting, resident blocks per tier, restored bytes per link, link free per tier, running)"},
     {"count_slots", (PyCFunction)sched_count_slots, METH_O, "count_slots(capacity): the lean no-cache run's GPU slots counted in the loop, no hierarchy call"},
-    {"columns", (PyCFunction)sched_columns, METH_NOARGS, "(codes, columns): per-request columns as bytearrays after close (order: pcs.engine.stepnative; None: not kept, lean())"},
+    {"columns", (PyCFunction)sched_columns, METH_NOARGS, "(codes, columns): per-request columns as Column buffers after close (order: pcs.engine.stepnative; None: not kept, lean())"},
     {"counters", (PyCFunction)sched_counters, METH_NOARGS, "counters (dict)"},
     {"clock_event", (PyCFunction)sched_clock_event, METH_NOARGS,
      "a fleet's one clock: (time, 0) the step's end is due, (time, 1) the next step begins, None: idle"},
@@ -1932,11 +1934,17 @@ static PyTypeObject SchedType = {
                    "The step scheduler's event loop (pcs.engine.scheduler.StepEngine, layerwise) over a compiled "
                    "hierarchy.", sched_methods, sched_getset, sched_init)};
 
+static PyMethodDef mod_methods[] = {
+    {"kept_bytes", col_kept_bytes, METH_NOARGS, "bytes the pool of dead columns' mappings keeps now (pcs/_kept.h)"},
+    {"kept_clear", col_kept_clear, METH_NOARGS, "unmap every mapping the pool of dead columns keeps (tests)"},
+    {NULL}
+};
+
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_stepsched",
-                                    "The step scheduler's event loop in C (pcs.engine.stepnative).", -1, NULL};
+                                    "The step scheduler's event loop in C (pcs.engine.stepnative).", -1, mod_methods};
 
 PyMODINIT_FUNC PyInit__stepsched(void) {
-    if (PyType_Ready(&SchedType) < 0) return NULL;
+    if (PyType_Ready(&SchedType) < 0 || PyType_Ready(&ColumnType) < 0) return NULL;
     s_hit = PyUnicode_InternFromString("hit_blocks");
     s_hbpt = PyUnicode_InternFromString("hit_blocks_per_tier");
     s_rbpt = PyUnicode_InternFromString("restored_blocks_per_tier");
@@ -1953,5 +1961,7 @@ PyMODINIT_FUNC PyInit__stepsched(void) {
     if (!m) return NULL;
     Py_INCREF(&SchedType);
     if (PyModule_AddObject(m, "StepScheduler", (PyObject *)&SchedType) < 0) { Py_DECREF(m); return NULL; }
+    Py_INCREF(&ColumnType);
+    if (PyModule_AddObject(m, "Column", (PyObject *)&ColumnType) < 0) { Py_DECREF(m); return NULL; }
     return m;
 }

@@ -85,3 +85,37 @@ def test_two_tables_at_once_each_have_their_own_map(monkeypatch):
     gc.collect()
     _admit(a, [3])
     assert a.tiers[0].policy.order() == [1, 3] and a.tiers[1].policy.order() == [2]
+
+
+def _filled_then_dropped() -> tuple[list[int], list[int]]:
+    """GPU 8,192 + CPU 8,192 LRU blocks, write-back, the shared table direct: keys 0 .. 16,383 admitted in requests
+    of 64, each finished. By hand: the GPU keeps the last 8,192 keys and demotes the first 8,192 to the CPU tier,
+    which holds exactly them (nothing is evicted from it). The orders (least recent first), then the hierarchy
+    freed."""
+    h = native.NativeHierarchy([Tier(f"t{i}", 8192, make_policy("lru", 8192)) for i in range(2)], "back",
+                               expected_blocks=16384)
+    for k in range(0, 16384, 64):
+        _admit(h, list(range(k, k + 64)))
+    orders = sorted(h._h.resident(0)), sorted(h._h.resident(1))
+    del h
+    gc.collect()
+    return orders
+
+
+def test_a_dead_tables_arrays_are_kept_for_the_next():
+    # pcs/_kept.h kept_alloc: the shared table's entry array (16,385 entries of 32 B: 524 KB) and the tiers' order
+    # arrays pass 128 KiB, so they are mappings; a freed hierarchy's are kept (the module's pool grows), and an
+    # identical hierarchy takes each back (every kept one an exact fit) and leaves the pool as the first left it.
+    # The pool is emptied first: what earlier tests' tables left in it (bounded: 48 mappings, 64 MB) could fit the
+    # first hierarchy's arrays, or leave no room for them
+    gc.collect()
+    native._lruhier.kept_clear()
+    before = native._lruhier.kept_bytes()
+    assert before == 0
+    gpu, cpu = _filled_then_dropped()
+    assert gpu == list(range(8192, 16384)) and cpu == list(range(8192))
+    first = native._lruhier.kept_bytes()
+    assert first - before >= 524288
+    gpu, cpu = _filled_then_dropped()
+    assert gpu == list(range(8192, 16384)) and cpu == list(range(8192))
+    assert native._lruhier.kept_bytes() == first

@@ -405,6 +405,69 @@ def test_columns_held_ahead_are_cut_to_the_requests_fed(ahead, one_by_one):
     _assert_same(_run(stepnative.NativeStepEngine, reqs, [16], cost, [None], kw), (eng, res))
 
 
+def _three_requests_reserved(ahead):
+    """The hand-worked run of test_columns_held_ahead_are_cut_to_the_requests_fed, ``ahead`` rows reserved."""
+    from helpers import req
+    from pcs.compute import StepCost
+
+    reqs = [req([7 * k, 7 * k + 1], 0.5 * k, prompt=32, out=3, bs=16) for k in range(3)]
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    kw = dict(budget=64, seqs=8, fallback=True, max_preemptions=2, decode=False, skip=True, write_policy="back",
+              no_cache=False, block_bytes=[0], prefill=_Prefill(7e-6, 1e-9), last_token=True)
+    return _run(type("R", (_Reserving,), {"ahead": ahead}), reqs, [16], cost, [None], kw)
+
+
+def test_a_dead_results_columns_are_the_next_runs_pages():
+    # pcs/engine/_stepcols.h, pcs/_kept.h: 20,000 rows reserved make each 8-byte column 160,000 B, past
+    # KEPT_MIN_BYTES (131,072), so a mapping of ceil(160,000 / 4,096) = 40 pages = 163,840 B; the int8 column
+    # (20,000 B) is malloc'd. Dropping the result keeps the mappings (the pool grows by 163,840 B each); the same run
+    # again takes those very mappings (the same addresses: each kept one is an exact fit) and the pool shrinks back;
+    # the values are the hand-worked ones of the test above (3 rows; no hit, 2 missed blocks each, 32 prompt tokens).
+    import gc
+
+    mod = stepnative._stepsched
+
+    def mapped(res):
+        cols = [v for v in res.columns.values() if isinstance(getattr(getattr(v, "base", None), "obj", None), mod.Column)]
+        return {v.ctypes.data for v in cols if v.itemsize == 8}, len([v for v in cols if v.itemsize == 8])
+
+    gc.collect()
+    mod.kept_clear()             # an empty pool: earlier tests' columns could fit this run's, or fill the pool
+    eng, res = _three_requests_reserved(20000)
+    first, n8 = mapped(res)
+    assert n8 >= 10 and len(first) == n8                       # every 8-byte column of the loop: its own mapping
+    gc.collect()
+    before = mod.kept_bytes()
+    del eng, res                                  # the engine holds the columns too
+    gc.collect()
+    assert mod.kept_bytes() - before == n8 * 163840
+    _, res = _three_requests_reserved(20000)
+    again, _ = mapped(res)
+    assert again == first
+    assert mod.kept_bytes() == before
+    c = {k: list(_values(v)) for k, v in res.columns.items()}
+    assert all(len(v) == 3 for v in res.columns.values())
+    assert c["hit_blocks"] == [0, 0, 0] and c["missed_blocks"] == [2, 2, 2] and c["truncated"] == [0, 0, 0]
+    assert c["restored_bytes"] == [0, 0, 0] and c["prompt_tokens"] == [32, 32, 32]
+    assert len(res.columns["hit_blocks"].base.obj) == 3 * 8    # len(): the bytes of the rows handed out, not reserved
+
+
+def test_small_columns_are_not_mapped():
+    # below KEPT_MIN_BYTES (10 rows reserved: 80 B a column) a column is malloc'd as a bytearray's bytes were: a
+    # dead result's columns leave the pool as it was (no mapping each: vm.max_map_count)
+    import gc
+
+    mod = stepnative._stepsched
+    gc.collect()
+    before = mod.kept_bytes()
+    eng, res = _three_requests_reserved(10)
+    assert all(len(v) == 3 for v in res.columns.values())
+    del eng, res
+    gc.collect()
+    assert mod.kept_bytes() == before
+
+
 def test_preemption_and_decode_blocks_equal_reference():
     # a conversation whose turns grow on a GPU tier of 6 blocks: the running requests outgrow it while decoding,
     # so the youngest is preempted (vLLM FCFS) and re-admitted; both loops must agree on every column
