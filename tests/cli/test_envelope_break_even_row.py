@@ -97,3 +97,11 @@ def test_a_tiny_break_even_shows_its_digits_and_every_format_marks_its_row():
     assert csv[0].split(",")[-1] == "break_even" and csv[1].split(",")[-1] == "True"
     csv = invoke(*args, "--bandwidth", "1GB/s", "--format", "csv").stdout.splitlines()
     assert csv[1].split(",")[-1] == "False"
+
+
+def test_docs_json_lists_the_row_keys_in_order():
+    from pcs.report.jsondoc import CLI_OBJECTS
+
+    documented = [k for k, *_ in CLI_OBJECTS["pcs envelope"][1]]
+    assert list(invoke_json(*D_100)["rows"][0]) == documented
+    assert list(invoke_json(*D_100, "--bandwidth", "1GB/s", "--overlap", "1ms")["rows"][0]) == documented
