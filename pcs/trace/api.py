@@ -53,26 +53,27 @@ def _sniff_parquet(path) -> bool:
         return f.read(4) == _PARQUET_MAGIC
 
 
-def _not_json(first: bytes, exc: Exception, name: str) -> tuple[str, bool] | None:
-    """Why format detection could not read the non-blank line ``first`` (bytes after any gzip layer), and whether
-    that is the line's own fault (True: not UTF-8, not JSON, which ``on_error="skip"`` passes over as the readers
-    skip such a line) rather than the file's (False: a msgpack capture, a gzipped Parquet file, UTF-16 text);
-    None for a line that starts as a JSON object (``{``): the caller gives the JSON readers' file:line message."""
+def _not_json(first: bytes, exc: Exception, name: str) -> tuple[str, str] | None:
+    """Why format detection could not read the non-blank line ``first`` (bytes after any gzip layer), and whose
+    fault that is: ``"file"`` (a msgpack capture, a gzipped Parquet file, UTF-16 text), ``"line"`` (not JSON),
+    ``"json"`` (JSON but not UTF-8: a JSON Lines reader refuses it, so after blank lines theirs is the first
+    error); ``on_error="skip"`` passes over the last two as the readers skip such a line. None for a line that
+    starts as a JSON object (``{``): the caller gives the JSON readers' file:line message."""
     if first[:1] in _MSGPACK_BATCH:
         return (f"this looks like a msgpack capture of vLLM KV-cache events, not a request trace: "
-                f"{_EVENTS_HINT.format(name)}"), False
+                f"{_EVENTS_HINT.format(name)}"), "file"
     if first.startswith(b"PAR1"):   # a plain Parquet file was recognised before: this one was inside gzip
         return ("a gzip-compressed Parquet file: pcs reads Parquet as written (its columns are compressed "
-                "inside); gunzip it first"), False
+                "inside); gunzip it first"), "file"
     if first[:2] in (b"\xff\xfe", b"\xfe\xff") or first[:2] in (b"{\x00", b"\x00{", b"[\x00", b"\x00["):
         return ("the file looks like UTF-16 text; JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode it "
-                "(iconv -f UTF-16 -t UTF-8)"), False
+                "(iconv -f UTF-16 -t UTF-8)"), "file"
     if isinstance(exc, UnicodeDecodeError) and first[:1] in (b"{", b"["):  # JSON but for its encoding
         return (f"the first non-blank line is not UTF-8 (invalid byte {first[exc.start:exc.start + 1]!r} at byte "
-                f"{exc.start}); JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode the file"), True
+                f"{exc.start}); JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode the file"), "json"
     if first.lstrip()[:1] == b"{" and not isinstance(exc, UnicodeDecodeError):
         return None         # meant as a JSON object: detect_format gives the readers' own message
-    return f"cannot detect the format: the first non-blank line is not JSON; pass format= ({', '.join(FORMATS)})", True
+    return f"cannot detect the format: the first non-blank line is not JSON; pass format= ({', '.join(FORMATS)})", "line"
 
 
 #: ``on_error="skip"``: format detection reads at most this many non-blank lines (and :data:`SKIP_SNIFF_BYTES` of
@@ -84,8 +85,9 @@ SKIP_SNIFF_BYTES = 16 << 20
 class _BadLine(Exception):
     """A line detection cannot read, which ``on_error="skip"`` passes over as the readers skip it.
 
-    ``error``: what detection says of it; ``reader``: True when that is the readers' own ``FILE:LINE`` message (a
-    line meant as a JSON object), so a blank line before it is the readers' first error (``FILE:1: blank line``)."""
+    ``error``: what detection says of it; ``reader``: True for a line meant as JSON (their own ``FILE:LINE``
+    message, or not UTF-8), which the JSON Lines readers refuse, so a blank line before it is their first error
+    (``FILE:1: blank line``)."""
 
     def __init__(self, error: InputError, reader: bool):
         super().__init__(str(error))
@@ -177,8 +179,8 @@ def _line_format(line: bytes, ln: int, name: str, first: bool) -> str:
         why = _not_json(line, exc, name)
         if why is None:     # a line meant as a JSON object: the readers' own file:line message
             raise _BadLine(InputError(name, ln, None, invalid_json(exc)), True) from None
-        if why[1] or not first:     # this line's fault (a file's kind shows in its first line)
-            raise _BadLine(InputError(name, None, None, why[0]), False) from None
+        if why[1] != "file" or not first:     # this line's fault (a file's kind shows in its first line)
+            raise _BadLine(InputError(name, None, None, why[0]), why[1] == "json") from None
         raise InputError(name, None, None, why[0]) from None
     other = _not_a_trace(obj, name)
     if other is not None:

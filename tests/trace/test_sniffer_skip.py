@@ -55,6 +55,7 @@ def test_without_skip_the_message_stays_the_readers(tmp_path):
 @pytest.mark.parametrize("text, blank_lines", [
     ("\n\n\n" + BAD_FIRST["duplicate key"] + GOOD, 3),
     ("\r\n  \n" + BAD_FIRST["cut short"] + GOOD, 2),
+    ("\n" + BAD_FIRST["not UTF-8"] + GOOD, 1),          # JSON but not UTF-8: the readers refuse the blank first
 ])
 def test_after_blank_lines_detection_says_what_the_reader_says_first(tmp_path, text, blank_lines):
     f = _file(tmp_path, text)
