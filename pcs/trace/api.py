@@ -73,7 +73,8 @@ def _not_json(first: bytes, exc: Exception, name: str) -> tuple[str, str] | None
                 f"{exc.start}); JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode the file"), "json"
     if first.lstrip()[:1] == b"{" and not isinstance(exc, UnicodeDecodeError):
         return None         # meant as a JSON object: detect_format gives the readers' own message
-    return f"cannot detect the format: the first non-blank line is not JSON; pass format= ({', '.join(FORMATS)})", "line"
+    return (f"cannot detect the format: the first non-blank line is not JSON; pass format= "
+            f"({', '.join(FORMATS)})"), "line"
 
 
 #: ``on_error="skip"``: format detection reads at most this many non-blank lines (and :data:`SKIP_SNIFF_BYTES` of
