@@ -6,7 +6,6 @@ T_overhead) (``docs/semantics.md`` §10; :mod:`pcs.analysis.envelope`).
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from pcs import units
@@ -25,7 +24,8 @@ def _bandwidth(bps: float | None) -> str:
     """
     if bps is None or not 0 < bps < 1:
         return units.format_bandwidth(bps)
-    return units.format_bandwidth(bps, digits=2 - math.floor(math.log10(bps)))
+    exponent = int(f"{bps:.2e}".split("e")[1])       # 1e-09 -> -9: the first significant digit's place
+    return units.format_bandwidth(bps, digits=2 - exponent)
 
 
 def _scope_text(r: EnvelopeResult, extra: dict[str, Any]) -> str:
