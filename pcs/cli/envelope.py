@@ -248,9 +248,10 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     nothing read it), layout, restore_bytes_scope (per_rank | given),
     restore_bytes_all_ranks, break_even_bps_all_ranks (the TP group's, as pcs replay's
     links; null for given bytes), link, rows (bandwidth_bps, read_s, cached_s, saved_s
-    (net), verdict faster|slower|equal, exposed_wait_s; one per --bandwidth and --link, or
+    (net), verdict faster|slower|equal, exposed_wait_s, break_even (true for the row at the
+    break-even bandwidth); one per --bandwidth and --link, or
     without either one row at the break-even bandwidth, verdict equal: refused when there is
-    no break-even or D is 0), notes (every note the text prints).
+    no break-even or D is 0, saying why D is 0), notes (every note the text prints).
     """
     _refuse_unused(kw)
     table = hardware_table(kw.pop("hardware_file"))
@@ -269,8 +270,10 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     overhead = option_duration(kw["overhead"], typed_flag("--overhead", "--setup")) \
         if kw["overhead"] is not None else (link.setup_s if link is not None else 0.0)
     result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], overhead, bandwidths, overlap_s=overlap)
-    result = result if bandwidths else _break_even_row(result)
+    result = result if bandwidths else _break_even_row(result, {**times, "block_size": kw["block_size"]})
     payload = result.to_dict()
+    for row in payload["rows"]:     # which row is pcs's own, at the break-even bandwidth (the text's "(break-even)")
+        row["break_even"] = not bandwidths
     payload["link"] = None if link is None else link.name
     payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})
     scope = _scope(kw, result, times)
@@ -284,17 +287,38 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     emit(payload, fmt, lambda: render_envelope(result, {**times, **scope, **why, **named}))
 
 
-def _break_even_row(result: Any) -> Any:
+def _why_no_bytes(tokens: dict[str, Any]) -> str:
+    """Why D is 0 bytes when it comes from tokens (`` (the last-token cap: ((T - 1) // B) x B = ((16 - 1) // 16) x
+    16 = 0 tokens restorable)``, as the cap note words it, docs/semantics.md §4; or fewer tokens than one whole
+    block), else ``""`` (given bytes, or another cause the notes give)."""
+    from pcs import units
+
+    n = units.format_count
+    kept, cap, prompt, asked, bs = (tokens.get(k) for k in ("restored_tokens", "hit_cap_tokens", "prompt_tokens",
+                                                            "restore_tokens", "block_size"))
+    if kept != 0 or prompt is None or bs is None:
+        return ""
+    if cap == 0 and (asked is None or asked > 0):
+        return (f" (the last-token cap: ((T - 1) // B) x B = (({n(prompt)} - 1) // {n(bs)}) x {n(bs)} = 0 tokens "
+                f"restorable of the {n(prompt)}-token prompt: its last token is recomputed)")
+    if asked is not None and asked < bs:
+        return f" (--restore-tokens {n(asked)} is less than one {n(bs)}-token block: only whole blocks are cached)"
+    return ""
+
+
+def _break_even_row(result: Any, tokens: dict[str, Any]) -> Any:
     """Without ``--bandwidth`` or ``--link``: ``result`` with its one row at the break-even bandwidth B* = D /
     (T_full - T_remaining - T_overhead), where the cached path takes T_full exactly (read D/B* = the margin, net
     saved 0, verdict ``equal``; the exposed wait max(0, margin - W) with ``--overlap``): the bandwidth a user
     asks for when naming none (docs/views.md). The row is set by that definition, not recomputed from the float
-    B* (whose rounding would make the verdict ``faster`` or ``slower`` by a hair).
+    B* (whose rounding would make the verdict ``faster`` or ``slower`` by a hair). ``tokens``: where D's tokens
+    came from (``prompt_tokens``, ``restore_tokens``, ``hit_cap_tokens``, ``restored_tokens``, ``block_size``;
+    the JSON's keys), for saying why D is 0 (:func:`_why_no_bytes`).
 
     Raises:
         UserError: no such row: no break-even (margin <= 0: the cached path is slower at every bandwidth, or
-            equal with no read) or no bytes to read (D = 0: the read takes 0 s at every bandwidth); the message
-            gives that verdict and names ``--bandwidth`` and ``--link``.
+            as fast with no read) or no bytes to read (D = 0, and why: the read takes 0 s at every bandwidth); the
+            message compares the two paths and names ``--bandwidth`` and ``--link``.
     """
     from dataclasses import replace
 
@@ -303,9 +327,13 @@ def _break_even_row(result: Any) -> Any:
 
     be, margin = result.break_even_bps, result.margin_s
     if be is None or result.restore_bytes == 0:
-        why = ("D is 0 bytes, so the read takes 0 s at every bandwidth and the cached path is "
-               f"{'faster' if margin > 0 else 'equal' if margin == 0 else 'slower'}" if result.restore_bytes == 0
-               else f"T_full - T_remaining - T_overhead = {units.format_duration(margin)} <= 0, so no bandwidth "
+        d = units.format_duration
+        cached, full = d(result.remaining_s + result.overhead_s), d(result.full_prefill_s)
+        than = ("as fast as" if margin == 0 else "faster than" if margin > 0 else "slower than")
+        why = (f"D is 0 bytes{_why_no_bytes(tokens)}, so the read takes 0 s at every bandwidth: the cached path, "
+               f"T_remaining + T_overhead = {cached}, is {than} the full prefill ({full}) at every bandwidth (no "
+               "break-even bandwidth)" if result.restore_bytes == 0
+               else f"T_full - T_remaining - T_overhead = {d(margin)} <= 0, so no bandwidth "
                     "makes the cached path faster (no break-even)")
         raise UserError(f"no row without --bandwidth: {why}; give --bandwidth (e.g. 20GB/s) or --link for the "
                         "cached path at that bandwidth")

@@ -166,30 +166,43 @@ def lru_curve(flat: FlatAccesses, kernel: str | None = None, sample_rate: float 
                     float(sample_rate), kernel, None if sample_rate == 1.0 else est.num_sampled_blocks)
 
 
-#: Fewest distinct sampled blocks (beyond the exact chain heads) whose SHARDS estimate pcs calls trustworthy:
-#: below it :func:`small_sample_note` warns. Measured (docs/curves.md, "How small a sample"): on the bundled
-#: sample, the Mooncake trace and its 10x replica, 29 capacities, 8 seeds, ~1,700 sampled blocks erred by <= 0.64
-#: points on average (<= 3.1 at worst); ~850 by up to 1.5 on average (4.6 worst); ~330 by up to 4.8 (8.7); 3-40
-#: blocks mostly by 7-18 (worst 18-47). (SHARDS' fixed-size variant, Waldspurger et al. FAST'15, bounds the sample
-#: the same way: by its count of distinct sampled blocks, s_max, not by the rate.)
+#: Fewest distinct sampled blocks (beyond the exact chain heads) below which :func:`small_sample_note` warns.
+#: Measured (docs/curves.md, "How small a sample"): on the bundled sample, the Mooncake trace and its 10x replica,
+#: 29 capacities, 8 seeds, samples of 1,305-1,719 blocks erred by 0.56-0.64 points on average (3.92 at worst);
+#: below, see :data:`SAMPLE_ERRORS` (the 10x replica's ~850 blocks: 1.52 on average, its ~330: 4.79). (SHARDS'
+#: fixed-size variant, Waldspurger et al. FAST'15, bounds the sample the same way: by its count of distinct sampled
+#: blocks, s_max, not by the rate.)
 MIN_SAMPLED_BLOCKS = 1000
+
+#: The measured SHARDS error of samples below :data:`MIN_SAMPLED_BLOCKS`, by size, smallest first: (fewest and most
+#: sampled blocks measured, (lowest, highest) mean absolute error over the capacities in percentage points, worst
+#: error in points), each over the three traces and 8 seeds of docs/curves.md's table ("How small a sample",
+#: ``benchmarks/shards_sample_size.py``). :func:`small_sample_note` cites the largest size measured at or below a
+#: sample's (error falls as the sample grows, so a sample between two sizes errs no more than the smaller one did).
+SAMPLE_ERRORS = ((0, 4, (5.83, 18.18), 34.23), (32, 58, (1.40, 14.07), 19.48), (327, 349, (0.64, 4.79), 8.72),
+                 (504, 864, (0.42, 1.52), 4.64))
 
 
 def small_sample_note(lru: LruCurve) -> str | None:
-    """The warning of a sampled curve whose sample is too small to trust (fewer than :data:`MIN_SAMPLED_BLOCKS`
-    distinct sampled blocks, :attr:`LruCurve.sampled_blocks`), else None (exact, or a sample that large, or
-    nothing estimated). ``pcs curve`` prints it on stderr and adds it to the JSON's ``notes``.
+    """The warning of a sampled curve whose sample is small (fewer than :data:`MIN_SAMPLED_BLOCKS` distinct sampled
+    blocks, :attr:`LruCurve.sampled_blocks`), with the error docs/curves.md measured at that size
+    (:data:`SAMPLE_ERRORS`), else None (exact, or a sample that large, or nothing estimated). ``pcs curve``
+    prints it on stderr and adds it to the JSON's ``notes``.
 
     >>> small_sample_note(LruCurve(np.zeros(1), np.zeros(1), 0, 0, 0, 1.0, "c")) is None
     True
+    >>> small_sample_note(LruCurve(np.zeros(1), np.zeros(1), 0, 0, 0, 0.01, "c", 400)).split(": ")[1]
+    'samples of 327-349 blocks (the largest size measured at or below it) erred by 0.64-4.79 points on average over the capacities and by up to 8.72 (docs/curves.md'
     """
     n = lru.sampled_blocks
     if n is None or n >= MIN_SAMPLED_BLOCKS:
         return None
+    lo, hi, (m0, m1), worst = next(e for e in reversed(SAMPLE_ERRORS) if e[0] <= n)
+    where = "" if n <= hi else " (the largest size measured at or below it)"
     return (f"SHARDS sample rate {lru.sample_rate:g} kept {n:,} distinct blocks beyond the exact chain heads, fewer "
-            f"than {MIN_SAMPLED_BLOCKS:,}: too small a sample to trust; its LRU values and ceiling may be off by "
-            "many points (docs/curves.md measures the error by sample size); raise --sample-rate, or drop it for "
-            "the exact curve")
+            f"than {MIN_SAMPLED_BLOCKS:,}: samples of {lo:,}-{hi:,} blocks{where} erred by {m0:.2f}-{m1:.2f} points "
+            f"on average over the capacities and by up to {worst:.2f} (docs/curves.md: 3 traces, 8 seeds); raise "
+            "--sample-rate, or drop it for the exact curve")
 
 
 def capacity_grid(max_blocks: int, points: int, start: int = 1) -> list[int]:

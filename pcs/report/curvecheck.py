@@ -21,7 +21,17 @@ the field named as the file holds it (an older file's own names, :func:`pcs.curv
   ``lru_hit_ratio`` at most its ``belady_hit_ratio`` when the curve is exact (``sample_rate`` 1.0: a sampled
   LRU value is an estimate, :mod:`pcs.curves.shards`, and pcs writes no Belady value beside it);
 - a row's ``lru_block_misses`` and ``belady_block_misses`` at most ``cacheable_blocks`` (a miss is one of the
-  cacheable accesses; a sampled count is rounded from an estimate of hit blocks that is never negative).
+  cacheable accesses; a sampled count is rounded from an estimate of hit blocks that is never negative);
+- down the rows (capacities ascending), ``lru_hit_ratio`` never falls and ``lru_block_misses`` never rises: LRU is
+  a stack algorithm (Mattson et al. 1970: a larger LRU cache holds every block a smaller one holds), and pcs reads
+  every capacity off one cumulative count of hits by stack depth (:class:`pcs.curves.api.LruCurve`; a sampled
+  count adds non-negative estimates, so it holds there too); in an exact curve ``belady_hit_ratio`` never falls
+  either (MIN is the optimum at each capacity, :mod:`pcs.curves.belady`, and a larger cache can follow a smaller
+  one's schedule). ``belady_block_misses`` may rise: MIN keeps only blocks that earn hit tokens, and a block
+  access at the last-token cap earns none (tests/report/test_curve_monotone.py has a trace where it goes from 27
+  at 8 blocks to 28 at 9);
+- the knees' ``capacity_blocks``: p50 <= p90 <= p99 (each is the smallest capacity reaching its share of the
+  ceiling on one non-decreasing curve).
 
 Each holds exactly in the floats pcs writes: the ratios of one curve are integer (or, sampled, cumulative
 non-negative float) hit tokens over one prompt-token count, so their order is the order of the hit tokens.
@@ -59,6 +69,8 @@ def check_curve(payload: dict, written: dict[str, str]) -> None:
     _check_rows(payload)
     _check_ratio_order(payload)
     _check_misses(payload, written)
+    _check_monotone(payload)
+    _check_knee_order(payload)
 
 
 def _check_model_bytes(payload: dict) -> None:
@@ -120,6 +132,61 @@ def _check_misses(payload: dict, written: dict[str, str]) -> None:
             if _number(value) and value > cacheable:
                 raise UserError(f"field 'rows[{i}].{key}': must be at most {shown} ({cacheable}): each miss is one "
                                 f"of the cacheable accesses, got {value}")
+
+
+#: per row key: +1 when it never falls down the rows, -1 when it never rises, and why (:func:`_check_monotone`)
+_MONOTONE = {
+    "lru_hit_ratio": (1, "LRU at a larger capacity holds every block it holds at a smaller one"),
+    "lru_block_misses": (-1, "LRU at a larger capacity holds every block it holds at a smaller one"),
+    "belady_hit_ratio": (1, "Belady's MIN is the optimum, and a larger cache can follow a smaller one's choices"),
+}
+
+
+def _check_monotone(payload: dict) -> None:
+    """Down the rows (``capacity_blocks`` ascending, checked before): ``lru_hit_ratio`` never falls,
+    ``lru_block_misses`` never rises, and in an exact curve (``sample_rate`` 1.0) ``belady_hit_ratio`` never
+    falls (the module docstring says why; ``belady_block_misses`` may rise). Nulls and rows that are no objects
+    are skipped (checked above).
+
+    Raises:
+        UserError: ``field 'rows[2].lru_hit_ratio': must be at least rows[1]'s (0.3): LRU at a larger capacity
+            holds every block it holds at a smaller one, got 0.25``.
+    """
+    keys = [k for k in _MONOTONE if k != "belady_hit_ratio" or payload.get("sample_rate") == 1.0]
+    rows = payload.get("rows") if isinstance(payload.get("rows"), list) else []
+    for key in keys:
+        sign, why = _MONOTONE[key]
+        before = None       # (index, value) of the last row with a number
+        for i, row in enumerate(rows):
+            value = row.get(key) if isinstance(row, dict) else None
+            if not _number(value):
+                continue
+            if before is not None and (value - before[1]) * sign < 0:
+                side = "at least" if sign > 0 else "at most"
+                raise UserError(f"field 'rows[{i}].{key}': must be {side} rows[{before[0]}]'s "
+                                f"({json.dumps(before[1])}): {why}, got {json.dumps(value)}")
+            before = (i, value)
+
+
+def _check_knee_order(payload: dict) -> None:
+    """The knees' ``capacity_blocks`` (nulls skipped): p50 <= p90 <= p99, each the smallest capacity reaching its
+    share of the ceiling on one non-decreasing LRU curve (:meth:`pcs.curves.api.LruCurve.knee`).
+
+    Raises:
+        UserError: ``field 'knee.p90.capacity_blocks': must be at least knee.p50's (100): a larger share of the
+            ceiling needs at least as many blocks, got 50``.
+    """
+    knee = payload.get("knee") if isinstance(payload.get("knee"), dict) else {}
+    before = None
+    for key in KNEE_KEYS:
+        obj = knee.get(key)
+        blocks = obj.get("capacity_blocks") if isinstance(obj, dict) else None
+        if not isinstance(blocks, int) or isinstance(blocks, bool):
+            continue
+        if before is not None and blocks < before[1]:
+            raise UserError(f"field 'knee.{key}.capacity_blocks': must be at least knee.{before[0]}'s ({before[1]}): "
+                            f"a larger share of the ceiling needs at least as many blocks, got {blocks}")
+        before = (key, blocks)
 
 
 def _check_accesses(payload: dict, written: dict[str, str]) -> None:

@@ -15,6 +15,19 @@ from pcs.report.table import render_table
 __all__ = ["render_envelope", "envelope_notes"]
 
 
+def _bandwidth(bps: float | None) -> str:
+    """:func:`pcs.units.format_bandwidth`, with 3 significant digits below 1 B/s: a break-even of 1 B over
+    10^9 s is 1e-9 B/s, which the 2 decimals print as ``0.00 B/s`` (``0.00000000100 B/s`` here).
+
+    >>> _bandwidth(1e-9), _bandwidth(0.5), _bandwidth(2e10)
+    ('0.00000000100 B/s', '0.500 B/s', '20.00 GB/s')
+    """
+    if bps is None or not 0 < bps < 1:
+        return units.format_bandwidth(bps)
+    exponent = int(f"{bps:.2e}".split("e")[1])       # 1e-09 -> -9: the first significant digit's place
+    return units.format_bandwidth(bps, digits=2 - exponent)
+
+
 def _scope_text(r: EnvelopeResult, extra: dict[str, Any]) -> str:
     """`` per GPU (TP 8: 7.05 GB for the TP group; bandwidths per GPU link ...)`` when D is one GPU's share (one TP
     rank's: JSON ``restore_bytes_scope`` ``per_rank``); "per GPU" as docs/semantics.md names one GPU's link (§9) and
@@ -68,7 +81,7 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
     for i, row in enumerate(r.rows):
         mark = f" (--link {extra['link']})" if extra.get("link") and i == len(r.rows) - 1 else ""
         mark = " (break-even)" if extra.get("break_even_row") else mark
-        cells = [units.format_bandwidth(row.bandwidth_bps) + mark, units.format_duration(row.read_s),
+        cells = [_bandwidth(row.bandwidth_bps) + mark, units.format_duration(row.read_s),
                  units.format_duration(row.cached_s), units.format_duration(row.saved_s), row.verdict]
         if r.overlap_s is not None:
             cells.append(units.format_duration(row.exposed_wait_s))
@@ -84,10 +97,10 @@ def envelope_notes(r: EnvelopeResult, extra: dict[str, Any]) -> list[str]:
         verdict = ("no break-even: T_full - T_remaining - T_overhead <= 0, so no bandwidth makes "
                    "the cached path faster")
     else:
-        verdict = (f"break-even bandwidth {units.format_bandwidth(r.break_even_bps)} = D / (T_full - "
+        verdict = (f"break-even bandwidth {_bandwidth(r.break_even_bps)} = D / (T_full - "
                    "T_remaining - T_overhead); the cached path is faster above it")
         if extra.get("restore_bytes_scope") == "per_rank":
-            verdict += (f" (per GPU; {units.format_bandwidth(r.break_even_bps * extra['tp'])} for the TP "
+            verdict += (f" (per GPU; {_bandwidth(r.break_even_bps * extra['tp'])} for the TP "
                         "group's links together, as pcs replay gives link figures)")
     if extra.get("break_even_row"):
         verdict += ("; no --bandwidth or --link given, so the one row is that bandwidth: the cached path takes "

@@ -17,7 +17,7 @@ from typing import Any
 
 from pcs.schema import UNITS, json_fields
 
-__all__ = ["render", "COMMANDS", "CLI_KEYS"]
+__all__ = ["render", "COMMANDS", "CLI_KEYS", "CLI_OBJECTS"]
 
 #: (command, result class path, one-line description); the order of docs/json.md.
 COMMANDS = (
@@ -47,8 +47,10 @@ COMMANDS = (
      "`ceiling_hit_ratio` other than the file's, rows whose `capacity_blocks` do not ascend, a `knee` without "
      "each of p50, p90 and p99, a `block_bytes` beside a null `model`, an `lru_hit_ratio` (row or knee) or "
      "`belady_hit_ratio` above the ceiling, a row's `lru_hit_ratio` above its `belady_hit_ratio` in an exact "
-     "curve (`sample_rate` 1.0), an `lru_block_misses` or `belady_block_misses` above `cacheable_blocks` "
-     "(pcs/report/curvecheck.py)."),
+     "curve (`sample_rate` 1.0), an `lru_block_misses` or `belady_block_misses` above `cacheable_blocks`, "
+     "rows (capacities ascending) whose `lru_hit_ratio` falls or `lru_block_misses` rises, or, in an exact curve, "
+     "whose `belady_hit_ratio` falls (`belady_block_misses` may rise: MIN keeps only blocks that earn hit tokens), "
+     "knee capacities out of the order p50 <= p90 <= p99 (pcs/report/curvecheck.py)."),
 )
 
 _NOTES = ("notes", "[string]", "-", "omitted unless the trace needs them: its prefix reuse is synthetic (a lengths-only "
@@ -78,6 +80,25 @@ CLI_KEYS = {
                      "(`199.98 GB = 1,192 blk`): `capacity_blocks` and `capacity_bytes` (blocks x the tier's bytes "
                      "per block; a hybrid model's pages), from its summary's tiers; absent for a variant without one"),
                     _NOTES),
+}
+
+#: Objects a command prints from keys of its own (no typed result of the Python API): command -> (description,
+#: ((key, type, unit, meaning), ...)), after :data:`COMMANDS` in docs/json.md.
+CLI_OBJECTS = {
+    "pcs envelope": (
+        "The object `pcs envelope --format json` prints: its scalar keys are listed in `pcs envelope --help` "
+        "(docs/cli.md, docs/views.md); `rows` (also the lines of `--format csv`) holds one object per "
+        "`--bandwidth` and `--link`, or without either the one row at the break-even bandwidth "
+        "(pcs.analysis.envelope.EnvelopeRow, then the key the command adds):",
+        (("bandwidth_bps", "number", "bytes/s", "B_eff, the bandwidth of the row"),
+         ("read_s", "number \\| null", "s", "D / B_eff (null: infinite, B_eff 0 with D > 0)"),
+         ("cached_s", "number \\| null", "s", "read_s + T_remaining + T_overhead"),
+         ("saved_s", "number \\| null", "s", "T_full - cached_s, net (negative when the cached path is slower)"),
+         ("verdict", "string", "-", "faster, slower or equal: the cached path against T_full, decided exactly"),
+         ("exposed_wait_s", "number \\| null", "s", "max(0, read_s - W) with --overlap W, else null"),
+         ("break_even", "bool", "-", "true for the row pcs adds at the break-even bandwidth when no --bandwidth "
+                                    "or --link is given (the text's `(break-even)`), false for every given one")),
+    ),
 }
 
 _SCALARS = {int: "int", float: "number", str: "string", bool: "bool", type(None): "null", Any: "any"}
@@ -173,6 +194,10 @@ def render() -> str:
             out += [f"Keys `{command}` adds:", "", "| key | type | unit | meaning |", "| --- | --- | --- | --- |"]
             out += [f"| `{k}` | {t.replace('|', chr(92) + '|')} | {u} | {m} |" for k, t, u, m in extra]
             out.append("")
+    for command, (desc, keys) in CLI_OBJECTS.items():
+        out += [f"## {command}", "", desc, "", "| key | type | unit | meaning |", "| --- | --- | --- | --- |"]
+        out += [f"| `{k}` | {t} | {u} | {m} |" for k, t, u, m in keys]
+        out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -25,8 +25,8 @@ from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
 from pcs.errors import InputError, UserError
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
-from pcs.trace.hashids import invalid_json
-from pcs.trace.source import check_source, display_name, first_line_number, is_stream, peek_lines
+from pcs.trace.hashids import invalid_json, strict_loads
+from pcs.trace.source import check_source, display_name, is_stream, iter_chunks, iter_lines, peek_lines
 
 __all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format",
            "synthetic_reuse_note", "skipped_note", "trace_notes"]
@@ -53,26 +53,62 @@ def _sniff_parquet(path) -> bool:
         return f.read(4) == _PARQUET_MAGIC
 
 
-def _not_json(first: bytes, exc: Exception, name: str) -> str | None:
-    """Why format detection could not read the first non-blank line ``first`` (bytes after any gzip layer);
-    None for a line that starts as a JSON object (``{``): the caller gives the JSON readers' file:line message."""
+def _not_json(first: bytes, exc: Exception, name: str) -> tuple[str, str] | None:
+    """Why format detection could not read the non-blank line ``first`` (bytes after any gzip layer), and whose
+    fault that is: ``"file"`` (a msgpack capture, a gzipped Parquet file, UTF-16 text), ``"line"`` (not JSON),
+    ``"json"`` (JSON but not UTF-8: a JSON Lines reader refuses it, so after blank lines theirs is the first
+    error); ``on_error="skip"`` passes over the last two as the readers skip such a line. None for a line that
+    starts as a JSON object (``{``): the caller gives the JSON readers' file:line message."""
     if first[:1] in _MSGPACK_BATCH:
-        return f"this looks like a msgpack capture of vLLM KV-cache events, not a request trace: {_EVENTS_HINT.format(name)}"
+        return (f"this looks like a msgpack capture of vLLM KV-cache events, not a request trace: "
+                f"{_EVENTS_HINT.format(name)}"), "file"
     if first.startswith(b"PAR1"):   # a plain Parquet file was recognised before: this one was inside gzip
         return ("a gzip-compressed Parquet file: pcs reads Parquet as written (its columns are compressed "
-                "inside); gunzip it first")
+                "inside); gunzip it first"), "file"
     if first[:2] in (b"\xff\xfe", b"\xfe\xff") or first[:2] in (b"{\x00", b"\x00{", b"[\x00", b"\x00["):
         return ("the file looks like UTF-16 text; JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode it "
-                "(iconv -f UTF-16 -t UTF-8)")
+                "(iconv -f UTF-16 -t UTF-8)"), "file"
     if isinstance(exc, UnicodeDecodeError) and first[:1] in (b"{", b"["):  # JSON but for its encoding
         return (f"the first non-blank line is not UTF-8 (invalid byte {first[exc.start:exc.start + 1]!r} at byte "
-                f"{exc.start}); JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode the file")
+                f"{exc.start}); JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode the file"), "json"
     if first.lstrip()[:1] == b"{" and not isinstance(exc, UnicodeDecodeError):
         return None         # meant as a JSON object: detect_format gives the readers' own message
-    return f"cannot detect the format: the first non-blank line is not JSON; pass format= ({', '.join(FORMATS)})"
+    return (f"cannot detect the format: the first non-blank line is not JSON; pass format= "
+            f"({', '.join(FORMATS)})"), "line"
 
 
-def detect_format(path, name: str | None = None) -> str:
+#: ``on_error="skip"``: format detection reads at most this many non-blank lines (and :data:`SKIP_SNIFF_BYTES` of
+#: them) for the first one a reader accepts; the lines before it are ones the reader skips (docs/traces-formats.md).
+SKIP_SNIFF_LINES = 1000
+SKIP_SNIFF_BYTES = 16 << 20
+
+
+class _BadLine(Exception):
+    """A line detection cannot read, which ``on_error="skip"`` passes over as the readers skip it.
+
+    ``error``: what detection says of it; ``reader``: True for a line meant as JSON (their own ``FILE:LINE``
+    message, or not UTF-8), which the JSON Lines readers refuse, so a blank line before it is their first error
+    (``FILE:1: blank line``)."""
+
+    def __init__(self, error: InputError, reader: bool):
+        super().__init__(str(error))
+        self.error, self.reader = error, reader
+
+
+def _head_lines(path, name: str, max_lines: int, max_bytes: int) -> Iterator[tuple[int, bytes]]:
+    """``(line number from 1, line)`` of the first non-blank lines: at most ``max_lines``, and no line begun once
+    ``max_bytes`` of them are read (after any gzip layer)."""
+    seen = size = 0
+    for first, chunk in iter_chunks(path, chunk_bytes=min(max_bytes, 1 << 16), name=name):
+        for ln, line in iter_lines(first, chunk, lazy=True):
+            if line.strip():
+                yield ln, line
+                seen, size = seen + 1, size + len(line)
+                if seen >= max_lines or size >= max_bytes:
+                    return
+
+
+def detect_format(path, name: str | None = None, on_error: str = "raise") -> str:
     """Guess a trace's format from its first bytes and first JSON object.
 
     Parquet magic ``PAR1`` -> parquet; a CSV header starting ``TIMESTAMP,``
@@ -82,34 +118,71 @@ def detect_format(path, name: str | None = None) -> str:
     line is parsed as strictly as the readers parse it: a key given twice
     (which ``json.loads`` would resolve to its last value, e.g. an ``events``
     list or not) is their message, ``FILE:LINE: invalid JSON: key 'K' appears
-    twice in one object``, never a format picked from one of its values.
+    twice in one object``, never a format picked from one of its values; after
+    blank lines, their first message is ``FILE:1: blank line``.
+
+    ``on_error="skip"``: a line the readers would skip (not UTF-8, not JSON, a
+    key twice, none of the keys above) is passed over, and the format is the
+    one of the first line that names one, among the first
+    :data:`SKIP_SNIFF_LINES` non-blank lines (:data:`SKIP_SNIFF_BYTES`).
 
     Raises:
-        InputError: empty file, a duplicate key in the first line, or a first line no rule recognises.
+        InputError: empty file, a first line no rule recognises (with ``on_error="skip"``: no line among those read
+            names a format), a duplicate key or bad JSON in it, or a file that is no request trace (KV-cache
+            events, a chat log, UTF-16 text).
     """
     name = name or display_name(path)
     if _sniff_parquet(path):
         return "parquet"
-    lines = peek_lines(path, max_lines=1, name=name)
-    if not lines:
+    skip = on_error == "skip"
+    first_bad = None
+    for i, (ln, line) in enumerate(_head_lines(path, name, SKIP_SNIFF_LINES if skip else 1,
+                                               SKIP_SNIFF_BYTES if skip else 1 << 20)):
+        if i == 0 and line.startswith(b"TIMESTAMP,"):
+            return "azure"
+        if i == 0 and line.startswith(b"Timestamp,") and b"Request tokens" in line:
+            return "burstgpt"
+        try:
+            return _line_format(line, ln, name, first=i == 0)
+        except _BadLine as bad:
+            if not skip:
+                if bad.reader and ln > 1:       # the readers refuse the blank line 1 first: their message
+                    strict_loads(name, 1, b"")  # raises it
+                raise bad.error from None
+            first_bad = first_bad or bad.error
+    if first_bad is None:
         raise InputError(name, None, None, EMPTY_TRACE)
-    if lines[0].startswith(b"TIMESTAMP,"):
-        return "azure"
-    if lines[0].startswith(b"Timestamp,") and b"Request tokens" in lines[0]:
-        return "burstgpt"
+    error, why = first_bad, (f"with on_error='skip' no line names a format either ({i + 1:,} non-blank "
+                             f"line{'s' if i else ''} read; detection reads at most {SKIP_SNIFF_LINES:,})")
+    if "pass format=" not in error.problem:
+        why += f"; pass format= ({', '.join(FORMATS)})"
+    raise InputError(error.path, error.line, error.field, f"{error.problem}; {why}") from None
+
+
+def _line_format(line: bytes, ln: int, name: str, first: bool) -> str:
+    """The format one non-blank line ``line`` (line ``ln``; ``first``: the file's first non-blank line) names
+    (:func:`detect_format`).
+
+    Raises:
+        _BadLine: a line the readers would refuse, or one naming no format.
+        InputError: a file that is no request trace: :func:`_not_a_trace`, or from its first line an encoding or a
+            capture :func:`_not_json` names.
+    """
     try:     # keys checked as the readers check them: a key given twice is their message, whatever the format
-        obj = jsondepth.loads(lines[0].decode("utf-8"), object_pairs_hook=jsondepth.no_duplicate_keys)
+        obj = jsondepth.loads(line.decode("utf-8"), object_pairs_hook=jsondepth.no_duplicate_keys)
     except jsondepth.TooDeepError as exc:
-        raise InputError(name, 1, None, str(exc)) from None
+        raise _BadLine(InputError(name, ln, None, str(exc)), True) from None
     except jsondepth.DuplicateKeyError as exc:      # never detected from a value the readers refuse
-        raise InputError(name, first_line_number(path, name=name), None, invalid_json(exc)) from None
+        raise _BadLine(InputError(name, ln, None, invalid_json(exc)), True) from None
     except jsondepth.NumberTooLongError as exc:     # the readers' own message: file, line, field and element
-        raise InputError(name, first_line_number(path, name=name), exc.field, str(exc)) from None
+        raise _BadLine(InputError(name, ln, exc.field, str(exc)), True) from None
     except (UnicodeDecodeError, ValueError) as exc:
-        why = _not_json(lines[0], exc, name)
+        why = _not_json(line, exc, name)
         if why is None:     # a line meant as a JSON object: the readers' own file:line message
-            raise InputError(name, first_line_number(path, name=name), None, invalid_json(exc)) from None
-        raise InputError(name, None, None, why) from None
+            raise _BadLine(InputError(name, ln, None, invalid_json(exc)), True) from None
+        if why[1] != "file" or not first:     # this line's fault (a file's kind shows in its first line)
+            raise _BadLine(InputError(name, None, None, why[0]), why[1] == "json") from None
+        raise InputError(name, None, None, why[0]) from None
     other = _not_a_trace(obj, name)
     if other is not None:
         raise InputError(name, None, None, other)
@@ -120,8 +193,8 @@ def detect_format(path, name: str | None = None) -> str:
             return "bailian"
         if "hash_ids" in obj:
             return "mooncake"
-    raise InputError(name, None, None, "cannot detect the format: the first object has none of "
-                     f"'hash_ids', 'chat_id', 'token_ids'; pass format= ({', '.join(FORMATS)})")
+    raise _BadLine(InputError(name, None, None, "cannot detect the format: the first object has none of "
+                              f"'hash_ids', 'chat_id', 'token_ids'; pass format= ({', '.join(FORMATS)})"), False)
 
 
 #: first bytes of a msgpack KV-event batch: a 3-element array [ts, events, rank] or a map of 2-3 keys
@@ -154,16 +227,22 @@ def _default_block_size(fmt: str) -> int:
             "burstgpt": DEFAULT_TOKEN_BLOCK_SIZE}[fmt]
 
 
-def _first_row_synthetic(path, name: str | None = None) -> bool:
+def _first_row_synthetic(path, name: str | None = None, on_error: str = "raise") -> bool:
     """True when the first JSONL row says ``"reuse": "synthetic"`` (the readers check every row); ``name``: the
-    trace's name in errors."""
-    head = peek_lines(path, 1, name=name)
-    if not head or b'"reuse"' not in head[0]:
-        return False
-    try:        # a key given twice is no row of pcs trace synth (the readers refuse it)
-        return jsondepth.loads(head[0], object_pairs_hook=jsondepth.no_duplicate_keys).get("reuse") == "synthetic"
-    except (ValueError, AttributeError):
-        return False
+    trace's name in errors. ``on_error="skip"``: the first row the readers accept, among the lines
+    :func:`detect_format` reads (a line that is not a JSON object, or gives a key twice, is one they skip)."""
+    skip = on_error == "skip"
+    for _, line in _head_lines(path, name or display_name(path), SKIP_SNIFF_LINES if skip else 1,
+                               SKIP_SNIFF_BYTES if skip else 1 << 20):
+        if not skip and b'"reuse"' not in line:
+            return False
+        try:        # a key given twice is no row of pcs trace synth (the readers refuse it)
+            obj = jsondepth.loads(line.decode("utf-8"), object_pairs_hook=jsondepth.no_duplicate_keys)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            return obj.get("reuse") == "synthetic"
+    return False
 
 
 def synthetic_reuse_note(trace) -> str | None:
@@ -275,7 +354,7 @@ class Trace:
             head = peek_lines(self.path, 1, name=self.name)
             self.has_sessions = fmt == "burstgpt" and bool(head) and b"Session ID" in head[0]
             self.reuse = reuse_model.describe(self.has_sessions)
-        elif fmt in ("mooncake", "bailian", "tokens") and _first_row_synthetic(self.path, self.name):
+        elif fmt in ("mooncake", "bailian", "tokens") and _first_row_synthetic(self.path, self.name, on_error):
             from pcs.trace.hashids import SYNTH_REUSE
 
             self.reuse = SYNTH_REUSE  # known before the rows are read (trace convert writes it into Parquet)
@@ -548,7 +627,7 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
     A text file of blank/whitespace lines only is an empty trace whether the format is detected or given
     (``--trace-format mooncake`` used to say "line 1: blank line" where detection said empty);
     a blank line before data stays a bad line of its own ("FILE:1: blank line")."""
-    fmt = format or detect_format(path, name)
+    fmt = format or detect_format(path, name, on_error)
     if fmt != "parquet" and format is not None and _sniff_parquet(path):
         raise InputError(name, None, None, f"a Parquet file (it starts with PAR1) given as format={fmt!r}: drop "
                                            "format= (pcs detects Parquet) or give format='parquet'")

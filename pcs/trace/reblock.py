@@ -232,9 +232,13 @@ def plan_engine_block_size(path, fmt: str | None, block_size: int | None) -> int
 
     if block_size is None or path is None or is_stream(path):  # stdin, a FIFO: read once, by open_trace
         return None
+    from pcs.errors import InputError
     from pcs.trace.api import _default_block_size, detect_format
 
-    fmt = fmt or detect_format(path)
+    try:        # as --on-error skip detects it: a first line the reader would skip is passed over here, and a
+        fmt = fmt or detect_format(path, on_error="skip")   # file open_trace refuses is refused there, in its
+    except InputError:                                      # words for the run's own on_error
+        return None
     if fmt == "parquet":
         from pcs.trace.parquet import parquet_block_size
 
@@ -249,16 +253,19 @@ def plan_engine_block_size(path, fmt: str | None, block_size: int | None) -> int
 
 
 def _ids_fit(path, native: int, asked: int, max_lines: int = 1000) -> bool:
-    """True when the first line whose id count tells the two sizes apart fits ``native``."""
+    """True when the first line whose id count tells the two sizes apart fits ``native``, among the first
+    ``max_lines`` non-blank lines. A line the readers refuse (bad JSON, a key twice, no ``input_length`` or
+    ``hash_ids``) tells nothing and is passed over: with ``--on-error skip`` the readers skip it, without it
+    they refuse it whichever block size is used."""
     from pcs import jsondepth
     from pcs.trace.source import peek_lines
 
     for line in peek_lines(path, max_lines=max_lines, max_bytes=64 << 20):
         try:
             obj = jsondepth.loads(line, object_pairs_hook=jsondepth.no_duplicate_keys)   # as the readers: a key
-            p, n = int(obj["input_length"]), len(obj["hash_ids"])      # twice fits nothing (their message follows)
+            p, n = int(obj["input_length"]), len(obj["hash_ids"])      # twice tells nothing
         except (ValueError, KeyError, TypeError):
-            return False
+            continue
         a, b = -(-p // native), -(-p // asked)
         if a != b:
             return n == a

@@ -74,7 +74,7 @@ def test_sampled_run_marks_estimates(hand_trace):
     res = run(hand_trace, "--sample-rate", "0.5", "--format", "json")
     out = json.loads(res.stdout)     # stderr: the warning of a sample this small (a few blocks, under 1,000)
     assert out["sample_rate"] == 0.5 and all(r["belady_hit_ratio"] is None for r in out["rows"])
-    assert "too small a sample to trust" in out["notes"][-1] and res.stderr.startswith("pcs: warning: SHARDS")
+    assert "fewer than 1,000: samples of" in out["notes"][-1] and res.stderr.startswith("pcs: warning: SHARDS")
 
 
 def test_plot(hand_trace, tmp_path):

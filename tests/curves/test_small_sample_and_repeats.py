@@ -4,7 +4,9 @@ findings 2 and 4).
 
 Finding 2: ``pcs curve --sample-rate 1e-6`` on the bundled sample kept no block beyond the exact chain heads and
 put the ceiling at 3.7 % against 37.7 % with only "LRU values are estimates". The threshold, 1,000 distinct
-sampled blocks (pcs.curves.api.MIN_SAMPLED_BLOCKS), is measured in docs/curves.md ("How small a sample").
+sampled blocks (pcs.curves.api.MIN_SAMPLED_BLOCKS), is measured in docs/curves.md ("How small a sample"); the
+warning cites the error measured there at the sample's size (fix34b finding 4: it said "may be off by many
+points" of ~500-1,700 blocks measured at 0.4-1.5 points on average).
 """
 from __future__ import annotations
 
@@ -33,7 +35,25 @@ def test_the_note_starts_below_the_threshold():
     assert small_sample_note(_curve(None)) is None                       # exact, or nothing estimated
     note = small_sample_note(_curve(999))
     assert note.startswith("SHARDS sample rate 0.5 kept 999 distinct blocks beyond the exact chain heads, fewer "
-                           "than 1,000: too small a sample to trust")
+                           "than 1,000: samples of 504-864 blocks (the largest size measured at or below it) erred "
+                           "by 0.42-1.52 points on average over the capacities and by up to 4.64")
+
+
+@pytest.mark.parametrize("n, cited", [
+    # docs/curves.md's table, sizes of the sample: 0-1 and 3-4 (bundled) -> 0-4: means 5.83 and 18.18, worst 34.23;
+    # 53-58, 32-36, 35-40 -> 32-58: means 1.40, 6.96, 14.07, worst 19.48 (10x); 336-349, 327-335 -> 327-349:
+    # means 0.64, 4.79, worst 8.72; 504-521, 813-841, 844-864 -> 504-864: means 0.83, 0.42, 1.52, worst 4.64
+    (0, "samples of 0-4 blocks erred by 5.83-18.18 points on average over the capacities and by up to 34.23"),
+    (31, "samples of 0-4 blocks (the largest size measured at or below it) erred by 5.83-18.18 points"),
+    (32, "samples of 32-58 blocks erred by 1.40-14.07 points on average over the capacities and by up to 19.48"),
+    (349, "samples of 327-349 blocks erred by 0.64-4.79 points on average over the capacities and by up to 8.72"),
+    (503, "samples of 327-349 blocks (the largest size measured at or below it) erred by 0.64-4.79"),
+    (504, "samples of 504-864 blocks erred by 0.42-1.52 points on average over the capacities and by up to 4.64"),
+])
+def test_the_note_cites_the_error_measured_at_that_size(n, cited):
+    note = small_sample_note(_curve(n))
+    assert f"kept {n:,} distinct blocks beyond the exact chain heads, fewer than 1,000: {cited}" in note
+    assert note.endswith("(docs/curves.md: 3 traces, 8 seeds); raise --sample-rate, or drop it for the exact curve")
 
 
 def test_an_exact_curve_has_no_sample():
@@ -75,7 +95,7 @@ def test_pcs_curve_warns_on_stderr_and_in_the_notes():
     assert r.exit_code == 0, r.output
     warning = [ln for ln in r.stderr.splitlines() if ln.startswith("pcs: warning: ")]
     assert len(warning) == 1 and "SHARDS sample rate 1e-06 kept " in warning[0]
-    assert "fewer than 1,000: too small a sample to trust" in warning[0]
+    assert "fewer than 1,000: samples of " in warning[0]
     notes = json.loads(r.stdout)["notes"]
     assert notes[-1] == warning[0].removeprefix("pcs: warning: ")
     quiet = invoke(*args, "--quiet")                        # -q: no stderr, the note stays in the JSON
@@ -89,7 +109,7 @@ def test_a_large_enough_sample_is_not_warned():
     r = invoke("curve", "--sample-rate", "0.5", "--points", "5", "--format", "json")
     assert r.exit_code == 0, r.output
     assert "warning" not in r.stderr
-    assert not any("too small a sample" in n for n in json.loads(r.stdout).get("notes", []))
+    assert not any("fewer than 1,000" in n for n in json.loads(r.stdout).get("notes", []))
 
 
 @pytest.mark.parametrize("caps, repeat", [([5, 5], 5), ([1, 7, 3, 7], 7), ([0, 0], 0)])

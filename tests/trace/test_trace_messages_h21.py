@@ -25,8 +25,8 @@ def _err(path, **kw) -> str:
 ])
 def test_detection_gives_the_readers_file_line_message(tmp_path, line, reason):
     p = tmp_path / "t.jsonl"
-    p.write_text("\n\n" + line + "\n")                  # two blank lines: the row is line 3
-    assert _err(p) == f"t.jsonl:3: {reason}"
+    p.write_text("\n\n" + line + "\n")                  # two blank lines before it: the readers' first error is
+    assert _err(p) == _err(p, format="mooncake") == "t.jsonl:1: blank line (use on_error='skip' to skip blank lines)"
     p.write_text(line + "\n")                           # the reader given the format (no blank lines there)
     assert _err(p) == _err(p, format="mooncake") == f"t.jsonl:1: {reason}"
 
