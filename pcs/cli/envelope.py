@@ -264,11 +264,7 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     d = _restore_bytes(kw, times.pop("restore_bytes"))
     kw["layout"] = None if model is None else model.kv_layout.name
     overlap = option_duration(kw["overlap"], "--overlap") if kw["overlap"] is not None else None
-    link = _link(kw, table)
-    bandwidths = [option_bandwidth(b, "--bandwidth") for b in kw["bandwidths"]]
-    bandwidths += [link.bandwidth_bps] if link is not None else []
-    overhead = option_duration(kw["overhead"], typed_flag("--overhead", "--setup")) \
-        if kw["overhead"] is not None else (link.setup_s if link is not None else 0.0)
+    link, bandwidths, overhead = _bandwidths(kw, table)
     result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], overhead, bandwidths, overlap_s=overlap)
     result = result if bandwidths else _break_even_row(result, {**times, "block_size": kw["block_size"]})
     payload = result.to_dict()
@@ -285,6 +281,20 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     named = {} if link is None else {"link": link.name, "overhead_from": None if kw["overhead"] is not None
                                      else f"--link {link.name}'s setup"}
     emit(payload, fmt, lambda: render_envelope(result, {**times, **scope, **why, **named}))
+
+
+def _bandwidths(kw: dict[str, Any], table: Any) -> tuple[Any, list[float], float]:
+    """(the --link preset or None, the bandwidths in bytes/s: each --bandwidth then the link's, T_overhead in s:
+    --overhead, else the link's setup time, else 0).
+
+    Raises:
+        UserError: a bandwidth or duration that does not parse, an unknown link (naming the option)."""
+    link = _link(kw, table)
+    bandwidths = [option_bandwidth(b, "--bandwidth") for b in kw["bandwidths"]]
+    bandwidths += [link.bandwidth_bps] if link is not None else []
+    overhead = option_duration(kw["overhead"], typed_flag("--overhead", "--setup")) \
+        if kw["overhead"] is not None else (link.setup_s if link is not None else 0.0)
+    return link, bandwidths, overhead
 
 
 def _why_no_bytes(tokens: dict[str, Any]) -> str:
