@@ -35,8 +35,10 @@ def _notes(payload: dict[str, Any], has_bytes: bool) -> list[str]:
         where = "-" if c is None else format_count(c) + " blocks" + \
             (f" ({format_bytes(entry['capacity_bytes'])})" if has_bytes else "")
         knees.append(f"{entry['percent_of_ceiling']} % -> {where}")
+    how = "exact for every capacity from one pass of stack depths" if payload["sample_rate"] >= 1.0 else \
+        "estimated for every capacity from one pass of stack depths over a SHARDS sample"
     notes = ["token-weighted; LRU = `pcs replay --timing sequential --policy lru` with one tier of that size,"
-             f" exact for every capacity from one pass of stack depths (kernel {payload['kernel']})",
+             f" {how} (kernel {payload['kernel']})",
              "Belady = offline optimum (evicts the unpinned leaf used farthest in the future); ceiling ="
              " infinite cache (single-sequence)",
              "LRU knee (smallest capacity reaching this share of the ceiling): " + "; ".join(knees)]

@@ -77,6 +77,15 @@ def test_sampled_run_marks_estimates(hand_trace):
     assert "fewer than 1,000: samples of" in out["notes"][-1] and res.stderr.startswith("pcs: warning: SHARDS")
 
 
+def test_table_says_exact_only_when_not_sampled(hand_trace):
+    """The table's LRU note: "exact for every capacity" for a full pass, "estimated ... over a SHARDS sample" at
+    --sample-rate 0.5 (a sampled curve's LRU values are estimates: docs/curves.md)."""
+    exact, sampled = run(hand_trace, "-q").stdout, run(hand_trace, "-q", "--sample-rate", "0.5").stdout
+    assert "exact for every capacity" in exact and "SHARDS sample" not in exact
+    assert "exact for every capacity" not in sampled
+    assert "estimated for every capacity from one pass of stack depths over a SHARDS sample" in sampled
+
+
 def test_plot(hand_trace, tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "curve.png"
