@@ -25,7 +25,7 @@ from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
 from pcs.errors import InputError, UserError
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
-from pcs.trace.hashids import invalid_json, strict_loads
+from pcs.trace.hashids import invalid_json, json_type, strict_loads
 from pcs.trace.source import check_source, display_name, is_stream, iter_chunks, iter_lines, peek_lines
 
 __all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format",
@@ -186,6 +186,10 @@ def _line_format(line: bytes, ln: int, name: str, first: bool) -> str:
     other = _not_a_trace(obj, name)
     if other is not None:
         raise InputError(name, None, None, other)
+    if not isinstance(obj, dict):     # the readers' message (one request object per line); an array of them named
+        rows = isinstance(obj, list) and bool(obj) and isinstance(obj[0], dict)
+        raise _BadLine(InputError(name, ln, None, f"expected a JSON object, got {json_type(obj)}" + (
+            "; pcs reads JSON Lines: one request object per line, not an array of them" if rows else "")), True)
     if isinstance(obj, dict):
         if "token_ids" in obj:
             return "tokens"
