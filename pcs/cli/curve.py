@@ -81,7 +81,7 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
     blocks of the trace's block size; ratios are token-weighted hits over
     prompt tokens with vLLM's block rules (full blocks only, last prompt
     token recomputed). The LRU curve is exact for every capacity from one
-    pass (stack depths); the knee is the smallest capacity reaching 50, 90
+    pass (stack depths; estimated with --sample-rate below 1); the knee is the smallest capacity reaching 50, 90
     and 99 % of the ceiling.
 
     \b

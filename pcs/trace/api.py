@@ -25,7 +25,7 @@ from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
 from pcs.errors import InputError, UserError
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
-from pcs.trace.hashids import invalid_json, json_type, strict_loads
+from pcs.trace.hashids import invalid_json, not_an_object, strict_loads
 from pcs.trace.source import check_source, display_name, is_stream, iter_chunks, iter_lines, peek_lines
 
 __all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format",
@@ -186,10 +186,11 @@ def _line_format(line: bytes, ln: int, name: str, first: bool) -> str:
     other = _not_a_trace(obj, name)
     if other is not None:
         raise InputError(name, None, None, other)
-    if not isinstance(obj, dict):     # the readers' message (one request object per line); an array of them named
-        rows = isinstance(obj, list) and bool(obj) and isinstance(obj[0], dict)
-        raise _BadLine(InputError(name, ln, None, f"expected a JSON object, got {json_type(obj)}" + (
-            "; pcs reads JSON Lines: one request object per line, not an array of them" if rows else "")), True)
+    if not isinstance(obj, dict):     # the readers' message; an array of chat logs or KV events named as those
+        inner = _not_a_trace(obj[0], name) if isinstance(obj, list) and obj and isinstance(obj[0], dict) else None
+        if inner is not None:
+            raise InputError(name, None, None, inner)
+        raise _BadLine(InputError(name, ln, None, not_an_object(obj)), True)
     if isinstance(obj, dict):
         if "token_ids" in obj:
             return "tokens"
@@ -217,7 +218,8 @@ def _not_a_trace(obj, name: str) -> str | None:
         return ("this is a chat log (OpenAI 'messages'), not a trace: turn it into a token trace with "
                 f"pcs trace from-chat {name} OUT.jsonl --tokenizer tokenizer.json, then read OUT.jsonl")
     if (isinstance(obj, dict) and isinstance(obj.get("events"), list)) or \
-            (isinstance(obj, list) and len(obj) >= 2 and isinstance(obj[1], list)):
+            (isinstance(obj, list) and len(obj) >= 2 and isinstance(obj[1], list)
+             and isinstance(obj[0], (int, float)) and not isinstance(obj[0], bool)):     # [ts, [events], ...]
         return f"these are vLLM KV-cache events, not a request trace: {_EVENTS_HINT.format(name)}"
     return None
 

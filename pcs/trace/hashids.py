@@ -130,8 +130,18 @@ def strict_loads(name: str, ln: int, line: bytes) -> dict:
     except ValueError as exc:
         raise InputError(name, ln, None, invalid_json(exc)) from None
     if not isinstance(obj, dict):
-        raise InputError(name, ln, None, f"expected a JSON object, got {json_type(obj)}")
+        raise InputError(name, ln, None, not_an_object(obj))
     return obj
+
+
+def not_an_object(obj: Any) -> str:
+    """The one message of a JSON line that is not an object: ``expected a JSON object, got`` its
+    :func:`json_type`, and for an array whose first element is an object, that pcs reads JSON Lines (one request
+    object per line, not an array of them: a file written by ``json.dump(rows)``). The readers and the format
+    detection (:func:`pcs.trace.api.detect_format`) both give it."""
+    hint = "; pcs reads JSON Lines: one request object per line, not an array of them" \
+        if isinstance(obj, list) and obj and isinstance(obj[0], dict) else ""
+    return f"expected a JSON object, got {json_type(obj)}{hint}"
 
 
 def get_int(obj: dict, key: str, name: str, ln: int, lo: int = 0, hi: int = _I64_MAX) -> int:

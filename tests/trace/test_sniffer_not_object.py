@@ -1,7 +1,8 @@
 """Format detection on a first line that is JSON but not an object: the readers' own message
-(``FILE:1: expected a JSON object, got ...``, pcs.trace.hashids.json_type's words), whether the format is detected
-or named; an array of request objects (a JSON file, not JSON Lines) says so. Under ``--on-error skip`` such a line
-is one the reader skips, so a later request line names the format."""
+(``FILE:1: expected a JSON object, got ...``, pcs.trace.hashids.not_an_object), the same whether the format is
+detected or named; an array of request objects (a file written by ``json.dump(rows)``) says pcs reads JSON Lines;
+an array of chat logs or KV-event batches is named as such (as one of them alone is). Under ``--on-error skip``
+such a line is one the reader skips, so a later request line names the format."""
 from __future__ import annotations
 
 import pytest
@@ -11,25 +12,41 @@ from pcs.trace import open_trace
 from pcs.trace.api import detect_format
 
 ROW = '{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}'
+HINT = "; pcs reads JSON Lines: one request object per line, not an array of them"
 
 
-@pytest.mark.parametrize("first, got", [("[" + ROW + "]", "an array"), ("5", "a number"), ('"x"', "a string"),
-                                        ("null", "null"), ("[]", "an array"), ("true", "a boolean")])
-def test_detected_and_named_give_the_readers_message(tmp_path, first, got):
+@pytest.mark.parametrize("first, problem", [
+    ("[" + ROW + "]", "expected a JSON object, got an array" + HINT),
+    ("[{}]", "expected a JSON object, got an array" + HINT),
+    ("5", "expected a JSON object, got a number"), ('"x"', "expected a JSON object, got a string"),
+    ("null", "expected a JSON object, got null"), ("[]", "expected a JSON object, got an array"),
+    ("true", "expected a JSON object, got a boolean"),
+    ("[[1], [2]]", "expected a JSON object, got an array"),        # no timestamp first: not a KV-event batch
+])
+def test_detected_and_named_give_the_readers_message(tmp_path, first, problem):
     f = tmp_path / "t.jsonl"
     f.write_text(first + "\n" + ROW + "\n")
     with pytest.raises(InputError) as detected:
         detect_format(f)
     with pytest.raises(InputError) as named:
         list(open_trace(f, format="mooncake"))
-    assert (detected.value.line, named.value.line) == (1, 1)
-    assert named.value.problem == f"expected a JSON object, got {got}"
-    assert detected.value.problem.startswith(named.value.problem)
-    rows = first.startswith("[{")
-    assert ("one request object per line, not an array of them" in detected.value.problem) == rows
+    assert (detected.value.line, detected.value.problem) == (named.value.line, named.value.problem) == (1, problem)
+
+
+@pytest.mark.parametrize("first, kind", [
+    ('[{"messages": [{"role": "user", "content": "hi"}]}]', "this is a chat log"),
+    ('[{"ts": 100.0, "events": []}]', "these are vLLM KV-cache events"),
+    ('[100.0, [], 0]', "these are vLLM KV-cache events"),
+])
+def test_an_array_of_another_kind_is_named(tmp_path, first, kind):
+    f = tmp_path / "t.jsonl"
+    f.write_text(first + "\n")
+    with pytest.raises(InputError) as detected:
+        detect_format(f)
+    assert detected.value.problem.startswith(kind)
 
 
 def test_skip_detects_from_the_next_request_line(tmp_path):
     f = tmp_path / "t.jsonl"
-    f.write_text("[" + ROW + "]\n" + ROW + "\n")
+    f.write_text("[" + ROW + "]\n" + "[[1], [2]]\n" + ROW + "\n")
     assert detect_format(f, on_error="skip") == "mooncake"
