@@ -58,7 +58,7 @@ def _not_json(first: bytes, exc: Exception, name: str) -> tuple[str, str] | None
     fault that is: ``"file"`` (a msgpack capture, a gzipped Parquet file, UTF-16 text), ``"line"`` (not JSON),
     ``"json"`` (JSON but not UTF-8: a JSON Lines reader refuses it, so after blank lines theirs is the first
     error); ``on_error="skip"`` passes over the last two as the readers skip such a line. None for a line that
-    starts as a JSON object (``{``): the caller gives the JSON readers' file:line message."""
+    starts as JSON (``{`` or ``[``): the caller gives the JSON readers' file:line message."""
     if first[:1] in _MSGPACK_BATCH:
         return (f"this looks like a msgpack capture of vLLM KV-cache events, not a request trace: "
                 f"{_EVENTS_HINT.format(name)}"), "file"
@@ -71,8 +71,8 @@ def _not_json(first: bytes, exc: Exception, name: str) -> tuple[str, str] | None
     if isinstance(exc, UnicodeDecodeError) and first[:1] in (b"{", b"["):  # JSON but for its encoding
         return (f"the first non-blank line is not UTF-8 (invalid byte {first[exc.start:exc.start + 1]!r} at byte "
                 f"{exc.start}); JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode the file"), "json"
-    if first.lstrip()[:1] == b"{" and not isinstance(exc, UnicodeDecodeError):
-        return None         # meant as a JSON object: detect_format gives the readers' own message
+    if first.lstrip()[:1] in (b"{", b"[") and not isinstance(exc, UnicodeDecodeError):
+        return None         # meant as JSON (an object, or an array: json.dump's first line is "["): the readers' message
     return (f"cannot detect the format: the first non-blank line is not JSON; pass format= "
             f"({', '.join(FORMATS)})"), "line"
 

@@ -50,3 +50,20 @@ def test_skip_detects_from_the_next_request_line(tmp_path):
     f = tmp_path / "t.jsonl"
     f.write_text("[" + ROW + "]\n" + "[[1], [2]]\n" + ROW + "\n")
     assert detect_format(f, on_error="skip") == "mooncake"
+
+
+@pytest.mark.parametrize("body, problem", [
+    ('[\n  ' + ROW + ',\n  ' + ROW + '\n]\n', "invalid JSON: Expecting value at column 2"),   # json.dump(rows, indent=2)
+    ("[1,]\n", "invalid JSON: Expecting value at column 4"),
+])
+def test_a_line_starting_as_an_array_gets_the_readers_line(tmp_path, body, problem):
+    """A first line that starts as JSON with "[" but does not parse: the readers' FILE:1 message (Python's json
+    column: "[" alone ends before a value at column 2; "[1,]" has none after its comma at column 4), detected or
+    named; it was "the first non-blank line is not JSON" with no line when detected."""
+    f = tmp_path / "t.json"
+    f.write_text(body)
+    with pytest.raises(InputError) as detected:
+        detect_format(f)
+    with pytest.raises(InputError) as named:
+        list(open_trace(f, format="mooncake"))
+    assert (detected.value.line, detected.value.problem) == (named.value.line, named.value.problem) == (1, problem)
