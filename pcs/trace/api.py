@@ -191,13 +191,12 @@ def _line_format(line: bytes, ln: int, name: str, first: bool) -> str:
         if inner is not None:
             raise InputError(name, None, None, inner)
         raise _BadLine(InputError(name, ln, None, not_an_object(obj)), True)
-    if isinstance(obj, dict):
-        if "token_ids" in obj:
-            return "tokens"
-        if "chat_id" in obj or "parent_chat_id" in obj:
-            return "bailian"
-        if "hash_ids" in obj:
-            return "mooncake"
+    if "token_ids" in obj:
+        return "tokens"
+    if "chat_id" in obj or "parent_chat_id" in obj:
+        return "bailian"
+    if "hash_ids" in obj:
+        return "mooncake"
     raise _BadLine(InputError(name, None, None, "cannot detect the format: the first object has none of "
                               f"'hash_ids', 'chat_id', 'token_ids'; pass format= ({', '.join(FORMATS)})"), False)
 
