@@ -56,7 +56,9 @@ __all__ = [
     "format_duration",
     "format_percent",
     "format_count",
+    "format_counted",
     "format_points",
+    "plural",
 ]
 
 #: Multipliers of every accepted size unit, in bytes.
@@ -537,6 +539,25 @@ def format_percent(ratio: float | None, digits: int = 1) -> str:
     if ratio is None or (isinstance(ratio, float) and math.isnan(ratio)):
         return "-"
     return f"{100.0 * ratio:.{digits}f} %"
+
+
+def plural(n: float, noun: str, many: str | None = None) -> str:
+    """``noun`` after a count ``n``: as given for exactly 1, else its plural ``many`` (default ``noun + "s"``). The
+    one rule of every count pcs prints with a noun (a message saying "1 lines" reads as a bug).
+
+    >>> plural(1, "line"), plural(0, "line"), plural(2, "block access", "block accesses")
+    ('line', 'lines', 'block accesses')
+    """
+    return noun if n == 1 else (noun + "s" if many is None else many)
+
+
+def format_counted(n: float, noun: str, many: str | None = None) -> str:
+    """A count and its noun: :func:`format_count` of ``n``, then :func:`plural`.
+
+    >>> format_counted(1, "bad line"), format_counted(1234, "request")
+    ('1 bad line', '1,234 requests')
+    """
+    return f"{format_count(n)} {plural(n, noun, many)}"
 
 
 def format_count(n: float) -> str:

@@ -13,7 +13,7 @@ from pcs.cli.params import MAX_COUNT, MAX_POINTS, MAX_SEED, Aliased, Choice, Flo
 from pcs.cli.report import check_outputs, write_outputs
 from pcs.cli.trace import open_from_options, trace_input_options
 from pcs.model import KV_DTYPES, get_layout
-from pcs.report.curve import curve_figure, render_curve
+from pcs.report.curve import curve_figure, render_curve, with_sampled_note
 
 
 def _plot(result, path: str, model_name: str | None, trace: str) -> None:
@@ -112,6 +112,9 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
     layout = spec.kv_layout.name if dtype and spec is not None else None     # the layout's one name: fp4 -> nvfp4
     payload = {**result.to_dict(), "trace": "-" if trace == "-" else name, "dtype": layout}
     with_trace_notes(payload, opened, fmt, quiet)
+    notes = with_sampled_note(payload)      # a sampled curve's LRU values are estimates: JSON, HTML and table say so
+    if notes:
+        payload["notes"] = notes
     _warn_small_sample(payload, result, quiet)
     if plot_path:
         _plot(result, plot_path, spec.name if spec is not None else None, payload["trace"])

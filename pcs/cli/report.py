@@ -18,6 +18,7 @@ import click
 from pcs import jsondepth
 from pcs.cli.common import command, emit, format_option, quiet_option
 from pcs.errors import UserError
+from pcs.units import format_counted
 
 __all__ = ["report", "html_options", "check_outputs", "write_outputs", "write_replay_outputs", "command_line"]
 
@@ -346,7 +347,8 @@ def _written(done: dict) -> str:
     """The table form of ``pcs report``: what was written."""
     lines = []
     if done["html"]:
-        lines.append(f"wrote {done['html']}: {len(done['charts'])} charts, {done['html_bytes']:,} bytes")
+        lines.append(f"wrote {done['html']}: {format_counted(len(done['charts']), 'chart')}, "
+                     f"{format_counted(done['html_bytes'], 'byte')}")
     if done["plots"]:
-        lines.append(f"wrote {len(done['plots'])} figure files: {', '.join(done['plots'])}")
+        lines.append(f"wrote {format_counted(len(done['plots']), 'figure file')}: {', '.join(done['plots'])}")
     return "\n".join(lines)

@@ -13,6 +13,7 @@ import click
 from pcs.cli.common import PcsGroup, Progress, emit, format_option, quiet_option
 from pcs.cli.params import Choice, Int
 from pcs.errors import UserError
+from pcs.units import format_counted
 
 __all__ = ["sweep"]
 
@@ -73,7 +74,7 @@ def _fail(result: Any) -> None:
     if result.failed:
         done = result.ran + result.skipped
         where = f"the rest ({done:,}) are in {result.out}" if done else f"no point is in {result.out}"
-        raise UserError(f"{result.failed} of {result.points} points failed (listed above); {where}; fix the plan "
+        raise UserError(f"{result.failed} of {format_counted(result.points, 'point')} failed (listed above); {where}; fix the plan "
                          "and rerun: done points are skipped")
 
 
@@ -162,7 +163,7 @@ def _run_locked(plan: str, out: str, jobs: int | None, ray_address: str | None, 
     prep = _prepare_told(plan, out, force, quiet)
     jobs = _jobs_capped(jobs, len(prep.tasks), quiet) if ray_address is None else jobs
     if not quiet and fmt != "table":
-        click.echo(f"pcs: note: {len(prep.plan.points)} points, {prep.skipped} already in {out}, "
+        click.echo(f"pcs: note: {format_counted(len(prep.plan.points), 'point')}, {prep.skipped} already in {out}, "
                    f"{len(prep.tasks)} to run", err=True)
     try:
         with Progress(quiet, desc="sweep", unit=" point", total=len(prep.tasks)) as progress:
@@ -170,7 +171,7 @@ def _run_locked(plan: str, out: str, jobs: int | None, ray_address: str | None, 
                              quiet=quiet)
     except (Terminated, KeyboardInterrupt):   # pcs's own handler then says why and exits 143 / 130
         ids = {p.point_id for p in prep.plan.points}
-        click.echo(f"pcs: sweep stopped: {len(ids & done_ids(out))} of {len(ids)} points are in {out}; "
+        click.echo(f"pcs: sweep stopped: {len(ids & done_ids(out))} of {format_counted(len(ids), 'point')} {'is' if len(ids & done_ids(out)) == 1 else 'are'} in {out}; "
                    "run it again to do the rest", err=True)
         WRITTEN.clear()                       # the line above counts the point files; the stop line names none
         raise

@@ -20,6 +20,7 @@ from pcs.cli.params import MAX_BLOCK_SIZE, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOK
 from pcs.report.trace import render_convert, render_stats, render_synth
 from pcs.trace.api import FORMATS, ON_ERROR
 from pcs.trace.convert import OUT_FORMATS
+from pcs.units import format_counted
 
 __all__ = ["trace", "trace_input_options", "open_from_options"]
 
@@ -302,7 +303,7 @@ def _azure_rows_note(azure_csv, num_requests, quiet) -> None:
         return
     source = click.get_current_context().get_parameter_source("num_requests")
     given = "the default" if source == click.core.ParameterSource.DEFAULT else "as given"
-    click.echo(f"pcs: note: --azure-csv: at most the first {num_requests:,} rows were taken (--requests "
+    click.echo(f"pcs: note: --azure-csv: at most the first {format_counted(num_requests, 'row')} {'was' if num_requests == 1 else 'were'} taken (--requests "
                f"{num_requests}, {given}); --requests all takes every row", err=True)
 
 

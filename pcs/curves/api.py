@@ -29,6 +29,7 @@ from pcs.blocks import BlockRules
 from pcs.curves import stackdist
 from pcs.curves.result import CurveKnee, CurveResult, CurveRow
 from pcs.curves.stackdist import FlatAccesses
+from pcs.units import format_counted
 from pcs.errors import UserError
 from pcs.trace.batches import as_batches, reiterable
 
@@ -199,7 +200,7 @@ def small_sample_note(lru: LruCurve) -> str | None:
         return None
     lo, hi, (m0, m1), worst = next(e for e in reversed(SAMPLE_ERRORS) if e[0] <= n)
     where = "" if n <= hi else " (the largest size measured at or below it)"
-    return (f"SHARDS sample rate {lru.sample_rate:g} kept {n:,} distinct blocks beyond the exact chain heads, fewer "
+    return (f"SHARDS sample rate {lru.sample_rate:g} kept {format_counted(n, 'distinct block')} beyond the exact chain heads, fewer "
             f"than {MIN_SAMPLED_BLOCKS:,}: samples of {lo:,}-{hi:,} blocks{where} erred by {m0:.2f}-{m1:.2f} points "
             f"on average over the capacities and by up to {worst:.2f} (docs/curves.md: 3 traces, 8 seeds); raise "
             "--sample-rate, or drop it for the exact curve")

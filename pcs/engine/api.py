@@ -770,7 +770,8 @@ def _past_context_note(spec, columns, default_model: bool) -> list[str]:
         return []
     stand_in = ("; the default model stands in for a long-context one: give --model for the served one"
                 if default_model else "")
-    return [f"{over:,} of {len(prompt):,} requests run past the model's context, {ctx:,} tokens (config.json "
+    return [f"{over:,} of {units.format_counted(len(prompt), 'request')} {'runs' if over == 1 else 'run'} past the "
+            f"model's context, {ctx:,} tokens (config.json "
             f"max_position_embeddings), prompt + output ({int(np.count_nonzero(prompt > ctx)):,} by the prompt "
             f"alone, longest prompt {int(prompt.max()):,}): replayed anyway, as if the model took them"
             f"{stand_in}"]

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from pcs.units import plural
 from pcs.cache.groups import RULES, CacheGroup
 from pcs.errors import UserError
 from pcs._dataclass import dataclass
@@ -272,7 +273,7 @@ def _with(g: CacheGroup, **kw) -> CacheGroup:
 def _describe(g: CacheGroup) -> str:
     rule = {"window": f"window {g.span_tokens}", "chunk": f"chunk {g.span_tokens}",
             "state": f"state every {g.span_tokens} tokens{' (align)' if g.align else ''}", "full": "full"}[g.rule]
-    return f"{g.name} ({rule}, {g.layers} layers, {g.pages} page{'s' * (g.pages > 1)}/block)"
+    return f"{g.name} ({rule}, {g.layers} {plural(g.layers, 'layer')}, {g.pages} {plural(g.pages, 'page')}/block)"
 
 
 def _state_room_notes(plan: HybridPlan, gpu: str) -> list[str]:
@@ -282,7 +283,7 @@ def _state_room_notes(plan: HybridPlan, gpu: str) -> list[str]:
     for g in plan.groups:
         room = plan.capacity_pages[0][g.pool]
         if g.rule == "state" and room < g.pages:
-            out.append(f"{gpu} holds {room:,} pages of {g.name}'s pool, fewer than one running state ({g.pages:,} "
+            out.append(f"{gpu} holds {room:,} {plural(room, 'page')} of {g.name}'s pool, fewer than one running state ({g.pages:,} "
                        "pages): every request reserves one at admission (vLLM MambaManager takes it from the same "
                        "block pool), so every request is truncated (docs/semantics.md §3.1, §5)")
     return out

@@ -27,11 +27,13 @@ def truncation_note(truncated: int, requests: int, outgrown: int, capacity: int,
         return None
     causes = []
     if truncated - outgrown:
-        causes.append(f"{units.format_count(truncated - outgrown)} at their first admission (the slots reserved then did not fit)")
+        first = truncated - outgrown
+        causes.append(f"{units.format_count(first)} at {'its' if first == 1 else 'their'} first admission (the slots "
+                      "reserved then did not fit)")
     if outgrown:
         causes.append(f"{units.format_count(outgrown)} at a re-admission after a preemption (prompt + output so far "
                       "outgrew the tier)")
-    return (f"{units.format_count(truncated)} of {units.format_count(requests)} requests truncated: the GPU tier "
+    return (f"{units.format_count(truncated)} of {units.format_counted(requests, 'request')} truncated: the GPU tier "
             f"({units.format_count(capacity)} {unit.removesuffix('s') if capacity == 1 else unit}) could not hold "
-            "all their KV: " + "; ".join(causes)
+            f"all {'its' if truncated == 1 else 'their'} KV: " + "; ".join(causes)
             + " (docs/semantics.md §5)")

@@ -39,6 +39,7 @@ from pcs.fleet.routers import parse_router, stale_view_applies
 from pcs.fleet.summary import FleetGap, FleetSummary, InstanceLoad
 from pcs.trace.batches import as_batches, reiterable
 from pcs.trace.request import RequestBatch, concat_batches
+from pcs import units
 
 __all__ = ["fleet_replay", "FleetResult", "refuse_single_instance_options", "service_times", "subset_batch", "split_batch", "permute_batch",
            "instance_ceilings", "MAX_INSTANCES"]
@@ -340,7 +341,7 @@ def fleet_notes(own: Sequence[str], summaries: Sequence[Any], router: Any = None
 
 
 #: An instance's past-context note (``pcs.engine.api._past_context_note``): its counts and the rest.
-_PAST_CONTEXT = re.compile(r"([\d,]+) of ([\d,]+) requests run past the model's context, ([\d,]+) tokens "
+_PAST_CONTEXT = re.compile(r"([\d,]+) of ([\d,]+) requests? runs? past the model's context, ([\d,]+) tokens "
                            r"\(config\.json max_position_embeddings\), prompt \+ output \(([\d,]+) by the prompt "
                            r"alone, longest prompt ([\d,]+)\): (.*)$")
 
@@ -372,7 +373,8 @@ def _fleet_past_context(past: Sequence[tuple[int, Any]]) -> str:
     num = [[int(g.replace(",", "")) for g in m.groups()[:5]] for _, m in past]
     over, reqs, prompt_only = (sum(n[k] for n in num) for k in (0, 1, 3))
     each = ", ".join(f"instance {i} {n[0]:,} of {n[1]:,}" for (i, _), n in zip(past, num))
-    return (f"{over:,} requests run past the model's context, {num[0][2]:,} tokens (config.json "
+    return (f"{units.format_counted(over, 'request')} {'runs' if over == 1 else 'run'} past the model's context, "
+            f"{num[0][2]:,} tokens (config.json "
             f"max_position_embeddings), prompt + output ({prompt_only:,} by the prompt alone, longest prompt "
             f"{max(n[4] for n in num):,}); per instance: {each} ({over:,} of {reqs:,}): {past[0][1].group(6)}")
 

@@ -33,6 +33,7 @@ from typing import ClassVar, Protocol, Union
 
 import numpy as np
 
+from pcs.units import plural
 from pcs.cache.groups import window_hold_blocks
 from pcs.errors import UserError
 from pcs.model.layouts import get_layout
@@ -227,7 +228,7 @@ class _GQA(_Stored):
         return replace(self, tp=tp)
 
     def _describe_heads(self) -> str:
-        return (f"{self.num_layers} layers x {self.kv_heads_per_rank()} KV heads x {self.head_dim} x (K,V)"
+        return (f"{self.num_layers} {plural(self.num_layers, 'layer')} x {self.kv_heads_per_rank()} KV heads x {self.head_dim} x (K,V)"
                 f" {self.layout_name}")
 
 

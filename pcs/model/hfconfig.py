@@ -194,7 +194,8 @@ def build_spec(cfg: dict[str, Any], *, name: str, source: str, path: str = "<con
     if not comps:   # only MLP layers (Nemotron-H "-"/"E"): 0 bytes per block, nothing to cache or size
         field = "layer_types" if f.cfg.get("layer_types") is not None else (
             "hybrid_override_pattern" if f.has("hybrid_override_pattern") else "num_hidden_layers")
-        raise InputError(path, None, field, f"none of the {num_layers} layers holds a KV cache or state (attention, "
+        which = "its one layer does not hold" if num_layers == 1 else f"none of the {num_layers} layers holds"
+        raise InputError(path, None, field, f"{which} a KV cache or state (attention, "
                          "Mamba or linear attention; here every layer is an MLP): nothing to cache")
     if active_params is None or total_params is None:
         est_active, est_total = _estimate(cfg, path, assumptions)

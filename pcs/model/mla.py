@@ -11,6 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from pcs.units import plural
 from pcs.errors import UserError
 from pcs.model.components import ArrayLike, _check_tp_q_heads, _PerToken, _Stored, causal_pairs, windowed_pairs
 from pcs.model.layouts import mla_form
@@ -83,7 +84,7 @@ class MLALatent(_Stored):
 
     def describe(self) -> str:
         rope = self.rope_dtype or self.dtype
-        return (f"{self.num_layers} layers x ({self.kv_lora_rank} {self.dtype} + {self.rope_dim} rope {rope}),"
+        return (f"{self.num_layers} {plural(self.num_layers, 'layer')} x ({self.kv_lora_rank} {self.dtype} + {self.rope_dim} rope {rope}),"
                 f" {self.layout_name}, replicated per rank")
 
 
@@ -125,4 +126,4 @@ class IndexerKeys(_PerToken):
         return replace(self, tp=tp)
 
     def describe(self) -> str:
-        return f"{self.num_layers} layers x {self.index_head_dim} {self.dtype} (+ scales), replicated per rank"
+        return f"{self.num_layers} {plural(self.num_layers, 'layer')} x {self.index_head_dim} {self.dtype} (+ scales), replicated per rank"

@@ -21,7 +21,7 @@ links: replicated KV restores no faster than one copy over one link.
 """
 from __future__ import annotations
 
-
+from pcs.units import plural
 from pcs.model.footprint import BlockBytes, block_bytes
 from pcs.model.spec import ModelSpec
 from pcs._dataclass import dataclass
@@ -52,7 +52,7 @@ class TPPlacement:
         if self.tp == 1:
             return "TP 1: one GPU holds every block whole: footprint bytes and replay tier bytes are alike"
         return (f"TP {self.tp}: footprint bytes are per GPU (one TP rank); replay tiers are per TP group = per-rank bytes "
-                f"x {self.ranks_holding_copy} ranks, each holding its share of every block{what}; a restore moves "
+                f"x {self.ranks_holding_copy} {plural(self.ranks_holding_copy, 'rank')}, each holding its share of every block{what}; a restore moves "
                 "each rank's share over its own link in parallel")
 
     def to_dict(self) -> dict:

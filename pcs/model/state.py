@@ -27,6 +27,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from pcs.units import plural
 from pcs.errors import UserError
 from pcs.model.quant import row_bytes as _row_bytes
 from pcs._dataclass import dataclass
@@ -138,6 +139,6 @@ class RecurrentState:
         per_layer = math.ceil(self.fixed_payload_bytes() / self.num_layers)
         conv = (f"conv {self.conv_kernel - 1}x{self.conv_channels_per_rank()} + "
                 if self.conv_kernel > 1 else "")
-        return (f"{self.num_layers} {self.kind} layers x ({conv}state "
+        return (f"{self.num_layers} {self.kind} {plural(self.num_layers, 'layer')} x ({conv}state "
                 f"{self.num_heads // self.tp}x{self.head_v_dim}x{self.head_k_dim}) {self.dtype}"
                 f" = {per_layer:,} B/layer, fixed per sequence")

@@ -12,9 +12,27 @@ from typing import Any
 
 from pcs.report.replay import WHOLE_BLOCKS_NOTE
 from pcs.report.table import render_table, shortened_path, shown_path
-from pcs.units import format_bytes, format_count, format_percent
+from pcs.units import format_bytes, format_count, format_counted, format_percent
 
-__all__ = ["render_curve", "curve_figure"]
+__all__ = ["render_curve", "curve_figure", "sampled_note", "with_sampled_note"]
+
+
+def sampled_note(payload: dict[str, Any]) -> str | None:
+    """The note of a sampled curve (``sample_rate`` below 1: SHARDS, :mod:`pcs.curves.shards`) that its LRU values are
+    estimates, else None (an exact curve). The table, the JSON's ``notes`` and the HTML page carry it alike."""
+    rate = payload.get("sample_rate")
+    if not isinstance(rate, (int, float)) or isinstance(rate, bool) or rate >= 1.0:
+        return None
+    return (f"SHARDS sample rate {rate:g}: LRU values are estimates (docs/curves.md gives the measured error); "
+            "Belady is not computed when sampling")
+
+
+def with_sampled_note(payload: dict[str, Any]) -> list[str]:
+    """``payload["notes"]`` (none: an empty list) with :func:`sampled_note` appended when the curve is sampled and
+    the notes lack it (a curve JSON written before pcs put it there)."""
+    notes = [str(n) for n in payload.get("notes") or ()]
+    note = sampled_note(payload)
+    return notes + [note] if note is not None and note not in notes else notes
 
 
 def _rows(payload: dict[str, Any], has_bytes: bool) -> list[list[Any]]:
@@ -47,13 +65,13 @@ def _notes(payload: dict[str, Any], has_bytes: bool) -> list[str]:
                   " pages (fp8_per_token_head, nvfp4) adds fewer blocks than its payload ratio suggests; vLLM's fp8"
                   " (scales outside the pages) adds exactly that many, see pcs footprint", WHOLE_BLOCKS_NOTE]
     else:
-        notes.append(f"capacities in blocks of {payload['block_size']} tokens: the curve needs no model; --model "
+        notes.append(f"capacities in blocks of {format_counted(payload['block_size'], 'token')}: the curve needs no model; --model "
                      "NAME adds each capacity's bytes (a column, and a GB axis with --plot: blocks x Reserved bytes "
                      "per block) and takes sizes such as 200GB in --capacities")
-    notes += payload.get("notes") or []  # about the trace: synthetic reuse, skipped lines
-    if payload["sample_rate"] < 1.0:
-        notes.append(f"SHARDS sample rate {payload['sample_rate']:g}: LRU values are estimates (docs/curves.md gives"
-                     " the measured error); Belady is not computed when sampling")
+    sampled = sampled_note(payload)
+    notes += [n for n in payload.get("notes") or [] if n != sampled]  # the trace's: synthetic reuse, skipped lines
+    if sampled is not None:
+        notes.append(sampled)
     return notes
 
 
@@ -77,8 +95,10 @@ def render_curve(payload: dict[str, Any]) -> str:
     # 123-161 with the counts and the model in it)
     head = "Hit ratio by capacity: "       # a long path is cut to fit 100 columns (the JSON keeps it whole)
     title = head + shortened_path(shown_path(payload['trace']), 100 - len(head))
-    counted = (f"{format_count(payload['requests'])} requests, {format_count(payload['block_accesses'])} block "
-               f"accesses, {format_count(payload['cacheable_blocks'])} cacheable, block {payload['block_size']} tokens"
+    counted = (f"{format_counted(payload['requests'], 'request')}, "
+               f"{format_counted(payload['block_accesses'], 'block access', 'block accesses')}, "
+               f"{format_count(payload['cacheable_blocks'])} cacheable, "
+               f"block {format_counted(payload['block_size'], 'token')}"
                + (f"; {payload['model']} {format_bytes(payload['block_bytes'])}/block reserved" if has_bytes else ""))
     return render_table(headers, _rows(payload, has_bytes), title=title,
                         notes=[counted, *_notes(payload, has_bytes)])
@@ -129,12 +149,12 @@ def curve_figure(result: Any, model_name: str | None, trace: str | None = None) 
         ax.plot([c for c, _ in bel], [b * 100 for _, b in bel], "o--", label="Belady (offline optimum)")
     ax.axhline(result.ceiling_hit_ratio * 100, color="grey", ls=":", label="ceiling (infinite cache)")
     ax.set_xscale("log")
-    ax.set_xlabel(f"capacity (blocks of {result.block_size} tokens, log scale)")
+    ax.set_xlabel(f"capacity (blocks of {format_counted(result.block_size, 'token')}, log scale)")
     bb = result.block_bytes
     if model_name and bb:
         _bytes_axis(ax, bb, shown_path(model_name))   # shown_path: a lone surrogate is no glyph (matplotlib refuses it)
     trace = trace or result.trace
-    ax.set_title(f"Hit ratio by capacity: {shown_path(Path(str(trace)).name)} ({format_count(result.requests)} requests, "
+    ax.set_title(f"Hit ratio by capacity: {shown_path(Path(str(trace)).name)} ({format_counted(result.requests, 'request')}, "
                  f"block {result.block_size} tokens)", fontsize=10)
     ax.set_ylabel("hit ratio (% of prompt tokens)")
     ax.set_ylim(bottom=0)

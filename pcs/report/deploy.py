@@ -7,6 +7,7 @@ from pcs.model.footprint import past_context
 from pcs.report.table import render_table
 from pcs.units import format_bytes as gb
 from pcs.units import format_count as n
+from pcs.units import format_counted, plural
 
 __all__ = ["render_deploy"]
 
@@ -19,19 +20,19 @@ def render_deploy(d: dict[str, Any]) -> str:
     t = d["tp"]
     longest = d["longest_request_tokens"]
     rows = [
-        ["GPU tier (KV pool)", gb(d["gpu_tier_bytes"]), f"x {t} GPUs: pcs replay's default GPU tier"],
-        ["GPU-tier blocks", n(d["gpu_blocks"]), f"GPU tier // bytes per block ({d['block_size']} tokens)"],
+        ["GPU tier (KV pool)", gb(d["gpu_tier_bytes"]), f"x {format_counted(t, 'GPU')}: pcs replay's default GPU tier"],
+        ["GPU-tier blocks", n(d["gpu_blocks"]), f"GPU tier // bytes per block ({format_counted(d['block_size'], 'token')})"],
         ["GPUs", f"{t} x {d['gpu']}", f"HBM {gb(d['hbm_bytes_per_gpu'])} each"],
         ["usable per GPU", gb(d["usable_bytes_per_gpu"]), f"HBM x gpu_memory_utilization {d['gpu_memory_utilization']:g}"],
         ["weights", gb(d["weights_bytes"]), f"per GPU {gb(d['weights_bytes_per_gpu'])}"],
         ["reserve per GPU", gb(d["reserve_bytes_per_gpu"]), "activations and runtime (see note)"],
         ["KV pool per GPU", gb(d["kv_bytes_per_gpu"]), "usable - weights per GPU - reserve"],
         ["bytes per block", n(d["bytes_per_block"]),
-         f"per rank {n(d['bytes_per_block_per_rank'])} x {d['tp_group']['ranks_holding_copy']} ranks, "
+         f"per rank {n(d['bytes_per_block_per_rank'])} x {format_counted(d['tp_group']['ranks_holding_copy'], 'rank')}, "
          f"{d['block_size']}-token blocks, {d['layout']['name']}"],
-        ["longest request", "unbounded" if longest is None else f"{n(longest)} tokens",
+        ["longest request", "unbounded" if longest is None else f"{n(longest)} {plural(longest, 'token')}",
          "reserved pages of one request fit the pool"],
-        [f"requests of {n(d['request_tokens'])} tokens", n(d["concurrent_requests"]),
+        [f"requests of {n(d['request_tokens'])} {plural(d['request_tokens'], 'token')}", n(d["concurrent_requests"]),
          f"each reserves {gb(d['request_bytes_per_rank'])} per rank"],
     ]
     notes = [d["derivation"], f"KV layout {d['layout']['describe']}", d["tp_group"]["note"],
@@ -42,8 +43,8 @@ def render_deploy(d: dict[str, Any]) -> str:
         if past:
             notes.append(f"{what}: {past}")
     if d["block_size"] != 512:
-        notes.append(f"block {d['block_size']} tokens (--block-size): pcs replay uses its trace's block size (the "
+        notes.append(f"block {format_counted(d['block_size'], 'token')} (--block-size): pcs replay uses its trace's block size (the "
                      "bundled sample and Mooncake: 512), so its bytes per block differ; give --block-size to match")
     return render_table(["quantity", "value", "how"], rows, notes=notes,
                         title=f"Deployment: {d['model']}, {d['gpu']} x{d['tp']} (TP {d['tp']}), "
-                              f"block {d['block_size']} tokens")
+                              f"block {format_counted(d['block_size'], 'token')}")

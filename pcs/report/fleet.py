@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from pcs.report.table import render_table, shown_path
-from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points
+from pcs.units import format_bytes, format_count, format_counted, format_duration, format_percent, format_points
 
 __all__ = ["render_fleet", "render_router_compare", "compare_title", "deployment_words"]
 
@@ -84,7 +84,7 @@ def _deployment(s: dict[str, Any]) -> str:
     if not s.get("model"):
         return ""
     dtype = f", KV {s['kv_dtype']}" if s.get("kv_dtype") else ""
-    out = f" | {s['model']}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | block {s['block_size']} tokens"
+    out = f" | {s['model']}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | block {format_counted(s['block_size'], 'token')}"
     first = next((r for r in s.get("instance_summaries") or () if r), None)
     if first:
         out += " | tiers " + ", ".join(f"{t['name']} {format_bytes(t['capacity_bytes'])}" for t in first["tiers"]) \
@@ -104,7 +104,7 @@ def _index(s: dict[str, Any]) -> str:
     if not reads:
         return ", reads no cache index"
     stale = f", view {format_duration(s['router_stale_s'])} stale" if s["router_stale_s"] else ", exact view"
-    return f"{stale} | index {format_count(s['index_capacity_blocks'])} blocks per instance"
+    return f"{stale} | index {format_counted(s['index_capacity_blocks'], 'block')} per instance"
 
 
 def render_fleet(s: dict[str, Any], compute: str | None = None, timing: str | None = None) -> str:
@@ -162,11 +162,11 @@ def _lens_ratio(r: dict[str, Any], key: str) -> str:
 
 def _render_shared(sh: dict[str, Any]) -> str:
     """The shared tier (docs/semantics.md §17.1): its totals, then each instance's hit tokens by tier."""
-    rows = [["capacity", f"{format_count(sh['capacity_blocks'])} blocks = {format_bytes(sh['capacity_bytes'])}"],
+    rows = [["capacity", f"{format_counted(sh['capacity_blocks'], 'block')} = {format_bytes(sh['capacity_bytes'])}"],
             ["policy / write policy / link per instance", f"{sh['policy']} / {sh['write_policy']} / {sh['link']}"],
             ["prompt tokens served by it (its hit ratio)", format_percent(sh["hit_ratio"])],
             ["read (restored) / written", f"{format_bytes(sh['read_bytes'])} / {format_bytes(sh['written_bytes'])}"],
-            ["peak resident", f"{format_count(sh['peak_resident_blocks'])} blocks = "
+            ["peak resident", f"{format_counted(sh['peak_resident_blocks'], 'block')} = "
                               f"{format_bytes(sh['peak_resident_bytes'])}"],
             ["evicted / lease-spared blocks", f"{format_count(sh['evicted_blocks'])} / "
                                               f"{format_count(sh['lease_spared_blocks'])}"],
@@ -214,7 +214,7 @@ def compare_title(trace: str, rows: Sequence[dict[str, Any]], deployment: str = 
     stale = _view(rows)
     shared = f" | shared tier {r['shared_tier']}" if r.get("shared_tier") else ""
     dep = f" | {deployment}" if deployment else ""
-    return f"pcs compare: {trace}{dep} | {r['instances']} instances | {stale}{shared}"
+    return f"pcs compare: {trace}{dep} | {format_counted(r['instances'], 'instance')} | {stale}{shared}"
 
 
 def render_router_compare(rows: Sequence[dict[str, Any]], title: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pcs.model.footprint import PAGE_PADDING, FootprintResult
 from pcs.report.table import render_table
-from pcs.units import format_bytes, format_count
+from pcs.units import format_bytes, format_count, format_counted
 
 __all__ = ["render_footprint", "footprint_notes", "fp8_note"]
 
@@ -42,9 +42,8 @@ def _component_table(res: FootprintResult, hybrid_block: int | None) -> str:
     rows.append(["total", res.num_layers, res.dtype, "",
                  format_count(res.per_token["reference"]), format_count(res.per_token["serialized"]),
                  format_count(res.per_block["serialized"])] + [format_bytes(t[k]) for k in _MODES])
-    seq = "sequence" if res.sequences == 1 else "sequences"
-    title = (f"KV footprint: {res.model}, {res.dtype}, {format_count(res.tokens)} tokens x "
-             f"{format_count(res.sequences)} {seq},"
+    title = (f"KV footprint: {res.model}, {res.dtype}, {format_counted(res.tokens, 'token')} x "
+             f"{format_counted(res.sequences, 'sequence')},"
              f" block {res.block_size}, tp {res.tp} (bytes per rank)")
     return render_table(headers, rows, title=title, notes=footprint_notes(res, hybrid_block))
 
@@ -92,7 +91,7 @@ def footprint_notes(res: FootprintResult, hybrid_block: int | None) -> list[str]
         notes.append("page padding: a hybrid block takes whole pages of vLLM's uniform page size (as pcs replay "
                      "counts them); the row is those pages' bytes beyond the components', in Reserved, Prefix store "
                      "and B/block (docs/semantics.md §13.1)")
-    notes.append(f"Prefix store: floor(T/B) = {format_count(res.totals['prefix_store_blocks'])} full blocks"
+    notes.append(f"Prefix store: floor(T/B) = {format_counted(res.totals['prefix_store_blocks'], 'full block')}"
                  f" x {format_count(res.per_block['serialized'])} B (a state snapshot per block where present)")
     if hybrid_block and hybrid_block != res.block_size:
         notes.append(f"vLLM would use --block-size {hybrid_block} for this hybrid (one attention page >= one"

@@ -18,6 +18,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from pcs.units import format_counted, plural
+
 __all__ = ["Chart", "PALETTE", "DASHES", "SHAPES", "waterfall_chart", "curve_chart", "ttft_chart",
            "restore_chart", "compare_chart", "compare_curve_chart", "footprint_chart"]
 
@@ -154,7 +156,7 @@ def waterfall_chart(s: dict, oracle: dict | None) -> Chart | None:
     series = 2
     if oracle is not None and oracle.get("hit_ratio") is not None:
         datasets["oracle"] = [{"y": oracle["hit_ratio"],
-                               "label": f"oracle (Belady at {oracle['capacity_blocks']:,} blocks) "
+                               "label": f"oracle (Belady at {format_counted(oracle['capacity_blocks'], 'block')}) "
                                         f"{100 * oracle['hit_ratio']:.1f} %"}]
         layers += _hrule("oracle", {"strokeDash": [6, 3], "color": "#d55e00", "strokeWidth": 2},
                          {"align": "right", "x": WIDTH_PX, "color": "#d55e00"})
@@ -194,7 +196,7 @@ def _capacity_axis(block_size: int, top_bytes_per_block: int | None,
     ``16.8 GB``, a space before the unit as every text report prints it), both ticked at the powers of 10 of
     ``domain`` (blocks) so the labels line up; without ``domain`` Vega-Lite picks the ticks."""
     ticks = {"values": _decades(*domain)} if domain else {}
-    bottom = {"title": f"capacity (blocks of {block_size} tokens, log scale)", "format": "~s", "labelOverlap": "greedy",
+    bottom = {"title": f"capacity (blocks of {format_counted(block_size, 'token')}, log scale)", "format": "~s", "labelOverlap": "greedy",
               "labelSeparation": 6, **ticks}
     if not top_bytes_per_block:
         return bottom, None
@@ -286,7 +288,7 @@ def curve_caption(every: bool, lru_points: int, belady: bool, knees: Sequence[di
         marks: the run's capacities as given to :func:`curve_chart` (only those >= 1 block are drawn).
     """
     text = ("LRU from one pass over the trace (every capacity)" if every else
-            f"LRU at the curve's {lru_points} capacities and knees (exact there, straight between: a curve "
+            f"LRU at the curve's {lru_points} {plural(lru_points, 'capacity', 'capacities')} and knees (exact there, straight between: a curve "
             "JSON holds no more)") + (", Belady where computed" if belady else "") + ", the single-sequence ceiling"
     if knees:
         shares = "/".join(k["label"].removesuffix(" %") for k in knees)
@@ -447,7 +449,7 @@ def footprint_chart(p: dict, chart_id: str = "footprint") -> Chart | None:
                                     "scale": {"domain": names, "range": [colours[i % len(colours)]
                                                                          for i in range(len(names))]}},
                           "order": {"field": "order", "type": "quantitative"}}}
-    title = f"KV bytes by accounting mode: {p['model']}, {p['tokens']:,} tokens, block {p['block_size']}, tp {p['tp']}"
+    title = f"KV bytes by accounting mode: {p['model']}, {format_counted(p['tokens'], 'token')}, block {p['block_size']}, tp {p['tp']}"
     return Chart(chart_id, title, _spec(title, [layer], {"bars": rows}), 1,
                  "The table's bytes per component in each accounting mode, stacked (docs/semantics.md §13): Reference "
                  "is the payload, Serialized adds scales and padding in the rows, Reserved the whole blocks a running "

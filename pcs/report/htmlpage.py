@@ -23,7 +23,7 @@ from pcs.report.htmltables import (compare_table, envelope_table, footprint_tabl
                                     runs_table, tier_table)
 from pcs.errors import UserError
 from pcs.report.replay import slot_unit
-from pcs.units import format_percent, tier_arg
+from pcs.units import format_counted, format_percent, tier_arg
 
 __all__ = ["KINDS", "payload_kind", "build_page", "inputs_rows", "reproduce_command"]
 
@@ -192,7 +192,7 @@ def _headline(s: dict, oracle: dict | None) -> list[dict]:
     if oracle is not None and oracle.get("hit_ratio") is not None:
         items.append({"key": "oracle_hit_ratio", "label": "oracle (Belady)", "value": oracle["hit_ratio"],
                       "text": format_percent(oracle["hit_ratio"], 2),
-                      "note": f"offline-optimal eviction, one tier of {oracle['capacity_blocks']:,} blocks "
+                      "note": f"offline-optimal eviction, one tier of {format_counted(oracle['capacity_blocks'], 'block')} "
                               "(the run's total), sequential"})
     return items
 
@@ -299,7 +299,7 @@ def build_page(payloads: Sequence[dict], curve: dict | None = None, oracle: dict
         sections.append(_section(f"curve{i + 2}", f"Hit-rate curve: {c['trace']}",
                                  [hc.curve_chart(c, (), f"curve{i + 2}")]))
     for i, f in enumerate(by_kind["footprint"]):
-        sections.append(_section(f"footprint{i or ''}", f"KV footprint: {f['model']}, {f['tokens']:,} tokens",
+        sections.append(_section(f"footprint{i or ''}", f"KV footprint: {f['model']}, {format_counted(f['tokens'], 'token')}",
                                  [hc.footprint_chart(f, f"footprint_bytes{i or ''}")], footprint_tables(f)))
     sections = [s for s in sections if s is not None]
     first = payloads[0]
@@ -326,7 +326,10 @@ def _subtitle(runs: list[dict], by_kind: dict) -> str:
 def _notes(payloads: Sequence[dict]) -> list[str]:
     """The payloads' notes, each once: a note every payload has unlabelled, the others after the payload they
     belong to (``run 2: ...``, numbered as the side-by-side columns; other kinds ``compare 1: ...``)."""
-    notes = [[str(n) for n in p.get("notes", ()) or ()] for p in payloads]
+    from pcs.report.curve import with_sampled_note
+
+    notes = [with_sampled_note(p) if payload_kind(p) == "curve" else [str(n) for n in p.get("notes", ()) or ()]
+             for p in payloads]
     count: dict[str, int] = {}
     labels = []
     for p in payloads:
@@ -354,7 +357,7 @@ _REPLAY_INPUTS: list[tuple[str, Callable[[dict], Any]]] = [
     ("tiers", _tiers_text),
     ("policy", lambda s: f"{s['policy']}, write-{s['write_policy']}"),
     ("timing", lambda s: s["timing"]),
-    ("block rules", lambda s: f"{s['block_size']} tokens per block; partial last block "
+    ("block rules", lambda s: f"{format_counted(s['block_size'], 'token')} per block; partial last block "
                               f"{'cached' if s['cache_partial_blocks'] else 'not cached'}; last token "
                               f"{'recomputed' if s['recompute_last_token'] else 'not recomputed'}"),
 ]

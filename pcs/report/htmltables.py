@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, tier_arg
+from pcs.units import format_bandwidth, format_bytes, format_count, format_counted, format_duration, format_percent, tier_arg
 from pcs.report.replay import (CEILING_LABEL, REAL_LABEL, RESTORE_TIME_NOTE, TP_NOTE, block_bytes, break_even_cells,
                                hybrid_rows, lens_rows, model_block_pages, slot_unit, tier_rows, ttft_note)
 
@@ -137,7 +137,7 @@ def footprint_tables(p: dict) -> list[dict]:
                                              ("reference_bytes_per_token", "serialized_bytes_per_token",
                                               "serialized_bytes_per_block")]
                 + [cell(format_bytes(p[k]), True) for _, k in _FOOTPRINT_MODES])
-    comp = _table(f"Bytes of {p['sequences']:,} x {p['tokens']:,} tokens per component and accounting mode "
+    comp = _table(f"Bytes of {p['sequences']:,} x {format_counted(p['tokens'], 'token')} per component and accounting mode "
                   f"(block {p['block_size']}, per GPU, TP={p['tp']})",
                   ["component", "shape", "B/token ref", "B/token ser", "B/block"] + [m for m, _ in _FOOTPRINT_MODES],
                   rows, p.get("notes") or ())

@@ -72,7 +72,10 @@ CLI_KEYS = {
                                                   "for stdin"),
                   ("notes", "[string]", "-", "omitted unless the trace or the sample needs them: the trace's "
                    "notes (as the other commands': synthetic prefix reuse, bad lines skipped; "
-                   "pcs.trace.api.trace_notes), then a sampled curve's warning when its sample is too small to "
+                   "pcs.trace.api.trace_notes), then for a sampled curve (`sample_rate` below 1) that its LRU "
+                   "values are estimates (`SHARDS sample rate R: LRU values are estimates ...`, as the table and "
+                   "the HTML page say; pcs.report.curve.sampled_note; an exact curve has none), then a sampled "
+                   "curve's warning when its sample is too small to "
                    "trust (fewer than 1,000 distinct sampled blocks beyond the exact heads: "
                    "pcs.curves.api.small_sample_note, docs/curves.md). Appended last")),
     "pcs compare": (("variants[].tier_capacities", "object of object of int", "blocks, bytes",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, format_points
+from pcs.units import format_bandwidth, format_bytes, format_count, format_counted, format_duration, format_percent, format_points
 from pcs.report.table import render_table, shown_path
 
 __all__ = ["render_replay", "engine_note", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "model_block_pages", "TIER_TITLE", "HYBRID_TIER_TITLE", "header_line", "lens_rows",
@@ -51,7 +51,7 @@ def header_line(s: dict[str, Any]) -> str:
     dtype = f", KV {s['kv_dtype']}" if s.get("kv_dtype") else ""
     pols = sorted({t["policy"] for t in s["tiers"]})
     return (f"pcs replay: {shown_path(s['trace'])} | {model_label(s)}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | "
-            f"block {s['block_size']} tokens | {timing_label(s['timing'], s.get('compute'))} | "
+            f"block {format_counted(s['block_size'], 'token')} | {timing_label(s['timing'], s.get('compute'))} | "
             f"{'/'.join(pols)}, write-{s['write_policy']}")
 
 
@@ -178,7 +178,7 @@ def _tier_notes(s: dict[str, Any], unit: str) -> list[str]:
     notes += _whole_block_note(s, unit)
     for t in s["tiers"]:
         if t.get("admission"):
-            notes.append(f"{t['name']} admission {t['admission']}: {format_count(t['refused_blocks'])} blocks "
+            notes.append(f"{t['name']} admission {t['admission']}: {format_counted(t['refused_blocks'], 'block')} "
                          "refused (passed on or dropped)")
     return notes
 
@@ -240,7 +240,7 @@ def _bytes_table(s: dict[str, Any]) -> str:
     rows = [["restored to GPU", format_bytes(b["restored"]), _restored_detail(s)],
             ["written to lower tiers", format_bytes(sum(b["written_per_tier"].values())), _written_detail(s)],
             ["recomputed (prefilled) KV", format_bytes(b["recomputed_bytes"]),
-             f"{format_count(b['recomputed_tokens'])} prompt tokens prefilled"],
+             f"{format_counted(b['recomputed_tokens'], 'prompt token')} prefilled"],
             ["peak Reserved of running requests", format_bytes(b["peak_reserved_bytes"]),
              f"{format_count(b['peak_reserved_blocks'])} GPU {'page' if pages else 'block'}"
              f"{'' if b['peak_reserved_blocks'] == 1 else 's'} pinned or reserved at once"],
@@ -373,17 +373,17 @@ def _scheduler_table(s: dict[str, Any]) -> str:
     sc = s["scheduler"]
     rows = _latency_rows(sc)
     share = format_percent(sc["share_losing"]) if sc["share_losing"] is not None else "-"
-    notes = [f"step scheduler (docs/semantics.md §9): {format_count(sc['max_num_batched_tokens'])} tokens per step, "
-             f"at most {format_count(sc['max_num_seqs'])} running, {format_count(sc['steps'])} steps; restores "
+    notes = [f"step scheduler (docs/semantics.md §9): {format_counted(sc['max_num_batched_tokens'], 'token')} per step, "
+             f"at most {format_count(sc['max_num_seqs'])} running, {format_counted(sc['steps'], 'step')}; restores "
              f"{sc['restore_policy']}{', fallback on' if sc['restore_fallback'] else ''}; 'without the cache' is "
              "the same trace on the same instance with no prefix cache",
              f"wait p50 / p99 (with the cache): KV space {_p50_p99(sc['wait_kv_s'])}, compute "
              f"{_p50_p99(sc['wait_compute_s'])}, link {_p50_p99(sc['wait_link_s'])}",
              f"restores that would lose to recompute: {format_count(sc['restores_losing'])} of "
              f"{format_count(sc['restores_considered'])} ({share}), {format_count(sc['restores_skipped'])} recomputed "
-             f"instead; {format_count(sc['requests_preempted'])} requests preempted, "
-             f"{format_count(sc['preempted_recompute_tokens'])} tokens prefilled again; "
-             f"{format_count(sc['decode_blocks_cached'])} decode blocks cached for next turns"]
+             f"instead; {format_counted(sc['requests_preempted'], 'request')} preempted, "
+             f"{format_counted(sc['preempted_recompute_tokens'], 'token')} prefilled again; "
+             f"{format_counted(sc['decode_blocks_cached'], 'decode block')} cached for next turns"]
     return render_table(["scheduled latency and load", "with the cache", "without the cache"], rows,
                         title="Compute: step scheduler, with and without the cache",
                         notes=notes)
@@ -515,6 +515,11 @@ def _rules_row_said(s: dict[str, Any]) -> str:
             "as full attention, so read this row with capacity and eviction (the GPU tier holds no request whole)")
 
 
+def _all_truncated(n: int) -> str:
+    """``all N requests were truncated``; for one request, ``its one request was truncated``."""
+    return "its one request was truncated" if n == 1 else f"all {format_count(n)} requests were truncated"
+
+
 def _lost_said(s: dict[str, Any], full: dict[str, Any]) -> str:
     """What became of the hits the hybrid rules refused (``hybrid.lost_tokens``, counted at each request's lookup,
     before a truncation cuts its hits: docs/semantics.md §5, §12), in the words the run's numbers bear out.
@@ -527,12 +532,12 @@ def _lost_said(s: dict[str, Any], full: dict[str, Any]) -> str:
     if not s["hybrid"]["lost_tokens"]:
         return "0 hit tokens of this run lost to the hybrid rules"
     if every and not s.get("hit_tokens") and not (full or {}).get("hit_ratio"):
-        return (f"no hit of this run lost to the hybrid rules: all {format_count(n)} requests were truncated (larger "
+        return (f"no hit of this run lost to the hybrid rules: {_all_truncated(n)} (larger "
                 "than the GPU tier) and kept no hit, as the same run with every layer as full attention; the "
                 f"{lost} tokens the rules refused at lookup, before the truncation, were no hit to lose")
     if every:
         return (f"{lost} hit tokens of this run refused by the hybrid rules at lookup (full attention held them "
-                f"then), counted before all {format_count(n)} requests were truncated (larger than the GPU tier)")
+                f"then), counted before {_all_truncated(n)} (larger than the GPU tier)")
     return f"{lost} hit tokens of this run lost to the hybrid rules (full attention held them)"
 
 

@@ -6,7 +6,7 @@ from typing import Any
 from pcs.report.replay import CEILING_LABEL, CEILING_MEANING, REAL_LABEL, WHOLE_BLOCKS_NOTE, lens_text
 from pcs.report.table import render_table
 from pcs.sweep.result import SweepRun, SweepSummary
-from pcs.units import format_bytes, format_duration, format_percent
+from pcs.units import format_bytes, format_counted, format_duration, format_percent
 
 __all__ = ["render_summary", "render_run"]
 
@@ -23,12 +23,12 @@ def _opts(options: dict[str, Any]) -> str:
 def render_summary(s: SweepSummary) -> str:
     """The best-point table and the Pareto front of a :class:`SweepSummary`."""
     if not s.replay_points:
-        return f"pcs sweep summarize: {s.out}: {s.points} points, none of kind replay (nothing to summarise)"
+        return f"pcs sweep summarize: {s.out}: {format_counted(s.points, 'point')}, none of kind replay (nothing to summarise)"
     label, fmt = _METRIC_LABELS[s.objective]
     best = render_table(["metric", "best", "point", "options"],
                         [[_METRIC_LABELS[b.metric][0], _METRIC_LABELS[b.metric][1](b.value) + _tie(b.tied),
                           b.point_id + _over(s, b.point_id), _opts(b.options)] for b in s.best],
-                        title=f"Best points: {s.out} ({s.replay_points} replay points of {s.points})",
+                        title=f"Best points: {s.out} ({format_counted(s.replay_points, 'replay point')} of {s.points})",
                         notes=([TIE_NOTE] if any(b.tied for b in s.best) else []) + _over_note(s))
     real = [] if s.objective == "hit_ratio" else [REAL_LABEL]
     front = render_table([label, *real, CEILING_LABEL, *s.tiers, "point", "options"],
@@ -36,7 +36,7 @@ def render_summary(s: SweepSummary) -> str:
                            *(format_bytes(p.capacity_bytes[t]) for t in s.tiers), p.point_id + _over(s, p.point_id),
                            _opts(p.options)] for p in s.front],
                          title=f"Pareto front: {label} ({s.direction}) against {' and '.join(s.tiers)} bytes "
-                               f"({len(s.front)} of {s.replay_points} points)",
+                               f"({len(s.front)} of {format_counted(s.replay_points, 'point')})",
                          notes=[FRONT_NOTE + f"; options: those that vary; single-sequence = {CEILING_MEANING}",
                                 *_over_note(s),
                                 f"tier bytes: {WHOLE_BLOCKS_NOTE}"])
@@ -56,7 +56,7 @@ def _over(s: SweepSummary, point_id: str) -> str:
 def _over_note(s: SweepSummary) -> list[str]:
     if not s.over_deployment:
         return []
-    return [f"(!): {len(s.over_deployment):,} of {s.replay_points:,} points give a GPU tier larger than their "
+    return [f"(!): {len(s.over_deployment):,} of {format_counted(s.replay_points, 'point')} {'gives' if len(s.over_deployment) == 1 else 'give'} a GPU tier larger than their "
             "deployment leaves for KV (the GPUs cannot hold it; each point's notes give the size it leaves): set "
             "tier.gpu = \"auto\" to size it from each deployment (docs/sweep.md)"]
 
@@ -82,6 +82,6 @@ def _pct(x: float | None) -> str:
 
 def render_run(r: SweepRun, summary: SweepSummary | None) -> str:
     """The run line, then the summary of the whole results directory."""
-    head = (f"pcs sweep: {r.plan} -> {r.out}: {r.points} points, {r.ran} run ({r.backend}), "
+    head = (f"pcs sweep: {r.plan} -> {r.out}: {format_counted(r.points, 'point')}, {r.ran} run ({r.backend}), "
             f"{r.skipped} already done, {r.failed} failed")
     return head if summary is None else f"{head}\n\n{render_summary(summary)}"

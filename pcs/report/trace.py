@@ -10,7 +10,7 @@ from typing import Any
 
 from pcs.report.table import render_table, shown_path
 from pcs.report.traceshape import number as num, stats_shape_notes, stats_shape_rows
-from pcs.units import format_count, format_duration, format_percent
+from pcs.units import format_count, format_counted, format_duration, format_percent
 
 __all__ = ["render_stats", "render_convert", "render_synth"]
 
@@ -67,13 +67,15 @@ def render_stats(st: dict[str, Any]) -> str:
 
 def render_convert(info: dict[str, Any]) -> str:
     """One line on what ``pcs trace convert`` wrote (:func:`pcs.trace.convert.convert`'s summary)."""
-    return (f"wrote {info['requests']:,} requests, {info['block_accesses']:,} block accesses "
+    return (f"wrote {format_counted(info['requests'], 'request')}, "
+            f"{format_counted(info['block_accesses'], 'block access', 'block accesses')} "
             f"({info['format']}, {info['block_size']}-token blocks) to {info['path']}"
-            + (f"; skipped {info['skipped']:,} bad lines" if info["skipped"] else "")
+            + (f"; skipped {format_counted(info['skipped'], 'bad line')}" if info["skipped"] else "")
             + (f"\nnote: prefix reuse {info['reuse']}" if str(info.get("reuse", "")).startswith("synth") else ""))
 
 
 def render_synth(info: dict[str, Any]) -> str:
     """One line on what ``pcs trace synth`` wrote (requests, block accesses, format, block size, seed, path)."""
-    return (f"wrote {info['requests']:,} requests, {info['block_accesses']:,} block accesses "
+    return (f"wrote {format_counted(info['requests'], 'request')}, "
+            f"{format_counted(info['block_accesses'], 'block access', 'block accesses')} "
             f"({info['format']}, {info['block_size']}-token blocks, seed {info['seed']}) to {info['path']}")

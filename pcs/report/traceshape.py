@@ -6,7 +6,7 @@ the text table (``pcs.report.table.render_table``); nothing here computes.
 from __future__ import annotations
 
 from pcs.report.table import render_table
-from pcs.units import format_count, format_duration, format_percent
+from pcs.units import format_count, format_counted, format_duration, format_percent
 
 __all__ = ["number", "stats_shape_rows", "stats_shape_notes", "render_events", "render_from_chat", "render_transform",
            "render_reblock"]
@@ -71,7 +71,7 @@ def render_events(st: dict) -> str:
 
 def render_from_chat(info: dict) -> str:
     """``pcs trace from-chat``: one line."""
-    return (f"wrote {info['requests']:,} requests, {info['prompt_tokens']:,} prompt tokens "
+    return (f"wrote {format_counted(info['requests'], 'request')}, {format_counted(info['prompt_tokens'], 'prompt token')} "
             f"(token JSONL, template {info['template']}) to {info['path']}")
 
 

@@ -24,6 +24,7 @@ from pcs import jsondepth
 from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
 from pcs.errors import InputError, UserError
+from pcs.units import format_counted
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
 from pcs.trace.hashids import invalid_json, not_an_object, strict_loads
 from pcs.trace.source import check_source, display_name, is_stream, iter_chunks, iter_lines, peek_lines
@@ -129,7 +130,8 @@ def detect_format(path, name: str | None = None, on_error: str = "raise") -> str
     Raises:
         InputError: empty file, a first line no rule recognises (with ``on_error="skip"``: no line among those read
             names a format), a duplicate key or bad JSON in it, or a file that is no request trace (KV-cache
-            events, a chat log, UTF-16 text).
+            events, a chat log, UTF-16 text); each but the empty file's names the line, ``FILE:LINE: ...``, as the
+            readers' errors do.
     """
     name = name or display_name(path)
     if _sniff_parquet(path):
@@ -138,10 +140,8 @@ def detect_format(path, name: str | None = None, on_error: str = "raise") -> str
     first_bad = None
     for i, (ln, line) in enumerate(_head_lines(path, name, SKIP_SNIFF_LINES if skip else 1,
                                                SKIP_SNIFF_BYTES if skip else 1 << 20)):
-        if i == 0 and line.startswith(b"TIMESTAMP,"):
-            return "azure"
-        if i == 0 and line.startswith(b"Timestamp,") and b"Request tokens" in line:
-            return "burstgpt"
+        if i == 0 and _csv_format(line) is not None:
+            return _csv_format(line)
         try:
             return _line_format(line, ln, name, first=i == 0)
         except _BadLine as bad:
@@ -152,11 +152,60 @@ def detect_format(path, name: str | None = None, on_error: str = "raise") -> str
             first_bad = first_bad or bad.error
     if first_bad is None:
         raise InputError(name, None, None, EMPTY_TRACE)
-    error, why = first_bad, (f"with on_error='skip' no line names a format either ({i + 1:,} non-blank "
-                             f"line{'s' if i else ''} read; detection reads at most {SKIP_SNIFF_LINES:,})")
+    error, why = first_bad, (f"with on_error='skip' no line names a format either "
+                             f"({format_counted(i + 1, 'non-blank line')} read; detection reads at most "
+                             f"{SKIP_SNIFF_LINES:,})")
     if "pass format=" not in error.problem:
         why += f"; pass format= ({', '.join(FORMATS)})"
     raise InputError(error.path, error.line, error.field, f"{error.problem}; {why}") from None
+
+
+def _csv_format(line: bytes) -> str | None:
+    """The length-only format a first non-blank line's CSV header names (:func:`detect_format`), else None."""
+    if line.startswith(b"TIMESTAMP,"):
+        return "azure"
+    if line.startswith(b"Timestamp,") and b"Request tokens" in line:
+        return "burstgpt"
+    return None
+
+
+def format_hint(path, name: str, fmt: str, line: int) -> str | None:
+    """What format detection says of line ``line`` of a trace read as ``fmt`` whose reader refused that line, when
+    it is the first non-blank line and detection reads it otherwise: another format (``... reads this line as a
+    mooncake trace: pass format='mooncake' ...``) or no request trace at all (KV-cache events, a chat log, a msgpack
+    capture, UTF-16 text: detection's own message, :func:`_line_format`, and that no format reads it); else None (a
+    later line, a line detection refuses too, or one of ``fmt``). ``name``: the trace's name in messages.
+
+    Raises:
+        InputError: the file's stream is unreadable (:func:`pcs.trace.source.iter_chunks`)."""
+    head = next(_head_lines(path, name, 1, 1 << 20), None)
+    if head is None or head[0] != line:
+        return None
+    other = _csv_format(head[1])
+    if other is None:
+        try:
+            other = _line_format(head[1], line, name, first=True)
+        except _BadLine:
+            return None
+        except InputError as exc:       # no request trace: what it is, and what reads it
+            return f"{exc.problem}; no format= value reads such a file"
+    if other == fmt:
+        return None
+    return (f"format detection reads this line as a {other} trace: pass format={other!r} (or no format=, and pcs "
+            "detects it)")
+
+
+def none_left(first: InputError | None, name: str, skipped: int, rows: bool) -> InputError:
+    """The error of a trace read with ``on_error="skip"`` that has no request left: the first skipped line's error
+    (``first``; None: no line to name, ``name`` alone), then how many were skipped. ``rows``: Parquet, whose
+    bad rows are skipped, not lines."""
+    unit = "row" if rows else "line"
+    what = (f"its only {unit} was skipped as bad" if skipped == 1 else
+            f"all {format_counted(skipped, unit)} were skipped as bad, the first for this reason")
+    why = f"no requests left: {what} (on_error='skip')"
+    if first is None:
+        return InputError(name, None, None, why)
+    return InputError(first.path, first.line, first.field, f"{first.problem}; {why}")
 
 
 def _line_format(line: bytes, ln: int, name: str, first: bool) -> str:
@@ -181,15 +230,15 @@ def _line_format(line: bytes, ln: int, name: str, first: bool) -> str:
         if why is None:     # a line meant as a JSON object: the readers' own file:line message
             raise _BadLine(InputError(name, ln, None, invalid_json(exc)), True) from None
         if why[1] != "file" or not first:     # this line's fault (a file's kind shows in its first line)
-            raise _BadLine(InputError(name, None, None, why[0]), why[1] == "json") from None
-        raise InputError(name, None, None, why[0]) from None
+            raise _BadLine(InputError(name, ln, None, why[0]), why[1] == "json") from None
+        raise InputError(name, ln, None, why[0]) from None
     other = _not_a_trace(obj, name)
     if other is not None:
-        raise InputError(name, None, None, other)
+        raise InputError(name, ln, None, other)
     if not isinstance(obj, dict):     # the readers' message; an array of chat logs or KV events named as those
         inner = _not_a_trace(obj[0], name) if isinstance(obj, list) and obj and isinstance(obj[0], dict) else None
         if inner is not None:
-            raise InputError(name, None, None, inner)
+            raise InputError(name, ln, None, inner)
         raise _BadLine(InputError(name, ln, None, not_an_object(obj)), True)
     if "token_ids" in obj:
         return "tokens"
@@ -197,7 +246,7 @@ def _line_format(line: bytes, ln: int, name: str, first: bool) -> str:
         return "bailian"
     if "hash_ids" in obj:
         return "mooncake"
-    raise _BadLine(InputError(name, None, None, "cannot detect the format: the first object has none of "
+    raise _BadLine(InputError(name, ln, None, "cannot detect the format: the first object has none of "
                               f"'hash_ids', 'chat_id', 'token_ids'; pass format= ({', '.join(FORMATS)})"), False)
 
 
@@ -278,7 +327,9 @@ def synthetic_reuse_note(trace) -> str | None:
 def skipped_note(trace) -> str | None:
     """``--on-error skip``: how many bad lines the last read of the trace skipped, else None."""
     n = getattr(trace, "skipped", 0)
-    return f"{n:,} bad trace lines were skipped (--on-error skip)" if n else None
+    if not n:
+        return None
+    return f"{format_counted(n, 'bad trace line')} {'was' if n == 1 else 'were'} skipped (--on-error skip)"
 
 
 def trace_notes(trace) -> tuple[str, ...]:
@@ -291,18 +342,19 @@ def _length_batches(trace: "Trace", state) -> Iterator[RequestBatch]:
     from pcs.trace.lengthonly import LengthRow, synthesise_batches
 
     def on_bad(exc):
-        state.skipped += 1
+        state.skip(exc)
 
     check_order, skip = not trace.sort, (on_bad if trace.on_error == "skip" else None)
     if trace.format == "azure":
         from pcs.trace.azure import read_azure_rows
 
-        rows = (LengthRow(t, c, g) for t, c, g, _ in read_azure_rows(trace.path, check_order, skip))
+        rows = (LengthRow(t, c, g) for t, c, g, _ in read_azure_rows(trace.path, check_order, skip,
+                                                                      name=trace.name))
         with_sessions = with_type = False
     else:
         from pcs.trace.burstgpt import read_burstgpt_rows
 
-        rows = read_burstgpt_rows(trace.path, check_order, skip)
+        rows = read_burstgpt_rows(trace.path, check_order, skip, name=trace.name)
         with_sessions, with_type = trace.has_sessions, True
     if not check_order:
         rows = iter(sorted(rows, key=lambda r: r.arrival_s))  # stable
@@ -346,6 +398,7 @@ class Trace:
         self.on_error = on_error
         self.sort = sort
         self.skipped = 0
+        self.first_skipped: InputError | None = None
         self.parquet_metadata: dict[str, str] = {}
         self.parquet_block_hashes: int | None = None
         if fmt in LENGTH_ONLY and reuse_model is None:
@@ -386,7 +439,7 @@ class Trace:
 
             yield from read_parquet(self.path, self.name, self.block_size, state, self.on_error,
                                     side_by_side=side_by_side)
-        self.skipped = state.skipped
+        self.skipped, self.first_skipped = state.skipped, state.first_skipped
         if state.synthetic_rows:
             from pcs.trace.hashids import SYNTH_REUSE
 
@@ -407,7 +460,7 @@ class Trace:
                 all (an empty file, a CSV header alone, every line skipped):
                 an empty source is never a 0-request result.
         """
-        batches = self._raw_batches(side_by_side, decode_ahead)
+        batches = self._named_kind(self._raw_batches(side_by_side, decode_ahead))
         if self.sort and self.format not in LENGTH_ONLY:  # those sort their rows before synthesis
             batches = iter(_sorted_batches(list(batches)))
         next_id = 0
@@ -415,8 +468,31 @@ class Trace:
             yield b.with_first_id(next_id)
             next_id += len(b)
         if next_id == 0:
-            raise InputError(self.name, None, None, EMPTY_TRACE if not self.skipped else
-                             f"no requests left: all {self.skipped} were skipped as bad (on_error='skip')")
+            if not self.skipped:
+                raise InputError(self.name, None, None, EMPTY_TRACE)
+            first = None if self.first_skipped is None else self._kind_hint(self.first_skipped)
+            raise none_left(first, self.name, self.skipped, self.format == "parquet")
+
+    def _named_kind(self, batches: Iterator[RequestBatch]) -> Iterator[RequestBatch]:
+        """``batches``, a reader's error at the first non-blank line completed by what that line is when format
+        detection reads it as another format or as no request trace (:meth:`_kind_hint`)."""
+        try:
+            yield from batches
+        except InputError as exc:
+            raise self._kind_hint(exc) from None
+
+    def _kind_hint(self, error: InputError) -> InputError:
+        """``error`` (a reader's, this trace's format given or detected), and when it is at the first non-blank line
+        and that line is of another format or no request trace (KV-cache events, a chat log, msgpack, UTF-16 text),
+        what detection says of it (:func:`format_hint`); else ``error`` itself (also when the file's head cannot be
+        read again: a corrupt gzip stream's own error stands)."""
+        if error.path != self.name or error.line is None or self.format == "parquet":
+            return error
+        try:
+            hint = format_hint(self.path, self.name, self.format, error.line)
+        except InputError:
+            return error
+        return error if hint is None else InputError(error.path, error.line, error.field, f"{error.problem}; {hint}")
 
     def decodes_ahead(self) -> bool:
         """Whether :meth:`iter_batches` with ``side_by_side`` and ``decode_ahead`` decodes each chunk on a thread of

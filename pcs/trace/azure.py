@@ -105,19 +105,21 @@ def _count(v: str, field: str, name: str, ln: int) -> int:
 
 
 def read_azure_rows(path, check_order: bool = True, on_bad=None,
-                    reorder: str = "use --sort to reorder") -> Iterator[tuple[float, int, int, int]]:
+                    reorder: str = "use --sort to reorder",
+                    name: str | None = None) -> Iterator[tuple[float, int, int, int]]:
     """Yield ``(arrival_s, context_tokens, generated_tokens, num_images)`` per row.
 
     ``arrival_s`` counts from the first row's TIMESTAMP; ``num_images`` is 0
     for the 2023/2024 files (no such column). ``on_bad``: called with the
     :class:`InputError` of a bad data row, which is then skipped (None: raise). ``reorder``: the advice a
-    decreasing timestamp's error gives (the command's own way to reorder).
+    decreasing timestamp's error gives (the command's own way to reorder). ``name``: the file's name in errors
+    (default :func:`display_name` of ``path``; stdin's spool file is read as ``-``).
 
     Raises:
         InputError: unknown header, bad value, a decreasing timestamp with ``check_order``, or a
             TIMESTAMP more than :data:`pcs.trace.batches.MAX_ARRIVAL_S` from the first row's (file, line, field).
     """
-    name = display_name(path)
+    name = name or display_name(path)
     t0 = None
     last = -float("inf")
     cols: tuple[str, ...] = ()

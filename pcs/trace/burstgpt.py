@@ -71,19 +71,20 @@ def _row(row: list[str], cols: dict[str, int], name: str, ln: int) -> LengthRow:
     return LengthRow(ts, req, resp, sess or None, model, row[cols["Log Type"]].strip())
 
 
-def read_burstgpt_rows(path, check_order: bool = True, on_bad=None) -> Iterator[LengthRow]:
+def read_burstgpt_rows(path, check_order: bool = True, on_bad=None, name: str | None = None) -> Iterator[LengthRow]:
     """Yield one :class:`LengthRow` per CSV row (``namespace`` = ``Model``, ``type`` = ``Log Type``).
 
     ``arrival_s`` is the ``Timestamp`` as written (already relative to the
     first day's midnight). ``on_bad``: called with the :class:`InputError`
-    of a bad data row, which is then skipped (None: raise).
+    of a bad data row, which is then skipped (None: raise). ``name``: the file's name in errors (default
+    :func:`display_name` of ``path``; stdin's spool file is read as ``-``).
 
     Raises:
         InputError: missing columns, a bad value, or a decreasing timestamp
             with ``check_order``. ``Total tokens`` is not read (it is the sum
             of the other two, README).
     """
-    name = display_name(path)
+    name = name or display_name(path)
     cols: dict[str, int] = {}
     last = -math.inf
     for ln, row in iter_csv_rows(path, name):

@@ -39,6 +39,7 @@ from pcs.trace.jsonfast import REUSE_VALUES, lone_surrogate  # REUSE_VALUES: the
 from pcs.trace.request import RequestBatch
 from pcs.trace.source import iter_chunks, iter_lines
 from pcs._dataclass import dataclass
+from pcs.units import plural
 
 __all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "REUSE_VALUES", "SYNTH_REUSE", "read_hashid_jsonl",
            "row_is_synthetic", "strict_loads"]
@@ -77,12 +78,22 @@ BAILIAN = FormatSpec("bailian", 1.0, 16,
 
 @dataclass(slots=True)
 class ReadState:
-    """Mutable reader state shared across chunks: skips and the last timestamp."""
+    """Mutable reader state shared across chunks: skips and the last timestamp.
+
+    ``first_skipped``: with ``on_error="skip"``, the error of the first line (Parquet: row) skipped, which a trace
+    with no line left names (:meth:`pcs.trace.api.Trace.iter_batches`); None until one is."""
 
     skipped: int = 0
     last_ts: float = -math.inf
     check_order: bool = True
     synthetic_rows: int = 0
+    first_skipped: InputError | None = None
+
+    def skip(self, error: InputError | None, count: int = 1) -> None:
+        """Count ``count`` bad lines (rows) skipped, ``error`` the first of them."""
+        self.skipped += count
+        if self.first_skipped is None:
+            self.first_skipped = error
 
 
 _JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
@@ -211,7 +222,7 @@ def _likely_block_size(prompt: int, n: int) -> str:
     lo = -(-prompt // n) if n > 0 else MAX_BLOCK_SIZE + 1
     hi = min((prompt - 1) // (n - 1) if n > 1 else MAX_BLOCK_SIZE, MAX_BLOCK_SIZE)   # ceil(prompt / B) == n
     if lo > hi:
-        return f"no block size in 1..{MAX_BLOCK_SIZE:,} gives {n} ids for {prompt} tokens"
+        return f"no block size in 1..{MAX_BLOCK_SIZE:,} gives {n} {plural(n, 'id')} for {prompt} {plural(prompt, 'token')}"
     powers = [b for b in (16, *(1 << k for k in range(31))) if lo <= b <= hi]
     return f"was the trace recorded at another block size? (block_size={powers[0] if powers else lo} fits)"
 
@@ -232,9 +243,9 @@ def check_ids(ids: Any, prompt: int, bs: int, name: str, ln: int, key: str = "ha
             raise InputError(name, ln, key, f"element {i} = {h} does not fit an unsigned 64-bit id")
     want = -(-prompt // bs)
     if not ids and prompt > 0:
-        raise InputError(name, ln, key, f"empty for a non-empty prompt of {prompt} tokens")
+        raise InputError(name, ln, key, f"empty for a non-empty prompt of {prompt} {plural(prompt, 'token')}")
     if len(ids) != want:
-        raise InputError(name, ln, key, f"has {len(ids)} ids but ceil({prompt} / block size {bs}) = {want}; "
+        raise InputError(name, ln, key, f"has {len(ids)} {plural(len(ids), 'id')} but ceil({prompt} / block size {bs}) = {want}; "
                          f"{_likely_block_size(prompt, len(ids))}")
     if len(set(ids)) != len(ids):
         first: dict[int, int] = {}
@@ -321,10 +332,10 @@ def _slow_chunk(spec: FormatSpec, first: int, chunk: bytes, bs: int, name: str,
     for ln, line in iter_lines(first, chunk):
         try:
             _slow_line(cols, strict_loads(name, ln, line), bs, name, ln, state)
-        except InputError:
+        except InputError as exc:
             if on_error != "skip":
                 raise
-            state.skipped += 1
+            state.skip(exc)
     return cols.batch(bs)
 
 

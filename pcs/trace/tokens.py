@@ -34,6 +34,7 @@ from pcs.trace.hashids import ReadState, get_int, get_time, json_type, row_is_sy
 from pcs.trace.hashing import MMInput, hash_request_blocks
 from pcs.trace.request import RequestBatch
 from pcs.trace.source import iter_chunks, iter_lines
+from pcs.units import plural
 
 __all__ = ["DEFAULT_TOKEN_BLOCK_SIZE", "read_token_jsonl", "parse_token_line"]
 
@@ -89,7 +90,7 @@ def parse_token_line(obj: dict, block_size: int, name: str, ln: int, prev_ts: fl
     toks = _tokens(obj, name, ln)
     if "input_length" in obj and get_int(obj, "input_length", name, ln) != toks.size:
         raise InputError(name, ln, "input_length", f"is {obj['input_length']} but token_ids holds {toks.size} "
-                         "tokens (the prompt is token_ids): drop input_length or make them agree")
+                         f"{plural(toks.size, 'token')} (the prompt is token_ids): drop input_length or make them agree")
     ts = get_time(obj, "timestamp", name, ln) if "timestamp" in obj else max(prev_ts, 0.0)
     out = get_int(obj, "output_length", name, ln) if "output_length" in obj else 0
     salt = obj.get("cache_salt")
@@ -142,10 +143,10 @@ def read_token_jsonl(path, name: str, block_size: int, state: ReadState, on_erro
                                      f"decreases ({ts:g} after {state.last_ts:g}); use sort= to reorder")
                 if abs(ts / _MS_PER_S) > MAX_ARRIVAL_S:
                     raise InputError(name, ln, "timestamp", arrival_error(ts / _MS_PER_S))
-            except InputError:
+            except InputError as exc:
                 if on_error != "skip":
                     raise
-                state.skipped += 1
+                state.skip(exc)
                 continue
             state.last_ts = max(state.last_ts, ts)
             state.synthetic_rows += synthetic

@@ -43,6 +43,7 @@ from pcs.errors import UserError
 from pcs.trace.idmix import mix64
 from pcs.trace.request import RequestBatch
 from pcs.trace.tree import block_tokens, conversation_ids
+from pcs.units import format_counted
 
 __all__ = ["TransformSpec", "Transformed", "transform", "TENANT_MODES"]
 
@@ -102,9 +103,9 @@ class TransformSpec:
         if self.prompt_scale != 1:
             out.append(f"prompts x{self.prompt_scale:g}")
         if self.max_input_tokens:
-            out.append(f"prompts cut to {self.max_input_tokens:,} tokens")
+            out.append(f"prompts cut to {format_counted(self.max_input_tokens, 'token')}")
         if self.max_output_tokens:
-            out.append(f"outputs cut to {self.max_output_tokens:,} tokens")
+            out.append(f"outputs cut to {format_counted(self.max_output_tokens, 'token')}")
         if self.tenants > 1:
             out.append(f"{self.tenants} tenants ({self.tenant_mode})")
         if self.speed > 1:

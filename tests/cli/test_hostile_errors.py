@@ -66,7 +66,7 @@ def test_sort_and_on_error_do_what_the_errors_suggest(tmp_path):
         assert invoke(*cmd, f, "--sort", "-q").exit_code == 0
     f.write_text("".join((json.dumps(r) if r else "") + "\n" for r in BAD["blank"]))
     r = invoke("replay", f, "--on-error", "skip", "--format", "json")
-    assert r.exit_code == 0 and "1 bad trace lines were skipped" in r.stderr
+    assert r.exit_code == 0 and "1 bad trace line was skipped" in r.stderr
 
 
 OUTPUTS = [  # (args writing into "missing/...", the option named)

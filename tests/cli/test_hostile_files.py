@@ -172,5 +172,7 @@ def test_an_empty_azure_csv_and_all_lines_skipped_are_errors(work):
     assert not (work / "o.jsonl").exists() and _leftovers(work) == []
     (work / "bad.jsonl").write_text('{"timestamp": 0}\n{"timestamp": 1}\n')
     assert_one_line_error(invoke("trace", "convert", "bad.jsonl", "o.jsonl", "--trace-format", "mooncake",
-                                 "--on-error", "skip", "-q"), "all 2 were skipped")
+                                 "--on-error", "skip", "-q"),
+                          "bad.jsonl:1: field 'input_length': missing; no requests left: all 2 lines were skipped as "
+                          "bad, the first for this reason (--on-error skip)")
     assert not (work / "o.jsonl").exists()

@@ -57,7 +57,7 @@ def test_text_title_names_both_counts(tmp_path):
                     + "\n")
     r = CliRunner().invoke(cli, ["curve", str(path), "--capacities", "4blocks"])
     assert r.exit_code == 0, r.output
-    assert "1 requests, 3 block accesses, 2 cacheable, block 512 tokens" in r.output
+    assert "1 request, 3 block accesses, 2 cacheable, block 512 tokens" in r.output
 
 
 def test_old_curve_json_reads_under_todays_names():

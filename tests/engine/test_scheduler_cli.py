@@ -191,5 +191,5 @@ def test_a_sequence_that_outgrows_the_gpu_tier_counts_as_truncated(tmp_path, nat
     assert d["requests_truncated"] == 1
     s = d["scheduler"]
     assert s["with_cache"]["preemptions"] == 1 and s["preempted_recompute_tokens"] == 30_209
-    assert ("1 of 1 requests truncated: the GPU tier (59 blocks) could not hold all their KV: 1 at a re-admission "
+    assert ("1 of 1 request truncated: the GPU tier (59 blocks) could not hold all its KV: 1 at a re-admission "
             "after a preemption (prompt + output so far outgrew the tier) (docs/semantics.md §5)") in d["notes"]

@@ -195,7 +195,7 @@ def test_sweep_summary_marks_gpu_tiers_the_deployment_cannot_hold(tmp_path):
     text = render_summary(s)
     (row,) = [line for line in text.splitlines() if over in line and "gpu=l40s" in line][:1]
     assert f"{over} (!)" in row
-    assert "(!): 1 of 2 points give a GPU tier larger than their deployment leaves for KV" in text
+    assert "(!): 1 of 2 points gives a GPU tier larger than their deployment leaves for KV" in text
     assert 'tier.gpu = "auto"' in text
 
 
