@@ -16,7 +16,7 @@ import numpy as np
 from pcs.blocks import BlockRules
 from pcs.trace.batches import BATCH_REQUESTS, as_batches, ceil_blocks
 
-__all__ = ["Chunk", "ChunkPieces", "iter_chunks", "rule_columns", "CHUNK_REQUESTS"]
+__all__ = ["Chunk", "ChunkPieces", "iter_chunks", "rule_columns", "table_entries_bound", "CHUNK_REQUESTS"]
 
 #: Requests per chunk when grouping an iterable of Request objects (:data:`pcs.trace.batches.BATCH_REQUESTS`).
 CHUNK_REQUESTS = BATCH_REQUESTS
@@ -158,18 +158,26 @@ class ChunkPieces:
     the time model's compute terms, and writes only this object, which the caller reads after that worker's last
     join (:meth:`take`).
     Memory: per joined batch not handed over, its table (8 B an entry; the buffer is reserved for the joined
-    batch's estimated entries, :func:`_group_estimate`, and grows by doubling past them: resident, the pages the
-    entries fill) and 32 B per request.
+    batch's estimated entries, :func:`_group_estimate`, at most what ``entries`` leaves, and grows by doubling past
+    them: resident, the pages the entries fill -- except that numpy advises a buffer of 4 MiB or more for
+    transparent huge pages, so the last 2 MiB page the entries reach is resident whole when the reservation runs
+    past it) and 32 B per request.
 
     Args:
         rules: block rules; timing: :class:`pcs.engine.timing.TimeModel` (its ``tables``), as ``_feed`` passes them.
+        entries: at least as many table entries as the whole trace needs (:func:`table_entries_bound`: a Parquet
+            footer's block hashes plus rows), or 0 when not known. A reservation never passes what it leaves after
+            the joined batches before, so a trace smaller than a joined batch (1x Mooncake: 300,531 entries against
+            the 1,892,294 its first batch's rows extrapolate to) reserves about what it fills. A wrong count costs
+            only a table grown by doubling.
     """
 
-    def __init__(self, rules: BlockRules, timing: Any) -> None:
+    def __init__(self, rules: BlockRules, timing: Any, entries: int = 0) -> None:
         import threading
         from collections import deque
 
         self.rules, self.timing = rules, timing
+        self._left = entries if entries > 0 else None   # entries the bound leaves after the pieces made so far
         self._groups: list = []   # per joined batch: [[(cacheable, max hit, extra, table offsets)], table, used]
         self._made: dict = {}     # joined batch index -> its Chunk
         self._queued: deque = deque()     # (batch, starts, closed) queued and not yet made, in batch order
@@ -200,10 +208,16 @@ class ChunkPieces:
         bs, prompt, output = int(b.block_size), b.prompt_tokens, b.output_tokens
         n, cap, extra = rule_columns(prompt, np.diff(b.block_offsets), output, bs, self.rules)
         need = int(cap.sum()) + len(cap)                   # the table's entries: max hit + 1 a row
-        grp[1] = _room(grp[1], grp[2], need, _group_estimate(need, len(cap)) if grp[1] is None else 0)
+        if grp[1] is None:
+            reserve = _group_estimate(need, len(cap))
+            grp[1] = _room(None, 0, need, reserve if self._left is None else min(reserve, self._left))
+        else:
+            grp[1] = _room(grp[1], grp[2], need)
         pre, off = self.timing.tables(prompt, output, cap, bs, False, True, out=grp[1][grp[2]:])[:2]
         grp[0].append((n, cap, extra, off))
         grp[2] += len(pre)
+        if self._left is not None:
+            self._left = max(0, self._left - len(pre))
 
     def _chunk_of(self, g: int, b: Any) -> Chunk:
         """The chunk of joined batch ``g`` (``b``) from its pieces (released)."""
@@ -224,6 +238,18 @@ class ChunkPieces:
         for g, b in enumerate(batches):
             made = self._made.pop(g, None)
             yield made if made is not None else self._chunk_of(g, b)
+
+
+def table_entries_bound(source: Any) -> int:
+    """At least as many prefill-table entries (:meth:`ChunkPieces.add`: max hit + 1 a row) as ``source`` needs:
+    the block hashes plus the rows a Parquet trace's footer counts (a row's max hit is at most its block hashes,
+    :meth:`pcs.blocks.BlockRules.columns`), or 0 when not known (another source; a footer without the counts). A
+    size hint: a wrong count changes no result."""
+    rows = getattr(source, "parquet_rows", None)
+    ids = getattr(source, "parquet_block_hashes", None)
+    if not rows or ids is None or getattr(source, "format", None) != "parquet":
+        return 0
+    return int(ids) + int(rows)
 
 
 #: The most table entries :func:`_group_estimate` reserves ahead of what the pieces need: 2**22 (32 MiB of address space).

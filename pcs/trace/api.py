@@ -385,6 +385,8 @@ class Trace:
         parquet_block_hashes: a Parquet trace's block hashes as its footer counted them when it was opened
             (:func:`pcs.trace.parquet.footer_block_hashes`; a size hint,
             :func:`pcs.trace.parquet.expected_block_hashes`), else None.
+        parquet_rows: a Parquet trace's rows as its footer counted them when it was opened (a size hint,
+            :func:`pcs.engine.chunks.table_entries_bound`), else None.
 
     Memory: one chunk of the file at a time, except with ``sort``.
     """
@@ -401,6 +403,7 @@ class Trace:
         self.first_skipped: InputError | None = None
         self.parquet_metadata: dict[str, str] = {}
         self.parquet_block_hashes: int | None = None
+        self.parquet_rows: int | None = None
         if fmt in LENGTH_ONLY and reuse_model is None:
             from pcs.trace.lengthonly import ReuseModel
 
@@ -730,4 +733,5 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
 
         trace.reuse = parquet_reuse(path, name, pf) or trace.reuse
         trace.parquet_block_hashes = footer_block_hashes(pf)   # the scans' size hint, without opening it again
+        trace.parquet_rows = pf.metadata.num_rows              # with it, the chunk tables' (table_entries_bound)
     return trace
