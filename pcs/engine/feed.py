@@ -86,21 +86,8 @@ def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str,
         if _native.resolve(native, "turns") == "c":
             walk = TurnWalk(threads_wanted())
             pieces = None if time_model is None else ChunkPieces(rules, time_model, table_entries_bound(source))
-    return Decoded(source, walk, pieces, ahead=walk is not None and threads_wanted() and not _one_batch(source),
-                   meanwhile=meanwhile, keep_worker=keep_worker)
-
-
-def _one_batch(source: Any) -> bool:
-    """Whether ``source`` is a Parquet trace that the decode pass reads as one batch: its footer counts at most
-    :data:`pcs.trace.parquet.READ_ROWS` rows. A reader worker then has no later batch to read beside the walk and
-    the pieces (the batch's pieces are read and joined before anything else can start); read on the calling
-    thread instead, it costs no thread start, and pyarrow's buffers, freed once the ids are copied out, go back to
-    the calling thread's malloc arena, which the step loops' own allocations reuse (on the worker they stayed in
-    its arena: about 2 MB at 1x Mooncake, docs/performance.md, "Parquet at 1x: the first read's windows")."""
-    from pcs.trace.parquet import READ_ROWS
-
-    rows = getattr(source, "parquet_rows", None)
-    return getattr(source, "format", None) == "parquet" and isinstance(rows, int) and rows <= READ_ROWS
+    return Decoded(source, walk, pieces, ahead=walk is not None and threads_wanted(), meanwhile=meanwhile,
+                   keep_worker=keep_worker)
 
 
 def _fed_loops(loop_args: tuple, source: Any, rules: BlockRules, time_model: Any,

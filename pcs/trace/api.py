@@ -729,9 +729,9 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
         block_size = stored
     trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort, reuse)
     if fmt == "parquet":
-        from pcs.trace.parquet import footer_block_hashes, parquet_reuse
+        from pcs.trace.parquet import footer_block_hashes, footer_rows, parquet_reuse
 
         trace.reuse = parquet_reuse(path, name, pf) or trace.reuse
         trace.parquet_block_hashes = footer_block_hashes(pf)   # the scans' size hint, without opening it again
-        trace.parquet_rows = pf.metadata.num_rows              # with it, the chunk tables' (table_entries_bound)
+        trace.parquet_rows = footer_rows(pf)                   # with it, the chunk tables' (table_entries_bound)
     return trace

@@ -34,7 +34,7 @@ from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error, ceil_blocks
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch, join_hashes
 from pcs.units import plural
 
-__all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "PIECE_ROWS", "PIECES", "expected_block_hashes",
+__all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "PIECE_ROWS", "PIECES", "expected_block_hashes", "footer_rows",
            "footer_block_hashes", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse",
            "open_parquet", "read_parquet", "batch_to_arrow"]
 
@@ -211,6 +211,15 @@ def footer_block_hashes(pf) -> int:
         return sum(md.row_group(g).column(cols[0]).num_values for g in range(md.num_row_groups)) if cols else 0
     except Exception:  # a hint only: the tables grow by themselves
         return 0
+
+
+def footer_rows(pf) -> int | None:
+    """Rows of a Parquet trace as its footer counts them (``pf``: the file opened, :func:`open_parquet`); None when
+    the footer cannot say. No data is read; a size hint only (:func:`pcs.engine.chunks.table_entries_bound`)."""
+    try:
+        return int(pf.metadata.num_rows)
+    except Exception:  # a hint only: the tables grow by themselves
+        return None
 
 
 def parquet_block_size(path, name: str, pf=None) -> int:

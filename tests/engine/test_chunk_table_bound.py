@@ -1,16 +1,10 @@
-"""A small Parquet trace's decode pass: the chunk tables sized by the footer, the one batch read on the calling thread.
+"""A Parquet trace's chunk tables reserved at most to its footer's bound (pcs/engine/chunks.py ``table_entries_bound``,
+``ChunkPieces(entries=...)``).
 
-Two rules (pcs/engine/chunks.py ``table_entries_bound``, ``ChunkPieces(entries=...)``; pcs/engine/feed.py
-``_one_batch``):
-
-- a Parquet trace's footer bounds the step loops' prefill-table entries (max hit + 1 a row, and a row's max hit is
-  at most its block hashes): block hashes + rows. A joined batch's table is reserved for its estimated entries, but
-  never past what that bound leaves after the pieces before it; a bound that is too small only makes the table
-  grow, the values unchanged.
-- a Parquet trace whose footer counts at most ``pcs.trace.parquet.READ_ROWS`` rows is one batch of the decode pass:
-  read on the calling thread (no reader worker, ``pcs.trace.batches.read_ahead``), threads or not.
-
-The expected numbers are worked by hand from those rules and the files written here.
+The rule: a Parquet trace's footer bounds the step loops' prefill-table entries (max hit + 1 a row, and a row's max
+hit is at most its block hashes): block hashes + rows. A joined batch's table is reserved for its estimated entries,
+but never past what that bound leaves after the pieces before it; a bound that is too small only makes the table
+grow, the values unchanged. The expected numbers are worked by hand from that rule and the files written here.
 """
 from __future__ import annotations
 
@@ -88,36 +82,3 @@ def test_the_next_joined_batch_gets_what_the_bound_leaves(monkeypatch):
         pieces.add(b, i == 3)
     assert [len(g[1]) for g in pieces._groups] == [7, 4] and [g[2] for g in pieces._groups] == [6, 4]
     assert not any(moved)
-
-
-def _spy_read_ahead(monkeypatch) -> list:
-    calls: list = []
-    real = decoded.read_ahead
-
-    def spy(*a, **k):
-        calls.append(1)
-        return real(*a, **k)
-
-    monkeypatch.setattr(decoded, "read_ahead", spy)
-    return calls
-
-
-def test_a_one_batch_parquet_trace_is_read_on_the_calling_thread(tmp_path, monkeypatch):
-    # threads on: a reader worker would read a trace of more batches, but the 2-row file is one batch of
-    # READ_ROWS (16,384) rows, so no reader worker; with READ_ROWS set to 1 it is two batches, read ahead
-    import pcs
-    from pcs import _native
-    from pcs.trace import parquet
-
-    if not _native.built("turns"):
-        pytest.skip("the compiled pcs.engine._turns is not built (no decode-pass walk, no reader worker)")
-    monkeypatch.setenv("PCS_THREADS", "on")
-    pq, _ = _two_parquet(tmp_path)
-    calls = _spy_read_ahead(monkeypatch)
-    one = pcs.replay(pq, tiers=["gpu=16blocks", "cpu=64blocks"]).summary
-    assert calls == []
-    monkeypatch.setattr(parquet, "READ_ROWS", 1)
-    two = pcs.replay(pcs.open_trace(tmp_path / "two.parquet"), tiers=["gpu=16blocks", "cpu=64blocks"]).summary
-    assert calls == [1]
-    assert (one.requests, one.block_accesses) == (two.requests, two.block_accesses) == (2, 5)
-    assert one.hit_ratio == two.hit_ratio                   # where the read ran changes no result
