@@ -419,6 +419,10 @@ def _three_requests_reserved(ahead):
 
 
 def test_a_dead_results_columns_are_the_next_runs_pages():
+    _in_fresh_process("_a_dead_results_columns_are_the_next_runs_pages")
+
+
+def _a_dead_results_columns_are_the_next_runs_pages():
     # pcs/engine/_stepcols.h, pcs/_kept.h: 20,000 rows reserved make each 8-byte column 160,000 B, past
     # KEPT_MIN_BYTES (131,072), so a mapping of ceil(160,000 / 4,096) = 40 pages = 163,840 B; the int8 column
     # (20,000 B) is malloc'd. Dropping the result keeps the mappings (the pool grows by 163,840 B each); the same run
@@ -453,7 +457,25 @@ def test_a_dead_results_columns_are_the_next_runs_pages():
     assert len(res.columns["hit_blocks"].base.obj) == 3 * 8    # len(): the bytes of the rows handed out, not reserved
 
 
+def _in_fresh_process(body: str) -> None:
+    """Run ``body`` (a function of this module) in a new interpreter. The pool of kept mappings (pcs/_kept.h) is
+    process-wide: under pytest-xdist a worker thread an earlier test's replay left running could give a mapping back
+    (or take one) between two reads of ``kept_bytes``, which failed test_small_columns_are_not_mapped once."""
+    import subprocess
+    import sys
+
+    here = Path(__file__).resolve().parent
+    code = (f"import sys; sys.path[:0] = [{str(here.parent)!r}, {str(here)!r}]; "
+            f"import test_stepsched_native as t; t.{body}()")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 def test_small_columns_are_not_mapped():
+    _in_fresh_process("_small_columns_are_not_mapped")
+
+
+def _small_columns_are_not_mapped():
     # below KEPT_MIN_BYTES (10 rows reserved: 80 B a column) a column is malloc'd as a bytearray's bytes were: a
     # dead result's columns leave the pool as it was (no mapping each: vm.max_map_count)
     import gc
