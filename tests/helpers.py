@@ -20,7 +20,8 @@
   ``twin_hierarchy``, ``engine_run``, ``replay_twins``, ``STRESS_CASES``, ``TWIN_TRACE_CASES``, ``twin_trace_case``,
   ``assert_trace_replays_equal``; step-scheduler twins: ``STEP_TIME_S``, ``step_times``, ``step_setups``,
   ``step_flags``; hybrid groups: ``group_sets``; fleets with a shared tier:
-  ``FLEET_TIERS``, ``assert_empty_shared_tier_is_plain``, ``assert_one_instance_is_single_replay``.
+  ``FLEET_TIERS``, ``assert_empty_shared_tier_is_plain``, ``assert_one_instance_is_single_replay``;
+- process-wide state: ``in_fresh_process`` (a test body run in a new interpreter).
 """
 from __future__ import annotations
 
@@ -912,3 +913,19 @@ def old_curve(payload: dict) -> dict:
     distinct count under distinct_blocks, no count of every hash (today's block_accesses)."""
     names = {"cacheable_blocks": "block_accesses", "distinct_cacheable_blocks": "distinct_blocks"}
     return {names.get(k, k): v for k, v in payload.items() if k != "block_accesses"}
+
+
+def in_fresh_process(test_file: str, body: str) -> None:
+    """Run function ``body`` of test module ``test_file`` (its ``__file__``) in a new interpreter; AssertionError
+    with the child's stderr when it fails. For tests of process-wide state, the pools of mappings kept between calls
+    (pcs/_kept.h, one per extension module): under pytest-xdist a worker thread an earlier test's replay left
+    running could take or give a mapping between two reads of a pool's size (test_small_columns_are_not_mapped
+    failed once so)."""
+    import subprocess
+    import sys
+
+    here = Path(test_file).resolve()
+    code = (f"import sys; sys.path[:0] = [{str(Path(__file__).resolve().parent)!r}, {str(here.parent)!r}]; "
+            f"import {here.stem} as t; t.{body}()")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]

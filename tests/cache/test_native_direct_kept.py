@@ -13,6 +13,7 @@ import gc
 
 import pytest
 
+from helpers import in_fresh_process
 from pcs.cache import Tier, make_policy
 
 native = pytest.importorskip("pcs.cache.native")
@@ -103,6 +104,10 @@ def _filled_then_dropped() -> tuple[list[int], list[int]]:
 
 
 def test_a_dead_tables_arrays_are_kept_for_the_next():
+    in_fresh_process(__file__, "_a_dead_tables_arrays_are_kept_for_the_next")
+
+
+def _a_dead_tables_arrays_are_kept_for_the_next():
     # pcs/_kept.h kept_alloc: the shared table's entry array (16,385 entries of 32 B: 524 KB) and the tiers' order
     # arrays pass 128 KiB, so they are mappings; a freed hierarchy's are kept (the module's pool grows), and an
     # identical hierarchy takes each back (every kept one an exact fit) and leaves the pool as the first left it.

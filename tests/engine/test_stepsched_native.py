@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import STEP_TIME_S, step_flags, step_setups, step_times
+from helpers import STEP_TIME_S, in_fresh_process, step_flags, step_setups, step_times
 from pcs.blocks import BlockRules
 from pcs.cache import Tier, make_policy
 from pcs.engine import stepnative
@@ -419,7 +419,7 @@ def _three_requests_reserved(ahead):
 
 
 def test_a_dead_results_columns_are_the_next_runs_pages():
-    _in_fresh_process("_a_dead_results_columns_are_the_next_runs_pages")
+    in_fresh_process(__file__, "_a_dead_results_columns_are_the_next_runs_pages")
 
 
 def _a_dead_results_columns_are_the_next_runs_pages():
@@ -457,22 +457,8 @@ def _a_dead_results_columns_are_the_next_runs_pages():
     assert len(res.columns["hit_blocks"].base.obj) == 3 * 8    # len(): the bytes of the rows handed out, not reserved
 
 
-def _in_fresh_process(body: str) -> None:
-    """Run ``body`` (a function of this module) in a new interpreter. The pool of kept mappings (pcs/_kept.h) is
-    process-wide: under pytest-xdist a worker thread an earlier test's replay left running could give a mapping back
-    (or take one) between two reads of ``kept_bytes``, which failed test_small_columns_are_not_mapped once."""
-    import subprocess
-    import sys
-
-    here = Path(__file__).resolve().parent
-    code = (f"import sys; sys.path[:0] = [{str(here.parent)!r}, {str(here)!r}]; "
-            f"import test_stepsched_native as t; t.{body}()")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
 def test_small_columns_are_not_mapped():
-    _in_fresh_process("_small_columns_are_not_mapped")
+    in_fresh_process(__file__, "_small_columns_are_not_mapped")
 
 
 def _small_columns_are_not_mapped():
