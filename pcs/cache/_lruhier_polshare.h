@@ -25,8 +25,11 @@
 #define PS_ENT_ONCE ((Py_ssize_t)1 << 22)   /* ps_open: up to 4 M entries asked for at once (as sh_open) */
 
 /* a CPU tier's own fields of entry y as a deletion leaves them: in no queue, not known to its policy, not in the tier.
- * The CPU tier's array holds them for every entry it does not hold (ps_clear_from on its new entries, ps_cpu_leave),
- * so a block entering the tier finds them so */
+ * The CPU tier's array holds them for every entry of the table it does not hold: ps_cpu_leave clears them when a
+ * block leaves the tier, and an entry first taken past ent_len gets them then (ps_cent_take), so a block entering
+ * the tier finds them so. Entries past the table's ent_len are never read (they are not cleared when the array is
+ * allocated or grown: the clear of the whole array, 131,072 entries = 4 MB at 16,384 + 65,536 blocks, was a cost of
+ * every replay, sized by the capacity) */
 static inline void ps_cent_clear(Entry *y) {
     y->aux = -1;
     y->q = QNONE;
@@ -35,9 +38,11 @@ static inline void ps_cent_clear(Entry *y) {
     y->pin = 0;
 }
 
-/* the CPU tier's fields of entries [from, to) of its array cleared (ps_cent_clear) */
-static void ps_clear_from(Entry *cent, Py_ssize_t from, Py_ssize_t to) {
-    for (Py_ssize_t e = from; e < to; e++) ps_cent_clear(&cent[e]);
+/* the CPU tier's entry y of an entry taken for key k: its key set, and its fields cleared when the entry was taken
+ * past ent_len (`fresh`: they are whatever the allocation held); one from the free list has them clear already */
+static inline void ps_cent_take(Entry *y, uint64_t k, int fresh) {
+    if (fresh) ps_cent_clear(y);
+    y->key = k;
 }
 
 /* the two tiers' views of the shared table (the GPU tier's entries are the table's; the CPU tier keeps its own
@@ -59,11 +64,9 @@ static int ps_reserve(Hier *h, Py_ssize_t n) {
     if (need > s->ent_cap) {
         moved = 1;
         if (grow_table_ents(s, need) < 0) return -1;
-        const Py_ssize_t had = h->t[1].ent_cap;
-        Entry *c = ent_realloc(h->t[1].ent, sizeof(Entry) * (size_t)had, sizeof(Entry) * (size_t)s->ent_cap);
+        Entry *c = ent_realloc(h->t[1].ent, sizeof(Entry) * (size_t)s->ent_len, sizeof(Entry) * (size_t)s->ent_cap);
         if (!c) { PyErr_NoMemory(); return -1; }
-        ps_clear_from(c, had, s->ent_cap);
-        h->t[1].ent = c;
+        h->t[1].ent = c;                                    /* (past ent_len: not read, ps_cent_take) */
     }
     if (moved) ps_sync(h);
     return 0;
@@ -105,7 +108,7 @@ static inline int ps_pin(Tier *g, Entry *x, int32_t e) {
 /* ps_fill's keys in a table in direct mode (ps_mode: every key below its limit; ps_reserve: the room made): key k's
  * entry is dmap[k] - 1, no hash and no probe -- found, ps_pin (the shared count + its answer); absent, an entry taken
  * as tadd_take takes it (the free list, else past ent_len: the entries of the hashed table) and put as tadd_put puts
- * it, pinned once in the GPU tier, dmap[k] naming it, the CPU tier's key set (its fields are clear). Key i +
+ * it, pinned once in the GPU tier, dmap[k] naming it, the CPU tier's entry taken (ps_cent_take). Key i +
  * PF_AHEAD's dmap item prefetched (for writing: an add stores there). ents (NULL: not wanted) gets each key's entry;
  * *made the new entries. Returns the keys found in the GPU tier (shared) */
 static Py_ssize_t ps_fill_direct(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, Py_ssize_t *made) {
@@ -122,6 +125,7 @@ static Py_ssize_t ps_fill_direct(Hier *h, const uint64_t *keys, Py_ssize_t n, in
         if (e >= 0) {
             shared += ps_pin(g, &ent[e], e);
         } else {
+            const int fresh = free_head < 0;                 /* (tadd_take: past ent_len) */
             e = tadd_take(ent, &free_head, &ent_len);
             Entry *const x = &ent[e];
             x->key = k;
@@ -131,7 +135,7 @@ static Py_ssize_t ps_fill_direct(Hier *h, const uint64_t *keys, Py_ssize_t n, in
             x->q = QNONE;
             x->flags = F_GPU;
             dmap[k] = e + 1;
-            cent[e].key = k;
+            ps_cent_take(&cent[e], k, fresh);
             nm++;
         }
         if (ents) ents[i] = e;
@@ -143,8 +147,9 @@ static Py_ssize_t ps_fill_direct(Hier *h, const uint64_t *keys, Py_ssize_t n, in
 }
 
 /* ps_fill's keys in a hashed table (ps_reserve: the room made): each key's probe, ps_pin when found, else a new
- * entry at the end of its probe run (tadd_atf's steps), pinned once in the GPU tier, the CPU tier's key set. ents
- * (NULL: not wanted) gets each key's entry; *made the new entries. Returns the keys found in the GPU tier (shared) */
+ * entry at the end of its probe run (tadd_atf's steps), pinned once in the GPU tier, the CPU tier's entry taken
+ * (ps_cent_take). ents (NULL: not wanted) gets each key's entry; *made the new entries. Returns the keys found in the
+ * GPU tier (shared) */
 static Py_ssize_t ps_fill_hashed(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, Py_ssize_t *made) {
     Tier *const g = &h->t[0], *const s = h->sh;
     Entry *const ent = s->ent, *const cent = h->t[1].ent;     /* not moved below: ps_reserve made the room */
@@ -163,10 +168,11 @@ static Py_ssize_t ps_fill_hashed(Hier *h, const uint64_t *keys, Py_ssize_t n, in
         if (e >= 0) {
             shared += ps_pin(g, &ent[e], e);
         } else {                                              /* tadd_atf at the end of its probe run */
+            const int fresh = free_head < 0;                 /* (tadd_take: past ent_len) */
             e = tadd_take(ent, &free_head, &ent_len);
             tadd_put(&ent[e], &slots[j], e, k, 1, f);
             ent[e].flags = F_GPU;
-            cent[e].key = k;
+            ps_cent_take(&cent[e], k, fresh);
             nm++;
         }
         if (ents) ents[i] = e;
@@ -181,9 +187,9 @@ static Py_ssize_t ps_fill_hashed(Hier *h, const uint64_t *keys, Py_ssize_t n, in
  * restore's, from the lookup; else found by dmap, ps_fill_direct, or by its probe, ps_fill_hashed, the table moved to
  * its slots first when a key is at or past the direct limit: ps_mode) -- a block of the CPU tier only enters the GPU
  * tier pinned once (its GPU fields were reset when it left the GPU tier), a GPU block is pinned once more (out of
- * the GPU policy at its first pin: pol_remove), an absent key gets a new entry pinned once (its CPU tier's fields are
- * clear: only its key is set there). ents (NULL: not wanted) gets each key's entry. Returns the keys found in the
- * GPU tier (shared), -1 */
+ * the GPU policy at its first pin: pol_remove), an absent key gets a new entry pinned once (its CPU tier's fields
+ * cleared and its key set there: ps_cent_take). ents (NULL: not wanted) gets each key's entry. Returns the keys
+ * found in the GPU tier (shared), -1 */
 static Py_ssize_t ps_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
     Tier *g = &h->t[0], *s = h->sh;
     Py_ssize_t made = 0, shared = 0;
@@ -365,7 +371,6 @@ static int ps_open(Hier *h, Py_ssize_t expected, Py_ssize_t direct) {
         kstore_free(s);
         return -1;
     }
-    ps_clear_from(cent, 0, s->ent_cap);
     for (int j = 0; j < 2; j++) {
         tier_slots_free(&h->t[j]);
         h->t[j].shared = s;

@@ -180,6 +180,27 @@ static inline int32_t sl_pop(PT *t, int s, const uint8_t *fl) {
     return e;
 }
 
+/* m sl_pops of segment s (m <= len[s]) to out, each entry's flag `in` cleared, in order: the front and the array
+ * in locals (one store of sh[s] for the run, not one per pop: the pops' loads of sh[s] waited for the last pop's
+ * store, perf of Mooncake slru), the entries SQ_AHEAD items on prefetched as sl_pop does */
+static void sl_pop_run(PT *t, int s, uint8_t *fl, uint8_t in, int32_t *out, int64_t m) {
+    const int32_t *const q = t->sq[s];
+    int8_t *const seg = t->seg;
+    const uint8_t keep = (uint8_t)~in;
+    int64_t h = t->sh[s];
+    for (int64_t i = 0; i < m; i++) {
+        while (q[h] < 0) h++;
+        const int32_t e = q[h], a = q[h + SQ_AHEAD];
+        if (a >= 0) { __builtin_prefetch(&seg[a], 1, 1); __builtin_prefetch(&fl[a], 1, 1); }
+        h++;
+        seg[e] = 0;
+        fl[e] &= keep;
+        out[i] = e;
+    }
+    t->sh[s] = h;
+    t->len[s] -= m;
+}
+
 /* protected's front entries to probation's end while protected is over its size; 0 or -1 */
 static int sl_rebalance(PT *t, const uint8_t *fl) {
     while (t->len[PROT] > t->pmax)
@@ -239,6 +260,15 @@ static inline int pol_add(PT *t, int32_t e, int reused) {
     return sl_append(t, reused ? PROT : PROB, e);
 }
 
+/* e's policy fields in t prefetched (for writing): fifo's number, slru's position and segment. Issued where a loop
+ * first meets a key its tier's policy will read or write later in the request (pol_add, pol_remove): each was a miss
+ * on an array of the trace's size, met one at a time (perf, Mooncake fifo: fifo's number read by pol_add, a third of
+ * the walk's samples) */
+static inline void pt_prefetch(const PT *t, int32_t e) {
+    if (t->kind == K_FIFO) __builtin_prefetch(&t->seq[e], 1, 1);
+    else { __builtin_prefetch(&t->pos[e], 1, 1); __builtin_prefetch(&t->seg[e], 1, 1); }
+}
+
 /* remove(e) (a pin, a batch's resident block set aside): fifo keeps number and place (the caller's flag excludes
  * it from victims) */
 static inline void pol_remove(PT *t, int32_t e) { if (t->kind == K_SLRU) sl_unlink(t, e); }
@@ -254,12 +284,10 @@ static inline void pol_drop(PT *t, int32_t e) {
  * slru's are out of its lists). 0 or -1 */
 static int pol_evict(W *w, PT *t, int64_t n, uint8_t excl, int32_t *out) {
     uint8_t *const fl = w->flags;
-    if (t->kind == K_SLRU) {
-        for (int64_t i = 0; i < n; i++) {                  /* probation's front first, then protected's */
-            const int32_t e = sl_pop(t, t->len[PROB] ? PROB : PROT, fl);
-            fl[e] &= (uint8_t)~t->in;
-            out[i] = e;
-        }
+    if (t->kind == K_SLRU) {                               /* probation's front first, then protected's */
+        const int64_t a = n < t->len[PROB] ? n : t->len[PROB];
+        sl_pop_run(t, PROB, fl, t->in, out, a);
+        sl_pop_run(t, PROT, fl, t->in, out + a, n - a);
     } else {
         int64_t i = 0, k = 0;
         Item *const pk = t->park;
@@ -272,26 +300,40 @@ static int pol_evict(W *w, PT *t, int64_t n, uint8_t excl, int32_t *out) {
             out[i++] = it.e;
         }
         t->np = k;
-        Item *const q = t->q;
+        const Item *const q = t->q;
+        int64_t *const seq = t->seq;
+        const uint8_t keep = (uint8_t)~t->in;
+        int64_t qh = t->qh;                                /* (in a local, stored once: fq_park leaves q) */
+        const int64_t qt = t->qt;
         while (i < n) {
-            if (t->qh + SQ_AHEAD < t->qt) {                /* the entry read SQ_AHEAD items on, prefetched */
-                const int32_t a = q[t->qh + SQ_AHEAD].e;
-                __builtin_prefetch(&t->seq[a], 1, 1);
+            if (qh + SQ_AHEAD < qt) {                      /* the entry read SQ_AHEAD items on, prefetched */
+                const int32_t a = q[qh + SQ_AHEAD].e;
+                __builtin_prefetch(&seq[a], 1, 1);
                 __builtin_prefetch(&fl[a], 1, 1);
             }
-            const Item it = q[t->qh++];
-            if (t->seq[it.e] != it.s) continue;            /* stale */
+            const Item it = q[qh++];
+            if (seq[it.e] != it.s) continue;               /* stale */
             if (fl[it.e] & excl) { if (fq_park(t, it) < 0) return -1; continue; }   /* passed over */
-            t->seq[it.e] = 0;
-            fl[it.e] &= (uint8_t)~t->in;
+            seq[it.e] = 0;
+            fl[it.e] &= keep;
             out[i++] = it.e;
         }
+        t->qh = qh;
     }
     t->nres -= n;
     return 0;
 }
 
 /* ---- one request ---- */
+
+/* entry e's items a request reads first (its stamp, its flags, the GPU policy's fields) prefetched: the next
+ * request's first key, while this one runs (a request's keys are mostly consecutive ids, which the hardware fetches
+ * in turn once the first is met; the first was a miss on each of the arrays, met one after the other) */
+static inline void w_prefetch(const W *w, int32_t e) {
+    __builtin_prefetch(&w->stamp[e], 1, 1);
+    __builtin_prefetch(&w->flags[e], 1, 1);
+    pt_prefetch(&w->t[0], e);
+}
 
 static int w_reserve(W *w, int64_t m) {
     if (m <= w->bcap) return 0;
@@ -321,6 +363,7 @@ static int cpu_insert(W *w, const int32_t *v, int64_t nv, int32_t *scratch) {
     int64_t fresh = 0, again = 0;
     for (int64_t i = 0; i < nv; i++) {
         const int32_t e = v[i];
+        pt_prefetch(c, e);                                 /* (added below) */
         if (fl[e] & F_C) { fl[e] |= F_AGAIN; pol_remove(c, e); again++; }
         else fresh++;
     }
@@ -364,6 +407,7 @@ static int64_t w_one(W *w, int64_t r, const uint64_t *k, int64_t len, int64_t n,
         if (w->stamp[e] == (int32_t)(r + 1)) { n = i; break; }
         w->stamp[e] = (int32_t)(r + 1);
         ents[i] = e;
+        pt_prefetch(g, e);                                 /* (pinned or filled below, added back at the finish) */
     }
     if (cap > n) cap = n;
     int64_t lead = 0, npin = 0, nres_ = 0;
@@ -528,6 +572,7 @@ static PyObject *seqpol_run(PyObject *self, PyObject *const *args, Py_ssize_t na
             for (Py_ssize_t i = 0; i < H; i++) top = keys[i] > top ? keys[i] : top;
             if (w_init(&w, kind, cap, pmax, (int64_t)H, top) < 0) mem = 1;
             for (Py_ssize_t i = 0; i < R && !mem; i++) {
+                if (w.direct && i + 1 < R && off[i + 1] < off[i + 2]) w_prefetch(&w, (int32_t)keys[off[i + 1]]);
                 const int64_t h = w_one(&w, i, keys + off[i], off[i + 1] - off[i], n[i], mh[i]);
                 if (h < 0) mem = 1; else out[i] = h;
             }
