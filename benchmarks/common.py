@@ -289,11 +289,18 @@ def run_child(script: str | Path, args: list[str], timeout_s: float = 3600.0) ->
     """Run ``python script args`` in a fresh process (cwd = repo root); return its last line as JSON.
 
     Raises:
-        subprocess.CalledProcessError: the child failed (its stderr is in the exception).
+        subprocess.CalledProcessError: the child failed (its stderr is in the exception, and its last 20 lines are
+            printed on this process's stderr first: the exception's text gives only the exit status, and a child
+            that died once in a run of many left nothing to read otherwise).
     """
-    out = subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True, text=True,
-                         cwd=ROOT, timeout=timeout_s).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=timeout_s)
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-20:]
+        print(f"{Path(script).name} {' '.join(args)}: the child failed (exit {done.returncode}); its stderr's last "
+              f"lines:", *tail, sep="\n", file=sys.stderr)
+        raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 # -- timing ------------------------------------------------------------------------------------
