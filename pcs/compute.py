@@ -52,7 +52,7 @@ from typing import Any, Callable
 import numpy as np
 
 from pcs import units
-from pcs.units import plural
+from pcs.units import format_counted, plural
 from pcs.errors import InputError, UserError
 from pcs.hardware import MIN_FLOPS, GPUSpec
 from pcs._dataclass import dataclass
@@ -458,7 +458,7 @@ class MeasuredPrefill:
             tokens, seconds = _row_values(path, line_no, row, tok_col, sec_col, names)
             if tokens in points:
                 raise InputError(str(path), line_no, names[tok_col],
-                                 f"{tokens} {plural(tokens, 'token')} repeated (first on line {points[tokens][1]})")
+                                 f"{format_counted(tokens, 'token')} repeated (first on line {points[tokens][1]})")
             points[tokens] = (seconds, line_no)
         if not points:
             raise InputError(str(path), None, None, "no data rows after the header")
@@ -470,7 +470,7 @@ class MeasuredPrefill:
         for prev, cur, t in zip(secs, secs[1:], order[1:]):
             if cur < prev:
                 raise InputError(str(path), points[t][1], names[sec_col],
-                                 f"time {cur} s at {t} {plural(t, 'token')} is less than {prev} s at fewer tokens")
+                                 f"time {cur} s at {format_counted(t, 'token')} is less than {prev} s at fewer tokens")
         return cls(np.asarray(order, dtype=np.float64), np.asarray(secs, dtype=np.float64), str(path))
 
 

@@ -34,6 +34,7 @@ import stat
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 from pcs.errors import UserError
+from pcs.units import a_or_an
 
 __all__ = ["TEMPORARY", "WRITTEN", "STREAMED", "REFUSED", "atomic_output", "check_outputs", "refuse_dash_folder",
            "create_temporary", "node_kind",
@@ -229,7 +230,7 @@ def refuse_one_path(option: str, folder, outputs: Mapping[str, object]) -> None:
 
 
 def _refusal(option: str, path, kind: str) -> str:
-    return (f"{option} {path} is a {kind}: pcs writes an output to a file, a FIFO or a character device "
+    return (f"{option} {path} is {a_or_an(kind)}: pcs writes an output to a file, a FIFO or a character device "
             "(such as /dev/null); give a file name")
 
 

@@ -59,6 +59,7 @@ __all__ = [
     "format_counted",
     "format_points",
     "plural",
+    "a_or_an",
 ]
 
 #: Multipliers of every accepted size unit, in bytes.
@@ -549,6 +550,24 @@ def plural(n: float, noun: str, many: str | None = None) -> str:
     ('line', 'lines', 'block accesses')
     """
     return noun if n == 1 else (noun + "s" if many is None else many)
+
+
+def a_or_an(word: str) -> str:
+    """``word`` after its indefinite article, for a word that comes from a variable (a format's name, a type's, a
+    number): "an" before a vowel letter or a number read from "eight" or "eleven"/"eighteen" (8, 80, 11, 18,
+    11,000), else "a". Letters are read as written, not as spelled out ("a FIFO").
+
+    >>> a_or_an("azure"), a_or_an("mooncake"), a_or_an("int"), a_or_an("8"), a_or_an("16"), a_or_an("18000")
+    ('an azure', 'a mooncake', 'an int', 'an 8', 'a 16', 'an 18000')
+    """
+    digits = word.replace(",", "")
+    if digits[:1].isdigit():
+        end = len(digits) - len(digits.lstrip("0123456789"))
+        lead = digits[:(end - 1) % 3 + 1]        # the digits read before the first "thousand" / "million"
+        vowel = lead[:1] == "8" or lead in ("11", "18")
+    else:
+        vowel = word[:1].lower() in "aeiou"
+    return f"{'an' if vowel else 'a'} {word}"
 
 
 def format_counted(n: float, noun: str, many: str | None = None) -> str:

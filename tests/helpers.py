@@ -929,3 +929,13 @@ def in_fresh_process(test_file: str, body: str) -> None:
             f"import {here.stem} as t; t.{body}()")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def as_sampled(curve: dict, rate: float, **more) -> dict:
+    """A copy of the exact curve JSON ``curve`` as pcs writes a sampled one (``sample_rate`` ``rate`` below 1): no
+    Belady value in any row or knee (pcs computes Belady only for an exact curve), and the keys ``more``."""
+    out = {**curve, "sample_rate": rate, **more}
+    out["rows"] = [{**r, "belady_hit_ratio": None, "belady_block_misses": None} for r in curve["rows"]]
+    out["knee"] = {k: {**v, **{b: None for b in ("belady_hit_ratio", "belady_block_misses") if b in v}}
+                   for k, v in (curve.get("knee") or {}).items()}
+    return out

@@ -16,6 +16,7 @@ import operator
 from typing import Any
 
 from pcs.errors import STOPS, PolicyError
+from pcs.units import a_or_an
 
 __all__ = ["GuardedPolicy", "guard", "broke", "broke_count", "broke_handles", "raised", "BrokeContract",
            "is_own", "trusted", "check_initialised", "as_index"]
@@ -49,7 +50,7 @@ def broke_count(name: str, call: str, n: int, got: int | str | None, unit: str =
     if got is None:
         what = f"returned None though the tier holds at least {n} unpinned {unit}{'s' * (n != 1)}"
     elif isinstance(got, str):
-        what = f"returned a {got}, not a list of {n} {unit}{'s' * (n != 1)} or None"
+        what = f"returned {a_or_an(got)}, not a list of {n} {unit}{'s' * (n != 1)} or None"
     else:
         what = f"returned {got} {unit}{'s' * (got != 1)}, not {n}"
     return BrokeContract(f"eviction policy {name!r} broke the contract of pcs/cache/policies/{file}: {call}({n}) {what}")

@@ -18,7 +18,7 @@ import click
 from pcs import jsondepth
 from pcs.cli.common import command, emit, format_option, quiet_option
 from pcs.errors import UserError
-from pcs.units import format_counted
+from pcs.units import a_or_an, format_counted
 
 __all__ = ["report", "html_options", "check_outputs", "write_outputs", "write_replay_outputs", "command_line"]
 
@@ -122,7 +122,7 @@ def _unreadable_trace(trace: str) -> str | None:
         return f"trace {trace} cannot be read ({exc.strerror or exc})"
     if kind == "file":
         return None
-    return f"trace {trace} not found" if kind is None else f"trace {trace} is a {kind}, not a file"
+    return f"trace {trace} not found" if kind is None else f"trace {trace} is {a_or_an(kind)}, not a file"
 
 
 def replay_page_curve(trace: Any, s: dict, quiet: bool) -> tuple[dict | None, dict | None]:

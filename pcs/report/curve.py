@@ -7,6 +7,7 @@ ratios and block misses; notes name the knee (smallest capacity reaching 50,
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from pcs.report.replay import WHOLE_BLOCKS_NOTE
 from pcs.report.table import render_table, shortened_path, shown_path
 from pcs.units import format_bytes, format_count, format_counted, format_percent
 
-__all__ = ["render_curve", "curve_figure", "sampled_note", "with_sampled_note"]
+__all__ = ["render_curve", "curve_figure", "sampled_note", "with_sampled_note", "lru_label"]
 
 
 def sampled_note(payload: dict[str, Any]) -> str | None:
@@ -27,12 +28,26 @@ def sampled_note(payload: dict[str, Any]) -> str | None:
             "Belady is not computed when sampling")
 
 
+#: the start and middle of every :func:`sampled_note` whatever its rate (:func:`with_sampled_note` drops stored ones)
+_SAMPLED_NOTE = re.compile(r"SHARDS sample rate [^:]*: LRU values are estimates")
+
+
+def lru_label(rate: Any, exact: str) -> str:
+    """The LRU series' name in a plot or a chart: ``LRU (exact)`` for an exact curve, ``LRU, estimated (SHARDS sample
+    rate R)`` for a sampled one (``rate`` below 1), so that every output marks an estimate as one."""
+    if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate < 1.0:
+        return f"LRU, estimated (SHARDS sample rate {rate:g})"
+    return f"LRU ({exact})" if exact else "LRU"
+
+
 def with_sampled_note(payload: dict[str, Any]) -> list[str]:
-    """``payload["notes"]`` (none: an empty list) with :func:`sampled_note` appended when the curve is sampled and
-    the notes lack it (a curve JSON written before pcs put it there)."""
-    notes = [str(n) for n in payload.get("notes") or ()]
+    """``payload["notes"]`` (none: an empty list) without any stored :func:`sampled_note` (a hand-edited rate's, or
+    one pasted into an exact curve's notes), then the note built from ``sample_rate`` alone when the curve is
+    sampled: one note, true to the rate, whatever the file's notes say (a curve JSON written before pcs put it
+    there gets it too)."""
+    notes = [str(n) for n in payload.get("notes") or () if not _SAMPLED_NOTE.match(str(n))]
     note = sampled_note(payload)
-    return notes + [note] if note is not None and note not in notes else notes
+    return notes if note is None else notes + [note]
 
 
 def _rows(payload: dict[str, Any], has_bytes: bool) -> list[list[Any]]:
@@ -68,11 +83,7 @@ def _notes(payload: dict[str, Any], has_bytes: bool) -> list[str]:
         notes.append(f"capacities in blocks of {format_counted(payload['block_size'], 'token')}: the curve needs no model; --model "
                      "NAME adds each capacity's bytes (a column, and a GB axis with --plot: blocks x Reserved bytes "
                      "per block) and takes sizes such as 200GB in --capacities")
-    sampled = sampled_note(payload)
-    notes += [n for n in payload.get("notes") or [] if n != sampled]  # the trace's: synthetic reuse, skipped lines
-    if sampled is not None:
-        notes.append(sampled)
-    return notes
+    return notes + with_sampled_note(payload)  # the trace's (synthetic reuse, skipped lines), then the sample's
 
 
 def render_curve(payload: dict[str, Any]) -> str:
@@ -143,7 +154,7 @@ def curve_figure(result: Any, model_name: str | None, trace: str | None = None) 
 
     line = curve_line(result)       # the page's LRU line too: one line for both renderers
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    ax.plot([c for c, _ in line], [100 * h for _, h in line], label="LRU (every capacity)")
+    ax.plot([c for c, _ in line], [100 * h for _, h in line], label=lru_label(result.sample_rate, "every capacity"))
     bel = [(r.capacity_blocks, r.belady_hit_ratio) for r in result.rows if r.belady_hit_ratio is not None]
     if bel:
         ax.plot([c for c, _ in bel], [b * 100 for _, b in bel], "o--", label="Belady (offline optimum)")

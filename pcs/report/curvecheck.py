@@ -19,7 +19,8 @@ the field named as the file holds it (an older file's own names, :func:`pcs.curv
 - LRU <= Belady <= ceiling (docs/semantics.md §14): each row's and knee's ``lru_hit_ratio`` and each row's
   ``belady_hit_ratio`` at most ``ceiling_hit_ratio`` (so a ceiling of 0 leaves no LRU hit), and a row's
   ``lru_hit_ratio`` at most its ``belady_hit_ratio`` when the curve is exact (``sample_rate`` 1.0: a sampled
-  LRU value is an estimate, :mod:`pcs.curves.shards`, and pcs writes no Belady value beside it);
+  LRU value is an estimate, :mod:`pcs.curves.shards`, and pcs writes no Belady value beside it: a sampled
+  curve with a non-null ``belady_hit_ratio`` or ``belady_block_misses``, row or knee, is refused);
 - a row's ``lru_block_misses`` and ``belady_block_misses`` at most ``cacheable_blocks`` (a miss is one of the
   cacheable accesses; a sampled count is rounded from an estimate of hit blocks that is never negative);
 - down the rows (capacities ascending), ``lru_hit_ratio`` never falls and ``lru_block_misses`` never rises: LRU is
@@ -67,6 +68,7 @@ def check_curve(payload: dict, written: dict[str, str]) -> None:
     _check_model_bytes(payload)
     _check_capacity_bytes(payload)
     _check_rows(payload)
+    _check_sampled_belady(payload)
     _check_ratio_order(payload)
     _check_misses(payload, written)
     _check_monotone(payload)
@@ -90,6 +92,25 @@ def _check_model_bytes(payload: dict) -> None:
 def _number(value: Any) -> bool:
     """A JSON number (not a bool: its type was checked above, this only skips nulls and others)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_sampled_belady(payload: dict) -> None:
+    """No Belady value in a sampled curve (``sample_rate`` below 1): pcs computes Belady only for an exact curve
+    (:func:`pcs.curves.api.curve`), so a value beside a sampled LRU estimate was put there by hand, and the page
+    would draw an optimum nobody computed.
+
+    Raises:
+        UserError: ``field 'rows[0].belady_hit_ratio': must be null when sample_rate is below 1 (pcs computes
+            Belady only for an exact curve), got 0.2``.
+    """
+    rate = payload.get("sample_rate")
+    if not _number(rate) or rate >= 1.0:
+        return
+    for name, obj in _capacity_places(payload):
+        for key in ("belady_hit_ratio", "belady_block_misses"):
+            if obj.get(key) is not None:
+                raise UserError(f"field '{name}.{key}': must be null when sample_rate is below 1 (pcs computes "
+                                f"Belady only for an exact curve), got {json.dumps(obj[key])}")
 
 
 def _check_ratio_order(payload: dict) -> None:

@@ -239,8 +239,11 @@ def curve_chart(curve: dict, marks: Sequence[dict] = (), chart_id: str = "curve"
     if not dense:
         return None
     bel = [(r["capacity_blocks"], r["belady_hit_ratio"]) for r in rows if r.get("belady_hit_ratio") is not None]
-    names = ["LRU"] + (["Belady (offline optimum)"] if len(bel) > 1 else [])
-    line_rows = _rows(*zip(*dense), "LRU") + (_rows(*zip(*bel), names[-1]) if len(bel) > 1 else [])
+    from pcs.report.curve import lru_label
+
+    rate = curve.get("sample_rate", 1.0)
+    names = [lru_label(rate, "")] + (["Belady (offline optimum)"] if len(bel) > 1 else [])
+    line_rows = _rows(*zip(*dense), names[0]) + (_rows(*zip(*bel), names[-1]) if len(bel) > 1 else [])
     caps = [c for c, _ in dense] + [m["capacity_blocks"] for m in marks if m["capacity_blocks"] >= 1]
     xs = {"type": "log", "domain": [min(caps), max(caps)]}
     bottom, top = _capacity_axis(curve["block_size"], curve.get("bytes_per_block") or curve.get("block_bytes"),
@@ -274,10 +277,11 @@ def curve_chart(curve: dict, marks: Sequence[dict] = (), chart_id: str = "curve"
             if "x" in layer["encoding"] and "axis" not in layer["encoding"]["x"]:
                 layer["encoding"]["x"]["axis"] = None
     return Chart(chart_id, title, _spec(title, layers, datasets, **extra), series,
-                 curve_caption(every, len(dense), bool(bel), knees, marks))
+                 curve_caption(every, len(dense), bool(bel), knees, marks, rate))
 
 
-def curve_caption(every: bool, lru_points: int, belady: bool, knees: Sequence[dict], marks: Sequence[dict]) -> str:
+def curve_caption(every: bool, lru_points: int, belady: bool, knees: Sequence[dict], marks: Sequence[dict],
+                  sample_rate: float = 1.0) -> str:
     """The curve chart's caption, naming only what :func:`curve_chart` draws: Belady when computed, the knee
     circles when there are knees, and the run's capacity lines and real-hit square only with a run (a ``pcs curve``
     page has no run: neither is drawn, so neither is named).
@@ -285,11 +289,16 @@ def curve_caption(every: bool, lru_points: int, belady: bool, knees: Sequence[di
     Args:
         every: LRU drawn at every capacity (one pass) rather than at ``lru_points`` capacities of a curve JSON;
         belady: a Belady point or line is drawn; knees: the knee points drawn (``label`` "50 %" ...);
-        marks: the run's capacities as given to :func:`curve_chart` (only those >= 1 block are drawn).
+        marks: the run's capacities as given to :func:`curve_chart` (only those >= 1 block are drawn);
+        sample_rate: the curve's SHARDS rate: below 1, its LRU values are called estimates, never exact.
     """
-    text = ("LRU from one pass over the trace (every capacity)" if every else
-            f"LRU at the curve's {lru_points} {plural(lru_points, 'capacity', 'capacities')} and knees (exact there, straight between: a curve "
-            "JSON holds no more)") + (", Belady where computed" if belady else "") + ", the single-sequence ceiling"
+    sampled = isinstance(sample_rate, (int, float)) and sample_rate < 1.0
+    where = f"estimated there from a SHARDS sample at rate {sample_rate:g}" if sampled else "exact there"
+    text = (("LRU from one pass over the trace (every capacity" + (f", estimated: SHARDS sample rate {sample_rate:g})"
+                                                                    if sampled else ")")) if every else
+            f"LRU at the curve's {format_counted(lru_points, 'capacity', 'capacities')} and knees ({where}, straight "
+            "between: a curve JSON holds no more)") + (", Belady where computed" if belady else "") + \
+        ", the single-sequence ceiling"
     if knees:
         shares = "/".join(k["label"].removesuffix(" %") for k in knees)
         text += f"; circles mark where LRU reaches {shares} % of the ceiling"

@@ -47,7 +47,9 @@ COMMANDS = (
      "`ceiling_hit_ratio` other than the file's, rows whose `capacity_blocks` do not ascend, a `knee` without "
      "each of p50, p90 and p99, a `block_bytes` beside a null `model`, an `lru_hit_ratio` (row or knee) or "
      "`belady_hit_ratio` above the ceiling, a row's `lru_hit_ratio` above its `belady_hit_ratio` in an exact "
-     "curve (`sample_rate` 1.0), an `lru_block_misses` or `belady_block_misses` above `cacheable_blocks`, "
+     "curve (`sample_rate` 1.0), a Belady value (`belady_hit_ratio` or `belady_block_misses`, row or knee) in a "
+     "sampled curve (`sample_rate` below 1: pcs computes Belady only for an exact curve), an `lru_block_misses` "
+     "or `belady_block_misses` above `cacheable_blocks`, "
      "rows (capacities ascending) whose `lru_hit_ratio` falls or `lru_block_misses` rises, or, in an exact curve, "
      "whose `belady_hit_ratio` falls (`belady_block_misses` may rise: MIN keeps only blocks that earn hit tokens), "
      "knee capacities out of the order p50 <= p90 <= p99 (pcs/report/curvecheck.py)."),

@@ -40,6 +40,8 @@ def render_stats(st: dict[str, Any]) -> str:
     """
     rows = []
     for label, key, kind in _STATS_ROWS:
+        if key == "skipped" and st["format"] == "parquet":
+            label = "skipped rows"        # Parquet's bad rows are skipped, not lines
         if kind == "q":
             val = " / ".join(num(st[f"{key}_{s}"]) for s in ("mean", "p50", "p99", "max"))
         elif kind == "r":
@@ -70,8 +72,13 @@ def render_convert(info: dict[str, Any]) -> str:
     return (f"wrote {format_counted(info['requests'], 'request')}, "
             f"{format_counted(info['block_accesses'], 'block access', 'block accesses')} "
             f"({info['format']}, {info['block_size']}-token blocks) to {info['path']}"
-            + (f"; skipped {format_counted(info['skipped'], 'bad line')}" if info["skipped"] else "")
+            + (f"; skipped {format_counted(info['skipped'], _bad_unit(info))}" if info["skipped"] else "")
             + (f"\nnote: prefix reuse {info['reuse']}" if str(info.get("reuse", "")).startswith("synth") else ""))
+
+
+def _bad_unit(info: dict[str, Any]) -> str:
+    """What a convert summary's ``skipped`` counts: bad rows of a Parquet source, else bad lines."""
+    return "bad row" if info.get("source_format") == "parquet" else "bad line"
 
 
 def render_synth(info: dict[str, Any]) -> str:

@@ -24,13 +24,13 @@ from pcs import jsondepth
 from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
 from pcs.errors import InputError, UserError
-from pcs.units import format_counted
+from pcs.units import a_or_an, format_count, format_counted
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
 from pcs.trace.hashids import invalid_json, not_an_object, strict_loads
 from pcs.trace.source import check_source, display_name, is_stream, iter_chunks, iter_lines, peek_lines
 
 __all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format",
-           "synthetic_reuse_note", "skipped_note", "trace_notes"]
+           "synthetic_reuse_note", "skipped_note", "skipped_unit", "trace_notes"]
 
 #: The bundled sample trace every trace-taking command reads by default
 #: (made by ``pcs trace synth``, see traces/README.md). Resolved relative to
@@ -54,6 +54,12 @@ def _sniff_parquet(path) -> bool:
         return f.read(4) == _PARQUET_MAGIC
 
 
+def _utf16_ascii(two: bytes) -> bool:
+    """Whether ``two``, a line's first two bytes, are a printable ASCII character in UTF-16 without a byte order
+    mark (``{\\x00``, ``\\x00T``: a JSON or CSV trace saved as UTF-16): no UTF-8 text trace has a NUL there."""
+    return len(two) == 2 and (two[1] == 0 and 0x20 <= two[0] < 0x7F or two[0] == 0 and 0x20 <= two[1] < 0x7F)
+
+
 def _not_json(first: bytes, exc: Exception, name: str) -> tuple[str, str] | None:
     """Why format detection could not read the non-blank line ``first`` (bytes after any gzip layer), and whose
     fault that is: ``"file"`` (a msgpack capture, a gzipped Parquet file, UTF-16 text), ``"line"`` (not JSON),
@@ -66,8 +72,8 @@ def _not_json(first: bytes, exc: Exception, name: str) -> tuple[str, str] | None
     if first.startswith(b"PAR1"):   # a plain Parquet file was recognised before: this one was inside gzip
         return ("a gzip-compressed Parquet file: pcs reads Parquet as written (its columns are compressed "
                 "inside); gunzip it first"), "file"
-    if first[:2] in (b"\xff\xfe", b"\xfe\xff") or first[:2] in (b"{\x00", b"\x00{", b"[\x00", b"\x00["):
-        return ("the file looks like UTF-16 text; JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode it "
+    if first[:2] in (b"\xff\xfe", b"\xfe\xff") or _utf16_ascii(first[:2]):
+        return ("the file looks like UTF-16 text; pcs reads text traces (JSON Lines, CSV) as UTF-8: re-encode it "
                 "(iconv -f UTF-16 -t UTF-8)"), "file"
     if isinstance(exc, UnicodeDecodeError) and first[:1] in (b"{", b"["):  # JSON but for its encoding
         return (f"the first non-blank line is not UTF-8 (invalid byte {first[exc.start:exc.start + 1]!r} at byte "
@@ -94,6 +100,11 @@ class _BadLine(Exception):
     def __init__(self, error: InputError, reader: bool):
         super().__init__(str(error))
         self.error, self.reader = error, reader
+
+
+class _NotText(InputError):
+    """Detection's error for a first non-blank line whose bytes are no text trace's (UTF-16 text, a msgpack capture,
+    a gzipped Parquet file, :func:`_not_json`): beside it a reader's error on such a file is noise."""
 
 
 def _head_lines(path, name: str, max_lines: int, max_bytes: int) -> Iterator[tuple[int, bytes]]:
@@ -169,39 +180,86 @@ def _csv_format(line: bytes) -> str | None:
     return None
 
 
-def format_hint(path, name: str, fmt: str, line: int) -> str | None:
-    """What format detection says of line ``line`` of a trace read as ``fmt`` whose reader refused that line, when
-    it is the first non-blank line and detection reads it otherwise: another format (``... reads this line as a
-    mooncake trace: pass format='mooncake' ...``) or no request trace at all (KV-cache events, a chat log, a msgpack
-    capture, UTF-16 text: detection's own message, :func:`_line_format`, and that no format reads it); else None (a
-    later line, a line detection refuses too, or one of ``fmt``). ``name``: the trace's name in messages.
+def format_hint(path, name: str, fmt: str, error: InputError) -> InputError:
+    """``error``, a reader's of a trace read as ``fmt``, completed by what format detection says of its line when
+    that is the first non-blank line and detection reads it otherwise (else ``error`` itself: a later line, a line
+    detection refuses too, or one of ``fmt``). ``name``: the trace's name in messages.
+
+    - another format whose reader accepts the line (:func:`_reader_refusal`, tried on that line alone):
+      ``... reads this line as a mooncake trace: pass format='mooncake' ...``; when that reader refuses the line
+      too, only that its keys look like such a trace, and that reader's reason (no advice that would fail);
+    - bytes that are no text trace (UTF-16 text, a msgpack capture, a gzipped Parquet file): detection's message
+      alone, which names the cause (the reader's, a CR or bad JSON, follows from it);
+    - no request trace at all (KV-cache events, a chat log): detection's message, and that no format reads it.
 
     Raises:
         InputError: the file's stream is unreadable (:func:`pcs.trace.source.iter_chunks`)."""
     head = next(_head_lines(path, name, 1, 1 << 20), None)
-    if head is None or head[0] != line:
-        return None
-    other = _csv_format(head[1])
+    if head is None or head[0] != error.line:
+        return error
+    ln, line = head
+    other = _csv_format(line)
     if other is None:
         try:
-            other = _line_format(head[1], line, name, first=True)
+            other = _line_format(line, ln, name, first=True)
         except _BadLine:
-            return None
+            return error
+        except _NotText as exc:         # the cause itself: UTF-16, msgpack, gzipped Parquet
+            return exc
         except InputError as exc:       # no request trace: what it is, and what reads it
-            return f"{exc.problem}; no format= value reads such a file"
+            return _also(error, f"{exc.problem}; no format= value reads such a file")
     if other == fmt:
-        return None
-    return (f"format detection reads this line as a {other} trace: pass format={other!r} (or no format=, and pcs "
-            "detects it)")
+        return error
+    refused = None if other in LENGTH_ONLY else _reader_refusal(other, line, ln, name)
+    if refused is not None:
+        return _also(error, f"its keys look like {a_or_an(other)} trace's, but that reader refuses the line too: "
+                            f"{_what(refused)}")
+    return _also(error, f"format detection reads this line as {a_or_an(other)} trace: pass format={other!r} (or no "
+                        "format=, and pcs detects it)")
 
 
-def none_left(first: InputError | None, name: str, skipped: int, rows: bool) -> InputError:
-    """The error of a trace read with ``on_error="skip"`` that has no request left: the first skipped line's error
-    (``first``; None: no line to name, ``name`` alone), then how many were skipped. ``rows``: Parquet, whose
-    bad rows are skipped, not lines."""
+def _what(error: InputError) -> str:
+    """``error``'s message without its file and line: ``field 'F': problem``, or the problem alone."""
+    return f"field '{error.field}': {error.problem}" if error.field else error.problem
+
+
+def _also(error: InputError, more: str) -> InputError:
+    """``error`` with ``more`` after its problem."""
+    return InputError(error.path, error.line, error.field, f"{error.problem}; {more}")
+
+
+def _reader_refusal(fmt: str, line: bytes, ln: int, name: str) -> InputError | None:
+    """The error the ``fmt`` reader (a JSON Lines format, at its default block size) gives line ``ln`` read alone,
+    else None (:func:`format_hint`)."""
+    from pcs.trace.hashids import check_hashid_line, strict_loads
+
+    try:
+        obj = strict_loads(name, ln, line)
+        if fmt == "tokens":
+            from pcs.trace.tokens import check_token_line
+
+            check_token_line(obj, _default_block_size(fmt), name, ln)
+        else:
+            check_hashid_line(fmt, obj, _default_block_size(fmt), name, ln)
+    except InputError as exc:
+        return exc
+    return None
+
+
+def none_left(first: InputError | None, name: str, skipped: int, rows: bool, blank: int = 0) -> InputError:
+    """The error of a trace read with ``on_error="skip"`` that has no request left: the first skipped non-blank
+    line's error (``first``; None: no line to name, ``name`` alone), then how many were skipped, ``blank`` of them
+    blank lines (bad lines too, docs/traces.md, but their message says nothing of the others). ``rows``: Parquet,
+    whose bad rows are skipped, not lines."""
     unit = "row" if rows else "line"
-    what = (f"its only {unit} was skipped as bad" if skipped == 1 else
-            f"all {format_counted(skipped, unit)} were skipped as bad, the first for this reason")
+    if not blank:
+        what = (f"its only {unit} was skipped as bad" if skipped == 1 else
+                f"all {format_counted(skipped, unit)} were skipped as bad, the first for this reason")
+    elif skipped - blank == 1:
+        what = f"its only non-blank line was skipped as bad, and {format_counted(blank, 'blank line')} with it"
+    else:
+        what = (f"all {format_counted(skipped, unit)} were skipped as bad ({format_count(blank)} of them blank), "
+                "the first non-blank one for this reason")
     why = f"no requests left: {what} (on_error='skip')"
     if first is None:
         return InputError(name, None, None, why)
@@ -231,7 +289,7 @@ def _line_format(line: bytes, ln: int, name: str, first: bool) -> str:
             raise _BadLine(InputError(name, ln, None, invalid_json(exc)), True) from None
         if why[1] != "file" or not first:     # this line's fault (a file's kind shows in its first line)
             raise _BadLine(InputError(name, ln, None, why[0]), why[1] == "json") from None
-        raise InputError(name, ln, None, why[0]) from None
+        raise _NotText(name, ln, None, why[0]) from None
     other = _not_a_trace(obj, name)
     if other is not None:
         raise InputError(name, ln, None, other)
@@ -324,12 +382,18 @@ def synthetic_reuse_note(trace) -> str | None:
     return note
 
 
+def skipped_unit(fmt: str | None) -> str:
+    """What ``--on-error skip`` skips in a trace of format ``fmt``: ``"row"`` (Parquet), else ``"line"``."""
+    return "row" if fmt == "parquet" else "line"
+
+
 def skipped_note(trace) -> str | None:
-    """``--on-error skip``: how many bad lines the last read of the trace skipped, else None."""
+    """``--on-error skip``: how many bad lines (Parquet: rows) the last read of the trace skipped, else None."""
     n = getattr(trace, "skipped", 0)
     if not n:
         return None
-    return f"{format_counted(n, 'bad trace line')} {'was' if n == 1 else 'were'} skipped (--on-error skip)"
+    unit = skipped_unit(getattr(trace, "format", None))
+    return f"{format_counted(n, f'bad trace {unit}')} {'was' if n == 1 else 'were'} skipped (--on-error skip)"
 
 
 def trace_notes(trace) -> tuple[str, ...]:
@@ -401,6 +465,7 @@ class Trace:
         self.sort = sort
         self.skipped = 0
         self.first_skipped: InputError | None = None
+        self.blank_skipped = 0
         self.parquet_metadata: dict[str, str] = {}
         self.parquet_block_hashes: int | None = None
         self.parquet_rows: int | None = None
@@ -442,7 +507,7 @@ class Trace:
 
             yield from read_parquet(self.path, self.name, self.block_size, state, self.on_error,
                                     side_by_side=side_by_side)
-        self.skipped, self.first_skipped = state.skipped, state.first_skipped
+        self.skipped, self.first_skipped, self.blank_skipped = state.skipped, state.first_skipped, state.blank
         if state.synthetic_rows:
             from pcs.trace.hashids import SYNTH_REUSE
 
@@ -474,7 +539,7 @@ class Trace:
             if not self.skipped:
                 raise InputError(self.name, None, None, EMPTY_TRACE)
             first = None if self.first_skipped is None else self._kind_hint(self.first_skipped)
-            raise none_left(first, self.name, self.skipped, self.format == "parquet")
+            raise none_left(first, self.name, self.skipped, self.format == "parquet", self.blank_skipped)
 
     def _named_kind(self, batches: Iterator[RequestBatch]) -> Iterator[RequestBatch]:
         """``batches``, a reader's error at the first non-blank line completed by what that line is when format
@@ -492,10 +557,9 @@ class Trace:
         if error.path != self.name or error.line is None or self.format == "parquet":
             return error
         try:
-            hint = format_hint(self.path, self.name, self.format, error.line)
+            return format_hint(self.path, self.name, self.format, error)
         except InputError:
             return error
-        return error if hint is None else InputError(error.path, error.line, error.field, f"{error.problem}; {hint}")
 
     def decodes_ahead(self) -> bool:
         """Whether :meth:`iter_batches` with ``side_by_side`` and ``decode_ahead`` decodes each chunk on a thread of
@@ -704,6 +768,20 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
     return trace
 
 
+def _not_parquet(path, name: str) -> InputError:
+    """The error for a file given as ``format="parquet"`` that does not start with Parquet's magic ``PAR1``, with
+    format detection's verdict as the other named formats have it (:func:`format_hint`): the format it reads
+    (``pass format='mooncake'``) or what the file is (a gzip-compressed Parquet file: gunzip it first; UTF-16 text;
+    KV-cache events ...)."""
+    problem = "not a Parquet file (it does not start with the Parquet magic bytes PAR1)"
+    try:
+        other = detect_format(path, name)
+    except InputError as exc:
+        return InputError(name, exc.line, None, f"{problem}; format detection: {exc.problem}")
+    return InputError(name, None, None, f"{problem}; format detection reads this file as {a_or_an(other)} trace: "
+                                        f"pass format={other!r} (or no format=, and pcs detects it)")
+
+
 def _open_file(path, name: str, format: str | None, block_size: int | None, on_error: str, sort: bool,
                reuse) -> Trace:
     """:func:`open_trace` of a regular file (stdin and FIFOs arrive spooled).
@@ -717,6 +795,8 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
                                            "format= (pcs detects Parquet) or give format='parquet'")
     if format is not None and fmt != "parquet" and not peek_lines(path, max_lines=1, name=name):
         raise InputError(name, None, None, EMPTY_TRACE)
+    if fmt == "parquet" and format is not None and not _sniff_parquet(path):
+        raise _not_parquet(path, name)
     pf = None
     if fmt == "parquet":
         from pcs.trace.parquet import open_parquet, parquet_block_size

@@ -39,10 +39,11 @@ from pcs.trace.jsonfast import REUSE_VALUES, lone_surrogate  # REUSE_VALUES: the
 from pcs.trace.request import RequestBatch
 from pcs.trace.source import iter_chunks, iter_lines
 from pcs._dataclass import dataclass
-from pcs.units import plural
+from pcs.units import format_counted
 
-__all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "REUSE_VALUES", "SYNTH_REUSE", "read_hashid_jsonl",
-           "row_is_synthetic", "strict_loads"]
+__all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "BlankLine", "REUSE_VALUES", "SYNTH_REUSE",
+           "read_hashid_jsonl",
+           "row_is_synthetic", "strict_loads", "check_hashid_line"]
 
 _U64_MAX = (1 << 64) - 1
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -80,20 +81,33 @@ BAILIAN = FormatSpec("bailian", 1.0, 16,
 class ReadState:
     """Mutable reader state shared across chunks: skips and the last timestamp.
 
-    ``first_skipped``: with ``on_error="skip"``, the error of the first line (Parquet: row) skipped, which a trace
-    with no line left names (:meth:`pcs.trace.api.Trace.iter_batches`); None until one is."""
+    ``first_skipped``: with ``on_error="skip"``, the error of the first non-blank line (Parquet: row) skipped, which
+    a trace with no line left names (:meth:`pcs.trace.api.Trace.iter_batches`); None until one is. ``blank``: how
+    many of the ``skipped`` lines were blank (:class:`BlankLine`): a blank line is a bad line (docs/traces.md), but
+    its message tells nothing of why the others were refused."""
 
     skipped: int = 0
     last_ts: float = -math.inf
     check_order: bool = True
     synthetic_rows: int = 0
     first_skipped: InputError | None = None
+    blank: int = 0
 
     def skip(self, error: InputError | None, count: int = 1) -> None:
-        """Count ``count`` bad lines (rows) skipped, ``error`` the first of them."""
+        """Count ``count`` bad lines (rows) skipped, ``error`` the first of them (a :class:`BlankLine` is counted in
+        ``blank`` too, and never recorded as ``first_skipped``)."""
         self.skipped += count
-        if self.first_skipped is None:
+        if isinstance(error, BlankLine):
+            self.blank += count
+        elif self.first_skipped is None:
             self.first_skipped = error
+
+
+class BlankLine(InputError):
+    """A blank (or whitespace-only) line of a JSON Lines trace: a bad line, which ``on_error="skip"`` skips."""
+
+    def __init__(self, name: str, ln: int):
+        super().__init__(name, ln, None, "blank line (use on_error='skip' to skip blank lines)")
 
 
 _JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
@@ -129,7 +143,7 @@ def strict_loads(name: str, ln: int, line: bytes) -> dict:
         InputError: blank line, invalid UTF-8 or JSON, duplicate key, or not an object.
     """
     if not line.strip():
-        raise InputError(name, ln, None, "blank line (use on_error='skip' to skip blank lines)")
+        raise BlankLine(name, ln)
     try:
         obj = jsondepth.loads(line.decode("utf-8"), object_pairs_hook=jsondepth.no_duplicate_keys)
     except jsondepth.TooDeepError as exc:
@@ -222,7 +236,8 @@ def _likely_block_size(prompt: int, n: int) -> str:
     lo = -(-prompt // n) if n > 0 else MAX_BLOCK_SIZE + 1
     hi = min((prompt - 1) // (n - 1) if n > 1 else MAX_BLOCK_SIZE, MAX_BLOCK_SIZE)   # ceil(prompt / B) == n
     if lo > hi:
-        return f"no block size in 1..{MAX_BLOCK_SIZE:,} gives {n} {plural(n, 'id')} for {prompt} {plural(prompt, 'token')}"
+        return (f"no block size in 1..{MAX_BLOCK_SIZE:,} gives {format_counted(n, 'id')} for "
+                f"{format_counted(prompt, 'token')}")
     powers = [b for b in (16, *(1 << k for k in range(31))) if lo <= b <= hi]
     return f"was the trace recorded at another block size? (block_size={powers[0] if powers else lo} fits)"
 
@@ -243,9 +258,10 @@ def check_ids(ids: Any, prompt: int, bs: int, name: str, ln: int, key: str = "ha
             raise InputError(name, ln, key, f"element {i} = {h} does not fit an unsigned 64-bit id")
     want = -(-prompt // bs)
     if not ids and prompt > 0:
-        raise InputError(name, ln, key, f"empty for a non-empty prompt of {prompt} {plural(prompt, 'token')}")
+        raise InputError(name, ln, key, f"empty for a non-empty prompt of {format_counted(prompt, 'token')}")
     if len(ids) != want:
-        raise InputError(name, ln, key, f"has {len(ids)} {plural(len(ids), 'id')} but ceil({prompt} / block size {bs}) = {want}; "
+        raise InputError(name, ln, key, f"has {format_counted(len(ids), 'id')} but ceil({prompt:,} / block size "
+                         f"{bs:,}) = {want:,}; "
                          f"{_likely_block_size(prompt, len(ids))}")
     if len(set(ids)) != len(ids):
         first: dict[int, int] = {}
@@ -324,6 +340,16 @@ def _slow_line(cols: _Columns, obj: dict, bs: int, name: str, ln: int, state: Re
     for acc, v in zip(cols.extras, extras):
         acc.append(v)
     cols.types.append(typ)
+
+
+def check_hashid_line(fmt: str, obj: dict, bs: int, name: str, ln: int) -> None:
+    """Check one parsed line ``obj`` (line ``ln``) as the ``fmt`` (``"mooncake"`` or ``"bailian"``) reader at block
+    size ``bs`` checks it, alone (no order to keep); for a message that suggests that format
+    (:func:`pcs.trace.api.format_hint`).
+
+    Raises:
+        InputError: the reader's own error for the line."""
+    _slow_line(_Columns(MOONCAKE if fmt == "mooncake" else BAILIAN), obj, bs, name, ln, ReadState())
 
 
 def _slow_chunk(spec: FormatSpec, first: int, chunk: bytes, bs: int, name: str,

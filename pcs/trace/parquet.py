@@ -32,7 +32,7 @@ import numpy as np
 from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error, ceil_blocks
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch, join_hashes
-from pcs.units import plural
+from pcs.units import format_counted
 
 __all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "PIECE_ROWS", "PIECES", "expected_block_hashes", "footer_rows",
            "footer_block_hashes", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse",
@@ -374,7 +374,8 @@ def _bad_rows(ts: np.ndarray, il: np.ndarray, ol: np.ndarray, lens: np.ndarray, 
                  (il < 0, "prompt_tokens", lambda i: f"must be >= 0, got {il[i]}"),
                  (ol < 0, "output_tokens", lambda i: f"must be >= 0, got {ol[i]}"),
                  (lens != want, "block_hashes",
-                  lambda i: f"has {lens[i]} {plural(lens[i], 'id')} but ceil({il[i]} / block size {bs}) = {want[i]}"),
+                  lambda i: f"has {format_counted(lens[i], 'id')} but ceil({il[i]:,} / block size {bs:,}) = "
+                            f"{want[i]:,}"),
                  (dup, "block_hashes", None)]          # the repeated id: _first_bad, which has the ids
         if check_order:
             other = np.logical_or.reduce([m for m, _, _ in rules])

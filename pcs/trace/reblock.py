@@ -49,7 +49,7 @@ __all__ = ["BOUNDS", "ReblockedTrace", "check_chained", "reblock_batch", "rebloc
 
 #: What the interval means, for tables and JSON.
 MEANING = ("a trace recorded at {B}-token blocks says which {B}-token blocks requests share, not which tokens: "
-           "lower assumes no sharing inside a {B}-block beyond its id (a differing block shares none of its "
+           "lower assumes no sharing inside one {B}-token block beyond its id (a differing block shares none of its "
            "{b}-token parts), upper the longest run its id allows (siblings share all parts but the last); "
            "an engine with {b}-token blocks sees a hit ratio between the two")
 

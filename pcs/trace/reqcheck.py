@@ -24,7 +24,7 @@ import numpy as np
 
 from pcs.argcheck import INT64_MAX, MAX_BLOCK_SIZE
 from pcs.errors import UserError
-from pcs.units import plural
+from pcs.units import format_counted
 
 __all__ = ["request_fields", "check_order"]
 
@@ -74,8 +74,9 @@ def _hashes(value: Any, index: int, want: int, prompt: int, bs: int) -> np.ndarr
                 raise _refuse(index, "block_hashes", f"element {i} must be an integer in 0..2^64 - 1, got {h!r:.40}")
         arr = np.array(raw.tolist(), dtype=np.uint64)
     if len(arr) != want and len(arr) != prompt // bs:
-        raise _refuse(index, "block_hashes", f"has {len(arr)} {plural(len(arr), 'id')} but ceil({prompt} / block size {bs}) = {want}"
-                      + (f" (or {prompt // bs}, the full blocks only)" if prompt % bs else ""))
+        raise _refuse(index, "block_hashes", f"has {format_counted(len(arr), 'id')} but ceil({prompt:,} / block "
+                      f"size {bs:,}) = {want:,}"
+                      + (f" (or {prompt // bs:,}, the full blocks only)" if prompt % bs else ""))
     return arr
 
 

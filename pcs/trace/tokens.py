@@ -22,6 +22,7 @@ few; parsing is cheap next to hashing).
 from __future__ import annotations
 
 import json
+import math
 from typing import Iterator
 
 import numpy as np
@@ -34,9 +35,9 @@ from pcs.trace.hashids import ReadState, get_int, get_time, json_type, row_is_sy
 from pcs.trace.hashing import MMInput, hash_request_blocks
 from pcs.trace.request import RequestBatch
 from pcs.trace.source import iter_chunks, iter_lines
-from pcs.units import plural
+from pcs.units import format_counted
 
-__all__ = ["DEFAULT_TOKEN_BLOCK_SIZE", "read_token_jsonl", "parse_token_line"]
+__all__ = ["DEFAULT_TOKEN_BLOCK_SIZE", "read_token_jsonl", "parse_token_line", "check_token_line"]
 
 #: vLLM's default ``--block-size`` (16 tokens) for token traces (defined in :mod:`pcs.choices`).
 DEFAULT_TOKEN_BLOCK_SIZE = choices.DEFAULT_TOKEN_BLOCK_SIZE
@@ -78,6 +79,18 @@ def _mm_inputs(obj: dict, name: str, ln: int) -> list[MMInput]:
     return out
 
 
+def check_token_line(obj: dict, block_size: int, name: str, ln: int) -> None:
+    """Check one parsed line ``obj`` (line ``ln``) as :func:`read_token_jsonl` checks it, alone (no order to keep);
+    for a message that suggests the tokens format (:func:`pcs.trace.api.format_hint`).
+
+    Raises:
+        InputError: the reader's own error for the line."""
+    ts = parse_token_line(obj, block_size, name, ln, -math.inf)[0]
+    row_is_synthetic(obj, name, ln)
+    if abs(ts / _MS_PER_S) > MAX_ARRIVAL_S:
+        raise InputError(name, ln, "timestamp", arrival_error(ts / _MS_PER_S))
+
+
 def parse_token_line(obj: dict, block_size: int, name: str, ln: int, prev_ts: float) -> tuple:
     """Validate one token-trace object and hash its blocks.
 
@@ -89,8 +102,9 @@ def parse_token_line(obj: dict, block_size: int, name: str, ln: int, prev_ts: fl
     """
     toks = _tokens(obj, name, ln)
     if "input_length" in obj and get_int(obj, "input_length", name, ln) != toks.size:
-        raise InputError(name, ln, "input_length", f"is {obj['input_length']} but token_ids holds {toks.size} "
-                         f"{plural(toks.size, 'token')} (the prompt is token_ids): drop input_length or make them agree")
+        raise InputError(name, ln, "input_length", f"is {obj['input_length']:,} but token_ids holds "
+                         f"{format_counted(toks.size, 'token')} (the prompt is token_ids): drop input_length or make "
+                         "them agree")
     ts = get_time(obj, "timestamp", name, ln) if "timestamp" in obj else max(prev_ts, 0.0)
     out = get_int(obj, "output_length", name, ln) if "output_length" in obj else 0
     salt = obj.get("cache_salt")

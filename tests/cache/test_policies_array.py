@@ -272,7 +272,7 @@ class HostileArray(ArrayLRU):
         if not n:
             return got
         got = list(got)
-        return {"set": set(got), "bool": [True] * n, "negative": [-1] + got[1:]}.get(self.how, got)
+        return {"set": set(got), "bool": [True] * n, "negative": [-1] + got[1:], "int": 7}.get(self.how, got)
 
 
 @pytest.mark.parametrize("how,needle", [
@@ -280,6 +280,7 @@ class HostileArray(ArrayLRU):
     ("rebind", "flags replaced by the policy"),
     ("export", "do not hold a memoryview or np.frombuffer of flags across calls"),
     ("set", "must return a list, tuple or range"),
+    ("int", "must return a list, tuple or range of handles (got an int)"),     # "an", as the Python host
     ("bool", "returned a bool or a non-int, not a handle (answer True, n = "),     # not -1
     ("negative", "(handle -1, n = "),
 ])
@@ -296,6 +297,16 @@ def test_a_hostile_array_plugin_is_one_line_naming_it(monkeypatch, how, needle):
                  "gpu=200blocks", "--tier", "cpu=400blocks", "-q")
     assert_one_line_error(out, "eviction policy 'hostile_lru_array' broke the contract of "
                           "pcs/cache/policies/array.py", needle)
+
+
+def test_the_python_host_names_a_non_sequence_answer_with_its_article():
+    """victims(2) answering the int 7: the Python host (ArrayPolicy._bad_handles) says "got an int", as the compiled
+    one (pa_broke_type, the test above); both said "got a int"."""
+    p = HostileArray(8)
+    p.how = "int"
+    p.add([1, 2, 3])
+    with pytest.raises(UserError, match=r"must return a list, tuple or range of handles \(got an int\)"):
+        p.evict(2)
 
 
 def test_the_python_host_notices_flags_replaced():

@@ -220,3 +220,12 @@ def test_the_unchecked_path_evicts_as_the_checked_one():
         assert t.reserve(3) == [4, 7, 6]
     assert [sorted(t.resident.items()) for t in tiers] == [[(5, 0)]] * 2
     assert [t.stats.evicted_blocks for t in tiers] == [6, 6]
+
+
+def test_a_non_sequence_answer_is_named_with_its_article():
+    """evict(2) answering an int (no ``__iter__``): "returned an int", never "a int" (pcs.units.a_or_an)."""
+    from pcs.cache.policyguard import broke_count
+
+    assert str(broke_count("p", "evict", 2, "int")) == (
+        "eviction policy 'p' broke the contract of pcs/cache/policies/base.py: evict(2) returned an int, not a list "
+        "of 2 blocks or None")

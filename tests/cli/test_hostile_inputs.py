@@ -173,7 +173,7 @@ def test_burstgpt_counts_take_ascii_digits_only(tmp_path):
     # ceil(374 / B) == 24 for B in 16..16 (374/24 = 15.6 -> 16; 373/23 = 16.2 -> 16)
     (374, "was the trace recorded at another block size? (--block-size 16 fits)"),
     # B >= 10**18 / 2 is past --block-size's 1,048,576
-    (10**18, "no block size in 1..1,048,576 gives 2 ids for 1000000000000000000 tokens"),
+    (10**18, "no block size in 1..1,048,576 gives 2 ids for 1,000,000,000,000,000,000 tokens"),
     (0, "an empty prompt has no blocks at any block size"),
 ])
 def test_block_size_hint_is_in_range_or_absent(tmp_path, prompt, tail):
@@ -181,7 +181,7 @@ def test_block_size_hint_is_in_range_or_absent(tmp_path, prompt, tail):
     p = tmp_path / "t.jsonl"
     p.write_text('{"timestamp": 0, "input_length": %d, "output_length": 1, "hash_ids": %s}\n'
                  % (prompt, list(range(1, n + 1))))
-    line = _one_line(["replay", p], f"{p}:1: field 'hash_ids': has {n} ids but ceil({prompt} / block size 512)")
+    line = _one_line(["replay", p], f"{p}:1: field 'hash_ids': has {n} ids but ceil({prompt:,} / block size 512)")
     assert line.endswith(tail), line
 
 
@@ -240,7 +240,9 @@ def test_envelope_and_budget_refusals_name_their_option(args, words):
 def test_cosmetic_messages_close_their_brackets_and_give_positions(tmp_path):
     g = tmp_path / "g.parquet"
     g.write_bytes(b"garbagegarbage")
-    line = _one_line(["trace", "stats", g, "--trace-format", "parquet"], f"{g}: not a readable Parquet file (")
+    line = _one_line(["trace", "stats", g, "--trace-format", "parquet"],
+                     f"{g}:1: not a Parquet file (it does not start with the Parquet magic bytes PAR1); format "
+                     "detection: cannot detect the format: the first non-blank line is not JSON; pass --trace-format (")
     assert line.endswith(")") and line.count("(") == line.count(")"), line
     t = tmp_path / "t.json"
     t.write_text('{"a": 1, "b": "abc')               # the string opens at column 15 (1-based)

@@ -55,7 +55,7 @@ def test_one_id_where_two_are_due(tmp_path):
     f.write_text('{"timestamp": 0, "input_length": 1000, "output_length": 1, "hash_ids": [1]}\n')
     with pytest.raises(InputError) as err:
         list(open_trace(f, format="mooncake"))
-    assert err.value.problem.startswith("has 1 id but ceil(1000 / block size 512) = 2")
+    assert err.value.problem.startswith("has 1 id but ceil(1,000 / block size 512) = 2")
 
 
 def test_report_of_one_chart(tmp_path):

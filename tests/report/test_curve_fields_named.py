@@ -140,7 +140,9 @@ def test_an_exact_curves_null_distinct_count_is_refused(one_request_curve, repor
     r, f = report_json(dict(one_request_curve, distinct_cacheable_blocks=None))
     assert _error(r) == (f"pcs: error: {f}: field 'distinct_cacheable_blocks': must be {COUNT} when sample_rate is "
                          "1.0 (null only for a sampled curve), got null")
-    r, _ = report_json(dict(one_request_curve, distinct_cacheable_blocks=None, sample_rate=0.25))
+    from tests.helpers import as_sampled
+
+    r, _ = report_json(as_sampled(one_request_curve, 0.25, distinct_cacheable_blocks=None))
     assert r.exit_code == 0, r.output
 
 

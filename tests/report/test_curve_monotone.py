@@ -77,7 +77,12 @@ def test_a_null_row_value_is_stepped_over():
 def test_a_sampled_curve_s_belady_values_are_not_ordered_but_its_lru_ones_are():
     d = copy.deepcopy(BASE)
     d.update(sample_rate=0.5, engine="shards", distinct_cacheable_blocks=None)
-    d["rows"][2]["belady_hit_ratio"] = 0.1             # pcs writes none when sampled; no order is claimed
+    d["rows"][2]["belady_hit_ratio"] = 0.1             # pcs writes none when sampled: refused before any order
+    with pytest.raises(UserError, match=r"^field 'rows\[0\].belady_hit_ratio': must be null when sample_rate is "
+                                        r"below 1"):
+        check_payload("curve", d)
+    for row in d["rows"]:
+        row["belady_hit_ratio"] = row["belady_block_misses"] = None
     check_payload("curve", d)
     d["rows"][2]["lru_hit_ratio"] = 0.07
     with pytest.raises(UserError, match=r"rows\[2\].lru_hit_ratio': must be at least rows\[1\]'s \(0.08\)"):

@@ -117,8 +117,11 @@ def test_block_bytes_without_a_model_is_refused():
 def test_a_sampled_lru_estimate_above_belady_is_not_compared():
     # a sampled LRU value is an estimate (pcs writes no Belady beside it): LRU above Belady is no contradiction;
     # the ceiling and miss rules still hold for it
-    sampled = _with(("rows", 0, "belady_hit_ratio"), 0.125)
+    sampled = copy.deepcopy(BASE)
     sampled.update(sample_rate=0.5, distinct_cacheable_blocks=None)
+    for row in sampled["rows"]:
+        row["belady_hit_ratio"] = row["belady_block_misses"] = None
+    sampled["rows"][0]["lru_hit_ratio"] = 0.2         # a sampled LRU estimate: no Belady to compare it with
     check_payload("curve", sampled)
     sampled["rows"][0]["lru_hit_ratio"] = 0.3
     with pytest.raises(UserError, match=r"^field 'rows\[0\].lru_hit_ratio': must be at most ceiling_hit_ratio"):

@@ -30,5 +30,7 @@ def test_more_distinct_than_cacheable_blocks_is_refused(tmp_path, one_request_cu
 
 
 def test_a_sampled_curves_null_distinct_count_is_not_compared(one_request_curve, report_json):
-    r, _ = report_json(dict(one_request_curve, distinct_cacheable_blocks=None, sample_rate=0.5))
+    from tests.helpers import as_sampled
+
+    r, _ = report_json(as_sampled(one_request_curve, 0.5, distinct_cacheable_blocks=None))
     assert r.exit_code == 0, r.output

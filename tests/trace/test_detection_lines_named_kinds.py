@@ -46,7 +46,7 @@ def _events_kind(f) -> str:
     # offset 10 from 0 (the decoder's UnicodeDecodeError.start): { " x " : space " c a f = offsets 0-9
     (b'{"x": "caf\xe9"}\n', 1, "the first non-blank line is not UTF-8 (invalid byte b'\\xe9' at byte 10); JSON traces "
                               "are UTF-8 (RFC 8259 section 8.1): re-encode the file"),
-    (b"\xff\xfe{\x00\n", 1, "the file looks like UTF-16 text; JSON traces are UTF-8 (RFC 8259 section 8.1): "
+    (b"\xff\xfe{\x00\n", 1, "the file looks like UTF-16 text; pcs reads text traces (JSON Lines, CSV) as UTF-8: "
                             "re-encode it (iconv -f UTF-16 -t UTF-8)"),
 ])
 def test_every_detection_error_names_its_line(tmp_path, data, line, problem):
@@ -99,7 +99,8 @@ def test_many_skipped_lines_name_the_first_and_count_all(tmp_path):
     with pytest.raises(InputError) as err:
         list(open_trace(f, format="mooncake", on_error="skip"))
     assert str(err.value) == (f"{f}:1: field 'input_length': missing; no requests left: all 4 lines were "
-                              "skipped as bad, the first for this reason (on_error='skip')")
+                              "skipped as bad (1 of them blank), the first non-blank one for this reason "
+                              "(on_error='skip')")
 
 
 def test_detected_format_with_no_line_left_gives_the_first_reason(tmp_path):

@@ -139,7 +139,7 @@ def test_block_size_mismatch_rejected_on_line_1(exact_trace, runner):
     res = runner.invoke(cli, ["trace", "stats", str(exact_trace), "--block-size", "16"])
     assert res.exit_code == 2
     n, p = per_trace(exact_trace, sample=(6, 3068), mooncake=(14, 6758))     # line 1: ids, input_length
-    assert res.output.startswith(f"pcs: error: {exact_trace}:1: field 'hash_ids': has {n} ids but ceil({p} / block size 16)")
+    assert res.output.startswith(f"pcs: error: {exact_trace}:1: field 'hash_ids': has {n} ids but ceil({p:,} / block size 16)")
 
 
 def test_errors_after_the_first_chunk_name_the_right_line(tmp_path, monkeypatch):

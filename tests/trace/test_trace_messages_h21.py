@@ -70,7 +70,7 @@ def _parquet(tmp_path, arrival, prompt, output, ids):
 
 @pytest.mark.parametrize("arrival,prompt,output,ids,message", [
     # row 1: 1024 tokens need ceil(1024 / 512) = 2 ids, it has 1
-    ([0.0], [1024], [1], [[5]], "t.parquet:1: field 'block_hashes': has 1 id but ceil(1024 / block size 512) = 2"),
+    ([0.0], [1024], [1], [[5]], "t.parquet:1: field 'block_hashes': has 1 id but ceil(1,024 / block size 512) = 2"),
     ([0.0], [512], [-1], [[5]], "t.parquet:1: field 'output_tokens': must be >= 0, got -1"),
     ([0.0], [-3], [1], [[]], "t.parquet:1: field 'prompt_tokens': must be >= 0, got -3"),
     # row 2 arrives at 0.5 s after row 1 at 1.5 s

@@ -53,6 +53,7 @@ from typing import ClassVar, Iterable, Sequence
 
 from pcs.cache.policies.base import EvictionPolicy
 from pcs.cache.policyguard import as_index, broke_count, broke_handles
+from pcs.units import a_or_an
 from pcs.errors import UserError
 
 __all__ = ["ArrayPolicy", "Run"]
@@ -219,12 +220,12 @@ class ArrayPolicy(EvictionPolicy):
         but a bool, :func:`pcs.cache.policyguard.as_index`), or None. The compiled host (pcs/cache/_pol_pyarr.c)
         refuses the same answers."""
         if not isinstance(hs, (list, tuple, range)):
-            return f"must return a list, tuple or range of handles (got a {type(hs).__name__})"
+            return f"must return a list, tuple or range of handles (got {a_or_an(type(hs).__name__)})"
         for h in hs:
             if type(h) is bool:
                 return f"returned a bool ({h!r}), not an int handle"
             if as_index(h) is None:         # the rule of both hosts: a numpy int is a handle, a float is not
-                return f"returned a non-int ({h!r}, a {type(h).__name__}), not a handle"
+                return f"returned a non-int ({h!r}, {a_or_an(type(h).__name__)}), not a handle"
             if not (0 <= h < self._next and self.flags[h]):
                 return f"returned a handle the tier does not hold unpinned (handle {h})"
         if len(set(hs)) != len(hs):
