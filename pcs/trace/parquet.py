@@ -34,7 +34,7 @@ from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error, ceil_blocks
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch, join_hashes
 from pcs.units import format_counted
 
-__all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "PIECE_ROWS", "PIECES", "expected_block_hashes", "footer_rows",
+__all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "PIECE_ROWS", "PIECES", "FOOTER_HINT_MAX", "expected_block_hashes", "footer_rows",
            "footer_block_hashes", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse",
            "open_parquet", "read_parquet", "batch_to_arrow"]
 
@@ -201,25 +201,41 @@ def expected_block_hashes(source) -> int:
         return 0
 
 
+#: The largest footer count taken as a size hint (:func:`footer_block_hashes`, :func:`footer_rows`): 2**40 ids (8 TB
+#: of ids). A footer is the file's own say: a count past this, or below 0, is no real trace's (a file edited or
+#: written wrong), and sizing tables by it failed outside pcs's errors (an id arena of 2**62 ids refused with a
+#: TypeError, a sum past 2**63 an OverflowError); such a count is "not known", and the tables grow by themselves.
+FOOTER_HINT_MAX = 1 << 40
+
+
+def _plausible(count: int) -> bool:
+    return 0 <= count <= FOOTER_HINT_MAX
+
+
 def footer_block_hashes(pf) -> int:
     """Block hashes of a Parquet trace as its footer counts them (the values of the ``block_hashes`` leaf over
     every row group; ``pf``: the file opened, :func:`open_parquet`); 0 when the footer cannot say (no such
-    column, a footer pyarrow cannot walk). No data is read; a size hint only (:func:`expected_block_hashes`)."""
+    column, a footer pyarrow cannot walk, a row group's count or the sum outside 0 .. :data:`FOOTER_HINT_MAX`).
+    No data is read; a size hint only (:func:`expected_block_hashes`)."""
     try:
         md = pf.metadata
         cols = [j for j in range(md.num_columns) if md.schema.column(j).path.startswith("block_hashes.")]
-        return sum(md.row_group(g).column(cols[0]).num_values for g in range(md.num_row_groups)) if cols else 0
+        counts = [int(md.row_group(g).column(cols[0]).num_values) for g in range(md.num_row_groups)] if cols else []
     except Exception:  # a hint only: the tables grow by themselves
         return 0
+    total = sum(counts)
+    return total if all(map(_plausible, counts)) and _plausible(total) else 0
 
 
 def footer_rows(pf) -> int | None:
     """Rows of a Parquet trace as its footer counts them (``pf``: the file opened, :func:`open_parquet`); None when
-    the footer cannot say. No data is read; a size hint only (:func:`pcs.engine.chunks.table_entries_bound`)."""
+    the footer cannot say (or says a count outside 0 .. :data:`FOOTER_HINT_MAX`). No data is read; a size hint
+    only (:func:`pcs.engine.chunks.table_entries_bound`)."""
     try:
-        return int(pf.metadata.num_rows)
+        rows = int(pf.metadata.num_rows)
     except Exception:  # a hint only: the tables grow by themselves
         return None
+    return rows if _plausible(rows) else None
 
 
 def parquet_block_size(path, name: str, pf=None) -> int:
