@@ -32,7 +32,7 @@ import numpy as np
 from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error, ceil_blocks
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch, join_hashes
-from pcs.units import format_counted
+from pcs.units import format_count, format_counted
 
 __all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "PIECE_ROWS", "PIECES", "FOOTER_HINT_MAX", "expected_block_hashes", "footer_rows",
            "footer_block_hashes", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse",
@@ -443,7 +443,9 @@ def _record_batches(pf, name: str, rows: int, cols: list) -> Iterator:
     truncated data page) name the file.
 
     Raises:
-        InputError: pyarrow could not read or decompress a page (``name: unreadable Parquet data ...``).
+        InputError: pyarrow could not read or decompress a page (``name: unreadable Parquet data ...``); the rows
+            read differ from the rows the footer counts (a column chunk's value count edited or written wrong:
+            pyarrow then yields fewer rows, none for a count of 0, without an error of its own).
     """
     import pyarrow as pa
 
@@ -452,15 +454,21 @@ def _record_batches(pf, name: str, rows: int, cols: list) -> Iterator:
     # use_threads=False: pyarrow's own pool decoded the columns of a batch at once on the same two cores the
     # read-ahead and the scan already use (more CPU for the switches, no wall gained: docs/performance.md)
     it = pf.iter_batches(rows, row_groups=range(pf.num_row_groups), column_indices=leaves, use_threads=False)
+    read = 0
     while True:
         try:
             rb = next(it)
         except StopIteration:
-            return
+            break
         except (pa.ArrowException, OSError) as exc:
             raise InputError(name, None, None, f"unreadable Parquet data, the file is corrupt or truncated "
                              f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+        read += rb.num_rows
         yield rb
+    if read != pf.metadata.num_rows:
+        raise InputError(name, None, None, f"unreadable Parquet data, the file is corrupt: its footer counts "
+                         f"{format_counted(pf.metadata.num_rows, 'row')}, its column chunks gave "
+                         f"{format_count(read)}")
 
 
 def _first_null_row(col) -> int:

@@ -46,3 +46,30 @@ def test_a_footer_without_block_hashes_says_nothing():
     pf = NS(metadata=NS(num_columns=1, schema=NS(column=lambda j: NS(path="timestamp")), num_row_groups=1,
                         row_group=lambda g: None, num_rows=3))
     assert footer_block_hashes(pf) == 0
+
+
+def _reading(rows_per_batch: list[int], footer_rows: int):
+    import pyarrow as pa
+
+    batches = [pa.record_batch({"timestamp": pa.array([0.0] * n)}) for n in rows_per_batch]
+    return NS(column_paths=[("timestamp",)], num_row_groups=1, metadata=NS(num_rows=footer_rows),
+              iter_batches=lambda *a, **k: iter(batches))
+
+
+@pytest.mark.parametrize("got, footer", [([], 600), ([4, 1], 6), ([4, 3], 6)])
+def test_rows_the_footer_counts_and_the_chunks_do_not_give_are_a_corrupt_file(got, footer):
+    # a column chunk's value count edited to 0 (or a wrong row count): pyarrow yields fewer rows (none for a count
+    # of 0) without an error, and the file read as "empty trace (no requests)"; the read now names the mismatch
+    from pcs.errors import InputError
+    from pcs.trace.parquet import _record_batches
+
+    with pytest.raises(InputError) as e:
+        list(_record_batches(_reading(got, footer), "t.parquet", 4096, ["timestamp"]))
+    assert str(e.value) == (f"t.parquet: unreadable Parquet data, the file is corrupt: its footer counts "
+                            f"{footer} rows, its column chunks gave {sum(got)}")
+
+
+def test_a_read_of_every_row_the_footer_counts_passes():
+    from pcs.trace.parquet import _record_batches
+
+    assert [b.num_rows for b in _record_batches(_reading([4, 2], 6), "t.parquet", 4096, ["timestamp"])] == [4, 2]
