@@ -19,8 +19,20 @@ from conftest import MOONCAKE_CONV as MOONCAKE  # noqa: E402  (../shared/traces 
 from test_batches import COLUMNS, joined
 
 
+_BEFORE: set = set()
+
+
+@pytest.fixture(autouse=True)
+def _threads_before():
+    """The threads alive when a test starts: a worker an earlier test's replay keeps (linger) is not the test's."""
+    _BEFORE.clear()
+    _BEFORE.update(threading.enumerate())
+    yield
+
+
 def _workers() -> list:
-    return [t for t in threading.enumerate() if t.name == "pcs-beside"]
+    """This test's pcs-beside workers still alive."""
+    return [t for t in set(threading.enumerate()) - _BEFORE if t.name == "pcs-beside"]
 
 
 class _Reader:
