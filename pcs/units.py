@@ -60,6 +60,7 @@ __all__ = [
     "format_points",
     "plural",
     "a_or_an",
+    "format_rate",
 ]
 
 #: Multipliers of every accepted size unit, in bytes.
@@ -555,19 +556,42 @@ def plural(n: float, noun: str, many: str | None = None) -> str:
 def a_or_an(word: str) -> str:
     """``word`` after its indefinite article, for a word that comes from a variable (a format's name, a type's, a
     number): "an" before a vowel letter or a number read from "eight" or "eleven"/"eighteen" (8, 80, 11, 18,
-    11,000), else "a". Letters are read as written, not as spelled out ("a FIFO").
+    11,000), else "a"; with the common exceptions, any case: "a" before :data:`_A_BEFORE` ("a uint64", "a unicode",
+    "a one"), "an" before :data:`_AN_BEFORE` ("an hour", "an ndarray"). Other letters are read as written, not as
+    spelled out ("a FIFO"). An empty word gets no article (""). The compiled hosts' ``pyhost_article``
+    (pcs/cache/_pol_py.c) follows the same rule for type names.
 
     >>> a_or_an("azure"), a_or_an("mooncake"), a_or_an("int"), a_or_an("8"), a_or_an("16"), a_or_an("18000")
     ('an azure', 'a mooncake', 'an int', 'an 8', 'a 16', 'an 18000')
     """
+    if not word:
+        return word
     digits = word.replace(",", "")
     if digits[:1].isdigit():
         end = len(digits) - len(digits.lstrip("0123456789"))
         lead = digits[:(end - 1) % 3 + 1]        # the digits read before the first "thousand" / "million"
         vowel = lead[:1] == "8" or lead in ("11", "18")
     else:
-        vowel = word[:1].lower() in "aeiou"
+        low = word.lower()
+        vowel = (not low.startswith(_A_BEFORE)) and (low.startswith(_AN_BEFORE) or low[:1] in "aeiou")
     return f"{'an' if vowel else 'a'} {word}"
+
+
+def format_rate(rate: float) -> str:
+    """A sampling rate (a fraction, e.g. SHARDS's) as text: up to 6 significant digits (``f"{rate:g}"``), but a
+    rate below 1 that these round to "1" is given in full (``repr``), so that an estimate never reads "rate 1".
+
+    >>> format_rate(0.01), format_rate(0.5), format_rate(1e-9), format_rate(0.9999999), format_rate(1.0)
+    ('0.01', '0.5', '1e-09', '0.9999999', '1')
+    """
+    text = f"{rate:g}"
+    return repr(float(rate)) if text == "1" and rate < 1 else text
+
+
+#: word beginnings read with a consonant sound though spelled with a vowel ("a uint64", "a user", "a one")
+_A_BEFORE = ("uni", "use", "usu", "uint", "one", "eu")
+#: word beginnings read with a vowel sound though spelled with a consonant ("an hour", "an ndarray": "en-dee")
+_AN_BEFORE = ("hour", "honest", "nd")
 
 
 def format_counted(n: float, noun: str, many: str | None = None) -> str:

@@ -193,6 +193,7 @@ extern const PolOps POL_PY;    /* a Python policy object, hosted (pcs/cache/_pol
 extern const PolOps POL_PYARR; /* a Python policy on handles, hosted (pcs/cache/_pol_pyarr.c) */
 /* helpers of both hosts (pcs/cache/_pol_py.c): errors naming the policy, its clock, its check */
 int pyhost_fail(PyObject *err, PyObject *name, const char *method);
+const char *pyhost_article(const char *word);
 int pyhost_broke(PyObject *err, PyObject *name, const char *what, unsigned long long key, Py_ssize_t n);
 int pyhost_broke_count(PyObject *err, PyObject *name, const char *file, const char *call, Py_ssize_t n,
                        Py_ssize_t got, const char *unit);

@@ -24,6 +24,8 @@
  * blocks the tier holds unpinned, order() a block it does not hold), is raised as the error class given at load
  * (pcs.errors.PolicyError, a ValueError: one line at the CLI) naming the policy and the method, the policy's
  * exception as its cause. The queue is then emptied: the hierarchy is unusable after an error, but memory-safe. */
+#include <ctype.h>
+
 #include "_lruhier.h"
 
 enum { K_ADD, K_REMOVE, K_DROP, K_TOUCH, K_EXPECT, NKIND };
@@ -100,6 +102,23 @@ static int pyhost_stop(PyObject *val) {
         r = PyErr_GivenExceptionMatches(val, PyExc_KeyboardInterrupt);
     }
     return r;
+}
+
+/* "a" or "an" before word, a type's name (never a number), as pcs.units.a_or_an: "a" before "uni", "use", "usu",
+ * "uint", "one", "eu"; "an" before "hour", "honest", "nd" (read "en-dee"); else "an" before a vowel letter, any
+ * case; "" for an empty word. Shared with pcs/cache/_pol_pyarr.c */
+const char *pyhost_article(const char *word) {
+    static const char *const a_before[] = {"uni", "use", "usu", "uint", "one", "eu"};
+    static const char *const an_before[] = {"hour", "honest", "nd"};
+    char low[8] = {0};
+    size_t i;
+    for (i = 0; i < sizeof low - 1 && word[i]; i++) low[i] = (char)tolower((unsigned char)word[i]);
+    if (!low[0]) return "";
+    for (i = 0; i < sizeof a_before / sizeof *a_before; i++)
+        if (!strncmp(low, a_before[i], strlen(a_before[i]))) return "a";
+    for (i = 0; i < sizeof an_before / sizeof *an_before; i++)
+        if (!strncmp(low, an_before[i], strlen(an_before[i]))) return "an";
+    return strchr("aeiou", low[0]) ? "an" : "a";
 }
 
 /* the error raised by the policy (set, any BaseException) -> the error class err naming the policy and the method,
@@ -331,8 +350,9 @@ static int py_ask(Tier *t) {
     }
     if (PyUnicode_Check(r) || PyBytes_Check(r)) {      /* iterable, but no list of keys: as GuardedPolicy.evict */
         PyObject *msg = PyUnicode_FromFormat("eviction policy %R broke the contract of pcs/cache/policies/base.py: "
-                                             "evict(%zd) returned a %s, not a list of %zd block%s or None", p->name,
-                                             p->want, Py_TYPE(r)->tp_name, p->want, p->want == 1 ? "" : "s");
+                                             "evict(%zd) returned %s %s, not a list of %zd block%s or None", p->name,
+                                             p->want, pyhost_article(Py_TYPE(r)->tp_name), Py_TYPE(r)->tp_name,
+                                             p->want, p->want == 1 ? "" : "s");
         if (msg) { PyErr_SetObject(p->err, msg); Py_DECREF(msg); }
         Py_DECREF(r);
         return -1;

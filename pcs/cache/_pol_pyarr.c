@@ -123,10 +123,10 @@ static int pa_broke(PyArr *p, const char *what, int64_t h, Py_ssize_t n) {
 /* the answer r of call ("victims(13)", "order_handles()") is not a list, tuple or range: the error class naming the
  * policy and r's type, as the Python host (ArrayPolicy._bad_handles); -1 */
 static int pa_broke_type(PyArr *p, const char *call, PyObject *r) {
-    const char *type = Py_TYPE(r)->tp_name, *article = strchr("aeiouAEIOU", type[0]) && type[0] ? "an" : "a";
+    const char *type = Py_TYPE(r)->tp_name, *article = pyhost_article(type);
     PyObject *msg = PyUnicode_FromFormat("eviction policy %R broke the contract of pcs/cache/policies/array.py: %s must "
                                          "return a list, tuple or range of handles (got %s %s)", p->name, call,
-                                         article, type);   /* the article as pcs.units.a_or_an of a type's name */
+                                         article, type);   /* the article as pcs.units.a_or_an's */
     if (msg) { PyErr_SetObject(p->err, msg); Py_DECREF(msg); }
     return -1;
 }

@@ -29,7 +29,7 @@ from pcs.blocks import BlockRules
 from pcs.curves import stackdist
 from pcs.curves.result import CurveKnee, CurveResult, CurveRow
 from pcs.curves.stackdist import FlatAccesses
-from pcs.units import format_counted
+from pcs.units import format_counted, format_rate
 from pcs.errors import UserError
 from pcs.trace.batches import as_batches, reiterable
 
@@ -200,7 +200,8 @@ def small_sample_note(lru: LruCurve) -> str | None:
         return None
     lo, hi, (m0, m1), worst = next(e for e in reversed(SAMPLE_ERRORS) if e[0] <= n)
     where = "" if n <= hi else " (the largest size measured at or below it)"
-    return (f"SHARDS sample rate {lru.sample_rate:g} kept {format_counted(n, 'distinct block')} beyond the exact chain heads, fewer "
+    return (f"SHARDS sample rate {format_rate(lru.sample_rate)} kept {format_counted(n, 'distinct block')} beyond "
+            "the exact chain heads, fewer "
             f"than {MIN_SAMPLED_BLOCKS:,}: samples of {lo:,}-{hi:,} blocks{where} erred by {m0:.2f}-{m1:.2f} points "
             f"on average over the capacities and by up to {worst:.2f} (docs/curves.md: 3 traces, 8 seeds); raise "
             "--sample-rate, or drop it for the exact curve")
@@ -314,7 +315,7 @@ def _engine(mode: str | None, kernel: str, sample_rate: float) -> tuple[str, str
 
     mode = default_mode() if mode is None else mode
     engine = "stack-distance" if sample_rate == 1.0 else "shards"
-    how = "exact, one pass" if sample_rate == 1.0 else f"SHARDS sampling at rate {sample_rate:g}"
+    how = "exact, one pass" if sample_rate == 1.0 else f"SHARDS sampling at rate {format_rate(sample_rate)}"
     impl = "the compiled stack-depth kernel" if kernel == "c" else "the Python stack-depth kernel"
     why = "" if mode != "auto" else (", compiled twin built" if kernel == "c" else ", compiled twin not built")
     return engine, f"{how}; {impl} (native={mode}{why})"

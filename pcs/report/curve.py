@@ -13,7 +13,7 @@ from typing import Any
 
 from pcs.report.replay import WHOLE_BLOCKS_NOTE
 from pcs.report.table import render_table, shortened_path, shown_path
-from pcs.units import format_bytes, format_count, format_counted, format_percent
+from pcs.units import format_bytes, format_count, format_counted, format_percent, format_rate
 
 __all__ = ["render_curve", "curve_figure", "sampled_note", "with_sampled_note", "lru_label"]
 
@@ -24,8 +24,8 @@ def sampled_note(payload: dict[str, Any]) -> str | None:
     rate = payload.get("sample_rate")
     if not isinstance(rate, (int, float)) or isinstance(rate, bool) or rate >= 1.0:
         return None
-    return (f"SHARDS sample rate {rate:g}: LRU values are estimates (docs/curves.md gives the measured error); "
-            "Belady is not computed when sampling")
+    return (f"SHARDS sample rate {format_rate(rate)}: LRU values are estimates (docs/curves.md gives the measured "
+            "error); Belady is not computed when sampling")
 
 
 #: the start and middle of every :func:`sampled_note` whatever its rate (:func:`with_sampled_note` drops stored ones)
@@ -36,7 +36,7 @@ def lru_label(rate: Any, exact: str) -> str:
     """The LRU series' name in a plot or a chart: ``LRU (exact)`` for an exact curve, ``LRU, estimated (SHARDS sample
     rate R)`` for a sampled one (``rate`` below 1), so that every output marks an estimate as one."""
     if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate < 1.0:
-        return f"LRU, estimated (SHARDS sample rate {rate:g})"
+        return f"LRU, estimated (SHARDS sample rate {format_rate(rate)})"
     return f"LRU ({exact})" if exact else "LRU"
 
 
@@ -45,7 +45,7 @@ def with_sampled_note(payload: dict[str, Any]) -> list[str]:
     one pasted into an exact curve's notes), then the note built from ``sample_rate`` alone when the curve is
     sampled: one note, true to the rate, whatever the file's notes say (a curve JSON written before pcs put it
     there gets it too)."""
-    notes = [str(n) for n in payload.get("notes") or () if not _SAMPLED_NOTE.match(str(n))]
+    notes = [str(n) for n in payload.get("notes") or () if not _SAMPLED_NOTE.match(str(n).strip())]
     note = sampled_note(payload)
     return notes if note is None else notes + [note]
 

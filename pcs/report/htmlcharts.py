@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from pcs.units import format_counted, plural
+from pcs.units import format_counted, format_rate, plural
 
 __all__ = ["Chart", "PALETTE", "DASHES", "SHAPES", "waterfall_chart", "curve_chart", "ttft_chart",
            "restore_chart", "compare_chart", "compare_curve_chart", "footprint_chart"]
@@ -31,6 +31,8 @@ DASHES = ([1, 0], [6, 3], [2, 2], [8, 3, 2, 3], [12, 4], [1, 4], [4, 1], [10, 2,
 SHAPES = ("circle", "square", "triangle-up", "diamond", "cross", "triangle-down", "triangle-left", "wedge")
 
 WIDTH_PX, HEIGHT_PX = 640, 300
+#: legend labels' width limit in px: 0, none (Vega's default, 160, cut "LRU, estimated (SHARDS sample rate 0.0...")
+LEGEND_LABEL_LIMIT = 0
 _PCT = ".1%"
 
 
@@ -59,7 +61,8 @@ def _spec(title: str, layers: list[dict], datasets: dict[str, list], **extra: An
     spec = {"title": {"text": title, "anchor": "start", "fontSize": 14}, "width": WIDTH_PX, "height": HEIGHT_PX,
             "datasets": datasets, "layer": layers,
             "config": {"view": {"stroke": None}, "axis": {"labelFontSize": 11, "titleFontSize": 12},
-                       "legend": {"labelFontSize": 11, "orient": "right"}, "background": "white"}}
+                       "legend": {"labelFontSize": 11, "orient": "right", "labelLimit": LEGEND_LABEL_LIMIT},
+                       "background": "white"}}
     spec.update(extra)
     return spec
 
@@ -293,8 +296,9 @@ def curve_caption(every: bool, lru_points: int, belady: bool, knees: Sequence[di
         sample_rate: the curve's SHARDS rate: below 1, its LRU values are called estimates, never exact.
     """
     sampled = isinstance(sample_rate, (int, float)) and sample_rate < 1.0
-    where = f"estimated there from a SHARDS sample at rate {sample_rate:g}" if sampled else "exact there"
-    text = (("LRU from one pass over the trace (every capacity" + (f", estimated: SHARDS sample rate {sample_rate:g})"
+    rate = format_rate(sample_rate) if sampled else None
+    where = f"estimated there from a SHARDS sample at rate {rate}" if sampled else "exact there"
+    text = (("LRU from one pass over the trace (every capacity" + (f", estimated: SHARDS sample rate {rate})"
                                                                     if sampled else ")")) if every else
             f"LRU at the curve's {format_counted(lru_points, 'capacity', 'capacities')} and knees ({where}, straight "
             "between: a curve JSON holds no more)") + (", Belady where computed" if belady else "") + \

@@ -180,12 +180,13 @@ def _csv_format(line: bytes) -> str | None:
     return None
 
 
-def format_hint(path, name: str, fmt: str, error: InputError) -> InputError:
+def format_hint(path, name: str, fmt: str, error: InputError, block_size: int | None = None) -> InputError:
     """``error``, a reader's of a trace read as ``fmt``, completed by what format detection says of its line when
     that is the first non-blank line and detection reads it otherwise (else ``error`` itself: a later line, a line
     detection refuses too, or one of ``fmt``). ``name``: the trace's name in messages.
 
-    - another format whose reader accepts the line (:func:`_reader_refusal`, tried on that line alone):
+    - another format whose reader accepts the line (:func:`_suggestion`, tried on that line alone at
+      ``block_size``, the one the user gave, else that format's default):
       ``... reads this line as a mooncake trace: pass format='mooncake' ...``; when that reader refuses the line
       too, only that its keys look like such a trace, and that reader's reason (no advice that would fail);
     - bytes that are no text trace (UTF-16 text, a msgpack capture, a gzipped Parquet file): detection's message
@@ -210,12 +211,25 @@ def format_hint(path, name: str, fmt: str, error: InputError) -> InputError:
             return _also(error, f"{exc.problem}; no format= value reads such a file")
     if other == fmt:
         return error
-    refused = None if other in LENGTH_ONLY else _reader_refusal(other, line, ln, name)
+    return _also(error, _suggestion(other, line, ln, name, block_size))
+
+
+def _suggestion(other: str, line: bytes, ln: int, name: str, block_size: int | None, refused=None,
+                what: str = "line") -> str:
+    """What to say of format ``other``, the one detection reads from line ``ln`` (``line``) of a trace read as
+    another format: ``pass format='other'`` only when that reader accepts the line (:func:`_reader_refusal`, at
+    ``block_size`` tokens, the user's, or None: ``other``'s default); else that its keys look like such a trace,
+    and the reader's reason (``refused``: a reason found before, e.g. the blank line 1 ahead of it), so that no
+    advice is given that would fail. ``what``: "line" (:func:`format_hint`) or "file" (:func:`_not_parquet`,
+    whose message names no line: the reason's line is named)."""
+    if refused is None and other not in LENGTH_ONLY:
+        refused = _reader_refusal(other, line, ln, name, block_size)
     if refused is not None:
-        return _also(error, f"its keys look like {a_or_an(other)} trace's, but that reader refuses the line too: "
-                            f"{_what(refused)}")
-    return _also(error, f"format detection reads this line as {a_or_an(other)} trace: pass format={other!r} (or no "
-                        "format=, and pcs detects it)")
+        where = f"line {refused.line}: " if what == "file" and refused.line is not None else ""
+        return (f"its keys look like {a_or_an(other)} trace's, but that reader refuses the {what} too: "
+                f"{where}{_what(refused)}")
+    return (f"format detection reads this {what} as {a_or_an(other)} trace: pass format={other!r} (or no "
+            "format=, and pcs detects it)")
 
 
 def _what(error: InputError) -> str:
@@ -228,19 +242,20 @@ def _also(error: InputError, more: str) -> InputError:
     return InputError(error.path, error.line, error.field, f"{error.problem}; {more}")
 
 
-def _reader_refusal(fmt: str, line: bytes, ln: int, name: str) -> InputError | None:
-    """The error the ``fmt`` reader (a JSON Lines format, at its default block size) gives line ``ln`` read alone,
-    else None (:func:`format_hint`)."""
+def _reader_refusal(fmt: str, line: bytes, ln: int, name: str, block_size: int | None = None) -> InputError | None:
+    """The error the ``fmt`` reader (a JSON Lines format, at ``block_size`` tokens, None: its default) gives line
+    ``ln`` read alone, else None (:func:`_suggestion`)."""
     from pcs.trace.hashids import check_hashid_line, strict_loads
 
+    block_size = block_size or _default_block_size(fmt)
     try:
         obj = strict_loads(name, ln, line)
         if fmt == "tokens":
             from pcs.trace.tokens import check_token_line
 
-            check_token_line(obj, _default_block_size(fmt), name, ln)
+            check_token_line(obj, block_size, name, ln)
         else:
-            check_hashid_line(fmt, obj, _default_block_size(fmt), name, ln)
+            check_hashid_line(fmt, obj, block_size, name, ln)
     except InputError as exc:
         return exc
     return None
@@ -461,6 +476,7 @@ class Trace:
         self.name = name
         self.format = fmt
         self.block_size = block_size
+        self.given_block_size: int | None = None    # the caller's block_size= (None: the format's default)
         self.on_error = on_error
         self.sort = sort
         self.skipped = 0
@@ -557,7 +573,7 @@ class Trace:
         if error.path != self.name or error.line is None or self.format == "parquet":
             return error
         try:
-            return format_hint(self.path, self.name, self.format, error)
+            return format_hint(self.path, self.name, self.format, error, self.given_block_size)
         except InputError:
             return error
 
@@ -768,18 +784,27 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
     return trace
 
 
-def _not_parquet(path, name: str) -> InputError:
+def _not_parquet(path, name: str, block_size: int | None, on_error: str) -> InputError:
     """The error for a file given as ``format="parquet"`` that does not start with Parquet's magic ``PAR1``, with
-    format detection's verdict as the other named formats have it (:func:`format_hint`): the format it reads
-    (``pass format='mooncake'``) or what the file is (a gzip-compressed Parquet file: gunzip it first; UTF-16 text;
-    KV-cache events ...)."""
+    format detection's verdict under the rule of the other named formats (:func:`_suggestion`): the format it reads
+    (``pass format='mooncake'``) only when that reader, at ``block_size`` (the user's, else its default), accepts
+    the first non-blank line (with ``on_error="raise"``, a blank line 1 ahead of it is its refusal); or what the
+    file is (a gzip-compressed Parquet file: gunzip it first; UTF-16 text; KV-cache events ...)."""
+    from pcs.trace.hashids import strict_loads
+
     problem = "not a Parquet file (it does not start with the Parquet magic bytes PAR1)"
     try:
-        other = detect_format(path, name)
+        other = detect_format(path, name, on_error)
     except InputError as exc:
         return InputError(name, exc.line, None, f"{problem}; format detection: {exc.problem}")
-    return InputError(name, None, None, f"{problem}; format detection reads this file as {a_or_an(other)} trace: "
-                                        f"pass format={other!r} (or no format=, and pcs detects it)")
+    ln, line = next(_head_lines(path, name, 1, 1 << 20))
+    refused = None
+    if ln > 1 and on_error == "raise" and other not in LENGTH_ONLY:
+        try:
+            strict_loads(name, 1, b"")      # the readers' message for the blank line 1
+        except InputError as exc:
+            refused = exc
+    return InputError(name, None, None, f"{problem}; {_suggestion(other, line, ln, name, block_size, refused, 'file')}")
 
 
 def _open_file(path, name: str, format: str | None, block_size: int | None, on_error: str, sort: bool,
@@ -796,7 +821,7 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
     if format is not None and fmt != "parquet" and not peek_lines(path, max_lines=1, name=name):
         raise InputError(name, None, None, EMPTY_TRACE)
     if fmt == "parquet" and format is not None and not _sniff_parquet(path):
-        raise _not_parquet(path, name)
+        raise _not_parquet(path, name, block_size, on_error)
     pf = None
     if fmt == "parquet":
         from pcs.trace.parquet import open_parquet, parquet_block_size
@@ -808,6 +833,7 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
                              f"block_size={block_size} cannot re-block hashed ids (convert the token trace instead)")
         block_size = stored
     trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort, reuse)
+    trace.given_block_size = block_size     # the size another format's reader is tried at (format_hint)
     if fmt == "parquet":
         from pcs.trace.parquet import footer_block_hashes, footer_rows, parquet_reuse
 

@@ -229,3 +229,28 @@ def test_a_non_sequence_answer_is_named_with_its_article():
     assert str(broke_count("p", "evict", 2, "int")) == (
         "eviction policy 'p' broke the contract of pcs/cache/policies/base.py: evict(2) returned an int, not a list "
         "of 2 blocks or None")
+
+
+@pytest.mark.parametrize("engine", ["reference", "auto"])
+@pytest.mark.parametrize("cls_name, says", [("Evil", "an Evil"), ("Uniq", "a Uniq"), ("Hourly", "an Hourly"),
+                                            ("Apple", "an Apple"), ("Str", "a Str")])
+def test_both_hosts_word_a_str_answers_article_alike(monkeypatch, engine, cls_name, says):
+    """evict(n) answering a str subclass: the compiled host (pyhost_article, pcs/cache/_pol_py.c) said "a %s"
+    whatever the name ("a Evil"); the Python host (pcs.units.a_or_an) judged the first letter ("an Uniq"). Both now
+    use one rule: "a" before "uni", "an" before "hour", else by the vowel."""
+    from pcs.cache import policies as reg
+
+    text = type(cls_name, (str,), {})
+    evil = type("H_str", (CLASSES["h_ok"],), {"name": "h_str", "evict": lambda self, n: text("abc")})
+    monkeypatch.setitem(reg._POLICIES, "h_str", evil)
+    out = invoke("replay", T, *TIERS, "--policy", "h_str", "--engine", engine, "-q")
+    assert_one_line_error(out, "eviction policy 'h_str'", f") returned {says}, not a list of ")
+
+
+def test_a_or_an_reads_the_common_exceptions():
+    from pcs.units import a_or_an
+
+    assert [a_or_an(w) for w in ("uint64", "one", "hour", "", "unicode", "user", "euro", "int", "azure", "8",
+                                 "honest", "mooncake")] == [
+        "a uint64", "a one", "an hour", "", "a unicode", "a user", "a euro", "an int", "an azure", "an 8",
+        "an honest", "a mooncake"]

@@ -80,3 +80,39 @@ def test_report_refuses_belady_values_in_a_sampled_curve(tmp_path, where, key, v
     assert r.exit_code == 2, r.output
     assert r.output.strip() == (f"pcs: error: {src}: field '{where[0]}[{where[1]}].{key}': must be null when "
                                 f"sample_rate is below 1 (pcs computes Belady only for an exact curve), got {value}")
+
+
+def test_the_vega_legend_shows_the_whole_estimated_label():
+    """Vega cuts legend labels at labelLimit, 160 px by default: "LRU, estimated (SHARDS sa..." lost the rate. The
+    charts' spec sets no limit (0), and the LRU series keeps its whole name."""
+    from pcs.report.htmlcharts import curve_chart
+
+    payload = as_sampled(invoke_json("curve", SAMPLE, "--points", "3"), 0.999)
+    chart = curve_chart(payload)
+    assert chart.spec["config"]["legend"]["labelLimit"] == 0
+    assert "LRU, estimated (SHARDS sample rate 0.999)" in json.dumps(chart.spec)
+
+
+def test_a_rate_that_rounds_to_1_keeps_its_digits(tmp_path):
+    """0.9999999 at 6 significant digits is "1", which would call an estimate rate 1: it is printed in full, in the
+    note, the legend and the caption; 0.1 stays "0.1"."""
+    from pcs.report.curve import lru_label, sampled_note
+    from pcs.units import format_rate
+
+    assert format_rate(0.9999999) == "0.9999999" and format_rate(0.1) == "0.1" and format_rate(1.0) == "1"
+    assert sampled_note({"sample_rate": 0.9999999}) == _note("0.9999999")
+    assert lru_label(0.9999999, "") == "LRU, estimated (SHARDS sample rate 0.9999999)"
+    r, page, _ = _report(tmp_path, as_sampled(invoke_json("curve", SAMPLE, "--points", "3"), 0.9999999))
+    assert r.exit_code == 0, r.output
+    text = page.read_text()
+    assert "SHARDS sample rate 1" not in text.replace("SHARDS sample rate 0.9999999", "")
+    assert text.count(_note("0.9999999")) == 1
+
+
+def test_a_pasted_note_with_leading_spaces_is_dropped_too(tmp_path):
+    payload = invoke_json("curve", SAMPLE, "--points", "3")
+    payload["notes"] = [*payload.get("notes", []), "  " + _note("0.5"), "\t" + _note("0.5") + " "]
+    r, page, _ = _report(tmp_path, payload)
+    assert r.exit_code == 0, r.output
+    text = page.read_text()
+    assert "LRU values are estimates" not in text and "SHARDS" not in text
