@@ -21,7 +21,8 @@
   ``assert_trace_replays_equal``; step-scheduler twins: ``STEP_TIME_S``, ``step_times``, ``step_setups``,
   ``step_flags``; hybrid groups: ``group_sets``; fleets with a shared tier:
   ``FLEET_TIERS``, ``assert_empty_shared_tier_is_plain``, ``assert_one_instance_is_single_replay``;
-- process-wide state: ``in_fresh_process`` (a test body run in a new interpreter).
+- process-wide state: ``in_fresh_process`` (a test body run in a new interpreter);
+- the step loops' prefill tables: ``room_spy`` (which of ``pcs.engine.chunks._room``'s calls moved a table).
 """
 from __future__ import annotations
 
@@ -939,3 +940,20 @@ def as_sampled(curve: dict, rate: float, **more) -> dict:
     out["knee"] = {k: {**v, **{b: None for b in ("belady_hit_ratio", "belady_block_misses") if b in v}}
                    for k, v in (curve.get("knee") or {}).items()}
     return out
+
+
+def room_spy(monkeypatch) -> list:
+    """``pcs.engine.chunks._room`` wrapped for the test: the returned list gets, per call, whether it moved an
+    existing table (a growth past the reservation: True) or not (a first reservation, or room enough: False)."""
+    from pcs.engine import chunks
+
+    moved: list = []
+    real = chunks._room
+
+    def room(table, used, need, reserve=0):
+        out = real(table, used, need, reserve)
+        moved.append(table is not None and out is not table)
+        return out
+
+    monkeypatch.setattr(chunks, "_room", room)
+    return moved

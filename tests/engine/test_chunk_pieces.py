@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import MOONCAKE_CONV as MOONCAKE  # noqa: E402  (../shared/traces or $PCS_SHARED_TRACES)
-from helpers import LinearCompute, req
+from helpers import LinearCompute, req, room_spy
 from pcs import _native
 from pcs.blocks import BlockRules
 from pcs.engine import decoded, turns
@@ -126,17 +126,9 @@ def test_group_reserve_by_hand(monkeypatch):
     assert chunks._group_estimate(7, 1 << 16) == 7                             # a whole joined batch: its own
     monkeypatch.setattr(decoded, "MERGE_REQUESTS", 3)
     assert chunks._group_estimate(3, 2) == 5                                   # 3 + ceil(3 x 1 x 5 / 8) under 3 rows
-    moved = []
-    real = chunks._room
-
-    def room(table, used, need, reserve=0):
-        out = real(table, used, need, reserve)
-        moved.append(table is not None and out is not table)
-        return out
-
     # three batches of one request each (2 table entries: prompt 5, max hit 1) joined into one of 3: the first
     # reserves 2 + ceil(2 x 2 x 5 / 4) = 7 entries, so the next two (2 each) fit without a move
-    monkeypatch.setattr(chunks, "_room", room)
+    moved = room_spy(monkeypatch)
     reqs = [req([1, 2], float(i), prompt=5, out=0) for i in range(3)]
     rules, timing = BlockRules(), TimeModel(LinearCompute())
     pieces = ChunkPieces(rules, timing)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import LinearCompute, req
+from helpers import LinearCompute, req, room_spy
 from pcs.blocks import BlockRules
 from pcs.engine import chunks, decoded
 from pcs.engine.chunks import ChunkPieces, table_entries_bound
@@ -39,19 +39,6 @@ def test_the_bound_is_the_footers_block_hashes_plus_rows(tmp_path):
     assert table_entries_bound([req([1, 2], 0.0)]) == 0                    # in memory: not known
 
 
-def _room_spy(monkeypatch) -> list:
-    moved: list = []
-    real = chunks._room
-
-    def room(table, used, need, reserve=0):
-        out = real(table, used, need, reserve)
-        moved.append(table is not None and out is not table)
-        return out
-
-    monkeypatch.setattr(chunks, "_room", room)
-    return moved
-
-
 @pytest.mark.parametrize("entries, size, moves", [(0, 7, [False] * 3), (6, 6, [False] * 3),
                                                    (4, 8, [False, False, True])])
 def test_a_joined_batchs_table_is_reserved_at_most_to_the_bound(monkeypatch, entries, size, moves):
@@ -60,7 +47,7 @@ def test_a_joined_batchs_table_is_reserved_at_most_to_the_bound(monkeypatch, ent
     # (chunks._group_estimate). Bound 0 (unknown): 7. Bound 6 (the 3 rows' 2 each): 6, no move. Bound 4 (too
     # small): 4, the third piece grows it to max(2 x 4, 4 + 2) = 8 -- one move, the same values.
     monkeypatch.setattr(decoded, "MERGE_REQUESTS", 3)
-    moved = _room_spy(monkeypatch)
+    moved = room_spy(monkeypatch)
     pieces = ChunkPieces(BlockRules(), TimeModel(LinearCompute()), entries)
     batches = list(as_batches([req([1, 2], float(i), prompt=5, out=0) for i in range(3)], rows=1))
     for b in batches:
@@ -76,7 +63,7 @@ def test_the_next_joined_batch_gets_what_the_bound_leaves(monkeypatch):
     # first joined batch reserves its estimate, 7 (below 10), and fills 6; the second's first piece estimates 7
     # too, but the bound leaves 10 - 6 = 4: its table is 4 entries, exactly what r3 and r4 fill.
     monkeypatch.setattr(decoded, "MERGE_REQUESTS", 3)
-    moved = _room_spy(monkeypatch)
+    moved = room_spy(monkeypatch)
     pieces = ChunkPieces(BlockRules(), TimeModel(LinearCompute()), 10)
     for i, b in enumerate(as_batches([req([1, 2], float(i), prompt=5, out=0) for i in range(5)], rows=1)):
         pieces.add(b, i == 3)
