@@ -12,7 +12,7 @@ import pytest
 
 from helpers import LinearCompute, req, room_spy
 from pcs.blocks import BlockRules
-from pcs.engine import chunks, decoded
+from pcs.engine import decoded
 from pcs.engine.chunks import ChunkPieces, table_entries_bound
 from pcs.engine.timing import TimeModel
 from pcs.trace.batches import as_batches
