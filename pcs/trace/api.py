@@ -60,9 +60,19 @@ def _utf16_ascii(two: bytes) -> bool:
     return len(two) == 2 and (two[1] == 0 and 0x20 <= two[0] < 0x7F or two[0] == 0 and 0x20 <= two[1] < 0x7F)
 
 
+def _utf32_start(four: bytes) -> bool:
+    """Whether ``four``, a line's first four bytes, are a UTF-32 byte order mark or a printable ASCII character in
+    UTF-32 without one (``{\\x00\\x00\\x00``, ``\\x00\\x00\\x00{``). Checked before :func:`_utf16_ascii`: UTF-32
+    LE's mark starts with UTF-16 LE's, and its ASCII starts as UTF-16's does."""
+    if four in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
+        return True
+    return len(four) == 4 and (four[1:] == b"\x00\x00\x00" and 0x20 <= four[0] < 0x7F
+                               or four[:3] == b"\x00\x00\x00" and 0x20 <= four[3] < 0x7F)
+
+
 def _not_json(first: bytes, exc: Exception, name: str) -> tuple[str, str] | None:
     """Why format detection could not read the non-blank line ``first`` (bytes after any gzip layer), and whose
-    fault that is: ``"file"`` (a msgpack capture, a gzipped Parquet file, UTF-16 text), ``"line"`` (not JSON),
+    fault that is: ``"file"`` (a msgpack capture, a gzipped Parquet file, UTF-16 or UTF-32 text), ``"line"`` (not JSON),
     ``"json"`` (JSON but not UTF-8: a JSON Lines reader refuses it, so after blank lines theirs is the first
     error); ``on_error="skip"`` passes over the last two as the readers skip such a line. None for a line that
     starts as JSON (``{`` or ``[``): the caller gives the JSON readers' file:line message."""
@@ -72,6 +82,9 @@ def _not_json(first: bytes, exc: Exception, name: str) -> tuple[str, str] | None
     if first.startswith(b"PAR1"):   # a plain Parquet file was recognised before: this one was inside gzip
         return ("a gzip-compressed Parquet file: pcs reads Parquet as written (its columns are compressed "
                 "inside); gunzip it first"), "file"
+    if _utf32_start(first[:4]):
+        return ("the file looks like UTF-32 text; pcs reads text traces (JSON Lines, CSV) as UTF-8: re-encode it "
+                "(iconv -f UTF-32 -t UTF-8)"), "file"
     if first[:2] in (b"\xff\xfe", b"\xfe\xff") or _utf16_ascii(first[:2]):
         return ("the file looks like UTF-16 text; pcs reads text traces (JSON Lines, CSV) as UTF-8: re-encode it "
                 "(iconv -f UTF-16 -t UTF-8)"), "file"

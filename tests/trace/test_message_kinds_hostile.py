@@ -115,6 +115,23 @@ def test_a_utf16_csv_is_named_as_utf16_alone(tmp_path, encoding, fmt):
     assert _error(args) == f"pcs: error: {f}:1: {UTF16}"
 
 
+UTF32 = ("the file looks like UTF-32 text; pcs reads text traces (JSON Lines, CSV) as UTF-8: re-encode it "
+         "(iconv -f UTF-32 -t UTF-8)")
+
+
+# UTF-32 was named UTF-16 (its LE byte order mark starts with UTF-16 LE's, an ASCII character's first two bytes
+# are UTF-16's), and `iconv -f UTF-16` of it gives garbage: BOM FF FE 00 00 / 00 00 FE FF (Unicode 15, 23.8), or
+# '{' / 'T' as 7B 00 00 00 (LE) / 00 00 00 7B (BE)
+@pytest.mark.parametrize("encoding", ["utf-32", "utf-32-le", "utf-32-be"])
+@pytest.mark.parametrize("trace, fmt", [(AZURE_8, "azure"), (AZURE_8, None), (MOONCAKE_8, "mooncake"),
+                                        (MOONCAKE_8, None)])
+def test_utf32_text_is_named_utf32(tmp_path, encoding, trace, fmt):
+    f = tmp_path / ("u32" + trace.suffix)
+    f.write_bytes(trace.read_text().encode(encoding))
+    args = ["trace", "stats", f] + (["--trace-format", fmt] if fmt else [])
+    assert _error(args) == f"pcs: error: {f}:1: {UTF32}"
+
+
 NOT_PARQUET = "not a Parquet file (it does not start with the Parquet magic bytes PAR1)"
 
 
