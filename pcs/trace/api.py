@@ -277,9 +277,12 @@ def _reader_refusal(fmt: str, line: bytes, ln: int, name: str, block_size: int |
 def none_left(first: InputError | None, name: str, skipped: int, rows: bool, blank: int = 0) -> InputError:
     """The error of a trace read with ``on_error="skip"`` that has no request left: the first skipped non-blank
     line's error (``first``; None: no line to name, ``name`` alone), then how many were skipped, ``blank`` of them
-    blank lines (bad lines too, docs/traces.md, but their message says nothing of the others). ``rows``: Parquet,
-    whose bad rows are skipped, not lines."""
+    blank lines (bad lines too, docs/traces.md, but their message says nothing of the others); blank lines alone:
+    :data:`EMPTY_TRACE`, as a file of blank lines only. ``rows``: Parquet, whose bad rows are skipped, not lines."""
     unit = "row" if rows else "line"
+    if first is None and blank and blank == skipped:   # blank lines alone (a CSV header, then nothing else)
+        return InputError(name, None, None, f"{EMPTY_TRACE}: every line skipped was blank "
+                                            f"({format_counted(blank, 'blank line')})")
     if not blank:
         what = (f"its only {unit} was skipped as bad" if skipped == 1 else
                 f"all {format_counted(skipped, unit)} were skipped as bad, the first for this reason")

@@ -31,6 +31,7 @@ from pcs.units import ascii_int
 from pcs.trace.batches import MAX_ARRIVAL_S
 from pcs.trace.lengthonly import cell_reason, check_length
 from pcs.trace.source import display_name, iter_csv_rows
+from pcs.trace.hashids import BlankLine, blank_row
 
 __all__ = ["AZURE_HEADER", "AZURE_HEADERS", "read_azure_csv", "read_azure_rows", "parse_stamp", "stamp_ns"]
 
@@ -155,6 +156,8 @@ def _check_time(t: int | Fraction, t0: int | Fraction | None, last: int | Fracti
 
 
 def _row(row: list[str], cols: tuple, name: str, ln: int) -> tuple[int | Fraction, int, int, int]:
+    if blank_row(row):
+        raise BlankLine(name, ln)
     if len(row) != len(cols):
         raise InputError(name, ln, None, f"expected {len(cols)} columns, got {len(row)}")
     images = _count(row[1], "NumImages", name, ln) if len(cols) == 4 else 0

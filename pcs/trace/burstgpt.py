@@ -27,6 +27,7 @@ from pcs.units import ascii_float
 from pcs.trace.batches import arrival_error
 from pcs.trace.lengthonly import LengthRow, cell_reason, check_length
 from pcs.trace.source import display_name, iter_csv_rows
+from pcs.trace.hashids import BlankLine, blank_row
 
 __all__ = ["BURSTGPT_REQUIRED", "read_burstgpt_rows"]
 
@@ -92,6 +93,8 @@ def read_burstgpt_rows(path, check_order: bool = True, on_bad=None, name: str | 
             cols = _header(row, name)
             continue
         try:
+            if blank_row(row):
+                raise BlankLine(name, ln)
             if len(row) != len(cols):
                 raise InputError(name, ln, None, f"expected {len(cols)} columns, got {len(row)}")
             r = _row(row, cols, name, ln)

@@ -41,7 +41,7 @@ from pcs.trace.source import iter_chunks, iter_lines
 from pcs._dataclass import dataclass
 from pcs.units import format_counted
 
-__all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "BlankLine", "REUSE_VALUES", "SYNTH_REUSE",
+__all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "BlankLine", "blank_row", "REUSE_VALUES", "SYNTH_REUSE",
            "read_hashid_jsonl",
            "row_is_synthetic", "strict_loads", "check_hashid_line"]
 
@@ -104,10 +104,17 @@ class ReadState:
 
 
 class BlankLine(InputError):
-    """A blank (or whitespace-only) line of a JSON Lines trace: a bad line, which ``on_error="skip"`` skips."""
+    """A blank (or whitespace-only) line of a JSON Lines or CSV trace: a bad line, which ``on_error="skip"`` skips
+    (and counts apart, :class:`ReadState`)."""
 
     def __init__(self, name: str, ln: int):
         super().__init__(name, ln, None, "blank line (use on_error='skip' to skip blank lines)")
+
+
+def blank_row(row: list[str]) -> bool:
+    """Whether a CSV row (``csv.reader``'s fields) is a blank or whitespace-only line: no field, or one field of
+    whitespace alone (a CSV trace's rows have three fields or more, so a one-field row is no row of its)."""
+    return not row or (len(row) == 1 and not row[0].strip())
 
 
 _JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",

@@ -184,3 +184,28 @@ def test_parquet_skips_rows_not_lines(tmp_path):
     r = invoke("replay", p, "--on-error", "skip", "--format", "json", "-q")
     assert r.exit_code == 0, r.output
     assert "1 bad trace row was skipped (--on-error skip)" in json.loads(r.stdout)["notes"]
+
+
+BURSTGPT_4 = ROOT_FORMATS / "burstgpt1_4.csv"   # header Timestamp,Model,Request tokens,... + 4 rows
+
+
+# A CSV trace's blank (or whitespace-only) line is a blank line as a JSON Lines trace's is (docs/traces.md: a bad
+# line, skipped and counted apart under --on-error skip, never the reason named); it was "expected 3 columns, got
+# 0" and, under skip, named as the first reason ahead of the real one (review35c F5)
+@pytest.mark.parametrize("src, bad, reason", [
+    (AZURE_8, "bad,1,2", "field 'TIMESTAMP': expected 'YYYY-MM-DD HH:MM:SS[.fff][+00:00|Z]', got 'bad'"),
+    (BURSTGPT_4, "x,ChatGPT,1,1,2,Conversation log", "field 'Timestamp': must be a number of seconds, got 'x'"),
+])
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_a_csv_blank_line_is_a_blank_line(tmp_path, src, bad, reason, blank):
+    header = src.read_text().splitlines()[0]
+    f = tmp_path / "b.csv"
+    f.write_text(f"{header}\n{blank}\n{blank}\n{bad}\n")
+    assert _error(["trace", "stats", f]) == (
+        f"pcs: error: {f}:2: blank line (use --on-error skip to skip blank lines)")
+    assert _error(["trace", "stats", f, "--on-error", "skip"]) == (
+        f"pcs: error: {f}:4: {reason}; no requests left: its only non-blank line was skipped as bad, and 2 blank "
+        "lines with it (--on-error skip)")
+    f.write_text(f"{header}\n{blank}\n{blank}\n")           # blank lines alone after the header: no request at all
+    assert _error(["trace", "stats", f, "--on-error", "skip"]) == (
+        f"pcs: error: {f}: empty trace (no requests): every line skipped was blank (2 blank lines)")
