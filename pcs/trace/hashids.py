@@ -112,9 +112,10 @@ class BlankLine(InputError):
 
 
 def blank_row(row: list[str]) -> bool:
-    """Whether a CSV row (``csv.reader``'s fields) is a blank or whitespace-only line: no field, or one field of
-    whitespace alone (a CSV trace's rows have three fields or more, so a one-field row is no row of its)."""
-    return not row or (len(row) == 1 and not row[0].strip())
+    """Whether a CSV row (``csv.reader``'s fields) is a blank or whitespace-only line: no field (an empty line), or
+    one field of whitespace alone. One empty field is a quoted empty value (``""``), a row of one column: no blank
+    line."""
+    return not row or (len(row) == 1 and row[0] != "" and not row[0].strip())
 
 
 _JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",

@@ -465,9 +465,12 @@ def _record_batches(pf, name: str, rows: int, cols: list) -> Iterator:
                              f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
         read += rb.num_rows
         yield rb
-    if read != pf.metadata.num_rows:
+    md = pf.metadata
+    in_groups = sum(md.row_group(g).num_rows for g in range(md.num_row_groups))
+    if read != md.num_rows or read != in_groups:    # either count edited: pyarrow reads what the other allows
+        groups = "" if in_groups == md.num_rows else f" ({format_count(in_groups)} in its row groups)"
         raise InputError(name, None, None, f"unreadable Parquet data, the file is corrupt: its footer counts "
-                         f"{format_counted(pf.metadata.num_rows, 'row')}, its column chunks gave "
+                         f"{format_counted(md.num_rows, 'row')}{groups}, its column chunks gave "
                          f"{format_count(read)}")
 
 

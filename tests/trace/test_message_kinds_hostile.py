@@ -209,3 +209,10 @@ def test_a_csv_blank_line_is_a_blank_line(tmp_path, src, bad, reason, blank):
     f.write_text(f"{header}\n{blank}\n{blank}\n")           # blank lines alone after the header: no request at all
     assert _error(["trace", "stats", f, "--on-error", "skip"]) == (
         f"pcs: error: {f}: empty trace (no requests): every line skipped was blank (2 blank lines)")
+
+
+def test_a_quoted_empty_field_is_a_row_of_one_column_not_a_blank_line(tmp_path):
+    # '""' is one empty field (csv.reader: ['']), a row of one column; an empty line is no field at all ([])
+    f = tmp_path / "q.csv"
+    f.write_text(AZURE_8.read_text().splitlines()[0] + '\n""\n')
+    assert _error(["trace", "stats", f]) == f"pcs: error: {f}:2: expected 3 columns, got 1"

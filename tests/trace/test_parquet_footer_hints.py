@@ -48,28 +48,40 @@ def test_a_footer_without_block_hashes_says_nothing():
     assert footer_block_hashes(pf) == 0
 
 
-def _reading(rows_per_batch: list[int], footer_rows: int):
+def _reading(rows_per_batch: list[int], footer_rows: int, group_rows: list[int] | None = None):
     import pyarrow as pa
 
     batches = [pa.record_batch({"timestamp": pa.array([0.0] * n)}) for n in rows_per_batch]
-    return NS(column_paths=[("timestamp",)], num_row_groups=1, metadata=NS(num_rows=footer_rows),
+    groups = [footer_rows] if group_rows is None else group_rows
+    md = NS(num_rows=footer_rows, num_row_groups=len(groups), row_group=lambda g: NS(num_rows=groups[g]))
+    return NS(column_paths=[("timestamp",)], num_row_groups=len(groups), metadata=md,
               iter_batches=lambda *a, **k: iter(batches))
 
 
-@pytest.mark.parametrize("got, footer", [([], 600), ([4, 1], 6), ([4, 3], 6)])
-def test_rows_the_footer_counts_and_the_chunks_do_not_give_are_a_corrupt_file(got, footer):
+@pytest.mark.parametrize("got, footer, groups, said", [
+    ([], 600, None, "600 rows"),
+    ([4, 1], 6, None, "6 rows"),
+    ([4, 3], 6, None, "6 rows"),
+    # the file's row count and the chunk's value count both edited to 0, its row groups' left at 1,700: pyarrow
+    # reads none and the file's count agrees; the row groups' does not
+    ([], 0, [1000, 700], "0 rows (1,700 in its row groups)"),
+    ([], -1, [1700], "-1 rows (1,700 in its row groups)"),
+])
+def test_rows_the_footer_counts_and_the_chunks_do_not_give_are_a_corrupt_file(got, footer, groups, said):
     # a column chunk's value count edited to 0 (or a wrong row count): pyarrow yields fewer rows (none for a count
     # of 0) without an error, and the file read as "empty trace (no requests)"; the read now names the mismatch
     from pcs.errors import InputError
     from pcs.trace.parquet import _record_batches
 
     with pytest.raises(InputError) as e:
-        list(_record_batches(_reading(got, footer), "t.parquet", 4096, ["timestamp"]))
+        list(_record_batches(_reading(got, footer, groups), "t.parquet", 4096, ["timestamp"]))
     assert str(e.value) == (f"t.parquet: unreadable Parquet data, the file is corrupt: its footer counts "
-                            f"{footer} rows, its column chunks gave {sum(got)}")
+                            f"{said}, its column chunks gave {sum(got)}")
 
 
 def test_a_read_of_every_row_the_footer_counts_passes():
     from pcs.trace.parquet import _record_batches
 
     assert [b.num_rows for b in _record_batches(_reading([4, 2], 6), "t.parquet", 4096, ["timestamp"])] == [4, 2]
+    assert [b.num_rows for b in _record_batches(_reading([4, 2], 6, [3, 0, 3]), "t.parquet", 4096,
+                                                ["timestamp"])] == [4, 2]    # an empty row group among them
