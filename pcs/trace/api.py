@@ -571,6 +571,8 @@ class Trace:
             if not self.skipped:
                 raise InputError(self.name, None, None, EMPTY_TRACE)
             first = None if self.first_skipped is None else self._kind_hint(self.first_skipped)
+            if isinstance(first, _NotText):   # no text trace's bytes (UTF-16, msgpack, ...): the cause alone, as
+                raise first                   # detection gives it; the count of lines skipped only follows from it
             raise none_left(first, self.name, self.skipped, self.format == "parquet", self.blank_skipped)
 
     def _named_kind(self, batches: Iterator[RequestBatch]) -> Iterator[RequestBatch]:

@@ -216,3 +216,15 @@ def test_a_quoted_empty_field_is_a_row_of_one_column_not_a_blank_line(tmp_path):
     f = tmp_path / "q.csv"
     f.write_text(AZURE_8.read_text().splitlines()[0] + '\n""\n')
     assert _error(["trace", "stats", f]) == f"pcs: error: {f}:2: expected 3 columns, got 1"
+
+
+# Bytes that are no text trace's under a named format and --on-error skip: the cause alone, as without
+# --trace-format; it ended "...; no requests left: all 9 lines were skipped as bad, the first for this reason", a
+# per-line ending for a whole-file cause (review35c F9)
+@pytest.mark.parametrize("encoding, cause", [("utf-16-le", UTF16), ("utf-32-le", UTF32)])
+@pytest.mark.parametrize("fmt", ["mooncake", None])
+def test_a_whole_file_cause_under_skip_is_the_cause_alone(tmp_path, encoding, cause, fmt):
+    f = tmp_path / "u.jsonl"
+    f.write_bytes(MOONCAKE_8.read_text().encode(encoding))
+    args = ["trace", "stats", f, "--on-error", "skip"] + (["--trace-format", fmt] if fmt else [])
+    assert _error(args) == f"pcs: error: {f}:1: {cause}"
