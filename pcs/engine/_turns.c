@@ -8,7 +8,8 @@
  * p_B >= p + o is A's next turn, and A's decode blocks are B's ids at positions f .. min((p + o - 1) // bs,
  * B's cacheable blocks) - 1. B first resolves, then registers (a request is never its own next turn).
  *
- * State: an open-addressing table (linear probing, splitmix64, load <= 0.5, grown by doubling) from key
+ * State: an open-addressing table (linear probing, splitmix64, load <= 0.5, made large enough for a key per request
+ * before each batch, or at the first batch for a size hint, py_new; huge pages from 4 MB on, as the heaps) from key
  * (id, f) to a min-heap of waiting requests ordered on (p + o, request index); a resolved request leaves its
  * heap, emptied heaps stay (as the reference's dict). A 2^22-bit filter of the keys' hashes (512 KB, set on
  * registering, never cleared) skips the table probe for the positions that hold no key (most of them). Before
@@ -46,6 +47,7 @@ typedef struct {
     int any_negative;                                        /* a request with output < 0 registered */
     uint64_t *ids_bits; uint64_t ids_cap;                    /* bit id: some key holds id (ids < ids_cap) */
     int ids_over;                                            /* some key's id did not fit the bitmap */
+    int64_t hint;                                            /* requests to reserve for at the first walk (py_new) */
 } turns_t;
 
 static int vec_push(vec_t *v, const void *src, int64_t k, size_t item) {   /* k items of item bytes */
@@ -109,10 +111,11 @@ static slot_t *tn_slot(turns_t *t, uint64_t id, int64_t f, uint64_t hash) {
     }
 }
 
-static int tn_grow(turns_t *t) {
-    int64_t old = t->mask + 1, size = old * 2;
+/* The key table moved to `size` slots (a power of two, larger than now), every key rehashed; -1 on no memory. */
+static int tn_resize(turns_t *t, int64_t size) {
+    int64_t old = t->mask + 1;
     slot_t *prev = t->slots;
-    t->slots = (slot_t *)malloc((size_t)size * sizeof(slot_t));
+    t->slots = (slot_t *)big_alloc((size_t)size * sizeof(slot_t), 0);   /* huge pages from 4 MB on */
     if (!t->slots) { t->slots = prev; return -1; }
     for (int64_t i = 0; i < size; i++) t->slots[i].heap = -1;
     t->mask = size - 1;
@@ -182,21 +185,42 @@ static inline int tn_id_maybe(const turns_t *t, uint64_t id) {
     return id < t->ids_cap ? (int)(t->ids_bits[id >> 6] >> (id & 63) & 1) : t->ids_over;
 }
 
+/* Room for cap heaps (> capheaps): realloc'd below 4 MB (a large block is moved by remapping, not copied); from
+ * 4 MB on a new array on huge pages (big_alloc: a page fault per 2 MB instead of per 4 KB) the heaps are copied
+ * into. */
+static int tn_heaps_room(turns_t *t, int64_t cap) {
+    size_t bytes = (size_t)cap * sizeof(heap_t);
+    heap_t *hs = (heap_t *)(bytes < ((size_t)4 << 20) ? realloc(t->heaps, bytes) : big_alloc(bytes, 0));
+    if (!hs) return -1;
+    if (bytes >= ((size_t)4 << 20)) {
+        if (t->nheaps) memcpy(hs, t->heaps, (size_t)t->nheaps * sizeof(heap_t));
+        free(t->heaps);
+    }
+    t->heaps = hs; t->capheaps = cap;
+    return 0;
+}
+
+/* Room for `keys` keys before a batch: the table made large enough at once (load <= 0.5; one move instead of a
+ * doubling each), and at the first walk with a size hint (py_new) the heaps reserved for it too. -1 on no memory. */
+static int tn_reserve(turns_t *t, int64_t keys) {
+    int64_t hint = t->hint, size = t->mask + 1;
+    t->hint = 0;
+    if (keys < hint) keys = hint;
+    while (2 * keys > size) size *= 2;
+    if (size > t->mask + 1 && tn_resize(t, size) < 0) return -1;
+    return hint > t->capheaps ? tn_heaps_room(t, hint) : 0;
+}
+
 /* Request a waits under key (id, f) until a next turn holds p_B >= s. */
 static int tn_register(turns_t *t, uint64_t id, int64_t f, entry_t x) {
-    if (2 * (t->used + 1) > t->mask + 1 && tn_grow(t) < 0) return -1;
+    if (2 * (t->used + 1) > t->mask + 1 && tn_resize(t, 2 * (t->mask + 1)) < 0) return -1;
     if (tn_mark_id(t, id) < 0) return -1;
     if (id > t->max_key) t->max_key = id;
     uint64_t hash = turn_hash(id, f), bit = hash >> (64 - FILTER_BITS);
     t->filter[bit >> 6] |= (uint64_t)1 << (bit & 63);
     slot_t *s = tn_slot(t, id, f, hash);
     if (s->heap < 0) {
-        if (t->nheaps == t->capheaps) {
-            int64_t cap = t->capheaps ? t->capheaps * 2 : 1024;
-            heap_t *hs = (heap_t *)realloc(t->heaps, (size_t)cap * sizeof(heap_t));
-            if (!hs) return -1;
-            t->heaps = hs; t->capheaps = cap;
-        }
+        if (t->nheaps == t->capheaps && tn_heaps_room(t, t->capheaps ? t->capheaps * 2 : 1024) < 0) return -1;
         t->heaps[t->nheaps] = (heap_t){NULL, 0, 0, {0, 0}};
         s->id = id; s->f = f; s->heap = t->nheaps++;
         t->used++;
@@ -266,9 +290,18 @@ static int tn_resolve(turns_t *t, const uint64_t *b, int64_t nh, int64_t p_b, in
 
 static void tn_capsule_free(PyObject *cap) { tn_free((turns_t *)PyCapsule_GetPointer(cap, "pcs.engine._turns.state")); }
 
+#define TN_HINT_MAX ((int64_t)1 << 20)   /* the most requests a size hint reserves a key for (a footer's count) */
+
+/* new(requests=0): the empty state; ``requests``: a size hint (the trace's requests, from a Parquet footer; at most
+ * TN_HINT_MAX taken): the first walk (on the walk's thread, not the caller's) makes the key table for that many keys
+ * and reserves their heaps at once (tn_reserve), instead of doubling from 1024 slots batch after batch. A hint only:
+ * the table still grows past it, and a wrong count changes no result. */
 static PyObject *py_new(PyObject *self, PyObject *args) {
+    long long hint = 0;
+    if (!PyArg_ParseTuple(args, "|L", &hint)) return NULL;
     turns_t *t = (turns_t *)calloc(1, sizeof(turns_t));
     if (!t) return PyErr_NoMemory();
+    t->hint = hint < 0 ? 0 : hint > TN_HINT_MAX ? TN_HINT_MAX : hint;
     t->mask = 1023;
     t->slots = (slot_t *)malloc(1024 * sizeof(slot_t));
     t->filter = (uint64_t *)calloc((size_t)1 << (FILTER_BITS - 6), sizeof(uint64_t));
@@ -282,8 +315,7 @@ static PyObject *py_new(PyObject *self, PyObject *args) {
 static int tn_batch(turns_t *t, int64_t first, int64_t bs, const uint64_t *h, const int64_t *off, const int64_t *p,
                     const int64_t *o, int64_t m) {
     if (first + m > t->requests) t->requests = first + m;
-    while (2 * (t->used + m) > t->mask + 1)   /* room for a key per request: the table grown while it is emptier */
-        if (tn_grow(t) < 0) return -1;
+    if (tn_reserve(t, t->used + m) < 0) return -1;   /* room for a key per request: grown while it is emptier */
     for (int64_t r = 0; r < m; r++) {
         int64_t nh = off[r + 1] - off[r], f = p[r] / bs, cacheable = f < nh ? f : nh;
         const uint64_t *b = h + off[r];
@@ -365,7 +397,7 @@ static PyObject *py_result(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"new", py_new, METH_NOARGS, "new() -> the empty state of a next-turn search"},
+    {"new", py_new, METH_VARARGS, "new(requests=0) -> the empty state of a next-turn search (requests: a size hint)"},
     {"walk", py_walk, METH_VARARGS, "walk(state, first, block_size, hashes, offsets, prompt, output): one batch"},
     {"result", py_result, METH_VARARGS, "result(state) -> (index, starts, ids, pairs): the resolutions so far, by request"},
     {NULL, NULL, 0, NULL}};

@@ -81,10 +81,10 @@ def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str,
     if step is not None and timing == "modeled" and step.config.cache_decode_blocks is not False:
         from pcs import _native
         from pcs.engine.chunks import ChunkPieces, table_entries_bound
-        from pcs.engine.turns import TurnWalk
+        from pcs.engine.turns import TurnWalk, requests_hint
 
         if _native.resolve(native, "turns") == "c":
-            walk = TurnWalk(threads_wanted())
+            walk = TurnWalk(threads_wanted(), requests_hint(source))
             pieces = None if time_model is None else ChunkPieces(rules, time_model, table_entries_bound(source))
     return Decoded(source, walk, pieces, ahead=walk is not None and threads_wanted(), meanwhile=meanwhile,
                    keep_worker=keep_worker)

@@ -32,7 +32,7 @@ import numpy as np
 
 from pcs.trace.batches import as_batches
 
-__all__ = ["DecodeBlocks", "TurnWalk", "decode_blocks", "decode_blocks_python", "DETECT_SHARE"]
+__all__ = ["DecodeBlocks", "TurnWalk", "decode_blocks", "decode_blocks_python", "requests_hint", "DETECT_SHARE"]
 
 #: Share of requests with a next turn above which decode blocks are cached by default.
 DETECT_SHARE = 0.01
@@ -166,12 +166,18 @@ class TurnWalk:
     A batch is read, never written. :meth:`close` (also done by :meth:`result`) waits for a walk in flight and ends
     the worker, on every path (an error or Ctrl-C in the reader): no thread is left behind.
 
+    ``requests``: a size hint, the requests the trace holds (:func:`requests_hint`; 0: unknown): the first walk
+    makes the search's key table for that many keys at once, instead of doubling it batch after batch (each doubling
+    a new table whose pages fault in and every key rehashed: docs/performance.md, "The next-turn walk from
+    Parquet: read-bound, its key table sized from the footer ..." (2026-12-05)); a hint only, no result depends on
+    it.
+
     Raises:
         RuntimeError: the compiled twin is not built (:func:`pcs._native.module`; an install fault, not input).
         MemoryError: a walk ran out of memory (raised by the next :meth:`add` or by :meth:`result`).
     """
 
-    def __init__(self, threaded: bool) -> None:
+    def __init__(self, threaded: bool, requests: int = 0) -> None:
         import threading
 
         from pcs import _native
@@ -180,7 +186,7 @@ class TurnWalk:
         self._tn = _native.module("turns")
         if self._tn is None:
             raise RuntimeError(f"the compiled {_native.TWINS['turns']} is not built")
-        self._state, self._n, self._side = self._tn.new(), 0, Beside(threaded)
+        self._state, self._n, self._side = self._tn.new(int(requests)), 0, Beside(threaded)
         self._kept = False                       # the worker left idle by result(keep=True), not yet taken
         self._pending: list = []                 # batches added while the worker was busy, in order
         self._running = False                    # a call handed to the worker and not joined
@@ -277,6 +283,17 @@ class TurnWalk:
         """Wait for a walk in flight (its outcome dropped) and end the worker thread (none once taken)."""
         if self._side is not None:
             self._side.close()
+
+
+def requests_hint(source: Any) -> int:
+    """The requests of ``source`` as a Parquet trace's footer counted them when it was opened
+    (:attr:`pcs.trace.Trace.parquet_rows`), else 0 (unknown: another format, a source in memory, a footer that
+    cannot say): :class:`TurnWalk`'s size hint. The compiled search takes at most 2**20 of it, so a footer that
+    overstates its rows makes at most a table of 2**21 slots (48 MB) ahead of the keys."""
+    rows = getattr(source, "parquet_rows", None)
+    if not rows or getattr(source, "format", None) != "parquet":
+        return 0
+    return int(rows)
 
 
 def decode_blocks_python(source: Any) -> DecodeBlocks:

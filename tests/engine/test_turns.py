@@ -275,3 +275,78 @@ def test_batches_added_while_the_worker_walks_are_walked_in_its_call():
     assert walked == [0, 1, 2, 3, 4]
     dec = walk.result()
     assert dec.hashes == {3: [1, 2, 3, 4]} and dec.pairs == 2 and dec.requests == 5
+
+
+@pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
+@settings(max_examples=60, deadline=None)
+@given(traces(max_requests=30), st.integers(1, 7), st.sampled_from([0, 1, 3, 30, 1025, 5000, -7]), st.data())
+def test_a_size_hint_changes_no_result(reqs, rows, hint, data):
+    # the requests hint (TurnWalk(requests=...)) only sizes the key table and the heaps at the first walk: below the
+    # trace's requests (the table then grows past it), above them (1025, 5000: heaps reserved ahead), none or
+    # negative (0, -7: not known), the outcome is the rule's (next_turns_by_the_rule), batches of 1-7 requests
+    reqs = [req(r.block_hashes.tolist(), r.arrival_s, prompt=r.prompt_tokens,
+                out=data.draw(st.integers(0, 12)), bs=r.block_size) for r in reqs]
+    want_hashes, want_pairs = next_turns_by_the_rule(reqs)
+    walk = turns.TurnWalk(False, requests=hint)
+    for b in as_batches(reqs, rows=rows):
+        walk.add(b)
+    dec = walk.result()
+    assert (dec.hashes, dec.pairs, dec.requests) == (want_hashes, want_pairs, len(reqs))
+
+
+@pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+@pytest.mark.parametrize("hint", [12031, 1500, 1 << 40])
+def test_a_size_hint_on_mooncake_equals_the_reference(hint):
+    # the trace's own count (12,031 requests), a smaller one (the table grows past it, with the heaps reserved for
+    # 1,500 keys) and a footer's absurd count (2**40: taken as at most 2**20, a 48 MB table, no MemoryError)
+    from pcs.engine.decoded import Decoded
+    from pcs.trace import open_trace
+
+    src = Decoded(open_trace(str(MOONCAKE)))
+    walk = turns.TurnWalk(False, requests=hint)
+    for b in src.batches:
+        walk.add(b)
+    c, py = walk.result(), turns.decode_blocks(src, "python")
+    assert (c.pairs, c.requests) == (py.pairs, py.requests) == (c.pairs, 12031) and c.pairs > 0
+    assert np.array_equal(c.index, py.index) and np.array_equal(c.starts, py.starts) and np.array_equal(c.ids, py.ids)
+
+
+def test_the_requests_hint_is_a_parquet_footers_rows(tmp_path):
+    # requests_hint: a Parquet trace's rows as its footer counts them (2 here: the file written below), else 0
+    import pcs
+    from pcs.trace.convert import convert
+
+    src = tmp_path / "two.jsonl"
+    src.write_text('{"timestamp": 0, "input_length": 1536, "output_length": 1, "hash_ids": [1, 2, 3]}\n'
+                   '{"timestamp": 1, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}\n')
+    convert(pcs.open_trace(src), tmp_path / "two.parquet")
+    assert turns.requests_hint(pcs.open_trace(tmp_path / "two.parquet")) == 2
+    assert turns.requests_hint(pcs.open_trace(src)) == 0                    # JSONL: not known before the read
+    assert turns.requests_hint(str(src)) == 0 and turns.requests_hint([req([1, 2], 0.0)]) == 0
+
+
+@pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
+def test_a_replay_of_parquet_hands_the_walk_its_footers_rows(tmp_path, monkeypatch):
+    # the default-like two-tier replay (step scheduler, modeled) of a Parquet trace walks with the footer's rows as
+    # its hint (3 rows written here), of the same trace as JSONL with none; the outcome is the same either way
+    import pcs
+    from pcs.trace.convert import convert
+
+    src = tmp_path / "three.jsonl"
+    src.write_text('{"timestamp": 0, "input_length": 1536, "output_length": 600, "hash_ids": [1, 2, 3]}\n'
+                   '{"timestamp": 1, "input_length": 2560, "output_length": 1, "hash_ids": [1, 2, 3, 4, 5]}\n'
+                   '{"timestamp": 2, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}\n')
+    convert(pcs.open_trace(src), tmp_path / "three.parquet")
+    seen, init = [], turns.TurnWalk.__init__
+
+    def spy(self, threaded, requests=0):
+        seen.append(requests)
+        init(self, threaded, requests)
+
+    monkeypatch.setattr(turns.TurnWalk, "__init__", spy)
+    kw = dict(tiers=["gpu=16384blocks", "cpu=65536blocks"], policy="lru")
+    a, b = pcs.replay(str(tmp_path / "three.parquet"), **kw), pcs.replay(str(src), **kw)
+    assert seen == [3, 0]
+    cols = [c for c in a.requests.column_names if c != "tpot_s"]       # tpot_s: NaN for one-token outputs
+    assert a.requests.select(cols).equals(b.requests.select(cols)) and a.summary.hit_ratio == b.summary.hit_ratio
