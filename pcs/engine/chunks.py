@@ -151,6 +151,12 @@ class ChunkPieces:
     rest). The chunks are those of :func:`iter_chunks` over the joined batches, value for value: every row's
     columns and table entries depend on that row alone, and joining the batches only renumbers the table's offsets.
 
+    Only the first :attr:`groups_ahead` joined batches are made in pieces: the step loops' first feed needs no
+    other, and a later joined batch's chunk is made whole from it (:func:`_from_columns`, the same values) by
+    :meth:`take` -- which :func:`pcs.engine.feed._feed` runs on its read-ahead worker while the loops run the
+    chunks before it -- off the calling thread's decode pass (docs/performance.md, "The later chunks beside the
+    first feed").
+
     Threads: the reader :meth:`queue` s each batch; :meth:`drain` makes the pieces queued, in batch order, on whichever
     thread calls it -- the next-turn search's worker after each walk (:class:`pcs.engine.turns.TurnWalk`), the caller
     once its reads are done and it would only wait for the worker (:class:`pcs.engine.decoded.Decoded`) -- one at a
@@ -172,6 +178,9 @@ class ChunkPieces:
             only a table grown by doubling.
     """
 
+    #: Joined batches whose chunks are made in pieces in the decode pass (the rest by :meth:`take`).
+    groups_ahead = 1
+
     def __init__(self, rules: BlockRules, timing: Any, entries: int = 0) -> None:
         import threading
         from collections import deque
@@ -182,9 +191,18 @@ class ChunkPieces:
         self._made: dict = {}     # joined batch index -> its Chunk
         self._queued: deque = deque()     # (batch, starts, closed) queued and not yet made, in batch order
         self._lock = threading.Lock()     # held while a piece is made: one at a time, in order
+        self._opened = 0                  # joined batches begun by the batches queued
 
     def queue(self, b: Any, starts: bool = False, closed: tuple = ()) -> None:
-        """Queue batch ``b``'s piece (:meth:`add`'s arguments), made by the next :meth:`drain` on any thread."""
+        """Queue batch ``b``'s piece (:meth:`add`'s arguments), made by the next :meth:`drain` on any thread -- when
+        ``b`` is in one of the first :attr:`groups_ahead` joined batches; a later one's piece is not made (its
+        chunk is made whole from its joined batch by :meth:`take`), only the chunks it closes are queued."""
+        self._opened += bool(starts or not self._opened)
+        if self._opened > self.groups_ahead:
+            closed = tuple(c for c in closed if c[0] < self.groups_ahead)     # a later one has no pieces
+            if closed:
+                self._queued.append((None, False, closed))
+            return
         self._queued.append((b, starts, closed))
 
     def drain(self) -> None:
@@ -202,6 +220,8 @@ class ChunkPieces:
         the chunks of ``closed`` (``(index, joined batch)`` each, complete before ``b``)."""
         for g, joined in closed:
             self._made[g] = self._chunk_of(g, joined)
+        if b is None:               # only closing (:meth:`queue` of a batch past the groups made ahead)
+            return
         if starts or not self._groups:
             self._groups.append([[], None, 0])
         grp = self._groups[-1]
@@ -237,7 +257,11 @@ class ChunkPieces:
         """The chunks of the joined ``batches``, in order, each handed over once (dropped here once yielded)."""
         for g, b in enumerate(batches):
             made = self._made.pop(g, None)
-            yield made if made is not None else self._chunk_of(g, b)
+            if made is None:
+                made = self._chunk_of(g, b) if g < len(self._groups) else \
+                    _from_columns(b.first_request_id, int(b.block_size), b.arrival_s, b.prompt_tokens,
+                                  b.output_tokens, b.block_offsets, b.block_hashes, self.rules, self.timing, False)
+            yield made
 
 
 def table_entries_bound(source: Any) -> int:
@@ -258,16 +282,18 @@ RESERVE_ENTRIES = 1 << 22
 
 def _group_estimate(need: int, rows: int) -> int:
     """Table entries to reserve for a joined batch whose first piece needs ``need`` entries for ``rows`` rows: the
-    same entries per row over the most rows a joined batch holds (:data:`pcs.engine.decoded.MERGE_REQUESTS`), plus
+    same entries per row over the most rows the first joined batch holds (:func:`pcs.engine.decoded.first_cap`: only
+    the first is made in pieces, :attr:`ChunkPieces.groups_ahead`; a later one's estimate errs on the small side), plus
     a quarter, at most :data:`RESERVE_ENTRIES` (one very long request must not reserve its length times a joined
     batch's rows: tests/engine/test_long_request_memory.py) and never less than ``need``; so that the pieces after
     it rarely move the table (a move copies every entry written). Only the pages the entries fill become resident
     (the rest of ``numpy.empty``'s allocation is address space)."""
-    from pcs.engine.decoded import MERGE_REQUESTS
+    from pcs.engine.decoded import first_cap
 
-    if rows <= 0 or rows >= MERGE_REQUESTS:
+    most = first_cap()
+    if rows <= 0 or rows >= most:
         return need
-    return max(need, min(RESERVE_ENTRIES, need + -(-need * (MERGE_REQUESTS - rows) * 5 // (4 * rows))))
+    return max(need, min(RESERVE_ENTRIES, need + -(-need * (most - rows) * 5 // (4 * rows))))
 
 
 def _room(table: np.ndarray | None, used: int, need: int, reserve: int = 0) -> np.ndarray:

@@ -23,8 +23,9 @@ worker waited for the GIL between its decodes while the calling thread made the 
 The step scheduler's next-turn search (:mod:`pcs.engine.turns`) may walk each batch as it is read
 (``Decoded(source, turns)``, :class:`pcs.engine.turns.TurnWalk`): on a worker thread while the caller decodes the
 next chunk, so the search is done when the decode is. The step loops' chunk pieces
-(:class:`pcs.engine.chunks.ChunkPieces`) are made on that worker after each walk and, once the reads are done, by
-the caller too instead of waiting for the worker (a Parquet trace is read faster than it is walked).
+(:class:`pcs.engine.chunks.ChunkPieces`) of the first joined batch are made on that worker after each walk and,
+once the reads are done, by the caller too instead of waiting for the worker (a Parquet trace is read faster than
+it is walked); a later joined batch's chunk is made whole when it is taken, off the decode pass.
 
 Memory: the decoded trace -- 8 B per block hash plus 32 B per request
 (arrival, prompt, output, offset) -- for as long as the replay runs; while joining, one joined batch more.
@@ -41,10 +42,17 @@ __all__ = ["Decoded", "MERGE_REQUESTS"]
 #: Requests per joined batch (:func:`_joined`); the Parquet reader's row-group batches are this size already.
 MERGE_REQUESTS = 1 << 16
 
+#: Requests in the first joined batch at most (and at most :data:`MERGE_REQUESTS`): the step loops' first chunk, the
+#: one whose pieces the decode pass makes (:class:`pcs.engine.chunks.ChunkPieces`); the later chunks are made while
+#: the loops run the ones before, so a smaller first one takes work off the decode pass (docs/performance.md, "The
+#: later chunks beside the first feed"). A batch read larger (a Parquet row group) stays as it is.
+FIRST_MERGE_REQUESTS = 1 << 15
+
 
 def _joined(batches: Iterator, each: Callable[..., None] | None = None) -> list:
     """``batches`` in order, consecutive ones joined while together they hold at most :data:`MERGE_REQUESTS`
-    requests (a batch already that large stays as it is); each joined batch keeps its first request's id.
+    requests -- the first joined batch at most :data:`FIRST_MERGE_REQUESTS` -- (a batch already that large stays as
+    it is); each joined batch keeps its first request's id.
     ``each``: called with every batch as read, before it is joined (the next-turn search, :class:`Decoded`),
     whether it begins a new joined batch, and the joined batches made since its previous call
     (``(index, joined batch)`` each)."""
@@ -53,7 +61,7 @@ def _joined(batches: Iterator, each: Callable[..., None] | None = None) -> list:
     closed: list = []
     rows = 0
     for b in batches:
-        starts = bool(group) and rows + len(b) > MERGE_REQUESTS
+        starts = bool(group) and rows + len(b) > (MERGE_REQUESTS if out else first_cap())
         if each is not None:
             each(b, starts, tuple(closed))
             closed.clear()
@@ -66,6 +74,11 @@ def _joined(batches: Iterator, each: Callable[..., None] | None = None) -> list:
     if group:
         out.append(_join(group))
     return out
+
+
+def first_cap() -> int:
+    """The most requests the first joined batch holds (:data:`FIRST_MERGE_REQUESTS`, at most :data:`MERGE_REQUESTS`)."""
+    return min(FIRST_MERGE_REQUESTS, MERGE_REQUESTS)
 
 
 def _from_file(source: Any) -> bool:

@@ -25,7 +25,8 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
           first: Callable[[], None] | None = None) -> None:
     """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler);
     with ``passes`` the chunks are made once for the runs of the replay (the same time model); a decoded trace
-    whose chunks were made in the decode pass (:meth:`pcs.engine.decoded.Decoded.made_chunks`) hands them over.
+    whose chunks were made in the decode pass (:meth:`pcs.engine.decoded.Decoded.made_chunks`) hands them over --
+    its first joined batch's made there, the others made whole as they are taken (on the read-ahead worker below).
     ``side``: one more engine, fed each chunk through ``beside`` (on a worker thread) while the others are fed
     and the next chunk is made (the side's feeds stay in chunk order: each is joined before the next starts).
     Without ``passes``, when every engine's loop releases the GIL, the next chunk is made on a worker thread while
@@ -68,9 +69,10 @@ def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str,
     """``source`` decoded once when more than one pass reads it (an event-loop plan), else as it is. When the
     step scheduler will need the next-turn search (:func:`_resolve_step`) and it runs compiled, the search walks
     each batch as it is decoded, on a worker thread (:class:`pcs.engine.turns.TurnWalk`; the decoded trace's
-    ``next_turns``), instead of a pass of its own after the decode; and the step loops' chunks are made from each
-    batch as it is read (:class:`pcs.engine.chunks.ChunkPieces`, taken by :func:`_feed`), so the loops start on
-    chunks already made. With threads (:func:`pcs.beside.threads_wanted`) a trace file is read on a worker of its
+    ``next_turns``), instead of a pass of its own after the decode; and the step loops' first chunk is made from
+    each batch as it is read (:class:`pcs.engine.chunks.ChunkPieces`, taken by :func:`_feed`), so the loops start on
+    a chunk already made (the later chunks are made whole by :func:`_feed`'s read-ahead worker while the loops run
+    the ones before: ``ChunkPieces.groups_ahead``). With threads (:func:`pcs.beside.threads_wanted`) a trace file is read on a worker of its
     own and the calling thread makes the pieces meanwhile (``Decoded(..., ahead=True)``). ``meanwhile``: called with
     the trace's block hashes while the walk finishes its last batch (``Decoded``'s; a
     :class:`pcs.engine.loops.HierarchyAhead`). ``keep_worker``: the walk's worker thread kept idle for the caller

@@ -108,22 +108,46 @@ class _Recorded(ChunkPieces):
 @needs_turns
 def test_pieces_made_by_the_caller_while_the_worker_walks(monkeypatch):
     # the worker is held before its first walk, so every piece waits in the queue when the reads are done: the
-    # caller makes all three, in order, and the chunks are the hand-worked ones above
+    # caller makes them, in order -- the first joined batch's piece, then its chunk once the second joined batch
+    # begins (the second's pieces are not made in the decode: ChunkPieces.groups_ahead) -- and the chunks are the
+    # hand-worked ones above
     monkeypatch.setattr(decoded, "MERGE_REQUESTS", 3)
     rules, timing, go = BlockRules(), TimeModel(LinearCompute()), threading.Event()
-    pieces = _Recorded(rules, timing, go, 3)
+    pieces = _Recorded(rules, timing, go, 2)
     src = Decoded(_Batches(list(as_batches(HAND_REQS, rows=2))), _HeldWalk(go), pieces)
-    assert pieces.threads == [threading.current_thread()] * 3
+    assert pieces.threads == [threading.current_thread()] * 2
     _check_hand_chunks(src, rules, timing)
+
+
+@needs_turns
+@pytest.mark.parametrize("threaded", [True, False])
+def test_later_joined_batches_are_made_whole_when_taken(monkeypatch, threaded):
+    # only the first joined batch ([r0 r1]) is made in pieces in the decode: one prefill table of its 2 rows; the
+    # second ([r2 r3] + [r4]) is made whole when its chunk is taken (one table of 3 rows, not two of 2 and 1),
+    # the hand-worked values either way
+    monkeypatch.setattr(decoded, "MERGE_REQUESTS", 3)
+    rows, tables = [], TimeModel.tables
+
+    def spy(self, prompt, *a, **k):
+        rows.append(len(prompt))
+        return tables(self, prompt, *a, **k)
+
+    monkeypatch.setattr(TimeModel, "tables", spy)
+    rules, timing = BlockRules(), TimeModel(LinearCompute())
+    src = Decoded(_Batches(list(as_batches(HAND_REQS, rows=2))), turns.TurnWalk(threaded), ChunkPieces(rules, timing))
+    assert rows == [2]
+    _check_hand_chunks(src, rules, timing)
+    assert rows == [2, 3]
 
 
 def test_group_reserve_by_hand(monkeypatch):
     # a joined batch's table is reserved once for its estimated entries (the first piece's per row over the joined
     # batch's rows, plus a quarter), at most RESERVE_ENTRIES and never below what the piece needs
-    assert chunks._group_estimate(100, 10) == 100 + 100 * 65_526 * 5 // 40   # 10 per row, 65,526 rows more, x 1.25
+    # (the first joined batch's rows: at most 32,768, decoded.FIRST_MERGE_REQUESTS)
+    assert chunks._group_estimate(100, 10) == 100 + 100 * 32_758 * 5 // 40   # 10 per row, 32,758 rows more, x 1.25
     assert chunks._group_estimate(50_001, 1) == 1 << 22                        # one long request: the cap
     assert chunks._group_estimate(5_000_000, 1) == 5_000_000                   # past the cap: what it needs
-    assert chunks._group_estimate(7, 1 << 16) == 7                             # a whole joined batch: its own
+    assert chunks._group_estimate(7, 1 << 15) == 7                             # a whole first batch: its own
     monkeypatch.setattr(decoded, "MERGE_REQUESTS", 3)
     assert chunks._group_estimate(3, 2) == 5                                   # 3 + ceil(3 x 1 x 5 / 8) under 3 rows
     # three batches of one request each (2 table entries: prompt 5, max hit 1) joined into one of 3: the first

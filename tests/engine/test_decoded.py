@@ -107,6 +107,27 @@ def test_decoded_joins_small_batches_in_order(monkeypatch):
     assert d.num_block_hashes == 20
 
 
+def test_the_first_joined_batch_is_capped_apart(monkeypatch):
+    # seven batches of one request, joined up to 4 requests but the first joined batch up to 2
+    # (FIRST_MERGE_REQUESTS): 1 + 1 = 2, then 1 + 1 + 1 + 1 = 4, then the last 1 -> 2, 4, 1 requests from 0, 2, 6;
+    # a first batch read larger than the first cap (3 requests) stays whole, the next ones joined up to 4
+    from pcs.engine import decoded
+    from pcs.trace.request import RequestBatch
+
+    def batch(k: int, n: int) -> RequestBatch:
+        return RequestBatch(k, 4, np.arange(k, k + n, dtype=np.float64), np.full(n, 8), np.zeros(n, np.int64),
+                            np.arange(0, 2 * n + 1, 2, dtype=np.int64), np.arange(2 * k, 2 * (k + n), dtype=np.uint64))
+
+    monkeypatch.setattr(decoded, "MERGE_REQUESTS", 4)
+    monkeypatch.setattr(decoded, "FIRST_MERGE_REQUESTS", 2)
+    d = Decoded(_Batches([batch(k, 1) for k in range(7)]))
+    assert [len(b) for b in d.batches] == [2, 4, 1]
+    assert [b.first_request_id for b in d.batches] == [0, 2, 6]
+    assert np.concatenate([b.block_hashes for b in d.batches]).tolist() == list(range(14))
+    d = Decoded(_Batches([batch(0, 3), batch(3, 1), batch(4, 1), batch(5, 2)]))
+    assert [len(b) for b in d.batches] == [3, 4]
+
+
 def test_joined_batches_replay_as_the_chunks_read(monkeypatch):
     # the bundled sample read in ~4 KB chunks (several batches): the same summary and per-request table whether
     # Decoded joins them (the default) or keeps every chunk (MERGE_REQUESTS 1)
@@ -122,3 +143,9 @@ def test_joined_batches_replay_as_the_chunks_read(monkeypatch):
     apart = pcs.replay(None, **kw)
     assert joined.summary == apart.summary
     assert joined.requests.equals(apart.requests)
+    monkeypatch.setattr(decoded, "MERGE_REQUESTS", 1 << 16)      # a first joined batch of a few chunks, the rest
+    monkeypatch.setattr(decoded, "FIRST_MERGE_REQUESTS", 8)      # joined after it
+    assert len(Decoded(None).batches) == 2
+    capped = pcs.replay(None, **kw)
+    assert joined.summary == capped.summary
+    assert joined.requests.equals(capped.requests)

@@ -150,7 +150,7 @@ def test_chunks_are_made_ahead_only_for_loops_without_the_gil(monkeypatch):
     # free (chunks.ChunkPieces.drain; runner._decoded_once); a decoded trace of one joined batch (the sample) has
     # one chunk, which a worker would make while the calling thread waits: made in line, no read-ahead; the
     # instant-compute event loop keeps the GIL, so its chunks are made in line (a worker would only take turns)
-    from pcs.engine import decoded
+    from pcs.engine import chunks, decoded
     from pcs.engine.chunks import ChunkPieces
     from pcs.trace import source
     from pcs.engine.schedconfig import SchedulerConfig
@@ -177,9 +177,13 @@ def test_chunks_are_made_ahead_only_for_loops_without_the_gil(monkeypatch):
     _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", compute_mode="infinite", **kw)
     assert made == [True] and len(pieces) == n
     monkeypatch.setattr(source, "CHUNK_BYTES", 1 << 16)   # the 436 KiB sample read in 7 batches, none joined:
-    monkeypatch.setattr(decoded, "MERGE_REQUESTS", 1)     # 7 chunks made in the decode, the next one ahead
+    monkeypatch.setattr(decoded, "MERGE_REQUESTS", 1)     # the first chunk made in the decode (its piece, then
+    whole, from_columns = [], chunks._from_columns         # its chunk), the 6 others whole, each on the read-ahead
+    monkeypatch.setattr(chunks, "_from_columns",           # worker while the loops run the one before
+                        lambda *a: (whole.append(threading.current_thread().name), from_columns(*a))[1])
+    pieces.clear()
     _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", **kw)
-    assert made == [True, True] and len(pieces) > n
+    assert made == [True, True] and len(pieces) == 2 and whole == ["pcs-beside"] * 6
 
 
 @native
@@ -189,6 +193,18 @@ def test_an_error_making_a_chunk_ahead_is_the_one_raised(monkeypatch):
 
     _fails_with(monkeypatch, chunks, "_from_columns", "request 7: the chunk failed",
                 scheduler=SchedulerConfig(cache_decode_blocks=False))
+
+
+@native
+def test_an_error_making_a_later_chunk_whole_is_the_one_raised(monkeypatch):
+    # the sample in 7 batches, none joined: the chunks after the first are made whole on the read-ahead worker
+    # (chunks.ChunkPieces.take, chunks._from_columns) while the loops run; its error is the one raised, no worker left
+    from pcs.engine import chunks, decoded
+    from pcs.trace import source
+
+    monkeypatch.setattr(source, "CHUNK_BYTES", 1 << 16)
+    monkeypatch.setattr(decoded, "MERGE_REQUESTS", 1)
+    _fails_with(monkeypatch, chunks, "_from_columns", "request 7: the later chunk failed")
 
 
 @native
