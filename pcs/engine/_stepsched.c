@@ -1527,12 +1527,13 @@ ROWS_CLONES static int rows_bad(const int64_t *restrict off, const int64_t *rest
     return bad != 0;
 }
 
-/* a prefill row (preoff[i] .. + cap[i]) past the table's npre entries, or before it; decode offsets past nd */
+/* a prefill row (preoff[i] .. preoff[i] + cap[i], cap[i] + 1 entries) past the table's npre entries, or before it
+ * (cap[i] in [0, the hash buffer's length] by rows_bad, so npre - 1 - cap[i] does not overflow); decode offsets
+ * past nd */
 ROWS_CLONES static int pre_bad(const int64_t *restrict preoff, const int64_t *restrict cap, Py_ssize_t m,
                                int64_t npre) {
     int64_t bad = 0;
-    for (Py_ssize_t i = 0; i < m; i++)
-        bad |= (int64_t)(preoff[i] < 0) | (int64_t)((int64_t)((uint64_t)preoff[i] + (uint64_t)cap[i] + 1) > npre);
+    for (Py_ssize_t i = 0; i < m; i++) bad |= (int64_t)(preoff[i] < 0) | (int64_t)(preoff[i] > npre - 1 - cap[i]);
     return bad != 0;
 }
 

@@ -271,6 +271,7 @@ def _good_feed():
     ("cap", 1, -1),
     ("preoff", 1, 3),           # row 1's table (preoff 3, cap + 1 = 2 entries) ends past the table's 4 entries
     ("preoff", 0, -2),          # row 0's starts before the table (read out of bounds before this check)
+    ("preoff", 0, 2 ** 63 - 1),     # ... far past it: preoff + cap + 1 wraps below 0 in 64 bits (as above)
 ])
 def test_a_feed_with_offsets_out_of_its_buffers_is_refused(column, index, value):
     # the C loop reads a request's row from the feed's buffers when it reaches the queue's head, so the feed
