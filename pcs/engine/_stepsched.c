@@ -83,6 +83,7 @@ typedef struct {
     int32_t *afree, nafree;         /* free entries of apool (a stack) */
     /* clock and batch */
     double now, next_sample, last_arrival, kv_acc, kv_since;
+    double mat_arrival;             /* last_arrival as materialize reaches it (the arrivals clamped again there) */
     int64_t G, d, S, seq, fed, in_system, admitted, epochs;
     int blocked;
     /* requests */
@@ -766,8 +767,9 @@ static Py_ssize_t col_target(const Sched *s, Py_ssize_t m) {
 /* The columns are Columns (_stepcols.h: created at the first feed) of capcol rows, grown by col_target's rule with
  * col_resize: no byte of them is written when they are made or grown (array.array could only be grown by
  * copying values in: frombytes of the initial 0s and NaNs was one copy of every byte, counted one instruction a
- * byte by callgrind), and their pages are those a previous call's dead columns left resident (pcs/_kept.h). A row's values are all written by the loop itself, once each: the scratch cells and the
- * zeros of the columns that only some admissions set or that add up (row_start, at the feed), the first
+ * byte by callgrind), and their pages are those a previous call's dead columns left resident (pcs/_kept.h). A row's values are all written by the loop itself, once each: the KV-wait mark (D_WAIT, at
+ * the feed, scratch until the first admission), the zeros of the columns that only some admissions set or that
+ * add up (row_start, at the first admission), the first
  * admission's (first_columns), the finish's (finish_columns); columns() hands them out once every fed request
  * has finished, so no unwritten row is ever read. With the GIL; 0 or -1 */
 static int init_columns(Sched *s, Py_ssize_t m) {
@@ -788,8 +790,8 @@ static int init_columns(Sched *s, Py_ssize_t m) {
     return 0;
 }
 
-/* row k's cells that no admission or finish is sure to write, set when it is fed (full run; the lean run keeps no
- * such column): the bytes restored and decode blocks cached (summed over its admissions), the restore and
+/* row k's cells that no admission or finish is sure to write, set at its first admission, before its restores
+ * (full run; the lean run keeps no such column): the bytes restored and decode blocks cached (summed over its admissions), the restore and
  * link-wait seconds (its first admission's restores, when it has any), the tiers' hit tokens below the GPU
  * (first_columns writes the GPU's always, the others when a lower tier hit); 0 each, as the Python reference's
  * rows start (pcs.engine.scheduler.StepEngine) */
@@ -996,6 +998,7 @@ static inline __attribute__((always_inline)) int admit_(Sched *s, int32_t ri, co
     int got = h_start(s, r, n, cap, extra, lean);
     if (got <= 0) return got;
     Py_CLEAR(r->chain);
+    if (!lean && r->first) row_start(s, r->k);      /* before restores(): it adds to the row's restored bytes */
     AdmInfo ai;
     if (h_info(s, r, &ai, lean) < 0) return -1;
     const int64_t *th = ai.th, *rb = ai.rb;
@@ -1416,8 +1419,12 @@ static inline __attribute__((always_inline)) int new_request(Sched *s, int64_t k
     return wq_push_back(s, ri);
 }
 
-/* the first request not yet in a slot (kf) into one, last in the queue, from its feed's row; its arrival taken
- * and KV-wait mark were kept in its D_E2E / D_WAIT cells (scratch until finish_columns / first_columns) */
+/* the first request not yet in a slot (kf) into one, last in the queue, from its feed's row; its KV-wait mark was
+ * kept in its D_WAIT cell (scratch until first_columns), its arrival taken is its feed's arrival clamped again here
+ * (mat_arrival: the same running maximum feed_rows took over the same arrivals in the same order, so the same
+ * value). Nothing else of the row is written before its first admission (row_start there): a 10x Mooncake call
+ * holds ~12,500 requests fed and not admitted on average, so cells written at the feed were out of the caches
+ * again by the admission -- each of those lines brought in twice, where now once. */
 static inline __attribute__((always_inline)) int materialize(Sched *s) {
     int64_t k = s->kf;
     if (s->kpend >= 0) { PyErr_SetString(PyExc_AssertionError, "a request taken in and not admitted"); return -1; }
@@ -1435,8 +1442,11 @@ static inline __attribute__((always_inline)) int materialize(Sched *s) {
         ndh = doff[i + 1] - doff[i];
     }
     const double *pre = b[B_PRE].len ? (const double *)b[B_PRE].buf + poff[i] : NULL;
+    double a = ((const double *)b[B_ARR].buf)[i];
+    if (a < s->mat_arrival) a = s->mat_arrival;
+    s->mat_arrival = a;
     s->kf++;
-    return new_request(s, k, s->dc[D_E2E][k], s->lean ? 0.0 : s->dc[D_WAIT][k], p, ((const int64_t *)b[B_OUT].buf)[i], cache[i],
+    return new_request(s, k, a, s->lean ? 0.0 : s->dc[D_WAIT][k], p, ((const int64_t *)b[B_OUT].buf)[i], cache[i],
                        ((const int64_t *)b[B_CAP].buf)[i], hash + off[i], dh, ndh, pre);
 }
 
@@ -1486,16 +1496,51 @@ static int feed_rows(Sched *s, const Py_buffer *b, Py_ssize_t m) {
             if (s->now < a && idle(s, a) < 0) return -1;
         }
         if (a >= s->next_sample && take(s, a) < 0) return -1;
-        s->dc[D_E2E][s->fed] = a;
         if (!s->lean) {                 /* lean: no wait_s column, no in-system area */
             s->dc[D_WAIT][s->fed] = s->kv_acc + (s->kv_since > -INFINITY ? s->now - s->kv_since : 0.0);
-            row_start(s, s->fed);
             s->area_s += s->now - a;
         }
         s->fed++;
         s->in_system++;
     }
     return 0;
+}
+
+/* The row checks of check_buffers, as one flag over all rows: every condition of every row evaluated (no branch a
+ * row, so the compiler vectorizes each loop; with AVX2 four rows an instruction, where the short-circuit loop was
+ * ~28 instructions a row, ~6.7 M a 10x Mooncake call's two runs). Differences taken modulo 2^64 (no signed
+ * overflow on hostile offsets): a row whose offsets are out of range is bad by another term anyway, and in range
+ * the difference is exact. off: m + 1 entries; nh: the hash buffer's entries. */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__)
+#define ROWS_CLONES __attribute__((noinline, target_clones("avx2", "default")))
+#else
+#define ROWS_CLONES __attribute__((noinline))
+#endif
+ROWS_CLONES static int rows_bad(const int64_t *restrict off, const int64_t *restrict cache,
+                                const int64_t *restrict cap, Py_ssize_t m, int64_t nh) {
+    int64_t bad = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t span = (int64_t)((uint64_t)off[i + 1] - (uint64_t)off[i]);
+        bad |= (int64_t)(off[i] < 0) | (int64_t)(off[i + 1] > nh) | (int64_t)(cache[i] < 0)
+            | (int64_t)(cache[i] > span) | (int64_t)(cap[i] < 0) | (int64_t)(cap[i] > cache[i]);
+    }
+    return bad != 0;
+}
+
+/* a prefill row (preoff[i] .. preoff[i] + cap[i], cap[i] + 1 entries) past the table's npre entries, or before it
+ * (cap[i] in [0, the hash buffer's length] by rows_bad, so npre - 1 - cap[i] does not overflow); decode offsets
+ * past nd */
+ROWS_CLONES static int pre_bad(const int64_t *restrict preoff, const int64_t *restrict cap, Py_ssize_t m,
+                               int64_t npre) {
+    int64_t bad = 0;
+    for (Py_ssize_t i = 0; i < m; i++) bad |= (int64_t)(preoff[i] < 0) | (int64_t)(preoff[i] > npre - 1 - cap[i]);
+    return bad != 0;
+}
+
+ROWS_CLONES static int dec_bad(const int64_t *restrict decoff, Py_ssize_t m, int64_t nd) {
+    int64_t bad = 0;
+    for (Py_ssize_t i = 0; i < m; i++) bad |= (int64_t)(decoff[i + 1] > nd);
+    return bad != 0;
 }
 
 static int check_buffers(Py_buffer *b, Py_ssize_t m) {
@@ -1507,11 +1552,9 @@ static int check_buffers(Py_buffer *b, Py_ssize_t m) {
     int bad = n8[B_PROMPT] != m || n8[B_OUT] != m || n8[B_CACHE] != m || n8[B_CAP] != m || n8[B_OFF] != m + 1
         || (n8[B_PRE] && n8[B_PREOFF] != m + 1) || (n8[B_DECOFF] && n8[B_DECOFF] != m + 1);
     const int64_t *off = b[B_OFF].buf, *cache = b[B_CACHE].buf, *cap = b[B_CAP].buf;
-    for (Py_ssize_t i = 0; !bad && i < m; i++)
-        bad = off[i] < 0 || off[i + 1] > n8[B_HASH] || cache[i] < 0 || cache[i] > off[i + 1] - off[i]
-            || cap[i] < 0 || cap[i] > cache[i]
-            || (n8[B_PRE] && (((int64_t *)b[B_PREOFF].buf)[i] + cap[i] + 1 > n8[B_PRE]))
-            || (n8[B_DECOFF] && ((int64_t *)b[B_DECOFF].buf)[i + 1] > n8[B_DEC]);
+    bad = bad || rows_bad(off, cache, cap, m, n8[B_HASH])     /* cap[i] in [0, cache[i]] when not bad: pre_bad's */
+        || (n8[B_PRE] && pre_bad(b[B_PREOFF].buf, cap, m, n8[B_PRE]))
+        || (n8[B_DECOFF] && dec_bad(b[B_DECOFF].buf, m, n8[B_DEC]));
     if (bad) { PyErr_SetString(PyExc_ValueError, "feed: inconsistent column lengths or offsets"); return -1; }
     return 0;
 }
@@ -1749,7 +1792,7 @@ static int sched_init(Sched *s, PyObject *args, PyObject *kw) {
     }
     s->T = (int)T; s->budget = budget; s->max_seqs = seqs; s->max_preempt = maxp; s->layers = layers;
     s->fallback = fallback; s->last_token = last_token; s->no_cache = no_cache; s->skip = skip;
-    s->now = 0.0; s->next_sample = s->last_arrival = -INFINITY; s->kv_since = -INFINITY; s->bin_s = 1; s->kpend = -1;
+    s->now = 0.0; s->next_sample = s->last_arrival = s->mat_arrival = -INFINITY; s->kv_since = -INFINITY; s->bin_s = 1; s->kpend = -1;
     s->fmax = -INFINITY;
     Py_INCREF(take); s->take = take;
     Py_INCREF(resident); s->resident = resident;     /* before hier_methods: it checks the callback too */

@@ -198,6 +198,102 @@ def test_feeding_one_request_a_call_equals_feeding_chunks(run):
     _assert_same(_run(stepnative.NativeStepEngine, reqs, caps, cost, links, kw), one)
 
 
+
+def _run_out_of_order(cls, reqs, arrivals, cost, kw):
+    """_run's run on a GPU tier of 16 blocks, the chunks' arrivals then set to ``arrivals`` (in any order: the
+    file readers and iter_chunks refuse a decreasing one; a fleet's instance meets one, pcs/fleet/stepclock.py
+    _arrivals: the engines take it as arriving with the one before)."""
+    from pcs.cache.native import NativeHierarchy
+    from pcs.engine.chunks import Chunk, iter_chunks
+    from pcs.engine.schedconfig import SchedulerConfig
+    from pcs.engine.timing import TimeModel
+    from pcs.fleet.stepclock import _one
+
+    h = NativeHierarchy([Tier("gpu", 16, make_policy("lru", 16))], "back")
+    cfg = SchedulerConfig(max_num_batched_tokens=kw["budget"], max_num_seqs=8, restore_timeout_per_token_s=0.0)
+    lean = {"lean": kw["lean"]} if issubclass(cls, stepnative.NativeStepEngine) else {}
+    eng = cls(h, [None], [0], cost, cfg, True, None, no_cache=kw["lean"], skip=True, **lean)
+    tm = TimeModel(_Prefill(7e-6, 1e-9))            # a fleet's chunks have prefill tables
+    (c,) = iter_chunks(reqs, BlockRules(recompute_last_token=True), tm, False)
+    ch = Chunk(c.first_request_id, c.block_size, list(arrivals), c.prompt_tokens, c.output_tokens, c.cacheable,
+               c.max_hit_blocks, c.extra_blocks, c.offsets, c.block_hashes, c.prefill_s, c.prefill_offsets, c.decode_s)
+    for part in ([_one(ch, r) for r in range(len(ch))] if kw["one_by_one"] else [ch]):
+        eng.feed(part)
+    return eng, eng.close()
+
+
+@pytest.mark.parametrize("one_by_one", [False, True])
+@pytest.mark.parametrize("lean", [False, True])
+def test_an_arrival_out_of_order_is_taken_at_the_latest_one_when_it_reaches_the_queues_head(one_by_one, lean):
+    # a request arriving before the one fed ahead of it is taken as arriving then (scheduler.py StepEngine.feed):
+    # the C loop takes each request's arrival from its feed's buffer when it reaches the queue's head, clamped by
+    # the arrivals before it, across feeds (one request a call) too. By hand: arrivals 0.0, 1.0, 0.4, 0.3 are
+    # taken as 0.0, 1.0, 1.0, 1.0; a budget of 32 tokens runs one 32-token prompt a step, so requests 2 and 3 wait
+    # behind request 1 (fed, not yet in a slot); each e2e_s is its finish less the arrival taken, under 0.1 s
+    # (steps of ~1 ms; from 0.4 or 0.3 it would be ~0.6-0.7 s); finish_s (not kept by the lean no-cache run) and
+    # every other value as the Python reference's
+    from helpers import req
+    from pcs.compute import StepCost
+    from pcs.engine.scheduler import StepEngine
+
+    reqs = [req([7 * k, 7 * k + 1], 0.0, prompt=32, out=3, bs=16) for k in range(4)]
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    kw = dict(budget=32, one_by_one=one_by_one, lean=lean)
+    arrivals = (0.0, 1.0, 0.4, 0.3)
+    eng, res = _run_out_of_order(stepnative.NativeStepEngine, reqs, arrivals, cost, kw)
+    e2e = list(_values(res.columns["e2e_s"]))
+    assert all(0 < t < 0.1 for t in e2e)
+    if not lean:
+        fin = list(_values(res.columns["finish_s"]))
+        assert e2e == [f - a for f, a in zip(fin, (0.0, 1.0, 1.0, 1.0))]
+        assert fin[1] < fin[2] < fin[3]               # one prompt a step: they leave in order
+        _assert_same(_run_out_of_order(StepEngine, reqs, arrivals, cost, kw), (eng, res))
+
+
+def _good_feed():
+    """The C loop's feed columns (``_stepsched.c`` sched_feed's order) of 2 requests of 32 tokens (blocks of 16):
+    2 cacheable blocks each (ids 1, 2 and 3, 4), at most 1 hit, a prefill table of cap + 1 = 2 entries a row, no
+    decode blocks."""
+    f8, i8 = np.float64, np.int64
+    return dict(arr=np.array([0.0, 0.5], f8), prompt=np.array([32, 32], i8), out=np.array([3, 3], i8),
+                cache=np.array([2, 2], i8), cap=np.array([1, 1], i8), off=np.array([0, 2, 4], i8),
+                hashes=np.array([1, 2, 3, 4], np.uint64), pre=np.array([1e-3, 5e-4, 1e-3, 5e-4], f8),
+                preoff=np.array([0, 2, 4], i8), decoff=np.zeros(0, i8), dec=np.zeros(0, np.uint64))
+
+
+@pytest.mark.parametrize("column, index, value", [
+    ("off", 0, -1),             # a row's ids start before the hash buffer
+    ("off", 2, 5),              # ... end past it (4 ids)
+    ("cache", 1, 3),            # 3 cacheable blocks in a row of 2 ids
+    ("cache", 0, -1),
+    ("cap", 0, 3),              # a hit cap past the cacheable blocks
+    ("cap", 1, -1),
+    ("preoff", 1, 3),           # row 1's table (preoff 3, cap + 1 = 2 entries) ends past the table's 4 entries
+    ("preoff", 0, -2),          # row 0's starts before the table (read out of bounds before this check)
+    ("preoff", 0, 2 ** 63 - 1),     # ... far past it: preoff + cap + 1 wraps below 0 in 64 bits (as above)
+])
+def test_a_feed_with_offsets_out_of_its_buffers_is_refused(column, index, value):
+    # the C loop reads a request's row from the feed's buffers when it reaches the queue's head, so the feed
+    # checks every row's offsets and counts against the buffers' lengths first: ValueError, the loop untouched
+    # (the same loop then takes the good columns and replays both requests)
+    from pcs.cache.native import NativeHierarchy
+    from pcs.compute import StepCost
+    from pcs.engine.schedconfig import SchedulerConfig
+
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    h = NativeHierarchy([Tier("gpu", 16, make_policy("lru", 16))], "back")
+    cfg = SchedulerConfig(max_num_batched_tokens=64, max_num_seqs=8, restore_timeout_per_token_s=0.0)
+    eng = stepnative.NativeStepEngine(h, [None], [0], cost, cfg, True, None, no_cache=False, skip=True)
+    good = _good_feed()
+    bad = dict(good, **{column: good[column].copy()})
+    bad[column][index] = value
+    with pytest.raises(ValueError, match="feed: inconsistent column lengths or offsets"):
+        eng._s.feed(16, *bad.values())
+    eng._s.feed(16, *good.values())
+    assert eng._s.close() > 0.5 and eng._s.counters()["prefill_steps"] == 2
+
 #: the counters a lean no-cache run keeps (stepnative.NativeStepEngine's ``lean``), as the full run makes them
 _LEAN_COUNTERS = ("busy_s", "origin_s", "end_s", "preemptions", "steps", "prefill_steps", "stall_s", "recompute_tokens")
 
