@@ -637,6 +637,12 @@ def _join(group: list) -> _Columns:
                     None if group[0].typ is None else sum((p.typ for p in group), ()))
 
 
+#: The ids' arena on transparent huge pages (from 4 MB: ``Arena(..., huge_pages=True)``, pcs/trace/_jsonrows.cpp
+#: ``arena_alloc``): the read fills it to the end, and a page fault per 2 MB instead of per 4 KB cut the 10x
+#: Mooncake read's copy into it (docs/performance.md, "The Parquet read ahead of the walk" (2026-12-05)).
+HUGE_ARENA = True
+
+
 class _IdRoom:
     """The ids of a read's pieces, one piece after the other, in id arenas of the compiled twin
     (pcs/trace/_jsonrows.cpp ``Arena.append``): each piece's ids are a read-only view of an arena, the views of
@@ -658,7 +664,7 @@ class _IdRoom:
         at = -1 if self._arena is None else self._arena.append(ids)
         if at < 0:
             try:
-                self._arena = self._arena_type(max(ids.size, self._left, 1))
+                self._arena = self._arena_type(max(ids.size, self._left, 1), huge_pages=HUGE_ARENA)
             except MemoryError:
                 self._arena_type = None
                 return ids

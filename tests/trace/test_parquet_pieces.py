@@ -137,3 +137,35 @@ def test_a_batch_is_checked_before_the_next_piece_is_read(tmp_path, monkeypatch)
     with pytest.raises(InputError) as err:
         list(open_trace(str(path)).iter_batches(side_by_side=True))
     assert err.value.line == 2 and err.value.field == "arrival_s" and "decreases" in str(err.value)
+
+
+@needs_twin
+@pytest.mark.parametrize("n", [10, (4 << 20) // 8, (4 << 20) // 8 + 3])
+def test_an_arena_on_huge_pages_holds_the_same_ids(n):
+    # huge_pages=True: from 4 MB (524,288 ids) the buffer is 2 MB aligned and advised to use huge pages; below, as
+    # without it. Either way: the ids appended, in order, the same room
+    a = jsonrows.Arena(n, huge_pages=True)
+    assert (a.capacity, a.used) == (n, 0)
+    ids = np.arange(n - 2, dtype=np.uint64) | np.uint64(1 << 63)
+    assert a.append(np.array([5, 6], dtype=np.uint64)) == 0 and a.append(ids) == 2
+    assert a.append(np.array([1], dtype=np.uint64)) == -1 and a.used == n
+    assert np.frombuffer(a, dtype=np.uint64).tolist() == [5, 6] + ids.tolist()
+    if n * 8 >= 4 << 20:
+        assert np.frombuffer(a, dtype=np.uint64).ctypes.data % (2 << 20) == 0
+
+
+@needs_twin
+@pytest.mark.parametrize("huge", [True, False])
+def test_the_read_is_the_same_with_its_arena_on_huge_pages_or_not(tmp_path, monkeypatch, huge):
+    # 10 rows of 3 ids, ids 0..29, whatever the arena's pages
+    monkeypatch.setattr(parquet, "HUGE_ARENA", huge)
+    made, real = [], jsonrows.Arena
+
+    def spy(cap, huge_pages=False):
+        made.append(huge_pages)
+        return real(cap, huge_pages=huge_pages)
+
+    monkeypatch.setattr(jsonrows, "Arena", spy)
+    monkeypatch.setattr(parquet, "PIECE_ROWS", 2)
+    kept = list(open_trace(_write(tmp_path / "t.parquet", 10, k=3)).iter_batches(side_by_side=True))
+    assert [h for b in kept for h in b.block_hashes.tolist()] == list(range(30)) and made == [huge]
