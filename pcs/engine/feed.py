@@ -56,11 +56,19 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
         if side is not None:
             beside.join()
     except BaseException:
-        if side is not None:
-            beside.close()         # waits for the side's call, drops its outcome, ends the worker thread
-        if hasattr(chunks, "close"):
-            chunks.close()         # waits for the chunk in flight (read_ahead), ends its worker thread
+        try:
+            if side is not None:
+                beside.close()         # waits for the side's call, drops its outcome, ends the worker thread
+            if hasattr(chunks, "close"):
+                chunks.close()         # waits for the chunk in flight (read_ahead), ends its worker thread
+        finally:
+            for e in engines:          # a loop's own side worker (NativeStepEngine.settle): waited for, ended
+                getattr(e, "settle", _nothing)()
         raise
+
+
+def _nothing() -> None:
+    """An engine's ``settle`` when it has none (no worker of its own)."""
 
 
 def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str, native: str | None,

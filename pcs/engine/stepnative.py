@@ -279,6 +279,14 @@ class NativeStepEngine(StepEngine):
             self._side = Beside(True, linger=False) if threads_wanted() else None
         return self._side
 
+    def settle(self) -> None:
+        """Wait for the side worker's call still running (:meth:`_side_worker`; its outcome dropped) and end it: a
+        feed that raises (:func:`pcs.engine.feed._feed`, this loop or another, or the chunk maker) never reaches
+        :meth:`close`, and the worker copying the previous chunk's inputs must not outlive the replay's error."""
+        side, self._side = self._side, None
+        if side is not None:
+            side.close()
+
     def _side_work(self, chunk, first: bool) -> None:
         """On the side worker: ``chunk``'s input columns and ledger counts (:meth:`_feed_inputs`: nothing else reads
         them before :meth:`close`), then at the first feed the summary's warm-up, whose errors are dropped (it makes

@@ -208,6 +208,29 @@ def test_an_error_making_a_later_chunk_whole_is_the_one_raised(monkeypatch):
 
 
 @native
+def test_a_loops_side_worker_still_copying_is_ended_with_the_error(monkeypatch):
+    # the step loop's own side worker (stepnative.NativeStepEngine._side_work: the previous chunk's input columns)
+    # is still running when the next chunk fails to be made; the feed's error path waits for it and ends it
+    # (NativeStepEngine.settle), so no worker outlives the replay -- it was left running (and this test failed
+    # every time) while the slowed copy went on
+    import time
+
+    from pcs.engine import chunks, decoded
+    from pcs.trace import source
+
+    slow = stepnative.NativeStepEngine._side_work
+
+    def slowed(self, chunk, first):
+        time.sleep(0.3)
+        return slow(self, chunk, first)
+
+    monkeypatch.setattr(stepnative.NativeStepEngine, "_side_work", slowed)
+    monkeypatch.setattr(source, "CHUNK_BYTES", 1 << 16)
+    monkeypatch.setattr(decoded, "MERGE_REQUESTS", 1)
+    _fails_with(monkeypatch, chunks, "_from_columns", "request 7: the later chunk failed")
+
+
+@native
 def test_an_error_making_a_chunk_in_the_decode_is_the_one_raised(monkeypatch):
     # the chunks made in the decode (chunks.ChunkPieces): the error raised at the walk's join (made on the worker)
     # or where the calling thread makes the piece
