@@ -151,7 +151,8 @@ def _tier_options(policy_multiple: bool) -> list:
     return [
         click.option("--tier", "tiers", multiple=True,
                      help="A tier NAME=SIZE, GPU first, one per --tier (repeat it: --tier gpu=400GB --tier "
-                          "cpu=2TB): gpu=400GB, cpu=2TB, ssd=30TB or gpu=5000blocks (or 5000blk; 0 allowed; a "
+                          "cpu=2TB): gpu=400GB, cpu=2TB, ssd=30TB or gpu=5000blocks (or 5000blk; 0 allowed, but a GPU tier of 0 "
+                          "runs only with --compute infinite or --timing sequential; a "
                           "plain number is refused: 400GB or 400blocks?; a hybrid model's block is the "
                           "one pcs deploy counts, its pages x page bytes, padding included). gpu=auto (GPU tier only) "
                           "sizes it from the deployment: GPUs x (HBM x 0.9 - weights per GPU - 5 GB reserve), as pcs "

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from pcs.argcheck import INT64_MAX, check_int
 from pcs.errors import UserError
+from pcs.units import plural
 
 __all__ = ["check_tier_spec"]
 
@@ -31,7 +32,7 @@ def check_tier_spec(spec: Any, links: Mapping[str, Any] | None) -> None:
             check_int(value, f"tier {name!r}: {field}", 0, INT64_MAX)
     if spec.capacity_bytes is not None and spec.capacity_blocks is not None:
         raise UserError(f"tier {name!r}: give capacity_bytes or capacity_blocks, not both "
-                        f"({spec.capacity_bytes} B and {spec.capacity_blocks} blocks)")
+                        f"({spec.capacity_bytes} B and {spec.capacity_blocks} {plural(spec.capacity_blocks, 'block')})")
     if spec.policy is not None and not isinstance(spec.policy, str):
         raise UserError(f"tier {name!r}: policy must be a policy name (str) or None, got {spec.policy!r}")
     if spec.link is not None and links and name in links:

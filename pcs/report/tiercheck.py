@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcs.units import format_bandwidth, format_bytes, format_count
+from pcs.units import format_bandwidth, format_bytes, format_count, format_counted
 
 __all__ = ["tier_config_notes", "with_replay_notes"]
 
@@ -53,18 +53,18 @@ def _empty_note(above: dict[str, Any], tier: dict[str, Any], write_policy: str) 
     """Why a lower tier of non-zero size received no block, or None when it received some."""
     if tier["capacity_blocks"] == 0 or tier.get("written_blocks"):
         return None
-    name, unit = tier["name"], "pages" if tier.get("blocks_unit") == "page" else "blocks"
+    name, unit = tier["name"], "page" if tier.get("blocks_unit") == "page" else "block"
     if tier.get("admission") and tier.get("refused_blocks"):
-        why = (f"its admission ({tier['admission']}) refused all {format_count(tier['refused_blocks'])} "
-               f"{unit} offered to it")
+        why = (f"its admission ({tier['admission']}) refused all {format_counted(tier['refused_blocks'], unit)} "
+               f"offered to it")
     elif write_policy == "back" and not above.get("evicted_blocks"):
         why = (f"under write-back a tier gets only what the tier above evicts, and {above['name']} "
-               f"({format_bytes(above['capacity_bytes'])} = {format_count(above['capacity_blocks'])} {unit}) "
-               f"evicted none: it held every {unit[:-1]} it was given (at most "
+               f"({format_bytes(above['capacity_bytes'])} = {format_counted(above['capacity_blocks'], unit)}) "
+               f"evicted none: it held every {unit} it was given (at most "
                f"{format_count(above['resident_blocks_peak'])} at once)")
     else:
-        why = "no block reached it"
-    return f"tier {name} received no {unit[:-1]} in this run ({format_bytes(tier['capacity_bytes'])} unused): {why}"
+        why = f"no {unit} reached it"
+    return f"tier {name} received no {unit} in this run ({format_bytes(tier['capacity_bytes'])} unused): {why}"
 
 
 def _feeder(tiers: list[dict[str, Any]], i: int) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from pcs.errors import UserError
     (TierSpec("gpu", capacity_blocks=True), r"tier 'gpu': capacity_blocks must be an integer, got True"),
     (TierSpec("gpu", capacity_bytes=10**12, capacity_blocks=10), r"tier 'gpu': give capacity_bytes or "
                                                                   r"capacity_blocks, not both"),
+    (TierSpec("gpu", capacity_bytes=1000, capacity_blocks=1), r"not both \(1000 B and 1 block\)$"),
     (TierSpec(None, capacity_blocks=10), r"TierSpec name must be a non-empty str, got None"),
     (TierSpec(5, capacity_blocks=10), r"TierSpec name must be a non-empty str, got 5"),
     (TierSpec("", capacity_blocks=10), r"TierSpec name must be a non-empty str, got ''"),

@@ -90,3 +90,21 @@ def test_a_tier_below_a_size_0_tier_is_fed_by_the_tier_above_that():
     assert notes[-1].startswith("tier ssd received no block in this run (50.00 kB unused): under write-back")
     assert "gpu (100.00 kB = 100 blocks) evicted none: it held every block it was given (at most 40 at once)" \
         in notes[-1]
+
+
+def test_counts_of_one_take_the_singular():
+    # a 1-block GPU tier that held its one block and evicted none, above an empty cpu tier: "1 block", not
+    # "1 blocks"; an admission that refused the one block offered: "all 1 block"; a hybrid model's page tiers
+    # say "page" throughout
+    gpu, cpu = _tier("gpu", 1, 1, 0), _tier("cpu", 1, 0, 0, 4e11)
+    note = tier_config_notes({"tiers": [gpu, cpu], "write_policy": "back"})[-1]
+    assert note == ("tier cpu received no block in this run (1.00 kB unused): under write-back a tier gets only what "
+                    "the tier above evicts, and gpu (1.00 kB = 1 block) evicted none: it held every block it was given "
+                    "(at most 1 at once)")
+    refused = dict(cpu, admission="reuse:2", refused_blocks=1)
+    note = tier_config_notes({"tiers": [dict(gpu, evicted_blocks=1), refused], "write_policy": "back"})[-1]
+    assert note == ("tier cpu received no block in this run (1.00 kB unused): its admission (reuse:2) refused all "
+                    "1 block offered to it")
+    pages = [dict(t, blocks_unit="page") for t in (dict(gpu, capacity_blocks=2), cpu)]
+    note = tier_config_notes({"tiers": pages, "write_policy": "through"})[-1]
+    assert note == "tier cpu received no page in this run (1.00 kB unused): no page reached it"
