@@ -48,12 +48,17 @@ def test_a_footer_without_block_hashes_says_nothing():
     assert footer_block_hashes(pf) == 0
 
 
-def _reading(rows_per_batch: list[int], footer_rows: int, group_rows: list[int] | None = None):
+def _reading(rows_per_batch: list[int], footer_rows: int, group_rows: list[int] | None = None,
+             group_values: list[int] | None = None):
+    """A stand-in file: its batches as read, the file's row count, each row group's row count and the values its
+    ``timestamp`` chunk holds (default: its row count, as in a file nobody edited)."""
     import pyarrow as pa
 
     batches = [pa.record_batch({"timestamp": pa.array([0.0] * n)}) for n in rows_per_batch]
     groups = [footer_rows] if group_rows is None else group_rows
-    md = NS(num_rows=footer_rows, num_row_groups=len(groups), row_group=lambda g: NS(num_rows=groups[g]))
+    values = groups if group_values is None else group_values
+    md = NS(num_rows=footer_rows, num_row_groups=len(groups),
+            row_group=lambda g: NS(num_rows=groups[g], column=lambda j: NS(num_values=values[g])))
     return NS(column_paths=[("timestamp",)], num_row_groups=len(groups), metadata=md,
               iter_batches=lambda *a, **k: iter(batches))
 
@@ -85,3 +90,39 @@ def test_a_read_of_every_row_the_footer_counts_passes():
     assert [b.num_rows for b in _record_batches(_reading([4, 2], 6), "t.parquet", 4096, ["timestamp"])] == [4, 2]
     assert [b.num_rows for b in _record_batches(_reading([4, 2], 6, [3, 0, 3]), "t.parquet", 4096,
                                                 ["timestamp"])] == [4, 2]    # an empty row group among them
+
+
+def test_a_row_group_counting_fewer_rows_than_its_chunk_holds_is_a_corrupt_file():
+    # the file's count and one row group's lowered to agree with each other (review: a 120,310-row file read as
+    # 70,000 rows, silently): pyarrow reads the row group's count of rows, so every count agrees with the read; the
+    # row group's flat column still holds one value a row, 54,774 where the row group says 4,464
+    from pcs.errors import InputError
+    from pcs.trace.parquet import _record_batches
+
+    f = _reading([65536, 4464], 70000, [65536, 4464], [65536, 54774])
+    with pytest.raises(InputError) as e:
+        list(_record_batches(f, "t.parquet", 65536, ["timestamp"]))
+    assert str(e.value) == ("t.parquet: unreadable Parquet data, the file is corrupt: its row group 1 counts 4,464 "
+                            "rows, its column timestamp holds 54,774 values")
+    one = _reading([1], 1, [1], [2])     # counts of one in the singular
+    with pytest.raises(InputError, match="its row group 0 counts 1 row, its column timestamp holds 2 values$"):
+        list(_record_batches(one, "t.parquet", 65536, ["timestamp"]))
+
+
+def test_row_groups_of_real_files_agree_with_their_chunks(tmp_path):
+    # pyarrow's own files, row groups of 1, 3 and 7 rows and an empty one: every row group's count is its flat
+    # column's values, so the read passes and gives every row
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pcs.trace.parquet import _open, _record_batches
+
+    path = tmp_path / "t.parquet"
+    table = pa.table({"timestamp": pa.array([float(i) for i in range(11)]),
+                      "ids": pa.array([[i, i + 1] for i in range(11)], pa.list_(pa.uint64()))})
+    with pq.ParquetWriter(path, table.schema) as w:
+        for lo, hi in ((0, 1), (1, 1), (1, 4), (4, 11)):
+            w.write_table(table.slice(lo, hi - lo))
+    pf = _open(path, "t.parquet")
+    assert [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)] == [1, 0, 3, 7]
+    assert sum(b.num_rows for b in _record_batches(pf, "t.parquet", 4, ["timestamp", "ids"])) == 11
