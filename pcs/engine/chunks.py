@@ -269,11 +269,10 @@ def table_entries_bound(source: Any) -> int:
     the block hashes plus the rows a Parquet trace's footer counts (a row's max hit is at most its block hashes,
     :meth:`pcs.blocks.BlockRules.columns`), or 0 when not known (another source; a footer without the counts). A
     size hint: a wrong count changes no result."""
-    rows = getattr(source, "parquet_rows", None)
-    ids = getattr(source, "parquet_block_hashes", None)
-    if not rows or ids is None or getattr(source, "format", None) != "parquet":
-        return 0
-    return int(ids) + int(rows)
+    from pcs.engine.turns import requests_hint
+
+    rows, ids = requests_hint(source), getattr(source, "parquet_block_hashes", None)
+    return 0 if not rows or ids is None else int(ids) + rows
 
 
 #: The most table entries :func:`_group_estimate` reserves ahead of what the pieces need: 2**22 (32 MiB of address space).

@@ -63,12 +63,10 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
                 chunks.close()         # waits for the chunk in flight (read_ahead), ends its worker thread
         finally:
             for e in engines:          # a loop's own side worker (NativeStepEngine.settle): waited for, ended
-                getattr(e, "settle", _nothing)()
+                settle = getattr(e, "settle", None)
+                if settle is not None:
+                    settle()
         raise
-
-
-def _nothing() -> None:
-    """An engine's ``settle`` when it has none (no worker of its own)."""
 
 
 def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str, native: str | None,

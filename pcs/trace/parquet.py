@@ -445,7 +445,8 @@ def _record_batches(pf, name: str, rows: int, cols: list) -> Iterator:
     Raises:
         InputError: pyarrow could not read or decompress a page (``name: unreadable Parquet data ...``); the rows
             read differ from the rows the footer counts (a column chunk's value count edited or written wrong:
-            pyarrow then yields fewer rows, none for a count of 0, without an error of its own).
+            pyarrow then yields fewer rows, none for a count of 0, without an error of its own); a row group counts
+            other rows than its flat column holds values (:func:`_group_rows`).
     """
     import pyarrow as pa
 
@@ -466,36 +467,33 @@ def _record_batches(pf, name: str, rows: int, cols: list) -> Iterator:
         read += rb.num_rows
         yield rb
     md = pf.metadata
-    in_groups = sum(md.row_group(g).num_rows for g in range(md.num_row_groups))
+    in_groups, lying = _group_rows(pf, leaves)
     if read != md.num_rows or read != in_groups:    # either count edited: pyarrow reads what the other allows
         groups = "" if in_groups == md.num_rows else f" ({format_count(in_groups)} in its row groups)"
         raise InputError(name, None, None, f"unreadable Parquet data, the file is corrupt: its footer counts "
                          f"{format_counted(md.num_rows, 'row')}{groups}, its column chunks gave "
                          f"{format_count(read)}")
-    _check_group_rows(pf, name, leaves)
+    if lying is not None:
+        g, rows, column, values = lying
+        raise InputError(name, None, None, f"unreadable Parquet data, the file is corrupt: its row group {g} counts "
+                         f"{format_counted(rows, 'row')}, its column {column} holds {format_counted(values, 'value')}")
 
 
-def _check_group_rows(pf, name: str, leaves: list[int]) -> None:
-    """Each row group's row count against the values of its first flat column's chunk (a column of one value a row,
-    nulls included: the Parquet format's ``ColumnMetaData.num_values``): a file whose counts were all edited to agree
-    with each other reads as fewer rows than it holds, pyarrow taking a row group's count over its chunks' (a 120,310-row
-    file with its file count and one row group's count lowered read as 70,000 rows, silently).
-
-    Raises:
-        InputError: a row group counts other rows than its flat column holds values (``name: unreadable Parquet data,
-            the file is corrupt: its row group G counts N rows, its column C holds V values``).
-    """
+def _group_rows(pf, leaves: list[int]) -> tuple[int, tuple | None]:
+    """The rows ``pf``'s row groups count, and the first row group whose count is not the values of its first flat
+    column's chunk among ``leaves`` (a column of one value a row, nulls included: the Parquet format's
+    ``ColumnMetaData.num_values``) as ``(group, rows, column name, values)``, or None. A file whose counts were all
+    edited to agree with each other reads as fewer rows than it holds, pyarrow taking a row group's count over its
+    chunks' (a 120,310-row file with its file count and one row group's count lowered read as 70,000 rows,
+    silently); one pass over the row groups for both."""
     flat = next((j for j in leaves if len(pf.column_paths[j]) == 1), None)
-    if flat is None:
-        return
-    md = pf.metadata
+    md, total, lying = pf.metadata, 0, None
     for g in range(md.num_row_groups):
         rg = md.row_group(g)
-        values = rg.column(flat).num_values
-        if values != rg.num_rows:
-            raise InputError(name, None, None, f"unreadable Parquet data, the file is corrupt: its row group {g} "
-                             f"counts {format_counted(rg.num_rows, 'row')}, its column "
-                             f"{pf.column_paths[flat][0]} holds {format_counted(values, 'value')}")
+        total += rg.num_rows
+        if lying is None and flat is not None and rg.column(flat).num_values != rg.num_rows:
+            lying = (g, rg.num_rows, pf.column_paths[flat][0], rg.column(flat).num_values)
+    return total, lying
 
 
 def _first_null_row(col) -> int:
