@@ -403,6 +403,10 @@ def replicate_mooncake(src: Path, out_dir: Path, min_accesses: int, count: str =
                        block_size: int = 512, name: str = "replicated.jsonl") -> Replica:
     """Write ``src`` (Mooncake JSONL) k times into ``out_dir / name`` until >= ``min_accesses``.
 
+    The copies follow one another in time: copy k's ids are offset by k x the trace's id span (copies share no
+    block) and its timestamps by k x (the trace's span + :data:`COPY_GAP_MS`), so a 10x replica is ten times the
+    requests and the duration at the same load (arrival rate, requests in flight), not ten times the load.
+
     Args:
         src: Mooncake JSONL (``timestamp`` ms, ``input_length``, ``output_length``, ``hash_ids``).
         out_dir: an existing directory the caller owns (the file is written
