@@ -31,8 +31,11 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
-def _pts(x: float) -> str:
-    return f"{100 * x:+.1f}"
+def _pts(a: float, b: float) -> str:
+    """``a - b`` as the difference of the printed percentages (docs/semantics.md §12, "Printed figures add up")."""
+    from pcs.units import points_between
+
+    return points_between(a, b)
 
 
 class _InMemory:
@@ -75,10 +78,10 @@ def main() -> None:
     head = " | ".join(f"gpu {g:,} / cpu {c:,}: hit (policy gap)" for g, c in SIZES)
     print(f"| policy | {head} |\n|---|" + "---|" * len(SIZES))
     for label, got in out["rows"].items():
-        cells = " | ".join(f"{_pct(h)} ({_pts(o - h)} pts)" for h, o in zip(got, oracle))
+        cells = " | ".join(f"{_pct(h)} ({_pts(o, h)})" for h, o in zip(got, oracle))
         print(f"| {label} | {cells} |")
     print("| **belady (oracle)** | " + " | ".join(f"**{_pct(o)}**" for o in oracle) + " |")
-    print("| capacity gap: ceiling - oracle | " + " | ".join(f"{_pts(ss - o)} pts (ceiling {_pct(ss)})"
+    print("| capacity gap: ceiling - oracle | " + " | ".join(f"{_pts(ss, o)} (ceiling {_pct(ss)})"
                                                              for ss, o in zip(ceiling, oracle)) + " |")
     out.update(oracle=oracle, ceiling=ceiling)
     common.emit({"bench": "policies_table", **out})

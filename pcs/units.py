@@ -58,6 +58,11 @@ __all__ = [
     "format_count",
     "format_counted",
     "format_points",
+    "percent_units",
+    "points_units",
+    "format_point_units",
+    "points_between",
+    "split_percent",
     "plural",
     "a_or_an",
     "format_rate",
@@ -490,6 +495,71 @@ def format_points(ratio: float | None, digits: int = 1) -> str:
     if float(text) == 0.0:
         text = f"{0.0:.{digits}f}"
     return f"{text} pts"
+
+
+def percent_units(ratio: float | None, digits: int = 1) -> int | None:
+    """The figure :func:`format_percent` prints for ``ratio``, as an integer count of 10**-digits percent:
+    ``0.37349`` -> ``373`` (``37.3 %``); None for None or NaN (printed ``-``). Read from the printed text itself,
+    so a sum or difference of these is the sum or difference of what the reader sees (docs/semantics.md §12)."""
+    if ratio is None or (isinstance(ratio, float) and math.isnan(ratio)):
+        return None
+    return int(f"{100.0 * ratio:.{digits}f}".replace(".", ""))
+
+
+def points_units(ratio: float | None, digits: int = 1) -> int | None:
+    """The figure :func:`format_points` prints for a difference ``ratio``, as an integer count of 10**-digits
+    points (``-0.0004`` -> ``0``); None for None."""
+    return percent_units(ratio, digits)
+
+
+def format_point_units(units: int | None, digits: int = 1) -> str:
+    """``units`` (10**-digits points, :func:`points_units`) as :func:`format_points` prints them: ``+3.2 pts``,
+    ``0.0 pts`` for 0, ``-`` for None."""
+    if units is None:
+        return "-"
+    if units == 0:
+        return f"{0.0:.{digits}f} pts"
+    sign, mag = ("-" if units < 0 else "+"), f"{abs(units):0{digits + 1}d}"
+    return f"{sign}{mag[:-digits] + '.' + mag[-digits:] if digits else mag} pts"
+
+
+def points_between(a: float | None, b: float | None, less: float | None = None, digits: int = 1) -> str:
+    """``a - b`` in points as the reader can check it: the printed ``a`` minus the printed ``b``
+    (:func:`percent_units`), minus the printed points of ``less`` when given (a term taken out of the
+    difference and printed on its own row); ``-`` when ``a`` or ``b`` is None (0/0).
+
+    >>> points_between(0.37351, 0.37349), format_points(0.37351 - 0.37349)
+    ('+0.1 pts', '0.0 pts')
+    """
+    ua, ub = percent_units(a, digits), percent_units(b, digits)
+    if ua is None or ub is None:
+        return "-"
+    return format_point_units(ua - ub - (points_units(less, digits) or 0), digits)
+
+
+def split_percent(parts: list[float | None], total: float | None, digits: int = 1) -> list[str]:
+    """Parts of ``total`` (ratios summing to it) as percentages whose printed figures add up to the printed
+    total: largest-remainder rounding (each part floored to 10**-digits percent, the units the total's
+    rounding leaves given one each to the parts with the largest remainders, ties to the earlier part), so a
+    part may print 0.1 below its own rounding. Parts that do not sum to ``total`` within rounding, or a None
+    among them or as the total, print each rounded alone (:func:`format_percent`).
+
+    >>> split_percent([0.09454, 0.25454], 0.34908)
+    ['9.4 %', '25.5 %']
+    """
+    fallback = [format_percent(p, digits) for p in parts]
+    target = percent_units(total, digits)
+    if target is None or any(p is None or math.isnan(p) for p in parts):
+        return fallback
+    scaled = [100.0 * p * 10**digits for p in parts]
+    floors = [math.floor(x) for x in scaled]
+    left = target - sum(floors)
+    if not 0 <= left <= len(parts):
+        return fallback
+    order = sorted(range(len(parts)), key=lambda i: (-(scaled[i] - floors[i]), i))
+    for i in order[:left]:
+        floors[i] += 1
+    return [format_percent(u / 10**digits / 100.0, digits) for u in floors]
 
 
 def _scaled(value: float, units: list[tuple[float, str]], digits: int) -> str:

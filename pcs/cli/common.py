@@ -30,7 +30,7 @@ from pcs.cli.params import Choice
 from pcs.errors import BUG_REPORT, PathError, Stopped, UserError
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
-           "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals"]
+           "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals", "ignore_stop_signals"]
 
 
 class PcsUsageError(click.ClickException):
@@ -85,9 +85,39 @@ class Terminated(Stopped):
 STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
+def _stop_raised(signum: int) -> BaseException:
+    """The exception a stop signal raises: ``KeyboardInterrupt`` for SIGINT (Ctrl-C), else :class:`Terminated`."""
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+
+
+def _the_command() -> bool:
+    """Whether this is the ``pcs`` command's own process (:func:`pcs.cli.main.main` ran) and its main thread: not
+    a library caller, nor a test runner invoking a command in its own process."""
+    main = sys.modules.get("pcs.cli.main")
+    return bool(getattr(main, "COMMAND", False)) and threading.current_thread() is threading.main_thread()
+
+
+def ignore_stop_signals() -> None:
+    """The ``pcs`` command is stopping (a stop signal's exception reached :func:`user_errors`): ignore Ctrl-C and
+    the stop signals from now until the process exits, so however many more come while it removes its temporary
+    files, prints its one line and exits -- also late in the interpreter's finalisation, where Python resets its
+    handlers to the signal's default action (one then killed the process by SIGINT: exit -2) -- it ends as the
+    first one said (``pcs: interrupted``, exit 130). A no-op outside the command's process (:func:`_the_command`):
+    a library caller or test runner keeps its handlers."""
+    if _the_command():
+        for s in (signal.SIGINT, *STOP_SIGNALS):
+            signal.signal(s, signal.SIG_IGN)
+
+
 @contextlib.contextmanager
 def unwind_on_signals() -> Iterator[None]:
-    """While inside: SIGTERM / SIGHUP raise :class:`Terminated` (main thread only); the old handlers after.
+    """While inside: Ctrl-C raises ``KeyboardInterrupt`` and SIGTERM / SIGHUP :class:`Terminated`, the first
+    stop signal only (main thread only); the old handlers after -- in the ``pcs`` command's process after a stop,
+    none: every stop signal stays ignored until it exits (:func:`ignore_stop_signals`).
+
+    A second signal while the first one's exception unwinds the command is the same stop, said once: it raises
+    nothing (it cut the cleanups the first one runs: a worker's join, a temporary file's removal, or printed an
+    "Exception ignored" traceback from a finaliser, and under the old handlers ended the process by the signal).
 
     Python runs a signal handler between any two bytecodes, also inside a finaliser, a weak reference's callback
     (the import system's module locks have one) or a generator the garbage collector closes, where an exception
@@ -108,22 +138,27 @@ def unwind_on_signals() -> Iterator[None]:
 
     def stop(signum, frame):
         arrived.append(signum)
-        raise Terminated(signum)
+        if len(arrived) == 1:
+            raise _stop_raised(signum)
 
-    old = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, *STOP_SIGNALS)}
     restore = _redeliver_dropped(arrived)
     try:
         yield
         if arrived:        # raised where it arrived but dropped there (see above): the run still stops
-            raise Terminated(arrived[0])
+            raise _stop_raised(arrived[0])
     finally:
         restore()
-        for s, h in old.items():
-            signal.signal(s, h)
+        if arrived and _the_command():
+            ignore_stop_signals()
+        else:
+            for s, h in old.items():
+                signal.signal(s, h)
 
 
 def _redeliver_dropped(arrived: list[int]) -> Callable[[], None]:
-    """Install :func:`unwind_on_signals`'s quiet hook for a dropped :class:`Terminated` and its SIGALRM re-raise;
+    """Install :func:`unwind_on_signals`'s quiet hook for a dropped :class:`Terminated` (or the
+    ``KeyboardInterrupt`` of a Ctrl-C it received) and its SIGALRM re-raise;
     return the function that restores the previous hook, handler and timer (platforms without ``setitimer``: the
     hook alone, the block's end raising)."""
     previous_hook = sys.unraisablehook
@@ -131,10 +166,11 @@ def _redeliver_dropped(arrived: list[int]) -> Callable[[], None]:
 
     def again(signum, frame):
         if arrived:        # a SIGALRM from elsewhere, with no stop signal received, changes nothing
-            raise Terminated(arrived[0])
+            raise _stop_raised(arrived[0])
 
     def hook(unraisable):
-        if not isinstance(unraisable.exc_value, Terminated):
+        if not (isinstance(unraisable.exc_value, Terminated) or
+                (arrived and isinstance(unraisable.exc_value, KeyboardInterrupt))):
             return previous_hook(unraisable)
         if timer:
             signal.setitimer(signal.ITIMER_REAL, 0.001)   # raised again where it can propagate
@@ -267,9 +303,11 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
+        ignore_stop_signals()
         remove_temporary()
         raise PcsStopped(f"interrupted{_written_before_stop(WRITTEN)}", 130) from None
     except Terminated as exc:
+        ignore_stop_signals()
         remove_temporary()
         raise PcsStopped(f"terminated by {signal.Signals(exc.signum).name}{_written_before_stop(WRITTEN)}",
                          128 + exc.signum) from None

@@ -100,7 +100,7 @@ def cli() -> None:
 
     Ctrl-C (exit 130) or SIGTERM stops a command leaving each output file whole
     or absent, never partial; the line it prints names the outputs already
-    complete.
+    complete. More Ctrl-Cs while it stops change nothing.
 
     Environment (results are the same under every setting; only time moves):
     PCS_NATIVE=auto|c|python: the compiled twins or the Python references

@@ -56,6 +56,9 @@ HELD = frozenset(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if 
 _GROUP = ("cli", "COMMANDS", "SUMMARIES", "LazyGroup")
 #: True while :func:`main` holds the garbage collector off (until :func:`release_gc`).
 _gc_held = False
+#: True once :func:`main` runs: this process is the ``pcs`` command, which after a stop signal ignores every
+#: later one until it exits (:func:`pcs.cli.common.ignore_stop_signals`); False for a library or test import.
+COMMAND = False
 
 
 def _mask(how: int) -> None:
@@ -83,7 +86,8 @@ def release_gc() -> None:
 
 def main() -> None:
     """Console-script entry point: hold the stop signals and the garbage collector, load the group, run it."""
-    global _gc_held
+    global _gc_held, COMMAND
+    COMMAND = True
     if hasattr(signal, "SIG_BLOCK"):
         _mask(signal.SIG_BLOCK)
     if gc.isenabled():

@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from pcs.engine.compare import CompareResult
-from pcs.report.replay import (CEILING_LABEL, CEILING_MEANING, REAL_LABEL, WHOLE_BLOCKS_NOTE, lens_text, model_label,
-                               timing_label)
+from pcs.report.replay import (CEILING_LABEL, CEILING_MEANING, REAL_LABEL, WHOLE_BLOCKS_NOTE, gap_texts, lens_text,
+                               model_label, timing_label)
 from pcs.report.table import render_table, shown_path
 from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points
 
-__all__ = ["render_compare", "variant_notes", "capacity_text", "ROWS"]
+__all__ = ["render_compare", "variant_gap_texts", "variant_notes", "capacity_text", "ROWS"]
 
 
 def _pts(x: float) -> str:
@@ -45,10 +45,32 @@ ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
 ]
 
 
+def variant_gap_texts(v: Any) -> dict[str, str]:
+    """A compare variant's gap rows as printed, keyed by its ``gap_*`` field (``v``: a
+    :class:`pcs.engine.compare.CompareVariant` or its JSON dict): :func:`pcs.report.replay.gap_texts`, each term
+    the difference of the printed ratios; ideal and sequential, which the variant does not carry, are
+    single-sequence + block rounding and real + concurrency."""
+    get = v.get if isinstance(v, dict) else (lambda k: getattr(v, k, None))
+    ss, real, br, conc = (get(k) for k in ("single_sequence_hit_ratio", "hit_ratio", "gap_block_rounding",
+                                             "gap_concurrency"))
+    ideal = None if ss is None or br is None else ss + br
+    seq = None if real is None or conc is None else real + conc
+    texts = gap_texts(ideal, ss, seq, real, get("gap_hybrid_rules"), get("oracle_hit_ratio"))
+    return {f"gap_{k}": text for k, text in texts.items()}
+
+
+def _cell(v: Any, attr: str, fmt: Callable[[Any], str]) -> str:
+    """One variant's figure of a ROWS row; a gap row the difference of the printed ratios
+    (:func:`variant_gap_texts`); ``-`` for None."""
+    if getattr(v, attr) is None:
+        return "-"
+    return variant_gap_texts(v)[attr] if fmt is _pts else fmt(getattr(v, attr))
+
+
 def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
     first = res.variants[0].summary if res.variants else None
     timing = timing_label(res.timing, first.compute if first is not None else None)
-    body = [[label] + [fmt(getattr(v, attr)) if getattr(v, attr) is not None else "-" for v in res.variants]
+    body = [[label] + [_cell(v, attr, fmt) for v in res.variants]
             for label, attr, fmt in ROWS if any(getattr(v, attr) is not None for v in res.variants)
             or not attr.startswith(("oracle", "gap_capacity", "gap_policy", "single_sequence_with", "gap_hybrid"))]
     body[0:0] = _tier_rows(res)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from pcs.report.table import render_table, shown_path
-from pcs.units import format_bytes, format_count, format_counted, format_duration, format_percent, format_points
+from pcs.units import format_bytes, format_count, format_counted, format_duration, format_percent, points_between
 
 __all__ = ["render_fleet", "render_router_compare", "compare_title", "deployment_words"]
 
@@ -35,11 +35,6 @@ def _ratio(x: float | None) -> str | None:
     return None if x is None else f"{x:.2f}"
 
 
-def _minus(a: float | None, b: float | None = 0.0) -> float | None:
-    """``b - a`` (a loss shown as a negative step); None when either is undefined (0/0: no prompt tokens)."""
-    return None if a is None or b is None else b - a
-
-
 def _routing_rows(s: dict[str, Any]) -> list[list]:
     """With a shared tier, captured = the fleet ceiling (docs/semantics.md §17.1), so the router's split shows
     apart: the per-instance sub-trace ceilings summed, and what the shared tier's reads gave back."""
@@ -48,7 +43,7 @@ def _routing_rows(s: dict[str, Any]) -> list[list]:
         return []
     own, top = sh["routing_captured_hit_ratio"], s["gap"]["fleet_ceiling_hit_ratio"]
     return [[ROUTING_LABEL, format_percent(own),
-             f"{format_points(_minus(top, own))} split across instances; the shared tier serves "
+             f"{points_between(own, top)} split across instances; the shared tier serves "
              f"{format_percent(sh['hit_ratio'])} of prompt tokens, own-sub-trace hits included"]]
 
 
@@ -61,9 +56,9 @@ def _gap_rows(s: dict[str, Any], timing: str | None = None) -> list[list]:
         *_routing_rows(s),
         [ROUTING_LABEL if s.get("shared_tier") is None else
          "captured (shared tier: every instance reads every write)", format_percent(g["captured_hit_ratio"]),
-         f"{format_points(_minus(g['lost_to_routing']))} split across instances"],
+         f"{points_between(g['captured_hit_ratio'], g['fleet_ceiling_hit_ratio'])} split across instances"],
         ["delivered (real hits)", format_percent(g["delivered_hit_ratio"]),
-         f"{format_points(_minus(g['lost_in_instances']))} finite tiers, concurrency"],
+         f"{points_between(g['delivered_hit_ratio'], g['captured_hit_ratio'])} finite tiers, concurrency"],
         ["imbalance (max/mean requests, tokens, busy)",
          f"{s['imbalance_requests']:.2f} / {s['imbalance_prompt_tokens']:.2f} / "
          f"{_ratio(s['imbalance_busy_s']) or '-'}", ""],

@@ -129,20 +129,24 @@ def waterfall_chart(s: dict, oracle: dict | None) -> Chart | None:
     ss = s["single_sequence_hit_ratio"]
     if ss is None or s["hit_ratio"] is None:
         return None   # no prompt tokens: every ratio is 0/0 (null), nothing to draw
+    from pcs.report.replay import payload_gap_texts
+    from pcs.units import format_percent
+
     hyb = g.get("hybrid_rules") or 0.0   # a hybrid model's term, taken out of capacity and eviction (§12)
+    shown = payload_gap_texts(s)         # each gap label the difference of the printed levels, as the text report
     steps = [("ideal", 0.0, s["ideal_hit_ratio"], "level"),
-             ("block rounding", s["ideal_hit_ratio"], ss, "gap"),
+             ("block rounding", s["ideal_hit_ratio"], ss, shown["block_rounding"]),
              ("single-sequence", 0.0, ss, "level")]
     if hyb:
-        steps.append(("hybrid rules (sequential replay)", ss, ss - hyb, "gap"))
-    steps += [("capacity and eviction", ss - hyb, s["sequential_hit_ratio"], "gap"),
+        steps.append(("hybrid rules (sequential replay)", ss, ss - hyb, shown["hybrid_rules"]))
+    steps += [("capacity and eviction", ss - hyb, s["sequential_hit_ratio"], shown["capacity_eviction"]),
               ("sequential", 0.0, s["sequential_hit_ratio"], "level"),
-              ("concurrency", s["sequential_hit_ratio"], s["hit_ratio"], "gap"),
+              ("concurrency", s["sequential_hit_ratio"], s["hit_ratio"], shown["concurrency"]),
               ("real", 0.0, s["hit_ratio"], "level")]
     assert abs(s["ideal_hit_ratio"] - g["block_rounding"] - g["capacity_eviction"] - g["concurrency"] - hyb
                - s["hit_ratio"]) < 1e-9, "the gap terms sum to ideal - real (docs/semantics.md §12)"
-    rows = [{"step": n, "lo": min(a, b), "hi": max(a, b), "kind": k,
-             "label": f"{100 * b:.1f} %" if k == "level" else f"{100 * (a - b):+.1f} pts"} for n, a, b, k in steps]
+    rows = [{"step": n, "lo": min(a, b), "hi": max(a, b), "kind": "level" if k == "level" else "gap",
+             "label": format_percent(b) if k == "level" else k} for n, a, b, k in steps]
     order = [r["step"] for r in rows]
     x = {"field": "step", "type": "nominal", "sort": order, "title": None,
          "axis": {"labelAngle": 0, "labelExpr": "split(datum.label, ' ')"}}

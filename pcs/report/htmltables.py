@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from pcs.units import format_bandwidth, format_bytes, format_count, format_counted, format_duration, format_percent, tier_arg
+from pcs.units import (format_bandwidth, format_bytes, format_count, format_counted, format_duration, format_percent,
+                       format_points, tier_arg)
 from pcs.report.replay import (CEILING_LABEL, REAL_LABEL, RESTORE_TIME_NOTE, TP_NOTE, block_bytes, break_even_cells,
-                               hybrid_rows, lens_rows, model_block_pages, slot_unit, tier_rows, ttft_note)
+                               hybrid_rows, lens_rows, model_block_pages, payload_gap_texts, slot_unit, tier_rows,
+                               ttft_note)
 
 __all__ = ["MARKED_NOTE", "cell", "envelope_table", "tier_table", "hybrid_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
            "BEST"]
@@ -182,10 +184,20 @@ def compare_table(c: dict) -> dict:
         if key == "gap_hybrid_rules" and all(x is None for x in values):
             continue                                    # no hybrid model among the variants (as the text table)
         best = best_columns(values, BEST.get(key))
-        rows.append([cell(label)] + [cell(fmt(x) if x is not None else None, True, i in best)
-                                     for i, x in enumerate(values)])
+        rows.append([cell(label)] + [cell(_shown(v, key, fmt, x), True, i in best) for i, (v, x) in
+                                     enumerate(zip(vs, values))])
     return _table(f"{c['trace']} | {c['model']} | {c['timing']} timing", ["metric"] + [v["variant"] for v in vs],
                   rows, [MARKED_NOTE])
+
+
+def _shown(v: dict, key: str, fmt: Callable[[Any], str], x: Any) -> str | None:
+    """A compare variant's cell as the text table prints it: a gap row the difference of the printed ratios
+    (:func:`pcs.report.compare.variant_gap_texts`), None for a null value."""
+    from pcs.report.compare import variant_gap_texts
+
+    if x is None:
+        return None
+    return variant_gap_texts(v)[key] if key.startswith("gap_") else fmt(x)
 
 
 def _compare_tier_rows(vs: Sequence[dict]) -> list[list[dict]]:
@@ -212,18 +224,15 @@ def _compare_tier_rows(vs: Sequence[dict]) -> list[list[dict]]:
     return rows
 
 
-def _pts(x: float) -> str:
-    return f"{100.0 * x:+.1f} pts"
-
-
 #: Rows of the side-by-side table of several replay payloads: label, JSON path, formatter, better direction.
 RUN_ROWS: list[tuple[str, tuple[str, ...], Callable[[Any], str], str | None]] = [
     (REAL_LABEL, ("hit_ratio",), format_percent, "max"),
     (CEILING_LABEL, ("single_sequence_hit_ratio",), format_percent, None),
-    ("gap: block rounding", ("gap", "block_rounding"), _pts, None),
-    ("gap: capacity and eviction", ("gap", "capacity_eviction"), _pts, "min"),
-    ("gap: concurrency", ("gap", "concurrency"), _pts, "absmin"),
-    ("gap: hybrid rules", ("gap", "hybrid_rules"), _pts, None),     # hybrid models only (left out without one)
+    # the gap rows print the difference of the printed ratios (_run_cell), not format_points of the JSON value
+    ("gap: block rounding", ("gap", "block_rounding"), format_points, None),
+    ("gap: capacity and eviction", ("gap", "capacity_eviction"), format_points, "min"),
+    ("gap: concurrency", ("gap", "concurrency"), format_points, "absmin"),
+    ("gap: hybrid rules", ("gap", "hybrid_rules"), format_points, None),     # hybrid models only (left out without one)
     ("restored bytes", ("bytes", "restored"), format_bytes, None),
     ("TTFT p50", ("envelope", "ttft_p50_s"), format_duration, "min"),
     ("TTFT p99", ("envelope", "ttft_p99_s"), format_duration, "min"),
@@ -244,6 +253,14 @@ def _tier_args(s: dict) -> str:
                     for t in s["tiers"])
 
 
+def _run_cell(s: dict, path: tuple[str, ...], fmt: Callable[[Any], str], x: Any) -> str | None:
+    """A run's cell: a gap term the difference of the printed ratios (:func:`pcs.report.replay.payload_gap_texts`,
+    as the text report), None for a null value."""
+    if x is None:
+        return None
+    return payload_gap_texts(s)[path[1]] if path[0] == "gap" else fmt(x)
+
+
 def runs_table(runs: Sequence[dict]) -> dict:
     """Several replay payloads side by side (one column per run, the best cell of a row marked)."""
     rows = [[cell("tiers")] + [cell(_tier_args(s)) for s in runs]]
@@ -252,8 +269,8 @@ def runs_table(runs: Sequence[dict]) -> dict:
         if path == ("gap", "hybrid_rules") and all(x is None for x in values):
             continue
         best = best_columns(values, direction)
-        rows.append([cell(label)] + [cell(fmt(x) if x is not None else None, True, i in best)
-                                     for i, x in enumerate(values)])
+        rows.append([cell(label)] + [cell(_run_cell(s, path, fmt, x), True, i in best)
+                                     for i, (s, x) in enumerate(zip(runs, values))])
     return _table(f"{runs[0]['trace']} | {runs[0]['model']}", ["metric"] + run_labels(runs), rows, [MARKED_NOTE])
 
 

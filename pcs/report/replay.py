@@ -10,15 +10,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcs.units import format_bandwidth, format_bytes, format_count, format_counted, format_duration, format_percent, format_points
+from pcs.units import (format_bandwidth, format_bytes, format_count, format_counted, format_duration, format_percent,
+                       format_points, points_between, split_percent)
 from pcs.report.table import render_table, shown_path
 
-__all__ = ["render_replay", "engine_note", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "model_block_pages", "TIER_TITLE", "HYBRID_TIER_TITLE", "header_line", "lens_rows",
+__all__ = ["render_replay", "gap_texts", "payload_gap_texts", "engine_note", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "model_block_pages", "TIER_TITLE", "HYBRID_TIER_TITLE", "header_line", "lens_rows",
            "lens_text", "ttft_note", "REAL_LABEL", "CEILING_LABEL", "CEILING_MEANING"]
 
 
-def _pts(x: float | None) -> str:
-    return format_points(x)  # -0.0 prints as 0.0; None (0/0) as "-"
+def gap_texts(ideal: float | None, ss: float | None, seq: float | None, real: float | None,
+              hybrid: float | None = None, oracle: float | None = None) -> dict[str, str]:
+    """The gap split's terms (docs/semantics.md §12) as every report prints them, keyed as the JSON ``gap``:
+    each the difference of the printed ratios (:func:`pcs.units.points_between`), so the rows add up on screen
+    -- block_rounding = ideal - single-sequence, capacity_eviction = single-sequence - sequential - the printed
+    hybrid_rules, concurrency = sequential - real, and with an oracle capacity = single-sequence - oracle,
+    policy = oracle - real. Arguments: the ratios (0..1, None for 0/0); ``hybrid`` the hybrid rules term (a
+    ratio of prompt tokens; None: no hybrid model, no key); ``oracle`` the oracle's hit ratio (None: no keys)."""
+    out = {"block_rounding": points_between(ideal, ss), "capacity_eviction": points_between(ss, seq, hybrid),
+           "concurrency": points_between(seq, real)}
+    if hybrid is not None:
+        out["hybrid_rules"] = format_points(hybrid)
+    if oracle is not None:
+        out["capacity"], out["policy"] = points_between(ss, oracle), points_between(oracle, real)
+    return out
+
+
+def payload_gap_texts(s: dict[str, Any]) -> dict[str, str]:
+    """:func:`gap_texts` of a replay payload (its four ratios, ``gap.hybrid_rules``, ``oracle_hit_ratio``)."""
+    return gap_texts(s["ideal_hit_ratio"], s["single_sequence_hit_ratio"], s["sequential_hit_ratio"],
+                     s["hit_ratio"], (s.get("gap") or {}).get("hybrid_rules"), s.get("oracle_hit_ratio"))
 
 
 #: Lesson 1's words, one place for every report (replay, compare, sweep, HTML): the real hit ratio a finite cache
@@ -76,7 +96,7 @@ def _concurrency_meaning(s: dict[str, Any]) -> str:
     if ssd is None:
         return text
     return (text + f"; the next turns' cached decode blocks raise the ceiling by "
-            f"{_pts(ssd - s['single_sequence_hit_ratio'])}")
+            f"{points_between(ssd, s['single_sequence_hit_ratio'])}")
 
 
 def _oracle_capacity_meaning(s: dict[str, Any]) -> str:
@@ -90,33 +110,32 @@ def _oracle_capacity_meaning(s: dict[str, Any]) -> str:
 
 
 def _hit_table(s: dict[str, Any]) -> str:
-    g = s["gap"]
+    g, shown = s["gap"], payload_gap_texts(s)
     rows = [
         [REAL_LABEL, format_percent(s["hit_ratio"]),
          "hit tokens / prompt tokens, this cache, this traffic"],
     ] + _ceiling_rows(s)
-    first = True
-    for tier, r in s["hit_ratio_per_tier"].items():
-        said = first and s.get("hybrid") and len(s["hit_ratio_per_tier"]) > 1
-        rows.append([f"  hits served by {tier}", format_percent(r),
+    per = s["hit_ratio_per_tier"]
+    for i, (tier, text) in enumerate(zip(per, split_percent(list(per.values()), s["hit_ratio"]))):
+        said = i == 0 and s.get("hybrid") and len(per) > 1
+        rows.append([f"  hits served by {tier}", text,
                      "hybrid: a block counts at the lowest tier any page it reads came from" if said else ""])
-        first = False
     rows += [
-        ["gap: block rounding", _pts(g["block_rounding"]),
+        ["gap: block rounding", shown["block_rounding"],
          f"ideal {format_percent(s['ideal_hit_ratio'])} (partial blocks, no last-token cap) - single-sequence"],
-        ["gap: capacity and eviction", _pts(g["capacity_eviction"]),
+        ["gap: capacity and eviction", shown["capacity_eviction"],
          f"single-sequence - sequential replay of these tiers ({format_percent(s['sequential_hit_ratio'])})"
          + (" - hybrid rules (row below)" if g.get("hybrid_rules") is not None else "")],
-        ["gap: concurrency", _pts(g["concurrency"]), _concurrency_meaning(s)],
+        ["gap: concurrency", shown["concurrency"], _concurrency_meaning(s)],
     ]
     if s.get("oracle_hit_ratio") is not None:     # --gap-oracle (docs/semantics.md §12)
         rows += [
-            ["oracle split: capacity", _pts(g["capacity"]), _oracle_capacity_meaning(s)],
-            ["oracle split: policy", _pts(g["policy"]), "oracle - real: what the policies leave on the table; "
+            ["oracle split: capacity", shown["capacity"], _oracle_capacity_meaning(s)],
+            ["oracle split: policy", shown["policy"], "oracle - real: what the policies leave on the table; "
              "with the row above a second split of single-sequence - real, not added to the gaps above"],
         ]
     if g.get("hybrid_rules") is not None:
-        rows.append(["gap: hybrid rules", _pts(g["hybrid_rules"]),
+        rows.append(["gap: hybrid rules", shown["hybrid_rules"],
                      "in the sequential replay: its hits lost to a missing state checkpoint or an evicted window "
                      "block (this run's own: the Hybrid model table)" + _rules_row_said(s)])
     rows += [

@@ -11,8 +11,9 @@ kinds of configuration are named after the run, each with why and what to give i
   holds was first written to the slower one. LMCache (local CPU, then local disk, then remote) and SGLang HiCache
   (device, host, then storage) order their tiers fastest first; pcs runs the order given, so a note suggests it;
 - **a tier that received no block** in the run (``written_blocks`` 0, size > 0): under write-back a tier gets only
-  what the tier above evicts (§7), and the tier above evicted none (it holds every block written to it), or the
-  tier's admission refused every block offered to it.
+  what the tier above evicts (§7), and the tier above evicted none (it holds every block written to it; when
+  requests were truncated, the note says so: their blocks past what fit in the GPU tier are cached in no tier,
+  §5, so they never pass through it), or the tier's admission refused every block offered to it.
 
 These are notes, not errors: each run is well defined and answers a question someone may ask (a sweep over a
 tier's size passes through 0); an error would refuse those. Mechanism only: the summary's own figures, no rule
@@ -49,8 +50,10 @@ def _order_note(tiers: list[dict[str, Any]]) -> list[str]:
     return notes
 
 
-def _empty_note(above: dict[str, Any], tier: dict[str, Any], write_policy: str) -> str | None:
-    """Why a lower tier of non-zero size received no block, or None when it received some."""
+def _empty_note(above: dict[str, Any], tier: dict[str, Any], write_policy: str, truncated: str = "") -> str | None:
+    """Why a lower tier of non-zero size received no block, or None when it received some. ``truncated``: the
+    truncated requests (``8 of 8 requests``) when ``above`` is the GPU tier and some were, else ''
+    (:func:`_held_said`)."""
     if tier["capacity_blocks"] == 0 or tier.get("written_blocks"):
         return None
     name, unit = tier["name"], "page" if tier.get("blocks_unit") == "page" else "block"
@@ -60,11 +63,32 @@ def _empty_note(above: dict[str, Any], tier: dict[str, Any], write_policy: str) 
     elif write_policy == "back" and not above.get("evicted_blocks"):
         why = (f"under write-back a tier gets only what the tier above evicts, and {above['name']} "
                f"({format_bytes(above['capacity_bytes'])} = {format_counted(above['capacity_blocks'], unit)}) "
-               f"evicted none: it held every {unit} it was given (at most "
-               f"{format_count(above['resident_blocks_peak'])} at once)")
+               f"evicted none: {_held_said(above, unit, truncated)}")
     else:
         why = f"no {unit} reached it"
     return f"tier {name} received no {unit} in this run ({format_bytes(tier['capacity_bytes'])} unused): {why}"
+
+
+def _held_said(above: dict[str, Any], unit: str, truncated: str) -> str:
+    """What the tier that evicted none held: every block it was given; when requests were truncated (the GPU tier
+    could not hold them, docs/semantics.md §5), that it kept what it cached while the truncated requests' blocks
+    past what fit were cached in no tier -- computed, never stored, so none passed through it (a 1-block GPU tier
+    under requests that all start with the same block: it keeps that block, pinned by each request, and caches
+    nothing else)."""
+    peak = format_count(above["resident_blocks_peak"])
+    if not truncated:
+        return f"it held every {unit} it was given (at most {peak} at once)"
+    return (f"it kept every {unit} it cached (at most {peak} at once); {truncated} truncated (larger than the "
+            f"{above['name']} tier, docs/semantics.md §5): their {unit}s past what fit were cached in no tier, so "
+            f"none of those passed through {above['name']}")
+
+
+def _truncated_said(s: dict[str, Any]) -> str:
+    """``8 of 8 requests were`` / ``its one request was`` for a summary's truncated requests; '' for none."""
+    n, total = s.get("requests_truncated") or 0, s.get("requests") or 0
+    if not n:
+        return ""
+    return "its one request was" if total == 1 else f"{format_count(n)} of {format_count(total)} requests were"
 
 
 def _feeder(tiers: list[dict[str, Any]], i: int) -> dict[str, Any]:
@@ -84,8 +108,10 @@ def tier_config_notes(s: dict[str, Any]) -> list[str]:
              + (" (the last tier: they are dropped)" if i == len(tiers) - 1 else f" to {tiers[i + 1]['name']}")
              for i, t in enumerate(tiers) if i > 0 and t["capacity_blocks"] == 0]
     notes += _order_note(tiers)
+    said = _truncated_said(s)
     notes += [n for i, t in enumerate(tiers) if i > 0
-              if (n := _empty_note(_feeder(tiers, i), t, s.get("write_policy") or "back")) is not None]
+              if (n := _empty_note(f := _feeder(tiers, i), t, s.get("write_policy") or "back",
+                                   said if f is tiers[0] else "")) is not None]
     return notes
 
 

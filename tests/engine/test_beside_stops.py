@@ -258,3 +258,38 @@ def test_a_stop_just_after_the_wait_for_the_call_returned_leaves_nothing_to_wait
     closer.start()
     closer.join(10)
     assert not closer.is_alive() and b._thread is None
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals: main thread only")
+@pytest.mark.parametrize("linger", [False, True])
+def test_a_stop_in_the_reap_of_a_finished_worker_leaves_no_worker_alive(monkeypatch, linger):
+    """A reader's worker (``linger=False``) returns after its call and is reaped in Beside.join; a lingering one
+    returns when close() hands it no call and is joined there. A Ctrl-C landing in that join raised there and left
+    the worker alive after the KeyboardInterrupt (2 of 160 interrupted replays in one process). The signal is sent
+    inside the join, and the worker's end is slowed (0.3 s after its loop returns), so the window is certain: the
+    KeyboardInterrupt still comes, once the worker has ended."""
+    import signal
+    import time
+
+    class SlowToEnd(threading.Thread):
+        def run(self):
+            super().run()
+            time.sleep(0.3)               # its call is done; the thread has not ended yet
+
+        def join(self, timeout=None):
+            signal.raise_signal(signal.SIGINT)    # Ctrl-C, its handler run in the join
+            return super().join(timeout)
+
+    monkeypatch.setattr(beside_mod, "_Thread", SlowToEnd)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        b = Beside(True, linger=linger)
+        b.start(sum, [1, 2])
+        worker = b._thread
+        with pytest.raises(KeyboardInterrupt):
+            if linger:
+                assert b.join() == 3      # a lingering worker is not joined here
+            b.close() if linger else b.join()
+        assert not worker.is_alive() and b._thread is None
+    finally:
+        signal.signal(signal.SIGINT, old)

@@ -40,8 +40,9 @@ def test_hand_case_real_is_at_most_the_decode_aware_ceiling():
     assert "57.1 %" in ceiling and "incl. the next turns' cached decode blocks" in ceiling
     prompt_only = next(line for line in text.splitlines() if line.startswith("single-sequence hit ratio"))
     assert "28.6 %" in prompt_only and "prompt blocks only" in prompt_only
-    # the gap split's text names the decode blocks' share: (16 - 8) / 28 = +28.6 pts
-    assert "raise the ceiling by +28.6 pts" in text
+    # the gap split's text names the decode blocks' share, (16 - 8) / 28 = 28.57 pts exactly, as the difference
+    # of the printed ratios (docs/semantics.md §12, "Printed figures add up"): 57.1 - 28.6 = +28.5 pts
+    assert "raise the ceiling by +28.5 pts" in text
 
 
 def test_no_decode_blocks_no_new_key_and_the_old_ceiling_line():
@@ -72,11 +73,12 @@ def test_sample_real_is_at_most_the_decode_aware_ceiling(dtype):
 def test_a_negative_oracle_capacity_gap_says_why_on_its_line():
     # docs/semantics.md §12. The hand case with --gap-oracle: the Belady oracle on
     # the same tiers (room for everything) hits like the real run, B's [1, 2, 3, 4] incl. A's cached decode
-    # blocks = 16 / 28; the prompt-only single-sequence is 8 / 28, so gap.capacity = (8 - 16) / 28 = -28.6 pts
+    # blocks = 16 / 28; the prompt-only single-sequence is 8 / 28, so gap.capacity = (8 - 16) / 28 = -28.57 pts,
+    # printed as the difference of the printed ratios (§12, "Printed figures add up"): 28.6 - 57.1 = -28.5 pts
     s = replay(_hand_case(), gap_oracle=True, **STEP).summary
     assert s.oracle_hit_ratio == 16 / 28
     line = next(line for line in unwrapped(render_replay(s.to_dict())).splitlines() if line.startswith("oracle split: capacity"))
-    assert "-28.6 pts" in line and "< 0: the oracle also hits cached decode blocks" in line
+    assert "-28.5 pts" in line and "< 0: the oracle also hits cached decode blocks" in line
     # without decode blocks the oracle hits B's [1, 2] only: 8 / 28, gap 0: no hint
     s = replay(_hand_case(), gap_oracle=True, scheduler=SchedulerConfig(cache_decode_blocks=False), **STEP).summary
     line = next(line for line in unwrapped(render_replay(s.to_dict())).splitlines() if line.startswith("oracle split: capacity"))

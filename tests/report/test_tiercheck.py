@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from pcs.report.tiercheck import tier_config_notes
-from tests.helpers import invoke
+from tests.helpers import ROOT, invoke
 
 
 def _notes(*tiers: str, extra: tuple[str, ...] = ()) -> list[str]:
@@ -108,3 +110,27 @@ def test_counts_of_one_take_the_singular():
     pages = [dict(t, blocks_unit="page") for t in (dict(gpu, capacity_blocks=2), cpu)]
     note = tier_config_notes({"tiers": pages, "write_policy": "through"})[-1]
     assert note == "tier cpu received no page in this run (1.00 kB unused): no page reached it"
+
+
+@pytest.mark.parametrize("native", ["python", "c"])
+def test_a_one_block_gpu_tier_of_truncated_requests_says_why_it_evicted_none(native):
+    """By hand (docs/semantics.md §5, §7), traces/formats/mooncake_conv_8.jsonl: 8 requests whose hash ids all
+    start with block 0, on a 1-block GPU tier under write-back. The first caches its head, block 0 (its 14 other
+    blocks do not fit: truncated); each of the 7 others hits block 0 (7 x 512 = 3,584 hit tokens), pins it and has
+    no slot left for a new block: it caches nothing and is truncated. So the GPU tier holds block 0 from the first
+    request on, evicts nothing and the cpu tier receives nothing -- the count is right, and the note says why
+    (the truncated requests' other blocks were cached in no tier), not that the tier "held every block it was
+    given". The Python reference and the compiled path give the same."""
+    r = invoke("replay", str(ROOT / "traces" / "formats" / "mooncake_conv_8.jsonl"), "--tier", "gpu=1blocks",
+               "--tier", "cpu=2TB", "--native", native, "-q", "--format", "json")
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    gpu, cpu = s["tiers"]
+    assert (s["requests_truncated"], s["requests"], s["hit_tokens"]) == (8, 8, 3584)
+    assert (gpu["evicted_blocks"], gpu["hit_blocks"], gpu["resident_blocks_peak"], cpu["written_blocks"]) == \
+        (0, 7, 1, 0)
+    note = next(n for n in s["notes"] if n.startswith("tier cpu received no block"))
+    assert note.endswith("gpu (167.77 MB = 1 block) evicted none: it kept every block it cached (at most 1 at "
+                         "once); 8 of 8 requests were truncated (larger than the gpu tier, docs/semantics.md §5): "
+                         "their blocks past what fit were cached in no tier, so none of those passed through gpu")
+    assert "it held every block it was given" not in note
