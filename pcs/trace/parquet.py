@@ -522,7 +522,8 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     piece by piece (a streamed read's batch), the first in column order within a piece.
 
     The session columns are optional: ``session_id`` alone, or with ``parent_id`` and ``turn``; a null in
-    any column read is an error naming the row and the column.
+    any column read is an error naming the row and the column. The first whole ``side_by_side`` read on a worker
+    thread hands the C library's free memory back once it ends (:func:`_give_back_once`).
 
     Raises:
         InputError: null values or a rule broken, naming the 1-based row; parent_id/turn without session_id.
@@ -547,6 +548,48 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
             state.last_ts = max(state.last_ts, float(batch.arrival_s.max()))
             yield batch
         row0 += len(c.ts)
+    if side_by_side:
+        _give_back_once()
+
+
+#: Whether this process has handed the C library's free memory back after a ``side_by_side`` read
+#: (:func:`_give_back_once`).
+_given_back = False
+
+
+def _give_back_once() -> None:
+    """Once a process, at the end of its first whole ``side_by_side`` read made on a thread other than the main one (a
+    replay's decode pass with threads: a reader worker of its own): the C library's free memory handed back to the
+    system (:func:`_release_heap`).
+
+    Why: pyarrow decodes into the C library's malloc (:func:`_open`) on the reader's thread, and the buffers it frees
+    stay in that thread's malloc arena, where no other thread allocates until a later thread takes the arena over:
+    at 1x Mooncake 1.6 MB of the arena's 2.0 MB, free and resident through the replay's peak (docs/performance.md,
+    "The 1x Parquet peak: what is alive, the reader's arena handed back once"). Once only: the trim hands back the
+    free pages of every arena, the calling thread's included, which the process then faults in again as it
+    allocates -- a few hundred pages at a process's first replay, but after it the heaps hold the memory each later
+    replay reuses (a 1x Mooncake call trimmed every time took 2,120 page faults and 4 ms of system time more)."""
+    global _given_back
+    import threading
+
+    if _given_back or threading.current_thread() is threading.main_thread():
+        return     # done before; or read inline (threads off), where the calling thread's own malloc reuses them
+    _given_back = True
+    _release_heap()
+
+
+def _release_heap() -> None:
+    """The free memory of the C library's malloc handed back to the system: glibc's ``malloc_trim(0)`` (the free
+    pages of every arena, the main one's top included); nothing where the C library has no such call (musl, macOS,
+    Windows). Not ``pyarrow.system_memory_pool().release_unused()``: pyarrow 26's system pool hands nothing back."""
+    import ctypes
+
+    try:
+        trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except (OSError, TypeError):       # no handle on the process's own symbols (Windows)
+        return
+    if trim is not None:
+        trim(0)
 
 
 def _piece_rows(rows: int, md) -> int:
