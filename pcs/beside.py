@@ -72,11 +72,11 @@ class _StartNotWaited(threading.Event):
 class _Worker(threading.Thread):
     """A worker thread whose :meth:`start` returns once the system has made the thread, without waiting until it
     runs: :class:`Beside` hands it its call through its own locks (``go`` / ``done``), so nothing waits for the
-    thread to run before that call's result is asked for. ``Thread.start``'s wait cost the caller 0.2-0.4 ms a
-    start on a quiet 2-core machine, several ms when both cores were busy (the new thread waiting for a core and
-    the GIL), three times a 1x replay, on its critical path (docs/performance.md, "The 1x call's calling thread,
-    third pass"). :meth:`join` first waits for the thread to have run (``Thread.join`` refuses a thread not yet
-    started)."""
+    thread to run before that call's result is asked for. ``Thread.start``'s wait cost the caller 0.1-0.5 ms a
+    start on the 2-core machine at load 2-3, up to 7 ms at load 4 (the new thread waiting for a core and the GIL),
+    3-4 times a 1x replay and 7 times a 10x one, on its critical path (docs/performance.md, "The 1x call's calling
+    thread, third pass"). :meth:`join` first waits for the thread to have run (``Thread.join`` refuses a thread not
+    yet started)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
