@@ -52,8 +52,43 @@ __all__ = ["Beside", "INLINE_BELOW_BYTES", "INLINE_BELOW_PARQUET_IDS", "THREADS_
 THREADS_MODES = ("auto", "on", "off")
 #: What else ``$PCS_THREADS`` accepts, each meaning one mode without doubt (``-1``, ``2`` ... stay refused).
 THREADS_ALIASES = {"1": "on", "yes": "on", "true": "on", "0": "off", "no": "off", "false": "off"}
+
+
+class _StartNotWaited(threading.Event):
+    """A worker's ``Thread._started`` (:class:`_Worker`): its first ``wait`` -- ``Thread.start``'s wait until the new
+    thread runs (the only caller of that wait in :mod:`threading`, 3.10-3.13) -- returns at once; any later one
+    waits. The event is set by the new thread as before (``Thread._bootstrap_inner``), so ``is_set`` and
+    ``is_alive`` read as for any thread."""
+
+    _skip = True
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._skip:
+            self._skip = False
+            return self.is_set()
+        return super().wait(timeout)
+
+
+class _Worker(threading.Thread):
+    """A worker thread whose :meth:`start` returns once the system has made the thread, without waiting until it
+    runs: :class:`Beside` hands it its call through its own locks (``go`` / ``done``), so nothing waits for the
+    thread to run before that call's result is asked for. ``Thread.start``'s wait cost the caller 0.1-0.5 ms a
+    start on the 2-core machine at load 2-3, up to 7 ms at load 4 (the new thread waiting for a core and the GIL),
+    3-4 times a 1x replay and 7 times a 10x one, on its critical path (docs/performance.md, "The 1x call's calling
+    thread, third pass"). :meth:`join` first waits for the thread to have run (``Thread.join`` refuses a thread not
+    yet started)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._started = _StartNotWaited()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._started.wait(timeout)
+        super().join(timeout)
+
+
 #: The workers' thread class (a name of its own: tests refuse or cut its start without touching other threads).
-_Thread = threading.Thread
+_Thread = _Worker
 #: The signals whose Python handler :func:`_signals_held` holds back while a worker starts or takes its call, as
 #: plain ints: that function calls the interpreter's ``_signal`` module, the functions :mod:`signal` wraps, without
 #: the wrappers' conversions to enums (for a callable handler a failed ``Handlers(handler)`` lookup, an exception

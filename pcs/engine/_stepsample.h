@@ -23,6 +23,8 @@ typedef struct {                     /* a row: the boundary, then the state (Sam
     double t; int64_t adm, wait, run;
     int64_t res[SAMP_TIERS], nb[SAMP_TIERS]; double lf[SAMP_TIERS];
 } SampRow;
+/* sample_block() hands the rows over as these bytes, read by pcs.engine.series.SAMPLE_ROW (the same fields, in order) */
+_Static_assert(sizeof(SampRow) == 8 * (4 + 3 * SAMP_TIERS), "SampRow: 8-byte fields, no padding (SAMPLE_ROW)");
 typedef struct {
     int on, has_t0;                  /* on: the loop samples here (samp_start), else through Sampler.take */
     int64_t max;                     /* Sampler.max_samples */
@@ -85,27 +87,5 @@ static int samp_record(Samp *sp, const SampRow *st, int64_t last) {
 
 /* The next boundary (Sampler.next_s after a call). */
 static double samp_next(const Samp *sp) { return sp->t0 + (double)sp->n * sp->step; }
-
-/* The rows as Sampler.rows holds them: (boundary, admitted, waiting, [resident], [restored bytes], [link free],
- * running) tuples, T tiers; a new list, or NULL with the error set (with the GIL). */
-static PyObject *samp_rows(const Samp *sp, int T) {
-    PyObject *out = PyList_New(sp->n);
-    for (Py_ssize_t i = 0; out && i < sp->n; i++) {
-        const SampRow *r = &sp->rows[i];
-        PyObject *res = PyList_New(T), *nb = PyList_New(T), *lf = PyList_New(T), *row = NULL;
-        for (int j = 0; res && nb && lf && j < T; j++) {
-            PyList_SET_ITEM(res, j, PyLong_FromLongLong(r->res[j]));
-            PyList_SET_ITEM(nb, j, PyLong_FromLongLong(r->nb[j]));
-            PyList_SET_ITEM(lf, j, PyFloat_FromDouble(r->lf[j]));
-        }
-        if (res && nb && lf)
-            row = Py_BuildValue("(dLLNNNL)", r->t, (long long)r->adm, (long long)r->wait, res, nb, lf,
-                                (long long)r->run);
-        else { Py_XDECREF(res); Py_XDECREF(nb); Py_XDECREF(lf); }
-        if (!row || PyErr_Occurred()) { Py_XDECREF(row); Py_DECREF(out); return NULL; }
-        PyList_SET_ITEM(out, i, row);
-    }
-    return out;
-}
 
 #endif

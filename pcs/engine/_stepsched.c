@@ -1923,18 +1923,36 @@ static PyObject *sched_sample_here(Sched *s, PyObject *args) {
     Py_RETURN_TRUE;
 }
 
-/* samples() -> (t0 or None, step_s, next_s, rows): the time series kept in C, as Sampler's attributes */
-static PyObject *sched_samples(Sched *s, PyObject *unused) {
-    PyObject *rows = samp_rows(&s->sp, s->T);
+/* sample_block() -> (t0 or None, step_s, next_s, rows, T): the time series kept in C, as Sampler's attributes,
+ * its rows as one bytes object of the C rows (SampRow: f8 boundary, i8 admitted, waiting, running, i8 x 8 resident
+ * blocks, i8 x 8 restored bytes, f8 x 8 link free; 224 bytes a row, T tiers used), read as a numpy record array
+ * (pcs.engine.series.SAMPLE_ROW): one copy, no Python object a value (a list of tuples made ~14 a row). */
+static PyObject *sched_sample_block(Sched *s, PyObject *unused) {
+    PyObject *rows = PyBytes_FromStringAndSize((const char *)s->sp.rows, (Py_ssize_t)sizeof(SampRow) * s->sp.n);
     if (!rows) return NULL;
-    if (!s->sp.has_t0) return Py_BuildValue("(OddN)", Py_None, s->sp.step, -INFINITY, rows);
-    return Py_BuildValue("(dddN)", s->sp.t0, s->sp.step, samp_next(&s->sp), rows);
+    if (!s->sp.has_t0) return Py_BuildValue("(OddNi)", Py_None, s->sp.step, -INFINITY, rows, s->T);
+    return Py_BuildValue("(dddNi)", s->sp.t0, s->sp.step, samp_next(&s->sp), rows, s->T);
+}
+
+/* sample_end(end_s) -> bool: ReplayEngine.close's end-state samples taken here when the loop keeps its series
+ * (sample_here): Sampler.take at max(end_s, t0) (Python's max: t0 only when greater), then at the boundary that
+ * returns, each with the loop's state as state() gives it; False (nothing taken) when the series is not kept here
+ * or has no first boundary. end_s: the latest finish (s). After close(). */
+static PyObject *sched_sample_end(Sched *s, PyObject *arg) {
+    double end = PyFloat_AsDouble(arg);
+    if (end == -1.0 && PyErr_Occurred()) return NULL;
+    if (!s->sp.on || !s->sp.has_t0 || !s->api) Py_RETURN_FALSE;
+    if (take_here(s, s->sp.t0 > end ? s->sp.t0 : end) < 0 || take_here(s, s->next_sample) < 0) return NULL;
+    Py_RETURN_TRUE;
 }
 
 static PyMethodDef sched_methods[] = {
+    {"sample_end", (PyCFunction)sched_sample_end, METH_O,
+     "sample_end(end_s) -> bool: the end state's two samples (ReplayEngine.close) taken in C, when kept here"},
+    {"sample_block", (PyCFunction)sched_sample_block, METH_NOARGS,
+     "(t0 or None, step_s, next_s, rows as bytes of the C rows, tiers) of the series kept in C"},
     {"sample_here", (PyCFunction)sched_sample_here, METH_VARARGS,
      "sample_here(step_s, max_samples) -> bool: keep the time series in C (Sampler.take's rule)"},
-    {"samples", (PyCFunction)sched_samples, METH_NOARGS, "(t0 or None, step_s, next_s, rows) of the series kept in C"},
     {"lean", (PyCFunction)sched_lean, METH_NOARGS,
      "lean(): a no-cache loop keeps only e2e_s, ttft_s, tpot_s and the counters its summary reads (before any feed)"},
     {"feed", (PyCFunction)sched_feed, METH_VARARGS,

@@ -119,6 +119,9 @@ class ReplayEngine:
 
     #: requests whose rows are buffered before they move into the typed columns (after a chunk; memory bound)
     flush_rows = 65536
+    #: the end state's samples already taken (:meth:`close` then takes none: a compiled step loop that keeps its
+    #: series takes them itself, :meth:`pcs.engine.stepnative.NativeStepEngine._pull_samples`)
+    _end_sampled = False
 
     def __init__(self, hierarchy: Hierarchy, timing: str = "sequential", links: Sequence | None = None,
                  block_bytes: Sequence[int] | None = None, check: bool = False):
@@ -293,7 +296,8 @@ class ReplayEngine:
             self._advance(float("inf"))
             assert not self._queue, "a request could never be admitted"
         self._flush()
-        if self.sampler.t0 is not None:  # the end state, at the first boundary after the last event
+        if self.sampler.t0 is not None and not self._end_sampled:  # the end state, at the first boundary after the
+            # last event (a compiled loop that keeps its series takes these two itself: _end_sampled)
             end = self._last_event_s()
             self.sampler.take(self.sampler.take(max(end, self.sampler.t0), self._snapshot), self._snapshot)
         c = self._cols

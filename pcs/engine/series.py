@@ -162,10 +162,12 @@ class Sampler:
         step_s: the current step, seconds (``base_step_s`` x 2^k).
         t0: the first boundary (the clock at the first call), or None.
         next_s: the next boundary; ``-inf`` before the first call.
-        rows: ``(boundary_s, *snapshot)`` tuples, one per boundary, ascending.
+        rows: ``(boundary_s, *snapshot)`` tuples, one per boundary, ascending. Rows the compiled step loop kept
+            (:meth:`set_block`) are made into these tuples when ``rows`` is first read; the summary reads them
+            as columns without making them (:func:`series_payload`).
     """
 
-    __slots__ = ("step_s", "t0", "next_s", "rows", "max_samples")
+    __slots__ = ("step_s", "t0", "next_s", "_rows", "_block", "max_samples")
 
     def __init__(self, base_step_s: float = BASE_STEP_S, max_samples: int = MAX_SAMPLES) -> None:
         assert base_step_s > 0 and max_samples >= 2
@@ -173,7 +175,33 @@ class Sampler:
         self.max_samples = max_samples
         self.t0: float | None = None
         self.next_s = float("-inf")
-        self.rows: list[tuple] = []
+        self._rows: list[tuple] = []
+        self._block: tuple | None = None
+
+    @property
+    def rows(self) -> list[tuple]:
+        """The rows (class docstring); those of :meth:`set_block` made into tuples here, once."""
+        if self._block is not None:
+            self._rows, self._block = _block_rows(*self._block), None
+        return self._rows
+
+    @rows.setter
+    def rows(self, rows: list[tuple]) -> None:
+        self._rows, self._block = rows, None
+
+    def set_block(self, t0: float | None, step_s: float, next_s: float, rows: bytes, tiers: int) -> None:
+        """The series the compiled step loop kept (``_stepsched.StepScheduler.sample_block``: its first boundary or
+        None, step and next boundary, s; its rows as the bytes of :data:`SAMPLE_ROW` records; its tiers): the state
+        :meth:`take`'s calls would have left, the rows kept as records until :attr:`rows` is read."""
+        self.t0, self.step_s, self.next_s = t0, step_s, next_s
+        self._rows, self._block = [], (np.frombuffer(rows, SAMPLE_ROW), tiers)
+
+    def row_columns(self, ntiers: int) -> list:
+        """The rows as columns (:func:`_row_columns`'s shape and values), from the compiled loop's records when
+        :attr:`rows` has not been made of them (:func:`_block_columns`: no tuple a row)."""
+        if self._block is not None:
+            return _block_columns(self._block[0], ntiers)
+        return _row_columns(self.rows, ntiers)
 
     def take(self, now_s: float, snapshot) -> float:
         """Record every boundary <= ``now_s`` not yet recorded; returns the next boundary.
@@ -366,9 +394,8 @@ def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.n
         :class:`TimeSeries` (``running_requests``: admitted and finishing at or
         after the boundary); empty columns when nothing was sampled.
     """
-    rows = sampler.rows
     t0 = sampler.t0 or 0.0
-    cols = _row_columns(rows, len(tiers))
+    cols = sampler.row_columns(len(tiers))
     bounds = _array(cols[0], np.float64)
     admitted = _array(cols[1], np.int64)
     cum_p, cum_h = _cumulative(prompt_tokens), _cumulative(hit_tokens)
@@ -394,6 +421,33 @@ def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.n
         restore_backlog_s={tiers[j]["name"]: tuple(np.where(busy[j] > 0.0, busy[j], 0.0).tolist()) for j in lower})
 
 
+#: One row of the compiled step loop's series (``pcs/engine/_stepsample.h`` SampRow, 224 bytes, every field 8 bytes,
+#: native byte order): the boundary (s), requests admitted, waiting and running, then per tier (8 slots, the loop's
+#: tiers first) resident blocks, restored bytes so far and the time its link is free until (s).
+SAMPLE_ROW = np.dtype([("t", "f8"), ("adm", "i8"), ("wait", "i8"), ("run", "i8"), ("res", "i8", 8), ("nb", "i8", 8),
+                       ("lf", "f8", 8)])
+
+
+def _block_rows(block: np.ndarray, tiers: int) -> list[tuple]:
+    """:data:`SAMPLE_ROW` records as :class:`Sampler` rows: ``(boundary_s, admitted, waiting, [resident],
+    [restored bytes], [link free], running)``, Python floats and ints, the per-tier lists ``tiers`` long."""
+    return list(zip(block["t"].tolist(), block["adm"].tolist(), block["wait"].tolist(),
+                    block["res"][:, :tiers].tolist(), block["nb"][:, :tiers].tolist(),
+                    block["lf"][:, :tiers].tolist(), block["run"].tolist()))
+
+
+def _block_columns(block: np.ndarray, ntiers: int) -> list:
+    """:func:`_row_columns` of :func:`_block_rows` of ``block``, read off the records' fields: the boundaries,
+    admitted and running as float64 / int64 arrays (what :func:`_array` makes of their tuples), waiting as a tuple
+    of ints, per tier the resident blocks as a list of ints (:func:`_times` multiplies Python ints) and the restored
+    bytes (as float64: int64 to float64 rounds as Python's ``float(int)`` does) and link-free times as arrays."""
+    if not len(block):
+        return _row_columns([], ntiers)
+    res, nb, lf = (block[k][:, :ntiers].T for k in ("res", "nb", "lf"))
+    return [block["t"].copy(), block["adm"].copy(), tuple(block["wait"].tolist()), res.tolist(),
+            list(nb.astype(np.float64)), list(lf.copy()), block["run"].copy()]
+
+
 def _row_columns(rows: list[tuple], ntiers: int) -> list:
     """A :class:`Sampler`'s rows as columns, in one transposition (no Python loop per sample): per field a tuple
     of its values, the per-tier fields (3: resident blocks, 4: restored bytes, 5: link busy until) as one tuple
@@ -410,6 +464,8 @@ def _array(values: tuple, dtype: type) -> np.ndarray:
     """A tuple of Python numbers (one sampler field) as a ``dtype`` array, shape (len(values),): what
     ``np.asarray(values, dtype=dtype)`` gives (each number converted by the dtype's own rule), read as an iterator
     of known length (``np.fromiter``: no look at each value's type and nesting first, a fifth of the instructions)."""
+    if isinstance(values, np.ndarray):     # a column of the compiled loop's records (_block_columns): as it is
+        return values
     return np.fromiter(values, dtype, len(values))
 
 

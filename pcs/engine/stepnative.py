@@ -310,10 +310,15 @@ class NativeStepEngine(StepEngine):
             self._samples_here = self._s.sample_here(sp.step_s, sp.max_samples)
 
     def _pull_samples(self) -> None:
-        """The samples the C loop kept (:meth:`_sample_here`) into the sampler, as its own calls would have left it."""
+        """The samples the C loop kept (:meth:`_sample_here`) into the sampler, as its own calls would have left it,
+        the end state's two samples included (``sample_end``: :meth:`ReplayEngine.close` takes them itself
+        otherwise, through :meth:`pcs.engine.series.Sampler.take`, which makes every row a tuple): the rows stay
+        the loop's records until something reads them (:meth:`pcs.engine.series.Sampler.set_block`). After the
+        counters are read (:attr:`_finish_max_s`)."""
         if self._samples_here:
-            sp = self.sampler
-            sp.t0, sp.step_s, sp.next_s, sp.rows = self._s.samples()
+            if self._finish_max_s is not None:
+                self._end_sampled = self._s.sample_end(self._finish_max_s)
+            self.sampler.set_block(*self._s.sample_block())
 
     def close(self) -> EngineResult:
         """Run until every request has finished; return the ledger and columns (:class:`EngineResult`).
@@ -355,7 +360,6 @@ class NativeStepEngine(StepEngine):
     def _closed(self, end: float) -> EngineResult:
         """After the C loop's close (``end``: its clock, s): the samples, counters and columns into the engine's
         state, then :meth:`ReplayEngine.close`."""
-        self._pull_samples()
         st, L, c = self.stats, self.ledger, self._cols
         got = self._s.counters()
         for name in _COUNTERS:
@@ -367,6 +371,7 @@ class NativeStepEngine(StepEngine):
             for name, v in zip(_LINK_FIELDS, values):
                 setattr(lk, name, v)
         self._finish_max_s = got["finish_max_s"]
+        self._pull_samples()
         names = _Q_COLS + tuple(f"hit_tokens_{t.name}" for t in self.h.tiers) + _D_COLS + ("truncated",)
         codes, cols = self._s.columns()
         if self._lean:                  # the kept columns alone (None for the others), the number of requests

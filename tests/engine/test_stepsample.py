@@ -125,3 +125,31 @@ def test_the_c_sampler_by_hand_at_the_rounded_sum():
         sp = _run_at(cls, times, 0.25, 2, in_c)[1].sampler
         assert (sp.step_s, sp.next_s) == (4.0, _T0 + 2 * 4.0)
         assert [r[:3] for r in sp.rows] == [(_T0, 0, 0), (_T0 + 4.0, 3, 0)]
+
+
+def test_the_series_read_off_the_c_records_equals_the_reference_rows():
+    # the C loop takes the end state's two samples itself (sample_end) and hands its rows over as records
+    # (Sampler.set_block), which the summary reads as columns without making a tuple a row; the TimeSeries must be
+    # the reference's, field for field (JSON), and reading ``rows`` afterwards gives the reference's rows
+    from pcs.engine.scheduler import StepEngine
+    from pcs.engine.series import series_payload
+    from pcs.schema import to_dict
+
+    (pe, pr), (ce, cr) = _run(StepEngine), _run(stepnative.NativeStepEngine)
+    assert ce._end_sampled and cr.sampler._block is not None       # kept as records through the close
+    tiers = [{"name": "gpu", "bytes_per_block": 4096, "bytes_per_block_by_component": {"k": 2048, "v": 2048},
+              "link_bandwidth_bps": None},
+             {"name": "cpu", "bytes_per_block": 4096, "bytes_per_block_by_component": {"kv": 4096},
+              "link_bandwidth_bps": 3e8}]
+
+    def payload(res):
+        c = {k: np.asarray(res.columns[k]) for k in ("prompt_tokens", "hit_tokens", "finish_s")}
+        return series_payload(res.sampler, c["prompt_tokens"], c["hit_tokens"], c["finish_s"], tiers)
+
+    got, want = payload(cr), payload(pr)
+    assert cr.sampler._block is not None                            # the payload made no rows
+    assert json.dumps(to_dict(got)) == json.dumps(to_dict(want))
+    assert len(got.t_s) > MAX_SAMPLES // 2 and max(got.restore_bps["cpu"]) > 0
+    assert (cr.sampler.t0, cr.sampler.step_s, cr.sampler.next_s) == (pr.sampler.t0, pr.sampler.step_s,
+                                                                      pr.sampler.next_s)
+    assert json.dumps(cr.sampler.rows) == json.dumps(pr.sampler.rows) and cr.sampler._block is None
