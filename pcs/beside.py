@@ -83,7 +83,7 @@ class _Worker(threading.Thread):
         self._started = _StartNotWaited()
 
     def join(self, timeout: float | None = None) -> None:
-        self._started.wait(timeout)
+        threading.Event.wait(self._started, timeout)   # the plain wait: never the skipped one, whoever waited first
         super().join(timeout)
 
 
