@@ -10,8 +10,8 @@ import of each module of :data:`HEAVY` on the main thread -- the only thread a s
 and the stop signals held (:func:`pcs.beside._signals_held`): a signal that comes meanwhile is raised once the
 module has finished. That exception leaves the import statement, and the import machinery takes a module whose
 import raised out of ``sys.modules``; the finished module is kept here and handed back, unchanged, by the next
-import of its name. Imports on other threads, modules already imported and every other name pass through
-untouched (one tuple lookup per module not yet imported). Checked by ``tests/engine/test_held_import.py``.
+import of its name, on any thread. Other imports on other threads, modules already imported and every other name
+pass through untouched (one tuple lookup per module not yet imported). Checked by ``tests/engine/test_held_import.py``.
 """
 from __future__ import annotations
 
@@ -89,13 +89,15 @@ class _HeldImports:
     """The ``sys.meta_path`` finder of the held imports (module docstring)."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name.partition(".")[0] not in HEAVY or _depth or threading.current_thread() is not threading.main_thread():
+        if name.partition(".")[0] not in HEAVY:
             return None
-        module = _finished.pop(name, None)
+        module = _finished.pop(name, None)      # on any thread: run again, its body would find it half-done
         if module is not None:
             spec = module.__spec__
             spec.loader = _Finished(module, spec.loader)
             return spec
+        if _depth or threading.current_thread() is not threading.main_thread():
+            return None
         for finder in sys.meta_path[sys.meta_path.index(self) + 1:]:
             find = getattr(finder, "find_spec", None)
             spec = find(name, path, target) if find is not None else None

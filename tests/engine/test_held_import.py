@@ -28,7 +28,7 @@ def test_a_signal_inside_a_heavy_import_is_raised_after_it(tmp_path):
     # The fake package counts its runs in a module of its own (as numpy's compiled core, loaded once) and sends
     # itself SIGINT half-way: without the hold the handler raises in its body (done never set) and the next
     # import runs the body again (count 2); with it, the import finishes (count 1), KeyboardInterrupt follows,
-    # and the next import hands back the finished module.
+    # and the next import -- here on a worker thread -- hands back the finished module.
     pkg = tmp_path / "fakeheavy"
     pkg.mkdir()
     (tmp_path / "fakeheavy_count.py").write_text("n = 0\n")
@@ -51,7 +51,13 @@ def test_a_signal_inside_a_heavy_import_is_raised_after_it(tmp_path):
             print("finished")
         except KeyboardInterrupt:
             print("interrupted")
+        import threading
+        got = []
+        t = threading.Thread(target=lambda: got.append(__import__("fakeheavy")))   # the next import: a worker's
+        t.start()
+        t.join()
         import fakeheavy, fakeheavy_count, sys
+        assert got == [fakeheavy]
         print(fakeheavy.done, fakeheavy_count.n, fakeheavy.sub.x, sys.modules["fakeheavy"] is fakeheavy,
               type(fakeheavy.__loader__).__name__)
         """)
