@@ -22,7 +22,10 @@ Four views, each a command and a plain Python function:
 Units: bytes as int, bandwidth in bytes/s, times in seconds; GB decimal.
 The functions and the submodules (``pcs.model``, ``pcs.trace``,
 ``pcs.hardware``, ``pcs.compute``, ``pcs.cache``, ``pcs.engine`` ...) are
-imported lazily on first use, so ``import pcs`` stays cheap. No public name
+imported lazily on first use, so ``import pcs`` stays cheap; the heavy
+third-party packages among them (numpy, pyarrow ...) are imported on the main
+thread with Ctrl-C held until they have finished (``pcs/_heldimport.py``), so
+an interrupted first call leaves none half-initialised. No public name
 is both a module and a function: the views live in ``pcs.analysis``,
 ``pcs.model``, ``pcs.engine`` and ``pcs.curves``.
 """
@@ -30,7 +33,11 @@ from __future__ import annotations
 
 import importlib
 
+from pcs import _heldimport
+
 __version__ = "0.1.0"
+
+_heldimport.install()       # numpy, pyarrow ... imported on first use with Ctrl-C held (pcs/_heldimport.py)
 
 #: public name -> (module, attribute)
 _API: dict[str, tuple[str, str]] = {

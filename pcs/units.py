@@ -539,27 +539,51 @@ def points_between(a: float | None, b: float | None, less: float | None = None, 
 
 def split_percent(parts: list[float | None], total: float | None, digits: int = 1) -> list[str]:
     """Parts of ``total`` (ratios summing to it) as percentages whose printed figures add up to the printed
-    total: largest-remainder rounding (each part floored to 10**-digits percent, the units the total's
-    rounding leaves given one each to the parts with the largest remainders, ties to the earlier part), so a
-    part may print 0.1 below its own rounding. Parts that do not sum to ``total`` within rounding, or a None
+    total (docs/semantics.md §12), in steps of 10**-digits percent (0.1 %): each part floored to a step, a
+    part above 0 raised to one step when the total's steps give every such part one, then the steps left given
+    one each to the parts with the largest remainders (ties to the earlier part), or, when the raised parts
+    took more than the total's rounding left, taken one each from the parts with the smallest remainders (ties:
+    from the later part) down to one step. So a part above 0 never prints 0.0 % unless the total has fewer
+    steps than there are such parts (then no part is raised: plain largest remainder); no part prints below
+    0, above the total, or a step or more above its exact value; a part prints less than a step below its
+    exact value, but for one that gave a step to a raised part: then less than (1 + the steps it gave) below,
+    at most as many steps as parts were raised. A part may therefore print a step below or above its own
+    rounding (more below when it gave steps). Parts that do not sum to ``total`` within rounding, or a None
     among them or as the total, print each rounded alone (:func:`format_percent`).
 
     >>> split_percent([0.09454, 0.25454], 0.34908)
     ['9.4 %', '25.5 %']
+    >>> split_percent([0.059298, 0.000527, 0.000503], 0.060328)
+    ['5.8 %', '0.1 %', '0.1 %']
     """
     fallback = [format_percent(p, digits) for p in parts]
     target = percent_units(total, digits)
     if target is None or any(p is None or math.isnan(p) for p in parts):
         return fallback
     scaled = [100.0 * p * 10**digits for p in parts]
-    floors = [math.floor(x) for x in scaled]
-    left = target - sum(floors)
-    if not 0 <= left <= len(parts):
+    units = [math.floor(x) for x in scaled]
+    if not 0 <= target - sum(units) <= len(parts):
         return fallback
-    order = sorted(range(len(parts)), key=lambda i: (-(scaled[i] - floors[i]), i))
-    for i in order[:left]:
-        floors[i] += 1
-    return [format_percent(u / 10**digits / 100.0, digits) for u in floors]
+    if sum(x > 0 for x in scaled) <= target:
+        units = [max(u, 1) if x > 0 else u for u, x in zip(units, scaled)]
+    _apportion(units, scaled, target)
+    return [format_percent(u / 10**digits / 100.0, digits) for u in units]
+
+
+def _apportion(units: list[int], scaled: list[float], target: int) -> None:
+    """Bring ``units`` (steps per part, each its ``scaled`` value floored, or raised to 1) to sum ``target``
+    in place: steps left over one each to the largest remainders ``scaled - units`` (ties to the earlier part,
+    never to a part of 0); steps over the target taken one each from the smallest remainders among the parts
+    of 2 steps or more (ties: from the later part), again while some are over."""
+    left = target - sum(units)
+    order = sorted((i for i, x in enumerate(scaled) if x > 0), key=lambda i: (units[i] - scaled[i], i))
+    for i in order[:max(left, 0)]:
+        units[i] += 1
+    while left < 0:
+        order = sorted((i for i, u in enumerate(units) if u >= 2), key=lambda i: (scaled[i] - units[i], -i))
+        for i in order[:-left]:
+            units[i] -= 1
+        left = target - sum(units)
 
 
 def _scaled(value: float, units: list[tuple[float, str]], digits: int) -> str:

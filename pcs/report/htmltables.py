@@ -8,6 +8,7 @@ footprint JSON of ``pcs footprint --format json``.
 """
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, Callable, Sequence
 
 from pcs.units import (format_bandwidth, format_bytes, format_count, format_counted, format_duration, format_percent,
@@ -17,7 +18,7 @@ from pcs.report.replay import (CEILING_LABEL, REAL_LABEL, RESTORE_TIME_NOTE, TP_
                                ttft_note)
 
 __all__ = ["MARKED_NOTE", "cell", "envelope_table", "tier_table", "hybrid_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
-           "BEST"]
+           "shown_best", "shown_number", "BEST"]
 
 #: compare metrics where one direction is better: JSON key -> "max" or "min" (other rows are not marked;
 #: restored bytes, for example, are neither good nor bad by themselves).
@@ -28,7 +29,8 @@ BEST = {"hit_ratio": "max", "gap_capacity_eviction": "min", "gap_concurrency": "
 
 #: The legend of a table whose best cells are marked (compare, runs side by side): which way is better per row.
 MARKED_NOTE = ("marked: the best value of a row where one direction is better (higher hit ratio; smaller gaps "
-               "(concurrency: nearest 0, its sign says which way), TTFT, waits, writes, truncations, slower restores)")
+               "(concurrency: nearest 0, its sign says which way), TTFT, waits, writes, truncations, slower restores), "
+               "judged on the figures shown: every cell showing the best one is marked, none when all show the same")
 
 
 def cell(text: Any, num: bool = False, best: bool = False) -> dict:
@@ -168,6 +170,31 @@ def best_columns(values: Sequence[Any], direction: str | None) -> set[int]:
     return {i for i, v in enumerate(values) if v == target}
 
 
+#: Multipliers of the units a marked cell prints in (pcs.units' formatters), to compare shown figures as numbers.
+_SHOWN_UNITS = {"": 1, "%": 1, "pts": 1, "B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15,
+                "ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9}
+
+
+def shown_number(text: str | None) -> Decimal | None:
+    """The figure a cell shows, as an exact number in its kind's smallest unit (``+0.4 pts`` -> 0.4, ``6.0 %`` ->
+    6.0, ``221.44 ms`` -> 221440000 ns, ``1.50 GB`` -> 1500000000 B, ``1,204`` -> 1204); None for ``-``, None
+    or a text of another kind (then the row is not marked).
+    The best cell of a row is chosen on these (:func:`shown_best`), so the mark agrees with what the row shows."""
+    if text is None or text == "-":
+        return None
+    num, _, unit = text.replace(",", "").partition(" ")
+    try:
+        return Decimal(num) * _SHOWN_UNITS[unit]
+    except (KeyError, ArithmeticError):     # not a figure of a marked row's kinds: no mark
+        return None
+
+
+def shown_best(texts: Sequence[str | None], direction: str | None) -> set[int]:
+    """:func:`best_columns` of the figures the cells show (:func:`shown_number`), not of the exact JSON values:
+    every cell showing the best figure is marked; none when the shown figures are all equal or one is ``-``."""
+    return best_columns([shown_number(t) for t in texts], direction)
+
+
 def _metrics() -> list[tuple[str, str, Callable[[Any], str]]]:
     """(label, JSON key, formatter) of every compare figure, in the order of ``pcs compare``'s table."""
     from pcs.report.compare import ROWS
@@ -183,9 +210,9 @@ def compare_table(c: dict) -> dict:
         values = [v.get(key) for v in vs]
         if key == "gap_hybrid_rules" and all(x is None for x in values):
             continue                                    # no hybrid model among the variants (as the text table)
-        best = best_columns(values, BEST.get(key))
-        rows.append([cell(label)] + [cell(_shown(v, key, fmt, x), True, i in best) for i, (v, x) in
-                                     enumerate(zip(vs, values))])
+        texts = [_shown(v, key, fmt, x) for v, x in zip(vs, values)]
+        best = shown_best(texts, BEST.get(key))
+        rows.append([cell(label)] + [cell(t, True, i in best) for i, t in enumerate(texts)])
     return _table(f"{c['trace']} | {c['model']} | {c['timing']} timing", ["metric"] + [v["variant"] for v in vs],
                   rows, [MARKED_NOTE])
 
@@ -268,9 +295,9 @@ def runs_table(runs: Sequence[dict]) -> dict:
         values = [_at(s, path) for s in runs]
         if path == ("gap", "hybrid_rules") and all(x is None for x in values):
             continue
-        best = best_columns(values, direction)
-        rows.append([cell(label)] + [cell(_run_cell(s, path, fmt, x), True, i in best)
-                                     for i, (s, x) in enumerate(zip(runs, values))])
+        texts = [_run_cell(s, path, fmt, x) for s, x in zip(runs, values)]
+        best = shown_best(texts, direction)
+        rows.append([cell(label)] + [cell(t, True, i in best) for i, t in enumerate(texts)])
     return _table(f"{runs[0]['trace']} | {runs[0]['model']}", ["metric"] + run_labels(runs), rows, [MARKED_NOTE])
 
 

@@ -11,7 +11,8 @@ kinds of configuration are named after the run, each with why and what to give i
   holds was first written to the slower one. LMCache (local CPU, then local disk, then remote) and SGLang HiCache
   (device, host, then storage) order their tiers fastest first; pcs runs the order given, so a note suggests it;
 - **a tier that received no block** in the run (``written_blocks`` 0, size > 0): under write-back a tier gets only
-  what the tier above evicts (§7), and the tier above evicted none (it holds every block written to it; when
+  what the tier above evicts (§7), and the tier above evicted none (a GPU tier of size 0 holds no block, so it
+  cached none to evict; else it holds every block written to it; when
   requests were truncated, the note says so: their blocks past what fit in the GPU tier are cached in no tier,
   §5, so they never pass through it), or the tier's admission refused every block offered to it.
 
@@ -63,19 +64,24 @@ def _empty_note(above: dict[str, Any], tier: dict[str, Any], write_policy: str, 
     elif write_policy == "back" and not above.get("evicted_blocks"):
         why = (f"under write-back a tier gets only what the tier above evicts, and {above['name']} "
                f"({format_bytes(above['capacity_bytes'])} = {format_counted(above['capacity_blocks'], unit)}) "
-               f"evicted none: {_held_said(above, unit, truncated)}")
+               f"evicted none{':' if above['capacity_blocks'] else ';'} {_held_said(above, unit, truncated)}")
     else:
         why = f"no {unit} reached it"
     return f"tier {name} received no {unit} in this run ({format_bytes(tier['capacity_bytes'])} unused): {why}"
 
 
 def _held_said(above: dict[str, Any], unit: str, truncated: str) -> str:
-    """What the tier that evicted none held: every block it was given; when requests were truncated (the GPU tier
+    """What the tier that evicted none held: nothing when its size is 0 (a GPU tier of 0 blocks or pages: no
+    block is cached, docs/semantics.md §5); else every block it was given; when requests were truncated (the GPU tier
     could not hold them, docs/semantics.md §5), that it kept what it cached while the truncated requests' blocks
     past what fit were cached in no tier -- computed, never stored, so none passed through it (a 1-block GPU tier
     under requests that all start with the same block: it keeps that block, pinned by each request, and caches
     nothing else)."""
     peak = format_count(above["resident_blocks_peak"])
+    if above["capacity_blocks"] == 0:
+        return (f"it has size 0: it holds no {unit}, so it cached none to evict" + (
+            f"; {truncated} truncated (larger than the {above['name']} tier, docs/semantics.md §5): their {unit}s "
+            "were cached in no tier" if truncated else ""))
     if not truncated:
         return f"it held every {unit} it was given (at most {peak} at once)"
     return (f"it kept every {unit} it cached (at most {peak} at once); {truncated} truncated (larger than the "

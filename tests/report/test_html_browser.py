@@ -122,6 +122,8 @@ def test_compare_marks_the_best_hit_ratio(browser, pages):
     page, c = pages["compare"]
     run = load_page(page, TABLE_BEST_JS, browser=browser, screenshot=False)
     row = next(r for r in run.value if r and r[0][0] == "hit ratio (real, token-weighted)")
-    best = max(v["hit_ratio"] for v in c["variants"])
+    # judged on the shown figures (docs/report.md): every variant showing the best hit ratio, none if all show it
+    shown = [format_percent(v["hit_ratio"]) for v in c["variants"]]
+    best = max(shown, key=lambda t: float(t.removesuffix(" %")))
     marked = [v["variant"] for v, (_, is_best) in zip(c["variants"], row[1:]) if is_best]
-    assert marked == [v["variant"] for v in c["variants"] if v["hit_ratio"] == best]
+    assert marked == ([] if len(set(shown)) == 1 else [v["variant"] for v, t in zip(c["variants"], shown) if t == best])

@@ -134,3 +134,22 @@ def test_a_one_block_gpu_tier_of_truncated_requests_says_why_it_evicted_none(nat
                          "once); 8 of 8 requests were truncated (larger than the gpu tier, docs/semantics.md §5): "
                          "their blocks past what fit were cached in no tier, so none of those passed through gpu")
     assert "it held every block it was given" not in note
+
+
+@pytest.mark.parametrize("model,unit", [((), "block"), (("--model", "qwen3-next-80b-a3b", "--tp", "2"), "page"),
+                                        (("--model", "gemma-3-27b"), "page")])
+def test_a_gpu_tier_of_size_0_says_it_holds_none(model, unit):
+    """By hand (docs/semantics.md §5, §7): a GPU tier of 0 blocks holds no block, so all 8 requests of
+    traces/formats/mooncake_conv_8.jsonl are truncated at admission, it caches and evicts none, and under
+    write-back the cpu tier below receives none. The note says the GPU tier has size 0 -- not that it "kept
+    every block it cached (at most 0 at once)". A hybrid model's tiers count pages: the same in pages."""
+    r = invoke("replay", str(ROOT / "traces" / "formats" / "mooncake_conv_8.jsonl"), "--tier", "gpu=0blocks",
+               "--tier", "cpu=100blocks", "--timing", "sequential", *model, "-q", "--format", "json")
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    assert (s["requests_truncated"], s["requests"], s["tiers"][1]["written_blocks"]) == (8, 8, 0)
+    note = next(n for n in s["notes"] if n.startswith(f"tier cpu received no {unit}"))
+    assert note.endswith(f"(0 B = 0 {unit}s) evicted none; it has size 0: it holds no {unit}, so it cached none "
+                         f"to evict; 8 of 8 requests were truncated (larger than the gpu tier, docs/semantics.md "
+                         f"§5): their {unit}s were cached in no tier"), note
+    assert "kept every" not in note and "at most 0" not in note
