@@ -86,6 +86,27 @@ def test_switch_at_the_limit_worked_by_hand(monkeypatch, limit, direct_steps):
     assert dict(h.tiers[0].resident) == {4: 0, 6: 0} and dict(h.tiers[1].resident) == {3: 0, 2: 0, 5: 0}
 
 
+@pytest.mark.parametrize("chains, direct_after", [
+    ([[1, 2, 5]], [6]),                        # rising, the last (5) below the limit: direct
+    ([[1, 2], [1, 2, 4, 6]], [6, 0]),          # rising, computed keys 4, 6: the last (6) is the limit -> hashed
+    ([[7, 1]], [0]),                           # not rising: its first key (7) past the limit -> hashed
+    ([[1, 2, 5], [5, 3]], [6, 6]),             # not rising, every key below the limit: direct
+    ([[3, 1], [1, 2, 4, 5]], [6, 6]),          # both kinds, all below: direct throughout
+])
+def test_the_fill_of_rising_keys_checks_their_last_against_the_limit(monkeypatch, chains, direct_after):
+    """Limit 6, GPU 8 + CPU 8 blocks (nothing evicted): a chain's computed keys are added at its prefill_done; when
+    the chain's keys rise only the last is compared with the limit (PcsAdm.rises), otherwise every key is. Worked by
+    the rule of sh_mode: a computed key at or above 6 switches the table to hashed before the adds, for good. Every
+    block stays resident in the GPU tier whatever the mode (the table's check after every admission)."""
+    h = _hier(monkeypatch, [8, 8], 6)
+    seen = set()
+    for keys, limit in zip(chains, direct_after):
+        _admit(h, keys)
+        seen |= set(keys)
+        assert h._h.direct_limit() == limit, keys
+        assert set(dict(h.tiers[0].resident)) == seen and not dict(h.tiers[1].resident)
+
+
 def _renamed(reqs, f):
     """The trace with block i of request r renamed f(r, id) (an injective renaming per id: f(r, id) depends on r only
     through the request's half, and both halves map ids apart)."""
@@ -180,3 +201,17 @@ def test_a_replay_that_crosses_the_limit_equals_one_that_does_not(tmp_path, monk
     assert out["far"][1] == [0] and out["near"][1] == [DEFAULT_LIMIT]
     assert out["far"][0]["engine"].startswith("compiled-"), out["far"][0]["engine"]
     assert out["far"][0] == out["near"][0]
+
+
+def test_keys_added_before_the_prefill_are_each_checked_against_the_limit(monkeypatch):
+    """Out of extend's documented order (after prefill_done): start [3, 7] (rising, 7 past limit 6), extend [1],
+    then prefill_done fills 3, 7 and 1 again. The Admission's rising answer no longer holds for its keys [3, 7, 1]
+    (c_extend clears it), so the fill compares every key: 7 switches the table to hashed before its add and the
+    table stays sound (without the clear the last key, 1, would be compared alone and 7 written past the map)."""
+    h = _hier(monkeypatch, [8, 8], 6)
+    a = h.start([3, 7], 2, 2, 1)
+    h.extend(a, [1])
+    h.prefill_done(a)
+    h._check()
+    assert h._h.direct_limit() == 0
+    assert set(dict(h.tiers[0].resident)) == {1, 3, 7}
