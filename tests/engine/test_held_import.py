@@ -16,7 +16,10 @@ from tests.helpers import ROOT
 
 def _run(tmp_path, script: str) -> list[str]:
     path = tmp_path / "script.py"
-    path.write_text(textwrap.dedent(script))
+    # Python leaves SIGINT ignored in a process started with it ignored (a background job of a non-interactive
+    # shell, as CI runs the suite): the scripts set the handler that raises KeyboardInterrupt themselves.
+    path.write_text("import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+                    + textwrap.dedent(script))
     env = {"PYTHONPATH": f"{ROOT}:{tmp_path}", "PCS_THREADS": "off", "PATH": "/usr/bin:/bin"}
     r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, cwd=tmp_path,
                        timeout=120)
