@@ -488,8 +488,15 @@ def _lens_note(a: str, lens: dict[str, Any], fp8_layout: str | None = None) -> s
             f"({fp8}), "
             f"a per-restore setup does not {move}, and the prefill of missed tokens not at all, "
             "so with the hits held fixed TTFT barely moves; a real --dtype "
-            f"{a} replay {'also ' if narrower else ''}fits {_ratio(lens['gpu_capacity_blocks'])} the blocks per "
-            "tier, so the hits change and with them restore bytes and TTFT: replay with it to see")
+            f"{a} replay {'also ' if narrower else ''}fits {_blocks_ratio(lens['gpu_capacity_blocks'], narrower)} "
+            "per tier, so the hits change and with them restore bytes and TTFT: replay with it to see")
+
+
+def _blocks_ratio(pair: list, narrower: bool) -> str:
+    """How many blocks the other dtype fits per tier, for the lens' note: ``x2.000 the blocks`` from the GPU tier's
+    blocks (this run's, the other dtype's); ``more blocks`` / ``fewer blocks`` where this run's GPU tier holds none
+    (a GPU tier of 0: no ratio, and a lower tier sized in bytes still fits more or fewer)."""
+    return f"{_ratio(pair)} the blocks" if pair[0] else ("more blocks" if narrower else "fewer blocks")
 
 
 def lens_text(s: dict[str, Any], label: str = "", notes: bool = True) -> str:

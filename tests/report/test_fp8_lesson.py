@@ -72,3 +72,18 @@ def test_lens_note_names_fp8_ds_mla_and_its_ratios_on_deepseek_v32(tmp_path):
         assert "x0.500" not in note
     s = replay(str(path), model="llama-3.1-70b").summary.to_dict()     # plain fp8: the general text
     assert "vLLM fp8: x0.500 of bf16" in lens_rows(s)[3][0]
+
+
+def test_lens_note_with_a_gpu_tier_of_no_block_names_no_ratio():
+    """A GPU tier of 0 blocks holds none in either dtype (gpu_capacity_blocks [0, 0]): the note says fp8 fits more
+    blocks per tier (the cpu tier of 100 blocks is 100 x 167,772,160 B, which fits 200 blocks of 83,886,080 B),
+    never a placeholder ratio ('fits - the blocks', review37b finding 4); with 8 GPU blocks it is x2.000 (8 -> 16,
+    the same bytes at half a block's size)."""
+    trace = str(ROOT / "traces" / "formats" / "mooncake_conv_8.jsonl")
+    def note(gpu):
+        return " ".join(invoke("replay", trace, "--tier", gpu, "--tier", "cpu=100blocks", "--timing",
+                               "sequential").output.split())
+    none = note("gpu=0blocks")
+    assert "also fits more blocks per tier, so the hits change" in none and "fits -" not in none
+    eight = note("gpu=8blocks")
+    assert "also fits x2.000 the blocks per tier, so the hits change" in eight
