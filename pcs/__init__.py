@@ -23,9 +23,10 @@ Units: bytes as int, bandwidth in bytes/s, times in seconds; GB decimal.
 The functions and the submodules (``pcs.model``, ``pcs.trace``,
 ``pcs.hardware``, ``pcs.compute``, ``pcs.cache``, ``pcs.engine`` ...) are
 imported lazily on first use, so ``import pcs`` stays cheap; the heavy
-third-party packages among them (numpy, pyarrow ...) are imported on the main
-thread with Ctrl-C held until they have finished (``pcs/_heldimport.py``), so
-an interrupted first call leaves none half-initialised. No public name
+third-party packages among them (numpy, pyarrow, matplotlib) are imported by
+pcs on the main thread with Ctrl-C held until they have finished
+(``pcs/_heldimport.py``; numpy before any public function is returned), so an
+interrupted first call leaves none half-initialised. No public name
 is both a module and a function: the views live in ``pcs.analysis``,
 ``pcs.model``, ``pcs.engine`` and ``pcs.curves``.
 """
@@ -33,11 +34,7 @@ from __future__ import annotations
 
 import importlib
 
-from pcs import _heldimport
-
 __version__ = "0.1.0"
-
-_heldimport.install()       # numpy, pyarrow ... imported on first use with Ctrl-C held (pcs/_heldimport.py)
 
 #: public name -> (module, attribute)
 _API: dict[str, tuple[str, str]] = {
@@ -66,7 +63,10 @@ def __getattr__(name: str):
         module_name, attr = _API[name]
     except KeyError:
         raise AttributeError(f"module 'pcs' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module_name), attr)
+    from pcs._heldimport import held_import
+
+    held_import("numpy")    # whole before any call starts: a Ctrl-C in its first import is raised after it
+    value = getattr(held_import(module_name), attr)
     globals()[name] = value
     return value
 

@@ -39,6 +39,7 @@ import contextvars
 import os
 import signal
 import threading
+import time
 
 import _signal
 from typing import Any, Callable, Iterator
@@ -76,15 +77,33 @@ class _Worker(threading.Thread):
     start on the 2-core machine at load 2-3, up to 7 ms at load 4 (the new thread waiting for a core and the GIL),
     3-4 times a 1x replay and 7 times a 10x one, on its critical path (docs/performance.md, "The 1x call's calling
     thread, third pass"). :meth:`join` first waits for the thread to have run (``Thread.join`` refuses a thread not
-    yet started)."""
+    yet started), within the one deadline ``timeout`` gives, as ``Thread.join``'s contract: a worker not yet run
+    by then is left alive (no ``RuntimeError``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._started = _StartNotWaited()
+        self._start_made = False
+
+    def start(self) -> None:
+        super().start()
+        self._start_made = True
 
     def join(self, timeout: float | None = None) -> None:
-        threading.Event.wait(self._started, timeout)   # the plain wait: never the skipped one, whoever waited first
-        super().join(timeout)
+        """Wait until the thread has run and ended, or ``timeout`` seconds (one deadline for both waits) have
+        passed; returns None either way (``is_alive`` tells).
+
+        Raises:
+            RuntimeError: the thread was never started, or it joins itself (as ``Thread.join``)."""
+        if not self._start_made:
+            return super().join(timeout)                # Thread.join's own error
+        if timeout is None:
+            threading.Event.wait(self._started)         # the plain wait: never the skipped one, whoever waited first
+            return super().join()
+        deadline = time.monotonic() + max(timeout, 0.0)
+        if threading.Event.wait(self._started, max(timeout, 0.0)):
+            super().join(max(deadline - time.monotonic(), 0.0))
+        return None
 
 
 #: The workers' thread class (a name of its own: tests refuse or cut its start without touching other threads).

@@ -62,7 +62,7 @@ __all__ = [
     "points_units",
     "format_point_units",
     "points_between",
-    "split_percent",
+    "split_percent", "split_percent_sum", "split_percent_units",
     "plural",
     "a_or_an",
     "format_rate",
@@ -549,25 +549,54 @@ def split_percent(parts: list[float | None], total: float | None, digits: int = 
     exact value, but for one that gave a step to a raised part: then less than (1 + the steps it gave) below,
     at most as many steps as parts were raised. A part may therefore print a step below or above its own
     rounding (more below when it gave steps). Parts that do not sum to ``total`` within rounding, or a None
-    among them or as the total, print each rounded alone (:func:`format_percent`).
+    among them or as the total, print each rounded alone (:func:`format_percent`). A part below 0 (float noise
+    of a sum, -1e-12) counts as 0: it prints ``0.0 %`` and takes no step from the others.
 
     >>> split_percent([0.09454, 0.25454], 0.34908)
     ['9.4 %', '25.5 %']
     >>> split_percent([0.059298, 0.000527, 0.000503], 0.060328)
     ['5.8 %', '0.1 %', '0.1 %']
     """
-    fallback = [format_percent(p, digits) for p in parts]
+    units = split_percent_units(parts, total, digits)
+    if units is None:
+        return [format_percent(None if p is None else max(p, 0.0), digits) for p in parts]
+    return [format_percent(u / 10**digits / 100.0, digits) for u in units]
+
+
+def split_percent_units(parts: list[float | None], total: float | None, digits: int = 1) -> list[int] | None:
+    """The steps of 10**-digits percent each part of ``total`` prints as under :func:`split_percent` (parts below
+    0 count as 0), summing to the total's; None when the parts print each rounded alone (a None or NaN among
+    them or as the total, or parts that do not sum to the total within rounding)."""
     target = percent_units(total, digits)
     if target is None or any(p is None or math.isnan(p) for p in parts):
-        return fallback
-    scaled = [100.0 * p * 10**digits for p in parts]
+        return None
+    scaled = [100.0 * max(p, 0.0) * 10**digits for p in parts]
     units = [math.floor(x) for x in scaled]
     if not 0 <= target - sum(units) <= len(parts):
-        return fallback
+        return None
     if sum(x > 0 for x in scaled) <= target:
         units = [max(u, 1) if x > 0 else u for u, x in zip(units, scaled)]
     _apportion(units, scaled, target)
-    return [format_percent(u / 10**digits / 100.0, digits) for u in units]
+    return units
+
+
+def split_percent_sum(parts: list[float | None], total: float | None, first: int, digits: int = 1) -> str:
+    """The sum of ``parts[first:]`` as :func:`split_percent` prints those parts (their printed steps added), so a
+    row of their sum agrees with the rows of the parts (``pcs compare``'s "hits served by lower tiers" beside
+    ``pcs replay``'s per-tier rows: ``[0.059298, 0.000527, 0.000503]`` of 0.060328 print 5.8, 0.1 and 0.1 %, the
+    lower tiers' sum 0.2 %, where the exact sum rounds to 0.1 %); the exact sum (parts below 0 as 0) rounded
+    alone when the parts print so; None among ``parts[first:]`` -> ``-``.
+
+    >>> split_percent_sum([0.059298, 0.000527, 0.000503], 0.060328, 1)
+    '0.2 %'
+    """
+    units = split_percent_units(parts, total, digits)
+    if units is not None:
+        return format_percent(sum(units[first:]) / 10**digits / 100.0, digits)
+    rest = parts[first:]
+    return format_percent(None if any(p is None for p in rest) else sum(max(p, 0.0) for p in rest), digits)
+
+
 
 
 def _apportion(units: list[int], scaled: list[float], target: int) -> None:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from pcs._heldimport import held_import
 from pcs import _native
 from pcs.extras import missing_extra
 from pcs.cli.common import (PcsUsageError, Progress, RegistryChoice, command, counted, emit, format_option,
@@ -24,7 +25,7 @@ def _plot(result, path: str, model_name: str | None, trace: str) -> None:
         fig = curve_figure(result, model_name, trace)
     except ImportError:
         raise PcsUsageError(missing_extra("--plot", "matplotlib", "plot")) from None
-    import matplotlib.pyplot as plt
+    plt = held_import("matplotlib.pyplot")
 
     try:
         with atomic_output(path) as tmp:

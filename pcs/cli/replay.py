@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import click
 
+from pcs._heldimport import held_import
 from pcs import _native, units
 from pcs.choices import BUILTIN_POLICIES, DEFAULT_POLICY, ON_ERROR, POLICY_ALIASES, TIMINGS
 from pcs.choices import TRACE_FORMATS as FORMATS
@@ -515,11 +516,11 @@ def write_requests(table: Any, path: str) -> None:
     try:
         with atomic_output(path) as tmp:
             if suffix == ".parquet":
-                import pyarrow.parquet as pq
+                pq = held_import("pyarrow.parquet")
 
                 pq.write_table(table, tmp)
             else:
-                import pyarrow.csv as pcsv
+                pcsv = held_import("pyarrow.csv")
 
                 pcsv.write_csv(table, tmp)
     except OSError as exc:

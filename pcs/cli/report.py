@@ -146,7 +146,9 @@ def write_replay_outputs(html_path: str | None, plot_dir: str | None, result: An
 
     Args:
         result: the :class:`pcs.engine.api.ReplayResult`.
-        kw: the parsed replay options (``trace``, ``trace_format``, ``block_size``, ``quiet``).
+        kw: the parsed replay options (``trace``, ``trace_format``, ``block_size``, ``sort``, ``on_error``,
+            ``quiet``): the trace is read again for the curve and oracle as the run read it (``--on-error skip``
+            skips the bad lines the run skipped; ``--sort`` orders it the same).
         trace: the opened trace the run read when it is not a plain path (a re-blocked one).
         summary: the summary the command prints (the run's with the trace notes added); None = the run's.
         command: the command line that reruns the run (:func:`pcs.cli.rerun.replay_command`), for the page.
@@ -154,12 +156,46 @@ def write_replay_outputs(html_path: str | None, plot_dir: str | None, result: An
     s = (summary if summary is not None else result.summary).to_dict()
     if command:
         s["replay_command"] = command
-    if trace is None and kw["trace"] and kw["trace_format"]:
+    as_run = kw.get("sort") or kw.get("on_error", "raise") != "raise"
+    if trace is None and kw["trace"] and (kw["trace_format"] or (as_run and _unreadable_trace(kw["trace"]) is None)):
         from pcs.trace import open_trace
 
-        trace = open_trace(kw["trace"], format=kw["trace_format"], block_size=kw["block_size"])
+        trace = open_trace(kw["trace"], format=kw["trace_format"], block_size=kw["block_size"],
+                           sort=kw.get("sort"), on_error=kw.get("on_error", "raise"))
     curve, oracle = replay_page_curve(trace if trace is not None else s["trace"], s, kw["quiet"])
     write_outputs(html_path, plot_dir, [s], curve=curve, oracle=oracle)
+
+
+def run_read_options(run: dict) -> dict[str, Any]:
+    """How a replay JSON's run read its trace, from its ``replay_command`` (``pcs replay ... --on-error skip
+    --sort``): the :func:`pcs.trace.open_trace` keywords ``on_error`` and ``sort`` it gave, {} when it gave
+    neither (or the JSON has no command: a JSON from before it, or not --format json)."""
+    import shlex
+
+    try:
+        words = shlex.split(run.get("replay_command") or "")
+    except ValueError:
+        return {}
+    opts: dict[str, Any] = {}
+    for i, w in enumerate(words):
+        if w == "--sort":
+            opts["sort"] = True
+        elif w.startswith("--on-error="):
+            opts["on_error"] = w.split("=", 1)[1]
+        elif w == "--on-error" and i + 1 < len(words):
+            opts["on_error"] = words[i + 1]
+    return opts
+
+
+def _as_run_read(trace: str, run: dict) -> Any:
+    """The trace path of a replay page, opened as the run read it (:func:`run_read_options`: ``--on-error skip``
+    skips the bad lines the run skipped) when it gave such options and the file is there; else the path."""
+    opts = run_read_options(run)
+    if not opts or _unreadable_trace(trace) is not None or any("re-blocked" in str(n) for n in run.get("notes", ())):
+        return trace                            # replay_page_curve notes why there is no curve, as before
+    from pcs.trace import open_trace
+
+    return open_trace(trace, **opts)
 
 
 def _checked_trace(run: dict, changed: str, quiet: bool) -> str | None:
@@ -338,7 +374,7 @@ def report(files: tuple[str, ...], html_path: str | None, plot_dir: str | None, 
     runs = [p for p, k in zip(payloads, kinds) if k == "replay"]
     if runs and not no_curve and "curve" not in kinds:
         trace = _checked_trace(runs[0], changed_trace, quiet)
-        curve, oracle = replay_page_curve(trace, runs[0], quiet) if trace else (None, None)
+        curve, oracle = replay_page_curve(_as_run_read(trace, runs[0]), runs[0], quiet) if trace else (None, None)
     done = write_outputs(html_path, plot_dir, payloads, curve=curve, oracle=oracle)
     emit(done, fmt, lambda: _written(done), rows_key=None)
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from pcs._heldimport import held_import
 from pcs.cache.policies import ProtectedPolicy
 from pcs.engine.lens import payload_lens
 from pcs.engine.series import TimeSeries, request_distributions, series_payload
@@ -109,7 +110,7 @@ def _values(col) -> np.ndarray:
 
 def requests_table(columns: dict) -> Any:
     """Per-request columns (``array.array`` or int64/float64/int8 ndarrays) -> pyarrow Table (int64, float64, bool)."""
-    import pyarrow as pa
+    pa = held_import("pyarrow")
 
     arrays = {}
     for name, col in columns.items():

@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from pcs._heldimport import held_import
 from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.choices import MAX_INSTANCES  # most instances of a fleet
 from pcs.engine.computecheck import checked_compute
@@ -262,7 +263,7 @@ def _instance_row(i: int, ceiling: SingleSequenceResult, s: Any, table: Any, hel
 
 def _requests_table(tables: list, rows: list) -> Any:
     """The instances' request tables as one, in trace order, ``request_id`` = trace position, plus ``instance``."""
-    import pyarrow as pa
+    pa = held_import("pyarrow")
 
     parts = []
     for i, (t, r) in enumerate(zip(tables, rows)):

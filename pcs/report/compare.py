@@ -13,7 +13,7 @@ from pcs.engine.compare import CompareResult
 from pcs.report.replay import (CEILING_LABEL, CEILING_MEANING, REAL_LABEL, WHOLE_BLOCKS_NOTE, gap_texts, lens_text,
                                model_label, timing_label)
 from pcs.report.table import render_table, shown_path
-from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points
+from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points, split_percent_sum
 
 __all__ = ["render_compare", "variant_gap_texts", "variant_notes", "capacity_text", "ROWS"]
 
@@ -59,11 +59,25 @@ def variant_gap_texts(v: Any) -> dict[str, str]:
     return {f"gap_{k}": text for k, text in texts.items()}
 
 
+def lower_tiers_text(v: Any) -> str:
+    """A compare variant's "hits served by lower tiers" as ``pcs replay`` of the same run prints its lower tiers'
+    rows: the sum of their apportioned parts (:func:`pcs.units.split_percent_sum`, the rule of
+    :func:`pcs.units.split_percent`), from the variant's summary; a variant without one (a JSON variant) its
+    exact ratio rounded (``format_percent``)."""
+    s = getattr(v, "summary", None)
+    if s is None:
+        return format_percent(getattr(v, "lower_tier_hit_ratio", None))
+    return split_percent_sum(list(s.hit_ratio_per_tier.values()), s.hit_ratio, 1)
+
+
 def _cell(v: Any, attr: str, fmt: Callable[[Any], str]) -> str:
     """One variant's figure of a ROWS row; a gap row the difference of the printed ratios
-    (:func:`variant_gap_texts`); ``-`` for None."""
+    (:func:`variant_gap_texts`); the lower tiers' row the sum of their printed parts (:func:`lower_tiers_text`);
+    ``-`` for None."""
     if getattr(v, attr) is None:
         return "-"
+    if attr == "lower_tier_hit_ratio":
+        return lower_tiers_text(v)
     return variant_gap_texts(v)[attr] if fmt is _pts else fmt(getattr(v, attr))
 
 

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pcs._heldimport import held_import
 from pcs.report.replay import WHOLE_BLOCKS_NOTE
 from pcs.report.table import render_table, shortened_path, shown_path
 from pcs.units import format_bytes, format_count, format_counted, format_percent, format_rate
@@ -119,7 +120,7 @@ def _bytes_axis(ax: Any, block_bytes: int, model_name: str) -> None:
     """The capacity in decimal bytes on a second x axis on top, ticked where the blocks axis below is (its
     powers of 10 in view), each label the bytes of that block count as the text report prints them
     (``16.78 GB``: a space before the unit), so each pair lines up; no minor ticks."""
-    from matplotlib.ticker import NullLocator
+    NullLocator = held_import("matplotlib.ticker").NullLocator
 
     lo, hi = ax.get_xlim()
     blocks = [t for t in ax.get_xticks() if lo <= t <= hi]
@@ -146,9 +147,9 @@ def curve_figure(result: Any, model_name: str | None, trace: str | None = None) 
     Raises:
         ImportError: matplotlib is not installed (the ``plot`` extra).
     """
-    import matplotlib
+    matplotlib = held_import("matplotlib")
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = held_import("matplotlib.pyplot")
 
     from pcs.report.htmlcurve import curve_line
 

@@ -177,16 +177,18 @@ _SHOWN_UNITS = {"": 1, "%": 1, "pts": 1, "B": 1, "kB": 10**3, "MB": 10**6, "GB":
 
 def shown_number(text: str | None) -> Decimal | None:
     """The figure a cell shows, as an exact number in its kind's smallest unit (``+0.4 pts`` -> 0.4, ``6.0 %`` ->
-    6.0, ``221.44 ms`` -> 221440000 ns, ``1.50 GB`` -> 1500000000 B, ``1,204`` -> 1204); None for ``-``, None
-    or a text of another kind (then the row is not marked).
+    6.0, ``221.44 ms`` -> 221440000 ns, ``1.50 GB`` -> 1500000000 B, ``1,204`` -> 1204); None for ``-``, None,
+    ``nan ...`` (a NaN orders against nothing: ``max`` of Decimal NaNs raises ``InvalidOperation``) or a text of
+    another kind (then the row is not marked).
     The best cell of a row is chosen on these (:func:`shown_best`), so the mark agrees with what the row shows."""
     if text is None or text == "-":
         return None
     num, _, unit = text.replace(",", "").partition(" ")
     try:
-        return Decimal(num) * _SHOWN_UNITS[unit]
+        value = Decimal(num) * _SHOWN_UNITS[unit]
     except (KeyError, ArithmeticError):     # not a figure of a marked row's kinds: no mark
         return None
+    return None if value.is_nan() else value
 
 
 def shown_best(texts: Sequence[str | None], direction: str | None) -> set[int]:

@@ -15,6 +15,7 @@ import dataclasses
 import typing
 from typing import Any
 
+from pcs._heldimport import held_import
 from pcs.argcheck import INT64_MAX
 from pcs.errors import UserError
 
@@ -75,7 +76,7 @@ def typed_table(row: dict[str, Any], types: dict[str, str]) -> Any:
     Raises:
         UserError: an integer outside int64, naming the column.
     """
-    import pyarrow as pa
+    pa = held_import("pyarrow")
 
     for key, value in row.items():   # an int beyond int64 fits no column (pyarrow: OverflowError)
         if isinstance(value, int) and not -INT64_MAX - 1 <= value <= INT64_MAX:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from pcs._heldimport import held_import
 from pcs.errors import UserError
 
 __all__ = ["done_ids", "misplaced_row", "write_point", "read_results", "encode_row", "encode_requests", "REQUESTS_DIR"]
@@ -43,7 +44,7 @@ def _holds_own_row(path: Path) -> bool:
     (:func:`misplaced_row`: a copied or renamed file is not its name's point, which must run)."""
     if point_file_problem(path) is not None:
         return False
-    import pyarrow.parquet as pq
+    pq = held_import("pyarrow.parquet")
 
     try:
         names = pq.read_schema(path).names
@@ -73,7 +74,7 @@ def _upgraded_curve_point(table: Any) -> Any:
     ``block_accesses`` (every hash id, not written then) null, its ``result_json`` upgraded alike."""
     import json
 
-    import pyarrow as pa
+    pa = held_import("pyarrow")
 
     from pcs import jsondepth
     from pcs.curves.result import upgrade_curve_payload
@@ -102,7 +103,7 @@ def point_file_problem(path: Path, names: list[str] | None = None, rows: int | N
     ``point_id`` and ``kind`` columns (:func:`write_point`). ``names`` / ``rows``: its schema's column names
     and row count when already read (else its footer is read)."""
     if names is None or rows is None:
-        import pyarrow.parquet as pq
+        pq = held_import("pyarrow.parquet")
 
         try:
             meta = pq.read_metadata(path)
@@ -129,8 +130,8 @@ def _first_line(exc: BaseException) -> str:
 def _parquet_bytes(table: Any) -> bytes:
     """Parquet bytes without column statistics or the Arrow schema copy: a one-row file of a replay's
     ~160 columns is ~30 KB instead of ~60 KB (the types read back the same)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    pa = held_import("pyarrow")
+    pq = held_import("pyarrow.parquet")
 
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, write_statistics=False, store_schema=False)
@@ -148,7 +149,7 @@ def encode_row(row: dict[str, Any], types: dict[str, str] | None = None) -> byte
 
 def encode_requests(point_id: str, requests: Any) -> bytes:
     """A per-request table (pyarrow) as Parquet bytes, with a ``point_id`` column first."""
-    import pyarrow as pa
+    pa = held_import("pyarrow")
 
     return _parquet_bytes(requests.add_column(0, "point_id", pa.array([point_id] * requests.num_rows, pa.string())))
 
@@ -195,8 +196,8 @@ def read_results(out: str | Path) -> Any:
         UserError: a column has incompatible types across files (text in one, numbers in another); a
             ``*.parquet`` file that is not a readable point file (named).
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    pa = held_import("pyarrow")
+    pq = held_import("pyarrow.parquet")
 
     out = Path(out)
     from pcs.trace.pathcheck import check_input_dir

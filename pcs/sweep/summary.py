@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from pcs._heldimport import held_import
 from pcs.errors import UserError
 from pcs.sweep.result import SweepBest, SweepFrontPoint, SweepSummary
 from pcs.sweep.store import misplaced_row, point_file_problem, unreadable_point
@@ -125,7 +126,7 @@ def _stream_rows(out: str | Path):
     """(column names of each file, its rows) for every point of ``out`` in point-id order, reading only the
     columns a summary uses (never ``result_json``): memory stays that of 64 files' few columns whatever the
     number of points (reading the directory whole took ~0.16 MB per point, benchmarks/bench_sweep_summary.py)."""
-    import pyarrow.parquet as pq
+    pq = held_import("pyarrow.parquet")
     from concurrent.futures import ThreadPoolExecutor
 
     out = Path(out)

@@ -23,6 +23,7 @@ from typing import Iterable
 
 import numpy as np
 
+from pcs._heldimport import held_import
 from pcs.errors import UserError
 from pcs.outfile import atomic_output, publish  # noqa: F401 - publish: the name pcs.trace.chat once imported
 from pcs.trace.request import RequestBatch
@@ -54,7 +55,7 @@ PARQUET_WRITE_OPTIONS = {"compression": "none",
 def _write_group(w, group: list, schema, final: bool = False) -> list:
     """Write the whole row groups of :data:`ROW_GROUP_ROWS` rows in ``group`` (record batches; with
     ``final`` the rest too); returns the batches left for the next group."""
-    import pyarrow as pa
+    pa = held_import("pyarrow")
 
     table = pa.Table.from_batches(group, schema=schema)
     whole = table.num_rows if final else table.num_rows - table.num_rows % ROW_GROUP_ROWS
@@ -194,7 +195,7 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
     n = m = 0
     with atomic_output(out_path) as tmp:
         if fmt == "parquet":
-            import pyarrow.parquet as pq
+            pq = held_import("pyarrow.parquet")
 
             from pcs.trace.parquet import arrow_schema, batch_to_arrow
 
@@ -259,6 +260,6 @@ def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None =
 
 
 def _has_session(trace) -> bool:
-    import pyarrow.parquet as pq
+    pq = held_import("pyarrow.parquet")
 
     return "session_id" in pq.ParquetFile(trace.path).schema_arrow.names

@@ -42,6 +42,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from pcs._heldimport import held_import
 from pcs.trace.batches import MAX_ARRIVAL_S, ceil_blocks
 from pcs.trace.pool import Pool
 from pcs.trace.request import RequestBatch
@@ -410,7 +411,7 @@ def native_chunk(spec, chunk: bytes, bs: int, state, ids_arena=None) -> RequestB
 
 # -- pyarrow ----------------------------------------------------------------------------------------
 def _schema(spec):
-    import pyarrow as pa
+    pa = held_import("pyarrow")
 
     fields = [("timestamp", pa.float64()), ("input_length", pa.int64()),
               ("output_length", pa.int64()), ("hash_ids", pa.list_(pa.uint64()))]
@@ -423,8 +424,8 @@ def _schema(spec):
 
 def _synthetic_count(col) -> int | None:
     """Rows of a ``reuse`` column saying ``"synthetic"``; None when a value is not in ``REUSE_VALUES``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    pa = held_import("pyarrow")
+    pc = held_import("pyarrow.compute")
 
     if col.null_count == len(col):
         return 0
@@ -442,8 +443,8 @@ def pyarrow_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
     ``{`` and one ``[`` a line: pyarrow skips an unknown key's value of any depth, so a nested value (100,000
     levels, beyond :data:`pcs.jsondepth.MAX_JSON_DEPTH`) would pass here while the authority refuses it.
     """
-    import pyarrow as pa
-    import pyarrow.json as pj
+    pa = held_import("pyarrow")
+    pj = held_import("pyarrow.json")
 
     nlines = clean_lines(chunk)
     if (nlines is None or _count_byte(chunk, _OPEN) != nlines or _count_byte(chunk, _BRACE) != nlines

@@ -29,6 +29,7 @@ from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 
+from pcs._heldimport import held_import
 from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error, ceil_blocks
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch, join_hashes
@@ -73,7 +74,7 @@ _REQUIRED = ("arrival_s", "prompt_tokens", "output_tokens", "block_hashes")
 def arrow_schema(with_session: bool = False, block_size: int = 512, source_format: str = "mooncake",
                  reuse: str | None = None):
     """The canonical ``pyarrow.Schema`` (with or without the session columns; ``pcs.reuse`` when given)."""
-    import pyarrow as pa
+    pa = held_import("pyarrow")
 
     fields = [pa.field("arrival_s", pa.float64(), nullable=False),
               pa.field("prompt_tokens", pa.int64(), nullable=False),
@@ -118,7 +119,7 @@ def _meta_text(pf, key: str, name: str) -> str | None:
 
 def batch_to_arrow(batch: RequestBatch, schema):
     """A :class:`RequestBatch` as a ``pyarrow.RecordBatch`` of ``schema``."""
-    import pyarrow as pa
+    pa = held_import("pyarrow")
 
     lists = pa.ListArray.from_arrays(pa.array(batch.block_offsets.astype(np.int32)),
                                      pa.array(batch.block_hashes, type=pa.uint64()))
@@ -159,8 +160,8 @@ def _open(path, name: str):
     Raises:
         InputError: not a readable Parquet file (naming the file and pyarrow's reason).
     """
-    import pyarrow as pa
-    from pyarrow._parquet import ParquetReader
+    pa = held_import("pyarrow")
+    ParquetReader = held_import("pyarrow._parquet").ParquetReader
 
     pool = pa.system_memory_pool()
     try:
@@ -274,7 +275,7 @@ def _shown(text: str | None) -> str:
 
 def _type_rules():
     """column -> (Arrow type test, what the column must hold): the canonical schema's types, checked on read."""
-    import pyarrow.types as pt
+    pt = held_import("pyarrow.types")
 
     def ints(t) -> bool:
         return pt.is_integer(t)
@@ -448,7 +449,7 @@ def _record_batches(pf, name: str, rows: int, cols: list) -> Iterator:
             pyarrow then yields fewer rows, none for a count of 0, without an error of its own); a row group counts
             other rows than its flat column holds values (:func:`_group_rows`).
     """
-    import pyarrow as pa
+    pa = held_import("pyarrow")
 
     # every leaf of each column, as ParquetFile.iter_batches picks them (a list column is one leaf deep)
     leaves = [j for c in cols for j, p in enumerate(pf.column_paths) if p[0] == c]

@@ -27,11 +27,9 @@ def _run(tmp_path, script: str) -> list[str]:
     return r.stdout.split()
 
 
-def test_a_signal_inside_a_heavy_import_is_raised_after_it(tmp_path):
-    # The fake package counts its runs in a module of its own (as numpy's compiled core, loaded once) and sends
-    # itself SIGINT half-way: without the hold the handler raises in its body (done never set) and the next
-    # import runs the body again (count 2); with it, the import finishes (count 1), KeyboardInterrupt follows,
-    # and the next import -- here on a worker thread -- hands back the finished module.
+def _fake_heavy(tmp_path) -> None:
+    """A fake heavy package that counts its runs in a module of its own (as numpy's compiled core, loaded once) and
+    sends itself SIGINT half-way through its body."""
     pkg = tmp_path / "fakeheavy"
     pkg.mkdir()
     (tmp_path / "fakeheavy_count.py").write_text("n = 0\n")
@@ -46,20 +44,28 @@ def test_a_signal_inside_a_heavy_import_is_raised_after_it(tmp_path):
         done = True
         """))
     (pkg / "sub.py").write_text("x = 1\n")
+
+
+def test_a_signal_inside_a_held_import_is_raised_after_it(tmp_path):
+    # Without the hold the handler raises in the fake package's body (done never set, the package out of
+    # sys.modules) and the next import runs the body again (count 2); with it, the import finishes (count 1) and
+    # KeyboardInterrupt follows, the whole module in sys.modules; the next import -- here on a worker thread --
+    # finds it there.
+    _fake_heavy(tmp_path)
     out = _run(tmp_path, """\
-        import pcs, pcs._heldimport
-        pcs._heldimport.HEAVY.add("fakeheavy")
+        import sys
+        from pcs._heldimport import held_import
         try:
-            import fakeheavy
+            held_import("fakeheavy")
             print("finished")
         except KeyboardInterrupt:
             print("interrupted")
         import threading
         got = []
-        t = threading.Thread(target=lambda: got.append(__import__("fakeheavy")))   # the next import: a worker's
+        t = threading.Thread(target=lambda: got.append(held_import("fakeheavy")))   # the next import: a worker's
         t.start()
         t.join()
-        import fakeheavy, fakeheavy_count, sys
+        import fakeheavy, fakeheavy_count
         assert got == [fakeheavy]
         print(fakeheavy.done, fakeheavy_count.n, fakeheavy.sub.x, sys.modules["fakeheavy"] is fakeheavy,
               type(fakeheavy.__loader__).__name__)
@@ -67,11 +73,46 @@ def test_a_signal_inside_a_heavy_import_is_raised_after_it(tmp_path):
     assert out == ["interrupted", "True", "1", "1", "True", "SourceFileLoader"]
 
 
+def test_a_users_own_imports_probes_and_handler_see_no_change_after_import_pcs(tmp_path):
+    # After import pcs: a find_spec probe of a package not yet imported imports nothing and hands back the path
+    # finder's own loader (a SourceFileLoader; pkgutil.get_loader the same), and the user's own import of the
+    # fake package runs unheld, as without pcs: their own non-raising SIGINT handler is called inside the body
+    # with its frame (the package's module body, "<module>") -- once per signal, two signals sent -- and a
+    # re-import after removing the package from sys.modules runs the body again (count 2), as Python does.
+    _fake_heavy(tmp_path)
+    (tmp_path / "fakeheavy" / "__init__.py").write_text(textwrap.dedent("""\
+        import os, signal
+        import fakeheavy_count
+        fakeheavy_count.n += 1
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        done = True
+        """))
+    out = _run(tmp_path, """\
+        import importlib.abc, importlib.machinery, importlib.util, pkgutil, signal, sys, warnings
+        import pcs
+        spec = importlib.util.find_spec("fakeheavy")
+        print("fakeheavy" in sys.modules, type(spec.loader).__name__,
+              isinstance(spec.loader, importlib.abc.Loader),
+              isinstance(pkgutil.get_loader("fakeheavy"), importlib.machinery.SourceFileLoader))
+        got = []
+        signal.signal(signal.SIGINT, lambda s, frame: got.append(frame.f_code.co_name if frame else None))
+        import fakeheavy, fakeheavy_count
+        print(got, fakeheavy_count.n)
+        del sys.modules["fakeheavy"]
+        import fakeheavy
+        print(fakeheavy_count.n, [f for f in sys.meta_path if type(f).__module__.startswith("pcs")])
+        """)
+    assert out == ["False", "SourceFileLoader", "True", "True", "['<module>',", "'<module>']", "1", "2", "[]"]
+
+
 def test_ctrl_c_in_the_first_replays_numpy_import_leaves_numpy_whole(tmp_path):
     # An import hook after pcs's sends SIGINT when numpy imports numpy.linalg (after its compiled core, which a
     # process cannot initialise twice, has loaded; numpy 2.4), inside the first
     # pcs.replay: that call raises KeyboardInterrupt; numpy is whole afterwards (numpy.matrix, the attribute the
-    # reviewer's broken process lacked) and the next replay runs: 8 requests of mooncake_conv_8.jsonl.
+    # reviewer's broken process lacked) and the next replay runs: 8 requests of mooncake_conv_8.jsonl. A find_spec
+    # probe of numpy in between (a global import hook once handed back a kept module there, and numpy's body ran
+    # a second time: "The NumPy module was reloaded") warns nothing.
     trace = ROOT / "traces" / "formats" / "mooncake_conv_8.jsonl"
     out = _run(tmp_path, f"""\
         import os, signal, sys
@@ -92,10 +133,13 @@ def test_ctrl_c_in_the_first_replays_numpy_import_leaves_numpy_whole(tmp_path):
             print("finished")
         except KeyboardInterrupt:
             print("interrupted")
+        import importlib.util, warnings
+        warnings.simplefilter("error")
+        print(importlib.util.find_spec("numpy") is not None)
         import numpy
         print(Kick.sent, hasattr(numpy, "matrix"), pcs.replay({str(trace)!r}).summary.requests)
         """)
-    assert out == ["interrupted", "True", "True", "8"]
+    assert out == ["interrupted", "True", "True", "True", "8"]
 
 
 def test_import_pcs_does_not_import_numpy(tmp_path):

@@ -67,3 +67,31 @@ def test_a_call_handed_to_a_worker_not_yet_running_runs_and_nothing_is_left(monk
     lingering.close()
     assert _workers() == before
     opener.join()
+
+
+def test_join_with_a_timeout_keeps_one_deadline_and_leaves_a_worker_not_yet_run_alive():
+    # Thread.join's contract: join(timeout) returns by the deadline, the thread alive if not done. Held until the
+    # gate opens (never here), join(0.1) returned after raising RuntimeError ("cannot join thread before it is
+    # started"); now it returns. Then the gate opens 0.5 s in and the call blocks: join(1.0) waited 0.5 s for the
+    # start, then 1.0 s more (1.5 s); one deadline: 1.0 s.
+    gate, release = threading.Event(), threading.Event()
+    t = _held_class(gate)(target=release.wait, name="pcs-beside", daemon=True)
+    t.start()
+    t.join(timeout=0.1)
+    assert not release.is_set()                  # returned, nothing raised
+    opener = threading.Timer(0.5, gate.set)
+    opener.start()
+    t0 = time.perf_counter()
+    t.join(timeout=1.0)
+    took = time.perf_counter() - t0
+    assert t.is_alive() and 0.9 <= took < 1.35, took
+    release.set()
+    t.join()
+    assert not t.is_alive()
+    opener.join()
+    never = beside_mod._Thread(target=int)
+    try:
+        never.join(0.01)
+        raise AssertionError("joined a thread never started")
+    except RuntimeError:
+        pass                                     # as Thread.join

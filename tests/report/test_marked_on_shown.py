@@ -61,3 +61,18 @@ def test_shown_number_reads_every_marked_kind():
     assert shown_number("221.44 ms") == 221_440_000 and shown_number("1.02 s") == 1_020_000_000
     assert shown_number("1.50 GB") == 1_500_000_000 and shown_number("0 B") == 0
     assert shown_number("-") is None and shown_number(None) is None
+
+
+def test_a_nan_cell_marks_nothing():
+    # a compare JSON with one variant's ttft_p50_s NaN (its cell 'nan ...'): Decimal('NaN') orders against
+    # nothing (max/min raised decimal.InvalidOperation); read as no figure, like '-': the row is not marked.
+    assert shown_number("nan ms") is None and shown_number("nan %") is None
+    base = dict(tiers="gpu=2blocks", policy="lru", single_sequence_hit_ratio=0.5, gap_block_rounding=0.0,
+                gap_capacity_eviction=0.1, lower_tier_hit_ratio=0.0, restored_bytes=0, written_bytes=0,
+                share_slower=None, ttft_p99_s=2.0, wait_p99_s=0.0, requests_truncated=0, hit_ratio=0.3,
+                gap_concurrency=0.0)
+    c = {"trace": "t", "model": "m", "timing": "modeled",
+         "variants": [dict(base, variant="a", ttft_p50_s=float("nan")), dict(base, variant="b", ttft_p50_s=1.0),
+                      dict(base, variant="c", ttft_p50_s=2.0)]}
+    t = _marks(compare_table(c))
+    assert [marked for _, marked in t["TTFT p50"]] == [False, False, False]

@@ -22,7 +22,7 @@ from decimal import Decimal
 
 from hypothesis import given, settings, strategies as st
 
-from pcs.units import percent_units, split_percent
+from pcs.units import percent_units, split_percent, split_percent_sum
 
 
 def _steps(texts: list[str]) -> list[int]:
@@ -70,3 +70,19 @@ def test_split_properties(parts):
         for j in range(len(parts)):
             if parts[i] == parts[j]:
                 assert abs(got[i] - got[j]) <= 1
+
+
+def test_a_part_below_zero_counts_as_zero():
+    # float noise of a sum (-1e-12): before, it floored to -1 step, printed -0.1 % and the step went to another
+    # part (5.1 %). Counted as 0: 5.0 + 0.0 + 1.0 = 6.0 %, each part its own rounding.
+    assert split_percent([0.05, -1e-12, 0.01], 0.06) == ["5.0 %", "0.0 %", "1.0 %"]
+    assert split_percent([-1e-12], 0.0) == ["0.0 %"]
+
+
+def test_the_sum_of_the_lower_parts_is_the_sum_of_their_printed_steps():
+    # the reviewer's run: cpu and ssd print 0.1 % each (hand case above), so their sum prints 0.2 %, though the
+    # exact sum 0.1030 % rounds to 0.1 %; parts that fall back (not summing to the total) give the exact sum.
+    assert split_percent_sum([0.059298, 0.000527, 0.000503], 0.060328, 1) == "0.2 %"
+    assert split_percent_sum([0.039, 0.0004, 0.0003, 0.0003], 0.040, 1) == "0.3 %"
+    assert split_percent_sum([0.05, 0.01], 0.5, 1) == "1.0 %"
+    assert split_percent_sum([0.05, None], None, 1) == "-"
