@@ -84,7 +84,7 @@ def test_join_with_a_timeout_keeps_one_deadline_and_leaves_a_worker_not_yet_run_
     t0 = time.perf_counter()
     t.join(timeout=1.0)
     took = time.perf_counter() - t0
-    assert t.is_alive() and 0.9 <= took < 1.35, took
+    assert t.is_alive() and 0.9 <= took < 1.45, took   # two deadlines took >= 1.5 s
     release.set()
     t.join()
     assert not t.is_alive()
