@@ -189,13 +189,15 @@ def run_read_options(run: dict) -> dict[str, Any]:
 
 def _as_run_read(trace: str, run: dict) -> Any:
     """The trace path of a replay page, opened as the run read it (:func:`run_read_options`: ``--on-error skip``
-    skips the bad lines the run skipped) when it gave such options and the file is there; else the path."""
+    skips the bad lines the run skipped) when it gave such options and the file is there, at the run's block size
+    (``block_size``, as :func:`pcs.report.htmlcurve.replay_curve` reads a path: a token trace is blocked at it);
+    else the path."""
     opts = run_read_options(run)
     if not opts or _unreadable_trace(trace) is not None or any("re-blocked" in str(n) for n in run.get("notes", ())):
         return trace                            # replay_page_curve notes why there is no curve, as before
     from pcs.trace import open_trace
 
-    return open_trace(trace, **opts)
+    return open_trace(trace, block_size=run.get("block_size"), **opts)   # as the path's read: the run's block size
 
 
 def _checked_trace(run: dict, changed: str, quiet: bool) -> str | None:

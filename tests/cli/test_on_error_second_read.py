@@ -36,3 +36,29 @@ def test_report_of_the_runs_json_reads_the_trace_as_the_run_did(tmp_path):
     r = invoke("report", run, "-o", page)
     assert r.exit_code == 0, r.output
     assert page.stat().st_size > 0
+
+
+def _oracle(page):
+    import re
+
+    found = re.findall(r"Belady at [0-9,]+ blocks\) [0-9.]+ %", page.read_text())
+    assert found, "no oracle on the page"
+    return found[0]
+
+
+def test_report_reads_a_token_trace_again_at_the_runs_block_size(tmp_path):
+    # A token trace is blocked when it is opened: read again with --sort for the report page, it must be blocked at
+    # the run's --block-size 64, as the run's own page reads it (it was blocked at the default 16 and drew that
+    # block size's oracle at the 64-token run's capacity: a wrong figure without an error, review37d finding 1).
+    from helpers import ROOT
+
+    trace = ROOT / "traces" / "sample_tokens.jsonl"
+    own, run, page = tmp_path / "own.html", tmp_path / "run.json", tmp_path / "report.html"
+    r = invoke("replay", trace, "--block-size", "64", "--sort", "--html", own, "--format", "json")
+    assert r.exit_code == 0, r.output
+    run.write_text(r.stdout)
+    assert invoke("report", run, "-o", page).exit_code == 0
+    default = tmp_path / "b16.html"
+    assert invoke("replay", trace, "--sort", "--html", default, "-q").exit_code == 0
+    assert _oracle(page) == _oracle(own)
+    assert _oracle(own).split(")")[1] != _oracle(default).split(")")[1]     # the block size moves the oracle's ratio
