@@ -72,6 +72,7 @@ _VARIANT_COLUMNS = (
     own("lower_tier_hit_ratio", "float | None",
         field("ratio", "hit ratio served by the tiers below the GPU (0 with one tier; null with no prompt "
                        "tokens, 0/0)")),
+    *take("hit_ratio_per_tier"),
     *take("bytes.restored_bytes"),
     own("written_bytes", "int", field("bytes", "bytes written into the lower tiers")),
     own("share_slower", "float | None",

@@ -62,12 +62,14 @@ def variant_gap_texts(v: Any) -> dict[str, str]:
 def lower_tiers_text(v: Any) -> str:
     """A compare variant's "hits served by lower tiers" as ``pcs replay`` of the same run prints its lower tiers'
     rows: the sum of their apportioned parts (:func:`pcs.units.split_percent_sum`, the rule of
-    :func:`pcs.units.split_percent`), from the variant's summary; a variant without one (a JSON variant) its
+    :func:`pcs.units.split_percent`), from the variant's ``hit_ratio_per_tier`` (a :class:`CompareVariant` or its
+    JSON, the text table and the HTML page alike); a variant without it (a JSON written before it was added) its
     exact ratio rounded (``format_percent``)."""
-    s = getattr(v, "summary", None)
-    if s is None:
-        return format_percent(getattr(v, "lower_tier_hit_ratio", None))
-    return split_percent_sum(list(s.hit_ratio_per_tier.values()), s.hit_ratio, 1)
+    get = v.get if isinstance(v, dict) else (lambda k: getattr(v, k, None))
+    per_tier, hit = get("hit_ratio_per_tier"), get("hit_ratio")
+    if not per_tier or hit is None:
+        return format_percent(get("lower_tier_hit_ratio"))
+    return split_percent_sum(list(per_tier.values()), hit, 1)
 
 
 def _cell(v: Any, attr: str, fmt: Callable[[Any], str]) -> str:

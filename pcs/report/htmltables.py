@@ -221,11 +221,14 @@ def compare_table(c: dict) -> dict:
 
 def _shown(v: dict, key: str, fmt: Callable[[Any], str], x: Any) -> str | None:
     """A compare variant's cell as the text table prints it: a gap row the difference of the printed ratios
-    (:func:`pcs.report.compare.variant_gap_texts`), None for a null value."""
-    from pcs.report.compare import variant_gap_texts
+    (:func:`pcs.report.compare.variant_gap_texts`), the lower tiers' row the sum of their printed parts
+    (:func:`pcs.report.compare.lower_tiers_text`), None for a null value."""
+    from pcs.report.compare import lower_tiers_text, variant_gap_texts
 
     if x is None:
         return None
+    if key == "lower_tier_hit_ratio":
+        return lower_tiers_text(v)          # the sum of the parts pcs replay prints, as the text table
     return variant_gap_texts(v)[key] if key.startswith("gap_") else fmt(x)
 
 

@@ -25,3 +25,22 @@ def test_compare_lower_tiers_row_is_the_sum_of_replays_printed_rows():
     assert _row(rep.stdout, "hits served by cpu") == ["0.1", "%"]
     assert _row(rep.stdout, "hits served by ssd") == ["0.1", "%"]
     assert _row(cmp.stdout, "hits served by lower tiers") == ["0.2", "%", "0.2", "%"]
+
+
+def test_compare_html_page_and_report_print_the_text_tables_lower_tiers_row(tmp_path):
+    # The HTML page is made from the compare JSON: it printed the exact sum rounded (0.1 %) beside the text table's
+    # 0.2 % for the same run (review37d finding 2); each variant's JSON now carries hit_ratio_per_tier.
+    import json
+    import re
+
+    trace = ROOT / "traces" / "sample_chat.jsonl"
+    page, doc, again = tmp_path / "c.html", tmp_path / "c.json", tmp_path / "r.html"
+    r = invoke("compare", trace, *TIERS, "--policy", "lru", "--policy", "fifo", "--html", page, "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc.write_text(r.stdout)
+    assert json.loads(r.stdout)["variants"][0]["hit_ratio_per_tier"].keys() == {"gpu", "cpu", "ssd"}
+    assert invoke("report", doc, "-o", again).exit_code == 0
+    for html in (page, again):
+        text = re.sub(r"<[^>]+>", " ", html.read_text())
+        row = text.split("hits served by lower tiers", 1)[1].split()[:4]
+        assert row == ["0.2", "%", "0.2", "%"], row
