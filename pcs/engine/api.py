@@ -969,17 +969,20 @@ def _refuse_on_cache_groups(ctx: Any, admit: Any, gap_oracle: bool) -> None:
 
 def _load_notes(summary, out) -> list[str]:
     """The notes of the run's load: every truncated request by cause (:func:`pcs.engine.truncation.truncation_note`,
-    docs/semantics.md §5, every timing) and, under the step scheduler, saturation
+    docs/semantics.md §5, every timing) and, under the step scheduler, the timing comparison's caveat when most
+    requests were truncated (:func:`pcs.engine.truncation.truncated_timing_note`) and saturation
     (:func:`pcs.engine.schedresult.saturation_note`)."""
-    from pcs.engine.truncation import truncation_note
+    from pcs.engine.truncation import truncated_timing_note, truncation_note
 
     sc = summary.scheduler
     outgrown = out.scheduler[1].requests_outgrown if sc is not None else 0
-    note = truncation_note(summary.requests_truncated, summary.requests, outgrown, summary.tiers[0].capacity_blocks,
-                           "pages" if summary.hybrid is not None else "blocks")
+    unit, capacity = "pages" if summary.hybrid is not None else "blocks", summary.tiers[0].capacity_blocks
+    note = truncation_note(summary.requests_truncated, summary.requests, outgrown, capacity, unit)
     notes = [note] if note else []
     if sc is None:
         return notes
+    note = truncated_timing_note(summary.requests_truncated, summary.requests, capacity, unit)
+    notes += [note] if note else []
     from pcs.engine.schedresult import saturation_note
 
     note = saturation_note(sc.utilisation_over_time, sc.utilisation_bin_s)

@@ -90,12 +90,17 @@ def saturation_note(utilisation_over_time, bin_s: float) -> str | None:
     per ``bin_s`` seconds, floats in [0, 1]) are busy >= :data:`SATURATED`. The
     traffic then exceeds one instance's compute and TTFT is mostly queueing
     (docs/scheduler.md), which the reader should know before reading any TTFT.
+    Counts and a whole bin width carry thousands separators (:func:`pcs.units.format_count`).
     """
+    from pcs.units import format_count
+
     bins = list(utilisation_over_time)
     full = sum(1 for u in bins if u >= SATURATED)
     if not bins or full < 0.5 * len(bins):
         return None
-    return (f"the instance was busy >= 99 % in {full} of {len(bins)} {bin_s:g}-s bins: the traffic exceeds one "
+    width = format_count(bin_s) if float(bin_s).is_integer() else f"{bin_s:g}"     # 1,800-s as pcs writes counts
+    return (f"the instance was busy >= 99 % in {format_count(full)} of {format_count(len(bins))} {width}-s bins: "
+            "the traffic exceeds one "
             "instance's compute, so TTFT is mostly queueing (pcs replay's Compute section splits the wait); a larger "
             "deployment (--instances N --router cache-aware: round-robin splits the shared prefixes), a smaller "
             "model or --compute infinite (no compute limit) answers the cache question apart from the load")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pcs import units
 
-__all__ = ["truncation_note"]
+__all__ = ["truncation_note", "truncated_timing_note"]
 
 
 def truncation_note(truncated: int, requests: int, outgrown: int, capacity: int, unit: str) -> str | None:
@@ -37,3 +37,26 @@ def truncation_note(truncated: int, requests: int, outgrown: int, capacity: int,
             f"({units.format_count(capacity)} {unit.removesuffix('s') if capacity == 1 else unit}) could not hold "
             f"all {'its' if truncated == 1 else 'their'} KV: " + "; ".join(causes)
             + " (docs/semantics.md §5)")
+
+
+def truncated_timing_note(truncated: int, requests: int, capacity: int, unit: str) -> str | None:
+    """The step scheduler's note when more than half the requests were truncated, else None.
+
+    A truncated request still runs, as if its KV fit (docs/semantics.md §5), so with most requests truncated the
+    with-cache vs without-cache timing (TTFT, prefill, load) compares a cache that could not hold a request with no
+    cache at all: no deployment serves that way. The note says so and what to change; it changes no number.
+
+    Args:
+        truncated: ``requests_truncated`` (count).
+        requests: the requests replayed (count).
+        capacity: the GPU tier's slots, in ``unit``.
+        unit: ``"blocks"``, or ``"pages"`` for a hybrid model's tiers.
+    """
+    if 2 * truncated <= requests:
+        return None
+    slots = f"{units.format_count(capacity)} {unit.removesuffix('s') if capacity == 1 else unit}"
+    return (f"{units.format_count(truncated)} of {units.format_counted(requests, 'request')} truncated, more than "
+            "half: they ran anyway, as if their KV fit, so the timing with the cache vs without it (TTFT, prefill, "
+            f"load) does not describe a deployment, whose GPU tier must hold a running request's KV (this one: "
+            f"{slots}); for timings give a GPU tier that holds the longest prompt + output (--tier gpu=auto sizes "
+            "it from the deployment, pcs deploy shows it)")

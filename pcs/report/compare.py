@@ -172,17 +172,26 @@ def render_compare(res: CompareResult) -> str:
 def variant_notes(res: CompareResult) -> tuple[str, ...]:
     """The notes of every variant's replay, each once: a note every variant has as it stands; any other led by
     the variant it describes (``lru+gpu=5000blocks: the instance was busy ...``), one per variant that has it,
-    in variant order -- the saturation of one tier list is not the other's, nor is one GPU tier's size.
+    in variant order -- the saturation of one tier list is not the other's, nor is one GPU tier's size. A
+    saturation note every variant has is led by ``each variant (lru, fifo): ``: it describes each run.
 
     Returns:
         the notes, in the order first met (variants in table order, each variant's notes in its order).
     """
     per = [(v.variant, tuple(v.summary.notes) if v.summary is not None else ()) for v in res.variants]
+    every = f"each variant ({', '.join(label for label, _ in per)}): " if len(per) > 1 else ""
     out: dict[str, None] = {}
     for label, notes in per:
         for note in notes:
-            out.setdefault(note if all(note in ns for _, ns in per) else f"{label}: {note}")
+            if not all(note in ns for _, ns in per):
+                out.setdefault(f"{label}: {note}")
+            else:   # one run's busy note stands for each variant's own run: it says so
+                out.setdefault(every + note if note.startswith(_BUSY) else note)
     return tuple(out)
+
+
+#: How :func:`pcs.engine.schedresult.saturation_note` begins: a note about one replay's instance, not the trace.
+_BUSY = "the instance was busy >= 99 % in "
 
 
 def _lens_tables(res: CompareResult) -> str:

@@ -179,19 +179,21 @@ def _ceiling_note(s: dict) -> str:
     if ssd is None:
         return "infinite cache, same block rules: the ceiling"
     return ("infinite cache, same block rules, prompt blocks only; the ceiling, incl. the next turns' cached "
-            f"decode blocks, is {format_percent(ssd, 2)}")
+            f"decode blocks, is {format_percent(ssd)}")
 
 
 def _headline(s: dict, oracle: dict | None) -> list[dict]:
-    """The three numbers at the top, each with its raw JSON value (the browser test compares them)."""
+    """The three numbers at the top, each with its raw JSON value (the browser test compares them). Each is shown
+    as the gap chart and the text report show it, to 0.1 % (:func:`pcs.units.format_percent`), so a card and the
+    waterfall's levels are the same printed figures (docs/semantics.md §12 "Printed figures add up")."""
     items = [{"key": "hit_ratio", "label": "real hit ratio", "value": s["hit_ratio"],
-              "text": format_percent(s["hit_ratio"], 2), "note": f"this cache, this traffic ({s['timing']} timing)"},
+              "text": format_percent(s["hit_ratio"]), "note": f"this cache, this traffic ({s['timing']} timing)"},
              {"key": "single_sequence_hit_ratio", "label": "single-sequence hit ratio",
-              "value": s["single_sequence_hit_ratio"], "text": format_percent(s["single_sequence_hit_ratio"], 2),
+              "value": s["single_sequence_hit_ratio"], "text": format_percent(s["single_sequence_hit_ratio"]),
               "note": _ceiling_note(s)}]
     if oracle is not None and oracle.get("hit_ratio") is not None:
         items.append({"key": "oracle_hit_ratio", "label": "oracle (Belady)", "value": oracle["hit_ratio"],
-                      "text": format_percent(oracle["hit_ratio"], 2),
+                      "text": format_percent(oracle["hit_ratio"]),
                       "note": f"offline-optimal eviction, one tier of {format_counted(oracle['capacity_blocks'], 'block')} "
                               "(the run's total), sequential"})
     return items

@@ -26,7 +26,7 @@ from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
 from pcs.errors import InputError, UserError
 from pcs.units import a_or_an, format_count, format_counted
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
-from pcs.trace.hashids import invalid_json, not_an_object, strict_loads
+from pcs.trace.hashids import BlankLine, invalid_json, not_an_object, strict_loads
 from pcs.trace.source import check_source, display_name, is_stream, iter_chunks, iter_lines, peek_lines
 
 __all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format",
@@ -54,24 +54,55 @@ def _sniff_parquet(path) -> bool:
         return f.read(4) == _PARQUET_MAGIC
 
 
+def _ascii(b: int) -> bool:
+    """A printable ASCII byte or a tab, CR or LF: what a text trace's character is, in any of its encodings."""
+    return 0x20 <= b < 0x7F or b in (0x09, 0x0A, 0x0D)
+
+
 def _utf16_ascii(two: bytes) -> bool:
-    """Whether ``two``, a line's first two bytes, are a printable ASCII character in UTF-16 without a byte order
-    mark (``{\\x00``, ``\\x00T``: a JSON or CSV trace saved as UTF-16): no UTF-8 text trace has a NUL there."""
-    return len(two) == 2 and (two[1] == 0 and 0x20 <= two[0] < 0x7F or two[0] == 0 and 0x20 <= two[1] < 0x7F)
+    """Whether ``two``, a line's first two bytes, are an ASCII character (:func:`_ascii`) in UTF-16 without a byte
+    order mark (``{\\x00``, ``\\x00T``, ``\\x00\\n``: a JSON or CSV trace saved as UTF-16, a blank first line of
+    big-endian UTF-16): no UTF-8 text trace has a NUL there."""
+    return len(two) == 2 and (two[1] == 0 and _ascii(two[0]) or two[0] == 0 and _ascii(two[1]))
 
 
 def _utf32_start(four: bytes) -> bool:
-    """Whether ``four``, a line's first four bytes, are a UTF-32 byte order mark or a printable ASCII character in
-    UTF-32 without one (``{\\x00\\x00\\x00``, ``\\x00\\x00\\x00{``). Checked before :func:`_utf16_ascii`: UTF-32
-    LE's mark starts with UTF-16 LE's, and its ASCII starts as UTF-16's does."""
+    """Whether ``four``, a line's first four bytes, are a UTF-32 byte order mark or an ASCII character
+    (:func:`_ascii`) in UTF-32 without one (``{\\x00\\x00\\x00``, ``\\x00\\x00\\x00{``, ``\\x00\\x00\\x00\\n``). Checked
+    before :func:`_utf16_ascii`: UTF-32 LE's mark starts with UTF-16 LE's, and its ASCII starts as UTF-16's does."""
     if four in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
         return True
-    return len(four) == 4 and (four[1:] == b"\x00\x00\x00" and 0x20 <= four[0] < 0x7F
-                               or four[:3] == b"\x00\x00\x00" and 0x20 <= four[3] < 0x7F)
+    return len(four) == 4 and (four[1:] == b"\x00\x00\x00" and _ascii(four[0])
+                               or four[:3] == b"\x00\x00\x00" and _ascii(four[3]))
 
 
-def _not_json(first: bytes, exc: Exception, name: str) -> tuple[str, str] | None:
-    """Why format detection could not read the non-blank line ``first`` (bytes after any gzip layer), and whose
+def _wide_text(first: bytes, ln: int) -> str | None:
+    """The message of a first non-blank line ``first`` (line ``ln``) of UTF-32 or UTF-16 text, naming the encoding
+    and its byte order, else None. Without a byte order mark the order shows where the NULs are: after the ASCII
+    byte, little-endian (LE); before it, big-endian (BE), unless the line is not the file's first: a line split at
+    LE's newline byte starts with the rest of that character (``\\x00\\x00\\x00{``), while BE's newline ends its
+    line (``\\x00\\x00\\x00`` once split, never blank), so a first non-blank line after blank lines is LE."""
+    if ln == 1 and first in (b"\x00\x00\x00", b"\x00"):     # a blank first line of BE text: its newline's NULs
+        first += b"\n"
+    for width, name, marks in ((4, "UTF-32", (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")),
+                               (2, "UTF-16", (b"\xff\xfe", b"\xfe\xff"))):
+        head = first[:width]
+        if width == 4 and not _utf32_start(head) or width == 2 and not (head in marks or _utf16_ascii(head)):
+            continue
+        if head in marks:
+            order = "little" if head == marks[0] else "big"
+            what, code = f"{name} text with a {order}-endian byte order mark", name
+        else:
+            little = head[0] != 0 or ln > 1
+            what = code = f"{name}{'LE' if little else 'BE'}"
+            what += f" text ({'little' if little else 'big'}-endian, no byte order mark)"
+        return (f"the file looks like {what}; pcs reads text traces (JSON Lines, CSV) as UTF-8: re-encode it "
+                f"(iconv -f {code} -t UTF-8)")
+    return None
+
+
+def _not_json(first: bytes, exc: Exception, name: str, ln: int = 1) -> tuple[str, str] | None:
+    """Why format detection could not read the non-blank line ``first`` (line ``ln``; bytes after any gzip layer), and whose
     fault that is: ``"file"`` (a msgpack capture, a gzipped Parquet file, UTF-16 or UTF-32 text), ``"line"`` (not JSON),
     ``"json"`` (JSON but not UTF-8: a JSON Lines reader refuses it, so after blank lines theirs is the first
     error); ``on_error="skip"`` passes over the last two as the readers skip such a line. None for a line that
@@ -82,12 +113,9 @@ def _not_json(first: bytes, exc: Exception, name: str) -> tuple[str, str] | None
     if first.startswith(b"PAR1"):   # a plain Parquet file was recognised before: this one was inside gzip
         return ("a gzip-compressed Parquet file: pcs reads Parquet as written (its columns are compressed "
                 "inside); gunzip it first"), "file"
-    if _utf32_start(first[:4]):
-        return ("the file looks like UTF-32 text; pcs reads text traces (JSON Lines, CSV) as UTF-8: re-encode it "
-                "(iconv -f UTF-32 -t UTF-8)"), "file"
-    if first[:2] in (b"\xff\xfe", b"\xfe\xff") or _utf16_ascii(first[:2]):
-        return ("the file looks like UTF-16 text; pcs reads text traces (JSON Lines, CSV) as UTF-8: re-encode it "
-                "(iconv -f UTF-16 -t UTF-8)"), "file"
+    wide = _wide_text(first, ln)
+    if wide is not None:
+        return wide, "file"
     if isinstance(exc, UnicodeDecodeError) and first[:1] in (b"{", b"["):  # JSON but for its encoding
         return (f"the first non-blank line is not UTF-8 (invalid byte {first[exc.start:exc.start + 1]!r} at byte "
                 f"{exc.start}); JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode the file"), "json"
@@ -210,7 +238,7 @@ def format_hint(path, name: str, fmt: str, error: InputError, block_size: int | 
         InputError: the file's stream is unreadable (:func:`pcs.trace.source.iter_chunks`)."""
     head = next(_head_lines(path, name, 1, 1 << 20), None)
     if head is None or head[0] != error.line:
-        return error
+        return error if head is None else _blank_before_wide(error, *head, name)
     ln, line = head
     other = _csv_format(line)
     if other is None:
@@ -225,6 +253,14 @@ def format_hint(path, name: str, fmt: str, error: InputError, block_size: int | 
     if other == fmt:
         return error
     return _also(error, _suggestion(other, line, ln, name, block_size))
+
+
+def _blank_before_wide(error: InputError, ln: int, line: bytes, name: str) -> InputError:
+    """``error``, or when it is a blank line ahead of the first non-blank line ``line`` (line ``ln``) and that line
+    is UTF-16 or UTF-32 text (:func:`_wide_text`: LE text's newline alone is a blank line of one byte), the
+    encoding's message: the cause, which the blank line only follows from."""
+    wide = _wide_text(line, ln) if isinstance(error, BlankLine) and error.line is not None and error.line < ln else None
+    return error if wide is None else _NotText(name, ln, None, wide)
 
 
 def _suggestion(other: str, line: bytes, ln: int, name: str, block_size: int | None, refused=None,
@@ -315,7 +351,7 @@ def _line_format(line: bytes, ln: int, name: str, first: bool) -> str:
     except jsondepth.NumberTooLongError as exc:     # the readers' own message: file, line, field and element
         raise _BadLine(InputError(name, ln, exc.field, str(exc)), True) from None
     except (UnicodeDecodeError, ValueError) as exc:
-        why = _not_json(line, exc, name)
+        why = _not_json(line, exc, name, ln)
         if why is None:     # a line meant as a JSON object: the readers' own file:line message
             raise _BadLine(InputError(name, ln, None, invalid_json(exc)), True) from None
         if why[1] != "file" or not first:     # this line's fault (a file's kind shows in its first line)

@@ -136,12 +136,23 @@ def json_type(obj: Any) -> str:
 def invalid_json(exc: ValueError) -> str:
     """The one message of a line that is not JSON (``json.JSONDecodeError`` or another ``ValueError``):
     ``invalid JSON: REASON at column N``, naming a NUL byte (``\\x00``) where the parser stopped at one.
-    Format detection and every JSON Lines reader say it alike (with file and line: InputError)."""
+    Format detection and every JSON Lines reader say it alike (with file and line: InputError). A line that opens
+    an array and ends before closing it (``[`` alone: a pretty-printed JSON array, ``json.dump(rows, indent=2)``;
+    not ``[1,]``, whose error is inside the line) is named
+    as such, with the fix (:data:`JSONL_FIX`)."""
     if isinstance(exc, json.JSONDecodeError):
         if exc.pos < len(exc.doc) and exc.doc[exc.pos] == "\x00":
             return f"invalid JSON: a NUL byte (\\x00) at column {exc.colno}"
-        return f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
+        opens = exc.doc.lstrip(" \t\ufeff").startswith("[") and exc.pos >= len(exc.doc.rstrip())  # ends unclosed
+        return (f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
+                + ("; this line opens a JSON array spread over several lines, not JSON Lines: " + JSONL_FIX
+                   if opens else ""))
     return f"invalid JSON: {exc}"
+
+
+#: What a JSON array given as a trace needs: the end of both array messages (:func:`invalid_json`,
+#: :func:`not_an_object`).
+JSONL_FIX = "pcs reads one request object per line (jq -c '.[]' TRACE > TRACE.jsonl writes them so)"
 
 
 def strict_loads(name: str, ln: int, line: bytes) -> dict:
@@ -172,7 +183,7 @@ def not_an_object(obj: Any) -> str:
     :func:`json_type`, and for an array whose first element is an object, that pcs reads JSON Lines (one request
     object per line, not an array of them: a file written by ``json.dump(rows)``). The readers and the format
     detection (:func:`pcs.trace.api.detect_format`) both give it."""
-    hint = "; pcs reads JSON Lines: one request object per line, not an array of them" \
+    hint = "; a JSON array of requests, not JSON Lines: " + JSONL_FIX \
         if isinstance(obj, list) and obj and isinstance(obj[0], dict) else ""
     return f"expected a JSON object, got {json_type(obj)}{hint}"
 

@@ -366,7 +366,7 @@ def test_gzip_parquet_and_utf16_say_why_they_are_not_read(work):
     text = T.read_text(encoding="utf-8")
     for codec in ("utf-16", "utf-16-le", "utf-16-be"):   # with a BOM, then without one (either byte order)
         (work / "u.jsonl").write_bytes(text.encode(codec))
-        assert_one_line_error(invoke("trace", "stats", "u.jsonl", "-q"), "u.jsonl:1: the file looks like UTF-16 text")
+        assert_one_line_error(invoke("trace", "stats", "u.jsonl", "-q"), "u.jsonl:1: the file looks like UTF-16")
     (work / "z.jsonl").write_bytes(b"\0" * 100)         # NULs alone are not taken for UTF-16
     assert_one_line_error(invoke("trace", "stats", "z.jsonl", "-q"), "cannot detect the format")
 

@@ -46,5 +46,9 @@ def test_a_hybrid_run_counts_the_gpu_tier_in_pages(tmp_path):
     # capacity is the tier's capacity_blocks, which counts pages there (docs/semantics.md §3.1), named so.
     d = _replay(tmp_path, "--model", "gemma-3-27b", "--tier", "gpu=1blocks", "--tier", "cpu=10blocks")
     pages = d["tiers"][0]["capacity_blocks"]
-    (note,) = [n for n in d["notes"] if "truncated" in n]
+    (note,) = [n for n in d["notes"] if "could not hold" in n]
     assert f"the GPU tier ({pages:,} pages)" in note and "blocks)" not in note
+    # more than half truncated (the step scheduler's default timing): the timing note names the tier in pages too
+    assert 2 * d["requests_truncated"] > d["requests"]
+    (timing,) = [n for n in d["notes"] if "truncated, more than half" in n]
+    assert f"(this one: {pages:,} {'page' if pages == 1 else 'pages'})" in timing

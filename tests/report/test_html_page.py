@@ -46,7 +46,7 @@ def test_headline_carries_the_json_values_and_the_oracle():
     page = build_page([_summary()], oracle={"capacity_blocks": 5, "hit_ratio": 0.4})
     assert [(h["key"], h["value"]) for h in page["headline"]] == [
         ("hit_ratio", 0.28), ("single_sequence_hit_ratio", 0.45), ("oracle_hit_ratio", 0.4)]
-    assert page["headline"][0]["text"] == "28.00 %"
+    assert page["headline"][0]["text"] == "28.0 %"
     gap = next(c for c in page["charts"] if c.id == "gap")
     steps = {r["step"]: (r["lo"], r["hi"]) for r in gap.spec["datasets"]["steps"]}
     # the waterfall by hand: ideal 0.50 -> rounding to 0.45 -> capacity to 0.30 -> concurrency to 0.28
@@ -54,6 +54,20 @@ def test_headline_carries_the_json_values_and_the_oracle():
     assert steps["capacity and eviction"] == pytest.approx((0.30, 0.45))
     assert steps["concurrency"] == pytest.approx((0.28, 0.30))
     assert gap.spec["datasets"]["oracle"][0]["y"] == 0.4 and gap.series == 4
+
+
+def test_headline_cards_show_the_gap_charts_figures():
+    # docs/semantics.md §12 "Printed figures add up": a card shows a ratio to 0.1 %, as the waterfall's levels
+    # and the text report do; 0.2649 -> 26.5 %, 0.3734 -> 37.3 % (never 26.49 % beside a chart's 26.5 %)
+    s = _summary(hit_ratio=0.2649, single_sequence_hit_ratio=0.3734, ideal_hit_ratio=0.40, sequential_hit_ratio=0.30,
+                 single_sequence_with_decode_hit_ratio=0.3858,
+                 gap={"block_rounding": 0.40 - 0.3734, "capacity_eviction": 0.3734 - 0.30, "concurrency": 0.30 - 0.2649})
+    page = build_page([s], oracle={"capacity_blocks": 5, "hit_ratio": 0.31249})
+    assert [h["text"] for h in page["headline"]] == ["26.5 %", "37.3 %", "31.2 %"]
+    assert page["headline"][1]["note"].endswith("is 38.6 %")
+    gap = next(c for c in page["charts"] if c.id == "gap")
+    levels = {r["label"] for r in gap.spec["datasets"]["steps"] if r["kind"] == "level"}
+    assert {"26.5 %", "37.3 %"} <= levels
 
 
 def test_everything_is_escaped_and_nothing_is_fetched(tmp_path):

@@ -46,8 +46,8 @@ def _events_kind(f) -> str:
     # offset 10 from 0 (the decoder's UnicodeDecodeError.start): { " x " : space " c a f = offsets 0-9
     (b'{"x": "caf\xe9"}\n', 1, "the first non-blank line is not UTF-8 (invalid byte b'\\xe9' at byte 10); JSON traces "
                               "are UTF-8 (RFC 8259 section 8.1): re-encode the file"),
-    (b"\xff\xfe{\x00\n", 1, "the file looks like UTF-16 text; pcs reads text traces (JSON Lines, CSV) as UTF-8: "
-                            "re-encode it (iconv -f UTF-16 -t UTF-8)"),
+    (b"\xff\xfe{\x00\n", 1, "the file looks like UTF-16 text with a little-endian byte order mark; pcs reads text "
+                            "traces (JSON Lines, CSV) as UTF-8: re-encode it (iconv -f UTF-16 -t UTF-8)"),
 ])
 def test_every_detection_error_names_its_line(tmp_path, data, line, problem):
     f = _file(tmp_path, data)

@@ -19,6 +19,8 @@ import gzip
 import json
 import shutil
 
+import sys
+
 import pytest
 
 from tests.helpers import invoke
@@ -102,8 +104,17 @@ def test_a_format_whose_reader_accepts_the_line_is_still_suggested(tmp_path):
         f"pcs: error: {f}:1: field 'token_ids': missing; {HINT_MOONCAKE}")
 
 
-UTF16 = ("the file looks like UTF-16 text; pcs reads text traces (JSON Lines, CSV) as UTF-8: re-encode it "
-         "(iconv -f UTF-16 -t UTF-8)")
+def _wide(codec: str) -> str:
+    """The message of a trace saved with Python's ``codec``: "utf-16"/"utf-32" write a byte order mark in this
+    machine's order (``sys.byteorder``), "-le"/"-be" none; iconv is told the byte order when no mark gives it."""
+    if codec in ("utf-16", "utf-32"):
+        what, code = f"{codec.upper()} text with a {sys.byteorder}-endian byte order mark", codec.upper()
+    else:
+        little = codec.endswith("-le")
+        code = codec.upper().replace("-LE", "LE").replace("-BE", "BE")
+        what = f"{code} text ({'little' if little else 'big'}-endian, no byte order mark)"
+    return (f"the file looks like {what}; pcs reads text traces (JSON Lines, CSV) as UTF-8: re-encode it "
+            f"(iconv -f {code} -t UTF-8)")
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])   # with a BOM, and without one
@@ -112,11 +123,7 @@ def test_a_utf16_csv_is_named_as_utf16_alone(tmp_path, encoding, fmt):
     f = tmp_path / "u16.csv"
     f.write_bytes(AZURE_8.read_text().encode(encoding))
     args = ["trace", "stats", f] + (["--trace-format", fmt] if fmt else [])
-    assert _error(args) == f"pcs: error: {f}:1: {UTF16}"
-
-
-UTF32 = ("the file looks like UTF-32 text; pcs reads text traces (JSON Lines, CSV) as UTF-8: re-encode it "
-         "(iconv -f UTF-32 -t UTF-8)")
+    assert _error(args) == f"pcs: error: {f}:1: {_wide(encoding)}"
 
 
 # UTF-32 was named UTF-16 (its LE byte order mark starts with UTF-16 LE's, an ASCII character's first two bytes
@@ -129,7 +136,7 @@ def test_utf32_text_is_named_utf32(tmp_path, encoding, trace, fmt):
     f = tmp_path / ("u32" + trace.suffix)
     f.write_bytes(trace.read_text().encode(encoding))
     args = ["trace", "stats", f] + (["--trace-format", fmt] if fmt else [])
-    assert _error(args) == f"pcs: error: {f}:1: {UTF32}"
+    assert _error(args) == f"pcs: error: {f}:1: {_wide(encoding)}"
 
 
 NOT_PARQUET = "not a Parquet file (it does not start with the Parquet magic bytes PAR1)"
@@ -221,7 +228,7 @@ def test_a_quoted_empty_field_is_a_row_of_one_column_not_a_blank_line(tmp_path):
 # Bytes that are no text trace's under a named format and --on-error skip: the cause alone, as without
 # --trace-format; it ended "...; no requests left: all 9 lines were skipped as bad, the first for this reason", a
 # per-line ending for a whole-file cause (review35c F9)
-@pytest.mark.parametrize("encoding, cause", [("utf-16-le", UTF16), ("utf-32-le", UTF32)])
+@pytest.mark.parametrize("encoding, cause", [("utf-16-le", _wide("utf-16-le")), ("utf-32-le", _wide("utf-32-le"))])
 @pytest.mark.parametrize("fmt", ["mooncake", None])
 def test_a_whole_file_cause_under_skip_is_the_cause_alone(tmp_path, encoding, cause, fmt):
     f = tmp_path / "u.jsonl"

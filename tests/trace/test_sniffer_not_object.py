@@ -12,7 +12,9 @@ from pcs.trace import open_trace
 from pcs.trace.api import detect_format
 
 ROW = '{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}'
-HINT = "; pcs reads JSON Lines: one request object per line, not an array of them"
+FIX = "pcs reads one request object per line (jq -c '.[]' TRACE > TRACE.jsonl writes them so)"
+HINT = "; a JSON array of requests, not JSON Lines: " + FIX
+SPREAD = "; this line opens a JSON array spread over several lines, not JSON Lines: " + FIX
 
 
 @pytest.mark.parametrize("first, problem", [
@@ -53,8 +55,9 @@ def test_skip_detects_from_the_next_request_line(tmp_path):
 
 
 @pytest.mark.parametrize("body, problem", [
-    ('[\n  ' + ROW + ',\n  ' + ROW + '\n]\n', "invalid JSON: Expecting value at column 2"),   # json.dump(rows, indent=2)
-    ("[1,]\n", "invalid JSON: Expecting value at column 4"),
+    ('[\n  ' + ROW + ',\n  ' + ROW + '\n]\n', "invalid JSON: Expecting value at column 2" + SPREAD),  # indent=2
+    ('[' + ROW + ',\n' + ROW + ']\n', "invalid JSON: Expecting value at column 76" + SPREAD),  # after "[" + ROW (73) + ","
+    ("[1,]\n", "invalid JSON: Expecting value at column 4"),      # closed on its line: no array spread over lines
 ])
 def test_a_line_starting_as_an_array_gets_the_readers_line(tmp_path, body, problem):
     """A first line that starts as JSON with "[" but does not parse: the readers' FILE:1 message (Python's json
