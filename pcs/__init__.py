@@ -25,8 +25,9 @@ The functions and the submodules (``pcs.model``, ``pcs.trace``,
 imported lazily on first use, so ``import pcs`` stays cheap; the heavy
 third-party packages among them (numpy, pyarrow, matplotlib) are imported by
 pcs on the main thread with Ctrl-C held until they have finished
-(``pcs/_heldimport.py``; numpy before any public function is returned), so an
-interrupted first call leaves none half-initialised. No public name
+(``pcs/_heldimport.py``; numpy before any public function or ``pcs.<submodule>``
+is returned), so an interrupted first call leaves none half-initialised; a
+direct ``import pcs.<submodule>`` statement of the caller's is not held. No public name
 is both a module and a function: the views live in ``pcs.analysis``,
 ``pcs.model``, ``pcs.engine`` and ``pcs.curves``.
 """
@@ -57,14 +58,15 @@ __all__ = sorted(_API)
 
 
 def __getattr__(name: str):
+    from pcs._heldimport import held_import
+
     if name in _SUBMODULES:
-        return importlib.import_module(f"pcs.{name}")
+        held_import("numpy")    # as below: pcs.trace.open_trace(...) is a first call too
+        return held_import(f"pcs.{name}")
     try:
         module_name, attr = _API[name]
     except KeyError:
         raise AttributeError(f"module 'pcs' has no attribute {name!r}") from None
-    from pcs._heldimport import held_import
-
     held_import("numpy")    # whole before any call starts: a Ctrl-C in its first import is raised after it
     value = getattr(held_import(module_name), attr)
     globals()[name] = value

@@ -597,8 +597,6 @@ def split_percent_sum(parts: list[float | None], total: float | None, first: int
     return format_percent(None if any(p is None for p in rest) else sum(max(p, 0.0) for p in rest), digits)
 
 
-
-
 def _apportion(units: list[int], scaled: list[float], target: int) -> None:
     """Bring ``units`` (steps per part, each its ``scaled`` value floored, or raised to 1) to sum ``target``
     in place: steps left over one each to the largest remainders ``scaled - units`` (ties to the earlier part,
