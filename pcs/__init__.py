@@ -25,9 +25,10 @@ The functions and the submodules (``pcs.model``, ``pcs.trace``,
 imported lazily on first use, so ``import pcs`` stays cheap; the heavy
 third-party packages among them (numpy, pyarrow, matplotlib) are imported by
 pcs on the main thread with Ctrl-C held until they have finished
-(``pcs/_heldimport.py``; numpy before any public function or ``pcs.<submodule>``
-is returned), so an interrupted first call leaves none half-initialised; a
-direct ``import pcs.<submodule>`` statement of the caller's is not held. No public name
+(``pcs/_heldimport.py``; numpy before any public function is returned, a
+``pcs.<submodule>`` with what its import imports), so an interrupted first call
+leaves none half-initialised; a caller's own ``import pcs.<submodule>``
+statement, and what a submodule's functions import later, are not held. No public name
 is both a module and a function: the views live in ``pcs.analysis``,
 ``pcs.model``, ``pcs.engine`` and ``pcs.curves``.
 """
@@ -61,8 +62,8 @@ def __getattr__(name: str):
     from pcs._heldimport import held_import
 
     if name in _SUBMODULES:
-        held_import("numpy")    # as below: pcs.trace.open_trace(...) is a first call too
-        return held_import(f"pcs.{name}")
+        return held_import(f"pcs.{name}")   # held whole (numpy with it when it imports it); no numpy first: the
+        #                                     CLI reaches pcs.units / pcs.errors this way, and --help needs no numpy
     try:
         module_name, attr = _API[name]
     except KeyError:
