@@ -454,11 +454,11 @@ def _padding_note(lens: dict[str, Any]) -> list[str]:
 def _fp8_runs_as(s: dict[str, Any]) -> str | None:
     """The layout fp8 runs as on the lens' model when the lens sets fp8 beside bf16 and vLLM runs another layout
     for it (``fp8_ds_mla`` on DeepSeek-V3.2, docs/semantics.md §13); None otherwise or for a model no preset
-    names (a config.json run: the general note)."""
+    names (a config.json run: the general note). A run whose layout was given (``--dtype fp8_per_token_head`` on a
+    model where vLLM runs plain fp8) is no layout vLLM picks: the general note too."""
     lens = s["payload_lens"]
-    if lens["dtype"] == "fp8":
-        return None if lens.get("layout") in (None, "fp8") else lens["layout"]
-    if lens["alt_dtype"] != "fp8":
+    if lens["dtype"] == "fp8" and lens.get("layout") in (None, "fp8") or "fp8" not in (lens["dtype"],
+                                                                                      lens["alt_dtype"]):
         return None
     from pcs.errors import UserError
     from pcs.model import get_model
@@ -467,6 +467,8 @@ def _fp8_runs_as(s: dict[str, Any]) -> str | None:
         name = get_model(s["model"]).with_dtype("fp8").kv_layout.name
     except (UserError, KeyError, TypeError):
         return None
+    if lens["dtype"] == "fp8":
+        return lens["layout"] if name == lens["layout"] else None
     return None if name == "fp8" else name
 
 

@@ -87,3 +87,14 @@ def test_lens_note_with_a_gpu_tier_of_no_block_names_no_ratio():
     assert "also fits more blocks per tier, so the hits change" in none and "fits -" not in none
     eight = note("gpu=8blocks")
     assert "also fits x2.000 the blocks per tier, so the hits change" in eight
+
+
+def test_a_given_fp8_layout_is_not_called_vllms_pick():
+    """On Llama-3.1-8B vLLM runs ``--kv-cache-dtype fp8`` as plain fp8 (per-tensor scales outside the pages); a run
+    given ``--dtype fp8_per_token_head`` chose that layout itself, so the lens note must not say "fp8 runs as
+    fp8_per_token_head on this model (vLLM picks it for any fp8 cache dtype ...)" (nor name DeepSeek's 64 bf16 rope
+    values a token): it gives the general comparison (review37b finding 5)."""
+    out = " ".join(invoke("replay", "--model", "llama-3.1-8b", "--tp", "1", "--dtype", "fp8_per_token_head")
+                   .output.split())
+    assert "runs as fp8_per_token_head" not in out and "rope values" not in out
+    assert "(vLLM fp8: x0.500 of bf16; fp8_per_token_head, nvfp4: less, pcs footprint shows both)" in out
