@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pcs.schema import field, result
 
-__all__ = ["Percentiles", "LatencySummary", "SchedulerSummary", "SATURATED", "saturation_note"]
+__all__ = ["Percentiles", "LatencySummary", "SchedulerSummary", "SATURATED", "SATURATION_NOTE_START", "saturation_note"]
 
 #: Busy share at or above which a utilisation bin counts as saturated.
 SATURATED = 0.99
@@ -83,6 +83,11 @@ class SchedulerSummary:
     exposed_restore_s_total: float = field("s", "restore time that delayed first tokens, summed")
 
 
+#: How :func:`saturation_note` begins (a note about one replay's instance, not the trace): compare leads it with the
+#: variants it describes, fleet reads its counts back.
+SATURATION_NOTE_START = "the instance was busy >= 99 % in "
+
+
 def saturation_note(utilisation_over_time, bin_s: float) -> str | None:
     """The note of a replay whose instance was saturated, else None.
 
@@ -99,7 +104,7 @@ def saturation_note(utilisation_over_time, bin_s: float) -> str | None:
     if not bins or full < 0.5 * len(bins):
         return None
     width = format_count(bin_s) if float(bin_s).is_integer() else f"{bin_s:g}"     # 1,800-s as pcs writes counts
-    return (f"the instance was busy >= 99 % in {format_count(full)} of {format_count(len(bins))} {width}-s bins: "
+    return (f"{SATURATION_NOTE_START}{format_count(full)} of {format_count(len(bins))} {width}-s bins: "
             "the traffic exceeds one "
             "instance's compute, so TTFT is mostly queueing (pcs replay's Compute section splits the wait); a larger "
             "deployment (--instances N --router cache-aware: round-robin splits the shared prefixes), a smaller "

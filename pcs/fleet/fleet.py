@@ -32,6 +32,7 @@ from pcs._heldimport import held_import
 from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.choices import MAX_INSTANCES  # most instances of a fleet
 from pcs.engine.computecheck import checked_compute
+from pcs.engine.schedresult import SATURATION_NOTE_START
 from pcs.errors import UserError
 from pcs.fleet.decodes import fleet_decode
 from pcs.fleet.index import CacheIndex
@@ -348,7 +349,7 @@ _PAST_CONTEXT = re.compile(r"([\d,]+) of ([\d,]+) requests? runs? past the model
 
 
 #: An instance's saturation note (:func:`pcs.engine.schedresult.saturation_note`): its bin counts and width.
-_SATURATED = re.compile(r"the instance was busy >= 99 % in ([\d,]+) of ([\d,]+) (\S+)-s bins: ")
+_SATURATED = re.compile(re.escape(SATURATION_NOTE_START) + r"([\d,]+) of ([\d,]+) (\S+)-s bins: ")
 
 
 def _fleet_saturation(busy: Sequence[tuple[int, Any]], instances: int, router: Any) -> str:

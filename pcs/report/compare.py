@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from pcs.engine.compare import CompareResult
+from pcs.engine.schedresult import SATURATION_NOTE_START
 from pcs.report.replay import (CEILING_LABEL, CEILING_MEANING, REAL_LABEL, WHOLE_BLOCKS_NOTE, gap_texts, lens_text,
                                model_label, timing_label)
 from pcs.report.table import render_table, shown_path
@@ -45,12 +46,18 @@ ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
 ]
 
 
+def _getter(v: Any) -> Callable[[str], Any]:
+    """A field of a compare variant by name: a :class:`pcs.engine.compare.CompareVariant`'s attribute or its JSON
+    dict's key, None where it has none."""
+    return v.get if isinstance(v, dict) else (lambda k: getattr(v, k, None))
+
+
 def variant_gap_texts(v: Any) -> dict[str, str]:
     """A compare variant's gap rows as printed, keyed by its ``gap_*`` field (``v``: a
     :class:`pcs.engine.compare.CompareVariant` or its JSON dict): :func:`pcs.report.replay.gap_texts`, each term
     the difference of the printed ratios; ideal and sequential, which the variant does not carry, are
     single-sequence + block rounding and real + concurrency."""
-    get = v.get if isinstance(v, dict) else (lambda k: getattr(v, k, None))
+    get = _getter(v)
     ss, real, br, conc = (get(k) for k in ("single_sequence_hit_ratio", "hit_ratio", "gap_block_rounding",
                                              "gap_concurrency"))
     ideal = None if ss is None or br is None else ss + br
@@ -65,7 +72,7 @@ def lower_tiers_text(v: Any) -> str:
     :func:`pcs.units.split_percent`), from the variant's ``hit_ratio_per_tier`` (a :class:`CompareVariant` or its
     JSON, the text table and the HTML page alike); a variant without it (a JSON written before it was added) its
     exact ratio rounded (``format_percent``)."""
-    get = v.get if isinstance(v, dict) else (lambda k: getattr(v, k, None))
+    get = _getter(v)
     per_tier, hit = get("hit_ratio_per_tier"), get("hit_ratio")
     if not per_tier or hit is None:
         return format_percent(get("lower_tier_hit_ratio"))
@@ -186,12 +193,8 @@ def variant_notes(res: CompareResult) -> tuple[str, ...]:
             if not all(note in ns for _, ns in per):
                 out.setdefault(f"{label}: {note}")
             else:   # one run's busy note stands for each variant's own run: it says so
-                out.setdefault(every + note if note.startswith(_BUSY) else note)
+                out.setdefault(every + note if note.startswith(SATURATION_NOTE_START) else note)
     return tuple(out)
-
-
-#: How :func:`pcs.engine.schedresult.saturation_note` begins: a note about one replay's instance, not the trace.
-_BUSY = "the instance was busy >= 99 % in "
 
 
 def _lens_tables(res: CompareResult) -> str:

@@ -457,8 +457,9 @@ def _fp8_runs_as(s: dict[str, Any]) -> str | None:
     names (a config.json run: the general note). A run whose layout was given (``--dtype fp8_per_token_head`` on a
     model where vLLM runs plain fp8) is no layout vLLM picks: the general note too."""
     lens = s["payload_lens"]
-    if lens["dtype"] == "fp8" and lens.get("layout") in (None, "fp8") or "fp8" not in (lens["dtype"],
-                                                                                      lens["alt_dtype"]):
+    if "fp8" not in (lens["dtype"], lens["alt_dtype"]):
+        return None
+    if lens["dtype"] == "fp8" and lens.get("layout") in (None, "fp8"):
         return None
     from pcs.errors import UserError
     from pcs.model import get_model
