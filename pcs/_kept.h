@@ -27,11 +27,15 @@
 #include <sys/mman.h>
 
 #define KEPT_SLOTS 48                          /* a 2-tier 10x call's columns: 19 of the run, 3 of the no-cache run */
+#ifndef KEPT_MAX_BYTES                         /* a module may set its own bound before including this header */
 #define KEPT_MAX_BYTES ((size_t)64 << 20)      /* kept at most: the columns of a call of about 400,000 requests */
+#endif
 #define KEPT_PAGE ((size_t)4096)
 #define KEPT_MIN_BYTES ((size_t)128 << 10)     /* takers malloc below this (glibc's default mmap threshold) */
+#define KEPT_ALIGN ((size_t)2 << 20)           /* a transparent huge page */
+#define KEPT_ALIGN_FROM ((size_t)4 << 20)      /* new mappings this large are KEPT_ALIGN aligned (kept_map) */
 
-static struct { void *p; size_t bytes; } kept_slot[KEPT_SLOTS];   /* p NULL: a free slot */
+static struct { void *p; size_t bytes, dirty; } kept_slot[KEPT_SLOTS];   /* p NULL: a free slot; dirty: kept_give_dirty */
 static size_t kept_total;                                         /* bytes held in kept_slot */
 static char kept_busy;
 
@@ -44,10 +48,25 @@ static inline void kept_unlock(void) { __atomic_clear(&kept_busy, __ATOMIC_RELEA
 /* `bytes` rounded up to whole pages (at least one) */
 static inline size_t kept_round(size_t bytes) { return bytes ? (bytes + KEPT_PAGE - 1) & ~(KEPT_PAGE - 1) : KEPT_PAGE; }
 
+/* A new mapping of `want` bytes (whole pages), from KEPT_ALIGN_FROM bytes on aligned to KEPT_ALIGN (2 MiB: a
+ * taker that advises transparent huge pages gets them over the whole mapping, not only over its aligned middle);
+ * NULL when the kernel gives no memory. */
+static inline void *kept_map(size_t want) {
+    const size_t extra = want >= KEPT_ALIGN_FROM ? KEPT_ALIGN : 0;
+    char *p = (char *)mmap(NULL, want + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == (char *)MAP_FAILED) return NULL;
+    if (!extra) return p;
+    const size_t head = (KEPT_ALIGN - ((uintptr_t)p & (KEPT_ALIGN - 1))) & (KEPT_ALIGN - 1);
+    if (head) munmap(p, head);                              /* the parts before and after the aligned span */
+    if (extra - head) munmap(p + head + want, extra - head);
+    return p + head;
+}
+
 /* A mapping of at least `need` bytes: the smallest kept one of need .. 2 x need bytes (rounded to pages), else a
- * new one. Its mapped size in *got (what kept_give wants back). NULL when the kernel gives no memory (no exception
- * set). Contents undefined. */
-static inline void *kept_take(size_t need, size_t *got) {
+ * new one. Its mapped size in *got (what kept_give wants back); in *dirty how many of its first bytes may be nonzero
+ * (what its giver said, kept_give_dirty; 0 for a new mapping, whose pages read as zero and none is resident yet).
+ * NULL when the kernel gives no memory (no exception set). */
+static inline void *kept_take_dirty(size_t need, size_t *got, size_t *dirty) {
     const size_t want = kept_round(need);
     int best = -1;
     kept_lock();
@@ -59,15 +78,21 @@ static inline void *kept_take(size_t need, size_t *got) {
     if (best >= 0) {
         p = kept_slot[best].p;
         *got = kept_slot[best].bytes;
+        *dirty = kept_slot[best].dirty;
         kept_total -= *got;
-        kept_slot[best].p = NULL, kept_slot[best].bytes = 0;
+        kept_slot[best].p = NULL, kept_slot[best].bytes = kept_slot[best].dirty = 0;
     }
     kept_unlock();
     if (p) return p;
-    p = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
-    *got = want;
+    p = kept_map(want);
+    if (p) *got = want, *dirty = 0;
     return p;
+}
+
+/* kept_take_dirty for a taker that writes every byte it reads (contents undefined) */
+static inline void *kept_take(size_t need, size_t *got) {
+    size_t dirty;
+    return kept_take_dirty(need, got, &dirty);
 }
 
 /* the kept slot to drop for a mapping of `bytes` when the pool is full (the smallest kept one, if smaller), or -1 */
@@ -78,9 +103,10 @@ static inline int kept_victim(size_t bytes) {
     return v;
 }
 
-/* mapping p of `bytes` mapped bytes (kept_take's *got) given back: kept for a later kept_take when the bounds allow
- * (dropping smaller kept ones to make room), else unmapped. p NULL: nothing. */
-static inline void kept_give(void *p, size_t bytes) {
+/* mapping p of `bytes` mapped bytes (kept_take's *got) given back, nothing past its first `dirty` bytes nonzero
+ * (for kept_take_dirty): kept for a later kept_take when the bounds allow (dropping smaller kept ones to make
+ * room), else unmapped. p NULL: nothing. */
+static inline void kept_give_dirty(void *p, size_t bytes, size_t dirty) {
     if (!p) return;
     void *drop[KEPT_SLOTS + 1];
     size_t drop_bytes[KEPT_SLOTS + 1];
@@ -95,14 +121,20 @@ static inline void kept_give(void *p, size_t bytes) {
             if (v < 0) { slot = -1; break; }
             drop[nd] = kept_slot[v].p, drop_bytes[nd++] = kept_slot[v].bytes;
             kept_total -= kept_slot[v].bytes;
-            kept_slot[v].p = NULL, kept_slot[v].bytes = 0;
+            kept_slot[v].p = NULL, kept_slot[v].bytes = kept_slot[v].dirty = 0;
         }
     }
-    if (slot >= 0) kept_slot[slot].p = p, kept_slot[slot].bytes = bytes, kept_total += bytes;
+    if (slot >= 0) {
+        kept_slot[slot].p = p, kept_slot[slot].bytes = bytes, kept_total += bytes;
+        kept_slot[slot].dirty = dirty < bytes ? dirty : bytes;
+    }
     kept_unlock();
     if (slot < 0) drop[nd] = p, drop_bytes[nd++] = bytes;
     for (int i = 0; i < nd; i++) munmap(drop[i], drop_bytes[i]);
 }
+
+/* mapping p of `bytes` mapped bytes given back, any of it possibly nonzero */
+static inline void kept_give(void *p, size_t bytes) { kept_give_dirty(p, bytes, bytes); }
 
 /* kept_alloc / kept_free: malloc-like arrays on the pool for C code that frees without a size (a table's entry
  * and order arrays, pcs/cache/_lruhier.h ent_realloc, pcs/cache/_lruq.h): a 64-byte header before the array holds
@@ -114,7 +146,7 @@ static inline void *kept_alloc(size_t bytes) {
     size_t got = 0;
     if (bytes + KEPT_HEAD < KEPT_MIN_BYTES) {
         if (posix_memalign((void **)&p, KEPT_HEAD, bytes + KEPT_HEAD) != 0) return NULL;
-    } else if (!(p = kept_take(bytes + KEPT_HEAD, &got))) {
+    } else if (!(p = (char *)kept_take(bytes + KEPT_HEAD, &got))) {
         return NULL;
     }
     memcpy(p, &got, sizeof got);
@@ -131,17 +163,18 @@ static inline void kept_free(void *q) {
     else free(p);
 }
 
-/* every kept mapping unmapped (tests: a pool of known contents, whatever earlier tables and columns left) */
-static inline void kept_clear(void) {
-    for (;;) {
+/* every kept mapping unmapped (tests: a pool of known contents, whatever earlier tables and columns left; a
+ * caller's release of the memory kept); returns how many */
+static inline int kept_clear(void) {
+    for (int n = 0;; n++) {
         void *p = NULL;
         size_t bytes = 0;
         kept_lock();
         for (int i = 0; i < KEPT_SLOTS && !p; i++)
-            if (kept_slot[i].p) p = kept_slot[i].p, bytes = kept_slot[i].bytes, kept_slot[i].p = NULL, kept_slot[i].bytes = 0;
+            if (kept_slot[i].p) p = kept_slot[i].p, bytes = kept_slot[i].bytes, kept_slot[i].p = NULL, kept_slot[i].bytes = kept_slot[i].dirty = 0;
         kept_total -= bytes;
         kept_unlock();
-        if (!p) return;
+        if (!p) return n;
         munmap(p, bytes);
     }
 }

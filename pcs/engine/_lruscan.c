@@ -4,7 +4,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h>
+#include <unistd.h>
 #include "../_kernel_common.h"
+#define KEPT_MAX_BYTES ((size_t)128 << 20)   /* the zeroed arrays of a 10x Mooncake scan (39 MB; lru_zalloc), the direct array of a 50x one */
+#include "../_kept.h"
 
 /* ---------------------------------------------------------------------------
  * One-capacity sequential LRU scan, streamed batch by batch (lru_new / lru_feed).
@@ -94,29 +97,47 @@ static void lru_capsule_free(PyObject *cap) {
     lru_free((lru_t *)PyCapsule_GetPointer(cap, "pcs.engine._lruscan.lru"));
 }
 
-/* A zeroed array the scan indexes at random (the direct array, clast): from 4 MB on mapped from the kernel, whose
- * fresh pages read as zero and are backed only once touched, advised for transparent huge pages before the first
- * touch (read at random, one id each, 4 KB pages cost a TLB miss and a page fault per 4 KB; the machine's THP mode
- * is often "madvise", where only advised memory gets huge pages).
- * calloc does as much only while glibc maps the block itself: once the process has freed a block that large (each
- * replay's scan frees its own) glibc's mmap threshold rises, up to 32 MB, and calloc zeroes a heap block in a pass
- * over 4 KB pages (26 MB on the 10x Mooncake replica, before the first id). *mapped: the mapping's bytes, 0 when
- * from calloc. Freed by lru_zfree. */
+/* A zeroed array the scan indexes at random (the direct array, clast): from 4 MB on a mapping, advised for
+ * transparent huge pages (read at random, one id each, 4 KB pages cost a TLB miss and a page fault per 4 KB; the
+ * machine's THP mode is often "madvise", where only advised memory gets huge pages), from this module's pool of the
+ * mappings dead scans left (pcs/_kept.h), whose pages are resident already: a new mapping's pages read as zero but
+ * each first write costs a fault and the kernel's clearing of a 2 MB page -- on this VM 3 to 300 ms of system time
+ * a 10x Mooncake call (docs/performance.md, "Fresh pages a call"); a kept one is cleared here with one memset over
+ * the part its last scan touched (lru_zfree). Below 4 MB, calloc (glibc's heap, whose mmap threshold rises once
+ * the process has freed a block that large). *mapped: the mapping's bytes, 0 when from calloc. Freed by lru_zfree. */
 static void *lru_zalloc(size_t bytes, size_t *mapped) {
     *mapped = 0;
     if (bytes < ((size_t)4 << 20)) return calloc(1, bytes ? bytes : 1);
-    size_t len = (bytes + 4095) & ~(size_t)4095;
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
+    size_t dirty;
+    void *p = kept_take_dirty(bytes, mapped, &dirty);
+    if (!p) return NULL;
+    memset(p, 0, dirty);
 #ifdef MADV_HUGEPAGE
-    madvise(p, len, MADV_HUGEPAGE);   /* the whole mapping: advising a part would split it, and mremap needs one */
+    madvise(p, *mapped, MADV_HUGEPAGE);   /* the whole mapping: advising a part would split it, and mremap needs one */
 #endif
-    *mapped = len;
     return p;
 }
 
+/* The bytes of mapping p (`mapped` bytes) up to the end of its last resident page (mincore): no byte past it was
+ * ever written; all of it when that cannot be told. */
+static size_t lru_resident_end(void *p, size_t mapped) {
+#if defined(__linux__)
+    const long page = sysconf(_SC_PAGESIZE);
+    const size_t pages = page > 0 ? (mapped + (size_t)page - 1) / (size_t)page : 0;
+    unsigned char *vec = pages ? (unsigned char *)malloc(pages) : NULL;
+    if (vec && mincore(p, mapped, vec) == 0) {
+        size_t last = pages;
+        while (last > 0 && !(vec[last - 1] & 1)) last--;
+        free(vec);
+        return last * (size_t)page < mapped ? last * (size_t)page : mapped;
+    }
+    free(vec);
+#endif
+    return mapped;
+}
+
 static void lru_zfree(void *p, size_t mapped) {
-    if (mapped) munmap(p, mapped);
+    if (mapped) kept_give_dirty(p, mapped, lru_resident_end(p, mapped));   /* the taker clears that part */
     else free(p);
 }
 
@@ -126,6 +147,7 @@ static void *lru_zgrow(void *p, size_t have, size_t bytes, size_t *mapped) {
 #ifdef MREMAP_MAYMOVE
     if (*mapped) {
         size_t len = (bytes + 4095) & ~(size_t)4095;
+        if (len <= *mapped) return p;   /* a kept mapping larger than asked: zero past `have` already */
         void *n = mremap(p, *mapped, len, MREMAP_MAYMOVE);
         if (n == MAP_FAILED) return NULL;
         *mapped = len;                  /* the pages added keep the mapping's advice */
@@ -685,7 +707,14 @@ static PyObject *py_lru_stats(PyObject *self, PyObject *args) {
                          "bitmap_bytes", (long long)s->live_words * 8);
 }
 
+/* kept_bytes(): the bytes of dead scans' zeroed arrays this module's pool keeps now (pcs/_kept.h, lru_zalloc) */
+static PyObject *mod_kept_bytes(PyObject *mod, PyObject *unused) { return PyLong_FromSize_t(kept_held()); }
+/* kept_clear(): every mapping that pool keeps unmapped; returns how many */
+static PyObject *mod_kept_clear(PyObject *mod, PyObject *unused) { return PyLong_FromLong(kept_clear()); }
+
 static PyMethodDef methods[] = {
+    {"kept_bytes", mod_kept_bytes, METH_NOARGS, "bytes the pool of dead scans' zeroed arrays keeps now (pcs/_kept.h)"},
+    {"kept_clear", mod_kept_clear, METH_NOARGS, "unmap every mapping that pool keeps; returns how many"},
     {"lru_new", py_lru_new, METH_VARARGS,
      "lru_new(capacity_blocks: int) -> state capsule of a one-capacity sequential LRU scan."},
     {"lru_feed", py_lru_feed, METH_VARARGS,

@@ -81,6 +81,9 @@
 
 #include "simdjson.h"
 
+#define KEPT_MAX_BYTES ((size_t)128 << 20)   /* the id arenas of a 50x Mooncake read (Parquet 115 MB, JSONL 4 x 32 MiB; arena_alloc) */
+#include "../_kept.h"
+
 namespace {
 
 using simdjson::ondemand::value;
@@ -876,6 +879,7 @@ inline bool lease_take(Lease &l, bool busy) {
 struct ArenaObject {
     PyObject_HEAD
     uint64_t *data;
+    size_t mapped;          // data's mapping (arena_alloc), 0: malloc's
     Py_ssize_t cap, used;   // in ids
     int busy;               // a Pending decode fills the room past `used`: nothing else may take it until its result
     Lease lease;
@@ -885,22 +889,32 @@ struct ArenaObject {
  * the room a decode into an arena asks for, so that its ids never outgrow it. */
 inline size_t ids_bound(size_t n) { return n / 2 + 2; }
 
-/* An arena's buffer (freed with free()). `huge` and at least 4 MB: 2 MB aligned and advised to use transparent huge
- * pages (a page fault per 2 MB written instead of per 4 KB), for an arena that its reader fills to the end (the
- * Parquet reader's, sized to the footer's ids: pcs/trace/parquet.py _IdRoom) -- never for one whose room may stay
- * mostly unwritten (a JSONL reader's, sized to a bound on its chunk's ids), where a touched huge page would make
- * resident 2 MB of room nobody writes. */
-void *arena_alloc(size_t bytes, bool huge) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (huge && bytes >= ((size_t)4 << 20)) {
-        void *p = nullptr;
-        if (posix_memalign(&p, (size_t)2 << 20, bytes) != 0) return nullptr;
-        madvise(p, bytes, MADV_HUGEPAGE);
+/* An arena's buffer of `bytes`, freed with arena_free(p, *mapped). From 4 MB on a mapping from the pool of those
+ * dead arenas left (pcs/_kept.h), whose pages the last reader wrote are resident already: a new mapping costs a page
+ * fault per page written and the kernel's clearing of it -- 5,600 faults a 10x Mooncake JSONL call, and on this VM
+ * 3 to 300 ms of system time a 10x Parquet call, whose arena is on huge pages (docs/performance.md, "Fresh pages a
+ * call"). `huge`: advised to use transparent huge pages (a page fault per 2 MB written instead of per 4 KB), for an
+ * arena that its reader fills to the end (the Parquet reader's, sized to the footer's ids: pcs/trace/parquet.py
+ * _IdRoom) -- never asked for one whose room may stay mostly unwritten (a JSONL reader's, sized to a bound on its
+ * chunk's ids), where a touched huge page would make resident 2 MB of room nobody writes (a mapping a Parquet
+ * arena left keeps its advice: at most one such page past the ids). Below 4 MB malloc's (*mapped 0). Contents
+ * undefined. */
+void *arena_alloc(size_t bytes, bool huge, size_t *mapped) {
+    *mapped = 0;
+    if (bytes >= ((size_t)4 << 20)) {
+        void *p = kept_take(bytes, mapped);
+#if defined(MADV_HUGEPAGE)
+        if (p && huge) madvise(p, *mapped, MADV_HUGEPAGE);
+#endif
         return p;
     }
-#endif
     (void)huge;
     return malloc(bytes);
+}
+
+void arena_free(void *p, size_t mapped) {
+    if (mapped) kept_give(p, mapped);
+    else free(p);
 }
 
 PyObject *arena_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
@@ -914,7 +928,7 @@ PyObject *arena_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     }
     ArenaObject *a = (ArenaObject *)type->tp_alloc(type, 0);
     if (!a) return nullptr;
-    a->data = (uint64_t *)arena_alloc((size_t)cap * sizeof(uint64_t), huge != 0);
+    a->data = (uint64_t *)arena_alloc((size_t)cap * sizeof(uint64_t), huge != 0, &a->mapped);
     if (!a->data) {
         Py_DECREF(a);
         return PyErr_NoMemory();
@@ -927,7 +941,7 @@ PyObject *arena_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
 }
 
 void arena_dealloc(PyObject *self) {
-    free(((ArenaObject *)self)->data);
+    arena_free(((ArenaObject *)self)->data, ((ArenaObject *)self)->mapped);
     Py_TYPE(self)->tp_free(self);
 }
 
@@ -1628,7 +1642,14 @@ PyObject *count_lf(PyObject *, PyObject *arg) {
     return PyLong_FromSsize_t(n);
 }
 
+/* kept_bytes(): the bytes of dead arenas' mappings this module's pool keeps now (pcs/_kept.h, arena_alloc) */
+PyObject *mod_kept_bytes(PyObject *, PyObject *) { return PyLong_FromSize_t(kept_held()); }
+/* kept_clear(): every mapping that pool keeps unmapped; returns how many */
+PyObject *mod_kept_clear(PyObject *, PyObject *) { return PyLong_FromLong(kept_clear()); }
+
 PyMethodDef methods[] = {
+    {"kept_bytes", mod_kept_bytes, METH_NOARGS, "bytes the pool of dead arenas' mappings keeps now (pcs/_kept.h)"},
+    {"kept_clear", mod_kept_clear, METH_NOARGS, "unmap every mapping that pool keeps; returns how many"},
     {"decode", decode, METH_VARARGS,
      "decode(chunk, extras, typed, arena=None) -> None | (ts, il, ol, offsets, ids, extras, types, synthetic, "
      "increasing): see the C++ file's header (pcs/trace/_jsonrows.cpp)."},

@@ -169,3 +169,25 @@ def test_the_read_is_the_same_with_its_arena_on_huge_pages_or_not(tmp_path, monk
     monkeypatch.setattr(parquet, "PIECE_ROWS", 2)
     kept = list(open_trace(_write(tmp_path / "t.parquet", 10, k=3)).iter_batches(side_by_side=True))
     assert [h for b in kept for h in b.block_hashes.tolist()] == list(range(30)) and made == [huge]
+
+
+@needs_twin
+def test_a_dead_huge_arenas_mapping_is_kept_for_the_next_one():
+    # An arena of 4 MiB or more on huge pages (the Parquet reader's, _IdRoom) is a mapping (pcs/_kept.h): once it
+    # dies its mapping is kept (its 600,000 ids: 4,800,000 B, 1,172 whole 4 KiB pages = 4,800,512 B) and the next
+    # such arena of about its size takes it (the pool then empty), its ids read back as appended; a small arena
+    # (malloc's) keeps nothing; kept_clear unmaps what is kept.
+    jsonrows.kept_clear()
+    a = jsonrows.Arena(600_000, huge_pages=True)
+    assert a.append(np.arange(600_000, dtype=np.uint64)) == 0
+    del a
+    assert jsonrows.kept_bytes() == 4_800_512
+    b = jsonrows.Arena(599_000, huge_pages=True)
+    assert jsonrows.kept_bytes() == 0
+    ids = np.arange(599_000, dtype=np.uint64)[::-1].copy()
+    assert b.append(ids) == 0 and np.frombuffer(b, dtype=np.uint64)[:599_000].tolist() == ids.tolist()
+    del b
+    small = jsonrows.Arena(1_000, huge_pages=True)             # 8 KB: malloc's, nothing kept
+    del small
+    assert jsonrows.kept_bytes() == 4_800_512
+    assert jsonrows.kept_clear() == 1 and jsonrows.kept_bytes() == 0
