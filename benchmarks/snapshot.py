@@ -44,6 +44,9 @@ def _traces() -> list[tuple[str, str]]:
               ("tok", str(ROOT / "traces" / "sample_tokens.jsonl"))]
     if MOONCAKE.exists():
         traces.append(("moon", str(MOONCAKE)))
+    else:     # the snapshot is then the samples' runs only; a --diff against a full one lists the rest as missing
+        print(f"snapshot: note: no Mooncake trace at {MOONCAKE} (set PCS_MOONCAKE_TRACE): its runs are left out",
+              file=sys.stderr, flush=True)
     return traces
 
 

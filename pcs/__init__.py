@@ -18,6 +18,8 @@ Four views, each a command and a plain Python function:
   (:class:`pcs.fleet.FleetResult`, docs/cluster.md). JSON keys of every result:
   ``docs/json.md``.
 - ``pcs.open_trace(path)`` streams :class:`pcs.trace.Request` records.
+- ``pcs.release_memory()`` gives back the memory pcs keeps between calls to
+  spare the next call page faults (:mod:`pcs.kept`).
 
 Units: bytes as int, bandwidth in bytes/s, times in seconds; GB decimal.
 The functions and the submodules (``pcs.model``, ``pcs.trace``,
@@ -49,6 +51,7 @@ _API: dict[str, tuple[str, str]] = {
     "fleet_replay": ("pcs.fleet", "fleet_replay"),
     "open_trace": ("pcs.trace", "open_trace"),
     "get_model": ("pcs.model", "get_model"),
+    "release_memory": ("pcs.kept", "release_memory"),
 }
 
 #: submodules reachable as ``pcs.<name>`` after a plain ``import pcs``

@@ -67,6 +67,25 @@ static int dmap_keep(int32_t *p, size_t bytes, uint64_t dirty) {
     return kept;
 }
 
+/* the kept direct map unmapped (pcs.release_memory); 1 when there was one, else 0 */
+static int dmap_spare_clear(void) {
+    dmap_spare_lock();
+    int32_t *p = dmap_spare.p;
+    size_t bytes = dmap_spare.bytes;
+    dmap_spare.p = NULL, dmap_spare.bytes = 0, dmap_spare.dirty = 0;
+    __atomic_clear(&dmap_spare_busy, __ATOMIC_RELEASE);
+    if (p) munmap(p, bytes);
+    return p != NULL;
+}
+
+/* the kept direct map's mapped bytes (0: none) */
+static size_t dmap_spare_bytes(void) {
+    dmap_spare_lock();
+    size_t bytes = dmap_spare.p ? dmap_spare.bytes : 0;
+    __atomic_clear(&dmap_spare_busy, __ATOMIC_RELEASE);
+    return bytes;
+}
+
 /* table s in direct mode for keys below lim: dmap zeroed (from 4 MB on mapped from the kernel, advised for huge
  * pages from DMAP_SMALL_BYTES on and against them below: fresh pages read as zero, backed once touched; below 4 MB,
  * calloc). 0, or -1 when the memory is not there (s

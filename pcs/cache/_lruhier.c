@@ -2638,12 +2638,19 @@ static PcsHierApi C_API = {
 
 /* kept_bytes(): the bytes this module's pool of dead tables' entry and order arrays keeps now (pcs/_kept.h; tests) */
 static PyObject *mod_kept_bytes(PyObject *mod, PyObject *unused) { return PyLong_FromSize_t(kept_held()); }
-/* kept_clear(): every mapping that pool keeps unmapped (tests: an empty pool to start from) */
-static PyObject *mod_kept_clear(PyObject *mod, PyObject *unused) { kept_clear(); Py_RETURN_NONE; }
+/* kept_clear(): every mapping that pool keeps unmapped (tests: an empty pool to start from; pcs.release_memory);
+ * returns how many */
+static PyObject *mod_kept_clear(PyObject *mod, PyObject *unused) { return PyLong_FromLong(kept_clear()); }
+/* spare_bytes(): the mapped bytes of the direct map kept for the next table (_dmap.h), 0 when none */
+static PyObject *mod_spare_bytes(PyObject *mod, PyObject *unused) { return PyLong_FromSize_t(dmap_spare_bytes()); }
+/* spare_clear(): that map unmapped (pcs.release_memory); returns 1 when there was one, else 0 */
+static PyObject *mod_spare_clear(PyObject *mod, PyObject *unused) { return PyLong_FromLong(dmap_spare_clear()); }
 
 static PyMethodDef mod_methods[] = {
     {"kept_bytes", mod_kept_bytes, METH_NOARGS, "bytes the pool of dead tables' arrays keeps now (pcs/_kept.h)"},
-    {"kept_clear", mod_kept_clear, METH_NOARGS, "unmap every mapping the pool of dead tables' arrays keeps (tests)"},
+    {"kept_clear", mod_kept_clear, METH_NOARGS, "unmap every mapping the pool of dead tables' arrays keeps; returns how many"},
+    {"spare_bytes", mod_spare_bytes, METH_NOARGS, "mapped bytes of the direct map kept for the next table (0: none)"},
+    {"spare_clear", mod_spare_clear, METH_NOARGS, "unmap the direct map kept for the next table; returns 1 or 0"},
     {NULL}
 };
 

@@ -4,7 +4,6 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h>
-#include <unistd.h>
 #include "../_kernel_common.h"
 #define KEPT_MAX_BYTES ((size_t)128 << 20)   /* the zeroed arrays of a 10x Mooncake scan (39 MB; lru_zalloc), the direct array of a 50x one */
 #include "../_kept.h"
@@ -81,16 +80,24 @@ typedef struct {
     int32_t *clast;    /* two tiers: per state index (lru_idx), the key's last lower-tier time (0: none;
                         * lower-tier times start at 64, so a zeroed array holds none: lru_zalloc, no fill) */
     size_t dmap, cmap; /* dmeta's and clast's mapped bytes (lru_zalloc), 0 when from calloc */
+    uint64_t wtop;     /* direct mode: no id above it was written (the OR of every id fed, lru_mode; lru_written) */
 } lru_t;
 
 static void t2_free(t2_t *q);
 
-static void lru_zfree(void *p, size_t mapped);
+static void lru_zfree(void *p, size_t mapped, size_t dirty);
+
+/* The bytes of a direct-mode array of `size`-byte entries (dmeta, clast) that may have been written: the entries
+ * of ids 0 .. wtop, at most dcap of them (lru_zfree's `dirty`). */
+static size_t lru_written(const lru_t *s, size_t size) {
+    return (size_t)(s->wtop < s->dcap ? s->wtop + 1 : s->dcap) * size;
+}
 
 static void lru_free(lru_t *s) {
     if (!s) return;
-    free(s->slots); lru_zfree(s->dmeta, s->dmap); free(s->live); free(s->tmp); t2_free(s->t2);
-    lru_zfree(s->clast, s->cmap); free(s);
+    free(s->slots); lru_zfree(s->dmeta, s->dmap, lru_written(s, sizeof(lmeta_t))); free(s->live); free(s->tmp);
+    t2_free(s->t2);
+    lru_zfree(s->clast, s->cmap, s->direct ? lru_written(s, sizeof(int32_t)) : s->cmap); free(s);
 }
 
 static void lru_capsule_free(PyObject *cap) {
@@ -103,7 +110,7 @@ static void lru_capsule_free(PyObject *cap) {
  * mappings dead scans left (pcs/_kept.h), whose pages are resident already: a new mapping's pages read as zero but
  * each first write costs a fault and the kernel's clearing of a 2 MB page -- on this VM 3 to 300 ms of system time
  * a 10x Mooncake call (docs/performance.md, "Fresh pages a call"); a kept one is cleared here with one memset over
- * the part its last scan touched (lru_zfree). Below 4 MB, calloc (glibc's heap, whose mmap threshold rises once
+ * the part its last scan may have written (lru_zfree's `dirty`: lru_written). Below 4 MB, calloc (glibc's heap, whose mmap threshold rises once
  * the process has freed a block that large). *mapped: the mapping's bytes, 0 when from calloc. Freed by lru_zfree. */
 static void *lru_zalloc(size_t bytes, size_t *mapped) {
     *mapped = 0;
@@ -118,26 +125,10 @@ static void *lru_zalloc(size_t bytes, size_t *mapped) {
     return p;
 }
 
-/* The bytes of mapping p (`mapped` bytes) up to the end of its last resident page (mincore): no byte past it was
- * ever written; all of it when that cannot be told. */
-static size_t lru_resident_end(void *p, size_t mapped) {
-#if defined(__linux__)
-    const long page = sysconf(_SC_PAGESIZE);
-    const size_t pages = page > 0 ? (mapped + (size_t)page - 1) / (size_t)page : 0;
-    unsigned char *vec = pages ? (unsigned char *)malloc(pages) : NULL;
-    if (vec && mincore(p, mapped, vec) == 0) {
-        size_t last = pages;
-        while (last > 0 && !(vec[last - 1] & 1)) last--;
-        free(vec);
-        return last * (size_t)page < mapped ? last * (size_t)page : mapped;
-    }
-    free(vec);
-#endif
-    return mapped;
-}
-
-static void lru_zfree(void *p, size_t mapped) {
-    if (mapped) kept_give_dirty(p, mapped, lru_resident_end(p, mapped));   /* the taker clears that part */
+/* An lru_zalloc array freed: a mapping goes back to the pool with `dirty`, the bytes from its start that may be
+ * nonzero (lru_written; the whole mapping when that is not known), which its next taker clears. */
+static void lru_zfree(void *p, size_t mapped, size_t dirty) {
+    if (mapped) kept_give_dirty(p, mapped, dirty);
     else free(p);
 }
 
@@ -163,7 +154,7 @@ static void *lru_zgrow(void *p, size_t have, size_t bytes, size_t *mapped) {
     void *n = lru_zalloc(bytes, &m);
     if (!n) return NULL;
     memcpy(n, p, have);
-    lru_zfree(p, *mapped);
+    lru_zfree(p, *mapped, have);
     *mapped = m;
     return n;
 }
@@ -199,7 +190,7 @@ static int lru_table_alloc(lru_t *s, uint64_t cap) {
     lslot_t *sl = (lslot_t *)big_alloc(cap * sizeof(lslot_t), 1);
     size_t cmap = 0;
     int32_t *cl = s->clast ? (int32_t *)lru_zalloc(cap * sizeof(int32_t), &cmap) : NULL;
-    if (!sl || (s->clast && !cl)) { free(sl); if (cl) lru_zfree(cl, cmap); return -1; }
+    if (!sl || (s->clast && !cl)) { free(sl); if (cl) lru_zfree(cl, cmap, 0); return -1; }
     lslot_t *old = s->slots;
     uint64_t old_mask = s->mask;
     for (uint64_t i = 0; old && i <= old_mask; i++)
@@ -213,12 +204,14 @@ static int lru_table_alloc(lru_t *s, uint64_t cap) {
             if (cl) cl[h] = s->clast[k];
         }
     free(old);
-    lru_zfree(s->dmeta, s->dmap);
+    /* the old clast is indexed by id when it came with the direct array, else by the old table's slots */
+    const size_t cl_dirty = s->dmeta ? lru_written(s, sizeof(int32_t)) : s->cmap;
+    lru_zfree(s->dmeta, s->dmap, lru_written(s, sizeof(lmeta_t)));
     s->dmeta = NULL;
     s->dcap = s->dmap = 0;
     s->slots = sl;
     s->mask = cap - 1;
-    if (cl) { lru_zfree(s->clast, s->cmap); s->clast = cl; s->cmap = cmap; }
+    if (cl) { lru_zfree(s->clast, s->cmap, cl_dirty); s->clast = cl; s->cmap = cmap; }
     return 0;
 }
 
@@ -267,6 +260,7 @@ static int lru_mode(lru_t *s, const uint64_t *keys, const uint64_t *dkeys, int64
     for (; i4 < m; i4++) any |= keys[i4];
     for (int64_t i = 0; i < dm; i++) any |= dkeys[i];
     any |= o1 | o2 | o3;
+    s->wtop = any > s->wtop ? any : s->wtop;   /* every entry this feed writes is of an id <= any */
     if (m + dm == 0 || (any < s->dcap && any < (uint64_t)s->limit)) return 0;
     uint64_t top = 0;
     for (int64_t i = 0; i < m; i++) top = keys[i] > top ? keys[i] : top;

@@ -86,8 +86,9 @@ static void col_dealloc(Column *c) {
 /* kept_bytes(): the bytes the column pool keeps now (tests: a dead column's mapping is kept, bounded) */
 static PyObject *col_kept_bytes(PyObject *mod, PyObject *unused) { return PyLong_FromSize_t(kept_held()); }
 
-/* kept_clear(): every mapping the column pool keeps unmapped (tests: an empty pool to start from) */
-static PyObject *col_kept_clear(PyObject *mod, PyObject *unused) { kept_clear(); Py_RETURN_NONE; }
+/* kept_clear(): every mapping the column pool keeps unmapped (tests: an empty pool to start from;
+ * pcs.release_memory); returns how many */
+static PyObject *col_kept_clear(PyObject *mod, PyObject *unused) { return PyLong_FromLong(kept_clear()); }
 
 static PyBufferProcs col_as_buffer = {(getbufferproc)col_getbuffer, (releasebufferproc)col_releasebuffer};
 static PySequenceMethods col_as_sequence = {.sq_length = (lenfunc)col_length};

@@ -41,6 +41,7 @@ SMALLEST = {
     "bench_reference.py": ["--rounds", "1", "--case", "sequential:lru"],
     "bench_replay.py": ["--copies", "1", "--repeat", "1"],
     "bench_startup.py": ["--runs", "1"],
+    "bench_steady.py": ["{sample}", "--pairs", "1", "--calls", "1"],
     "bench_sweep_summary.py": ["--peer-python", sys.executable, "--points", "1", "--rounds", "1"],
     "bench_trace_stats.py": ["--copies", "1", "--rounds", "1"],
     "bench_user.py": ["--copies", "1", "--rounds", "1", "--warmup", "0", "--capacity", "16"],
@@ -120,6 +121,7 @@ def test_bad_arguments_are_one_argparse_line(script, args, says):
 
 @pytest.mark.parametrize("script,args", [("bench_admission.py", []), ("bench_replay.py", []),
                                          ("bench_fleet.py", []), ("bench_phases.py", ["{missing}"]), ("bench_floor.py", ["{missing}"]),
+                                         ("bench_steady.py", ["{missing}"]),
                                          ("bench_reference.py", []), ("bench_engine_pair.py", [])])
 def test_a_missing_trace_is_one_line_naming_it(script, args, tmp_path):
     missing = tmp_path / "nope.jsonl"
