@@ -21,19 +21,28 @@ from types import ModuleType
 __all__ = ["held_import"]
 
 
+def _initializing(module: ModuleType) -> bool:
+    """Whether ``module`` is in ``sys.modules`` while another thread's import still runs its body (its spec's
+    ``_initializing`` flag, set by importlib for that time): :func:`importlib.import_module` then waits for that
+    import to finish, where returning the module would hand out one whose names are not all defined yet."""
+    return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
+
+
 def held_import(name: str) -> ModuleType:
     """Import the module *name* (dotted, absolute) and return it; when it is not yet in ``sys.modules`` and this is
     the main thread, the import runs with Ctrl-C and the stop signals held (:func:`pcs.beside._signals_held`): a
     signal that comes meanwhile is run once the import has finished, the module whole in ``sys.modules``. Anywhere
     else -- a worker thread (no signal handler runs there), a module already imported -- a plain
-    :func:`importlib.import_module`.
+    :func:`importlib.import_module`. A module another thread is still importing is waited for (as ``import``
+    waits), never returned half-initialised: several threads making a process's first ``pcs.replay`` at once
+    each get the whole function.
 
     Raises:
         ImportError: the module cannot be imported (as ``import``).
         KeyboardInterrupt, pcs.errors.Stopped: a stop signal that came during the import (held, then run).
     """
     module = sys.modules.get(name)
-    if module is not None:
+    if module is not None and not _initializing(module):
         return module
     if threading.current_thread() is not threading.main_thread():
         return importlib.import_module(name)

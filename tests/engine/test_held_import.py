@@ -148,3 +148,39 @@ def test_import_pcs_does_not_import_numpy(tmp_path):
         print("numpy" in sys.modules, "pyarrow" in sys.modules)
         """)
     assert out == ["False", "False"]
+
+
+def test_a_module_another_thread_is_importing_is_waited_for(tmp_path, monkeypatch):
+    # Thread A imports a module whose body waits on an event; thread B asks held_import for it meanwhile. Returning
+    # what sys.modules holds then would hand B a module without its names (4 threads making a process's first
+    # pcs.replay at once: "partially initialized module 'pcs.engine.api' has no attribute 'replay'"); B must wait
+    # for A's import and see the whole module (value 42).
+    import importlib
+    import threading
+
+    from pcs._heldimport import held_import
+
+    (tmp_path / "slowbody_gate.py").write_text("import threading\nstarted = threading.Event()\n"
+                                               "release = threading.Event()\n")
+    (tmp_path / "slowbody.py").write_text("import slowbody_gate\nslowbody_gate.started.set()\n"
+                                          "slowbody_gate.release.wait(30)\nvalue = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import slowbody_gate
+
+    seen = []
+    a = threading.Thread(target=importlib.import_module, args=("slowbody",))
+    b = threading.Thread(target=lambda: seen.append(getattr(held_import("slowbody"), "value", None)))
+    try:
+        a.start()
+        assert slowbody_gate.started.wait(30)
+        b.start()
+        b.join(0.3)                      # B is still waiting for A's import: nothing seen yet
+        assert seen == []
+        slowbody_gate.release.set()
+        a.join(30)
+        b.join(30)
+        assert seen == [42]
+    finally:
+        slowbody_gate.release.set()
+        for m in ("slowbody", "slowbody_gate"):
+            sys.modules.pop(m, None)
