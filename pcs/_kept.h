@@ -35,7 +35,8 @@
 #define KEPT_ALIGN ((size_t)2 << 20)           /* a transparent huge page */
 #define KEPT_ALIGN_FROM ((size_t)4 << 20)      /* new mappings this large are KEPT_ALIGN aligned (kept_map) */
 
-static struct { void *p; size_t bytes, dirty; } kept_slot[KEPT_SLOTS];   /* p NULL: a free slot; dirty: kept_give_dirty */
+/* p NULL: a free slot; dirty: the bytes from p's start that may be nonzero (kept_give_dirty) */
+static struct { void *p; size_t bytes, dirty; } kept_slot[KEPT_SLOTS];
 static size_t kept_total;                                         /* bytes held in kept_slot */
 static char kept_busy;
 
@@ -171,7 +172,10 @@ static inline int kept_clear(void) {
         size_t bytes = 0;
         kept_lock();
         for (int i = 0; i < KEPT_SLOTS && !p; i++)
-            if (kept_slot[i].p) p = kept_slot[i].p, bytes = kept_slot[i].bytes, kept_slot[i].p = NULL, kept_slot[i].bytes = kept_slot[i].dirty = 0;
+            if (kept_slot[i].p) {
+                p = kept_slot[i].p, bytes = kept_slot[i].bytes;
+                kept_slot[i].p = NULL, kept_slot[i].bytes = kept_slot[i].dirty = 0;
+            }
         kept_total -= bytes;
         kept_unlock();
         if (!p) return n;

@@ -5,7 +5,9 @@
 #include <Python.h>
 #include <stddef.h>
 #include "../_kernel_common.h"
-#define KEPT_MAX_BYTES ((size_t)128 << 20)   /* the zeroed arrays of a 10x Mooncake scan (39 MB; lru_zalloc), the direct array of a 50x one */
+/* this module's pool (pcs/_kept.h): the zeroed arrays of a 10x Mooncake scan (39 MB; lru_zalloc), or a 50x one's
+ * direct array (130 MB) */
+#define KEPT_MAX_BYTES ((size_t)128 << 20)
 #include "../_kept.h"
 
 /* ---------------------------------------------------------------------------
@@ -110,8 +112,9 @@ static void lru_capsule_free(PyObject *cap) {
  * mappings dead scans left (pcs/_kept.h), whose pages are resident already: a new mapping's pages read as zero but
  * each first write costs a fault and the kernel's clearing of a 2 MB page -- on this VM 3 to 300 ms of system time
  * a 10x Mooncake call (docs/performance.md, "Fresh pages a call"); a kept one is cleared here with one memset over
- * the part its last scan may have written (lru_zfree's `dirty`: lru_written). Below 4 MB, calloc (glibc's heap, whose mmap threshold rises once
- * the process has freed a block that large). *mapped: the mapping's bytes, 0 when from calloc. Freed by lru_zfree. */
+ * the part its last scan may have written (lru_zfree's `dirty`: lru_written). Below 4 MB, calloc (glibc's heap,
+ * whose mmap threshold rises once the process has freed a block that large). *mapped: the mapping's bytes, 0 when
+ * from calloc. Freed by lru_zfree. */
 static void *lru_zalloc(size_t bytes, size_t *mapped) {
     *mapped = 0;
     if (bytes < ((size_t)4 << 20)) return calloc(1, bytes ? bytes : 1);

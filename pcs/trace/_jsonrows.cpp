@@ -81,7 +81,9 @@
 
 #include "simdjson.h"
 
-#define KEPT_MAX_BYTES ((size_t)128 << 20)   /* the id arenas of a 50x Mooncake read (Parquet 115 MB, JSONL 4 x 32 MiB; arena_alloc) */
+// this module's pool (pcs/_kept.h): the id arenas of a 50x Mooncake read (Parquet 115 MB, JSONL 4 x 32 MiB;
+// arena_alloc)
+#define KEPT_MAX_BYTES ((size_t)128 << 20)
 #include "../_kept.h"
 
 namespace {
