@@ -38,6 +38,11 @@ def _child(tree: str, trace: str, calls: int) -> None:
     faults) and the pcs it imported."""
     sys.path.insert(0, tree)
     import pcs
+    from pcs import _native
+
+    if _native.missing():     # the Python twins would run: a figure of another program
+        common.fail(BENCH, f"{tree}: compiled extensions not built ({', '.join(_native.missing())}): run "
+                           f"python setup.py build_ext --inplace there")
 
     args = {"tiers": ["gpu=16384blocks", "cpu=65536blocks"], "policy": "lru"}
     pcs.replay(trace, **args)

@@ -55,8 +55,8 @@ _API: dict[str, tuple[str, str]] = {
 }
 
 #: submodules reachable as ``pcs.<name>`` after a plain ``import pcs``
-_SUBMODULES = ("analysis", "blocks", "cache", "compute", "curves", "engine", "errors", "fleet", "hardware", "model",
-               "report", "trace", "units")
+_SUBMODULES = ("analysis", "blocks", "cache", "compute", "curves", "engine", "errors", "fleet", "hardware", "kept",
+               "model", "report", "trace", "units")
 
 __all__ = sorted(_API)
 

@@ -28,6 +28,19 @@ def _initializing(module: ModuleType) -> bool:
     return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
 
 
+def _wait_for(name: str, module: ModuleType) -> ModuleType:
+    """``name`` (``module`` in ``sys.modules``), once the other thread importing it has finished: its body runs
+    there, so nothing here needs signals held (a Ctrl-C meanwhile is raised at once). In a cycle of imports across
+    threads importlib refuses to wait (its ``_DeadlockError``); the module is then returned as it is, as the
+    ``import`` statement does."""
+    try:
+        return importlib.import_module(name)
+    except RuntimeError as exc:
+        if type(exc).__name__ != "_DeadlockError":
+            raise
+        return sys.modules.get(name, module)
+
+
 def held_import(name: str) -> ModuleType:
     """Import the module *name* (dotted, absolute) and return it; when it is not yet in ``sys.modules`` and this is
     the main thread, the import runs with Ctrl-C and the stop signals held (:func:`pcs.beside._signals_held`): a
@@ -42,8 +55,8 @@ def held_import(name: str) -> ModuleType:
         KeyboardInterrupt, pcs.errors.Stopped: a stop signal that came during the import (held, then run).
     """
     module = sys.modules.get(name)
-    if module is not None and not _initializing(module):
-        return module
+    if module is not None:
+        return module if not _initializing(module) else _wait_for(name, module)
     if threading.current_thread() is not threading.main_thread():
         return importlib.import_module(name)
     from pcs.beside import _signals_held

@@ -184,3 +184,29 @@ def test_a_module_another_thread_is_importing_is_waited_for(tmp_path, monkeypatc
         slowbody_gate.release.set()
         for m in ("slowbody", "slowbody_gate"):
             sys.modules.pop(m, None)
+
+
+def test_a_ctrl_c_while_waiting_for_another_threads_import_is_raised_at_once(tmp_path):
+    # The main thread asks held_import for a module a worker thread is importing (its body waits 20 s on an event).
+    # The main thread runs no module body while it waits, so nothing needs the stop signals held: a SIGINT 0.3 s
+    # in is raised there at once (held, it came only when the worker's import ended, 20 s later).
+    (tmp_path / "slowbody_gate.py").write_text("import threading\nstarted = threading.Event()\n"
+                                               "release = threading.Event()\n")
+    (tmp_path / "slowbody.py").write_text("import slowbody_gate\nslowbody_gate.started.set()\n"
+                                          "slowbody_gate.release.wait(20)\nvalue = 42\n")
+    out = _run(tmp_path, """\
+        import importlib, os, signal, threading, time
+        import slowbody_gate
+        from pcs._heldimport import held_import
+        threading.Thread(target=importlib.import_module, args=("slowbody",), daemon=True).start()
+        slowbody_gate.started.wait(20)
+        threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        t0 = time.monotonic()
+        try:
+            held_import("slowbody")
+            print("returned")
+        except KeyboardInterrupt:
+            print("interrupted", time.monotonic() - t0 < 5)
+        slowbody_gate.release.set()
+        """)
+    assert out == ["interrupted", "True"]
