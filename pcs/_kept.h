@@ -9,13 +9,18 @@
  * arrays (pcs/cache/_lruhier.h, _lruq.h: kept_alloc / kept_free). kept_take / kept_give keep such mappings instead: a
  * mapping given back is held for the next taker of about its size (at least the bytes asked, at most twice), whose
  * pages are then resident already. Contents of a taken mapping are undefined (a fresh one reads as zeros): takers
- * write every byte they read.
+ * write every byte they read -- or, for a taker that needs zeros (the one-pass scan's arrays, pcs/engine/_lruscan.c),
+ * kept_take_dirty tells how many of its first bytes its giver may have written (kept_give_dirty), to clear those.
+ * Since 2026-12-05 the scan's arrays and the id arenas (pcs/trace/_jsonrows.cpp) have pools of their own too
+ * (docs/performance.md, "Fresh pages a call").
  *
- * Bounds: KEPT_SLOTS mappings and KEPT_MAX_BYTES of them at most; a mapping that does not fit is unmapped, after
- * the kept ones smaller than it (the larger buffers are the ones whose faults cost). Sizes are rounded up to 4 KiB
- * pages; memory is mapped MAP_PRIVATE | MAP_ANONYMOUS with no huge-page advice (with THP "madvise", 4 KiB pages:
- * a fault on a 2 MiB page clears all of it, and these buffers are written once, sequentially). The pool's lock is
- * a spin flag held for a scan of KEPT_SLOTS entries: kept_give may run where the GIL is not held.
+ * Bounds: KEPT_SLOTS mappings and KEPT_MAX_BYTES of them at most (64 MiB unless the module defines its own before
+ * including this header); a mapping that does not fit is unmapped, after the kept ones smaller than it (the larger
+ * buffers are the ones whose faults cost). Sizes are rounded up to 4 KiB pages; memory is mapped MAP_PRIVATE |
+ * MAP_ANONYMOUS, from 4 MiB on 2 MiB aligned (kept_map), with no huge-page advice of the pool's own (with THP
+ * "madvise", 4 KiB pages: a fault on a 2 MiB page clears all of it, and the columns are written once,
+ * sequentially; a taker that reads at random advises its mapping itself, and the advice stays with the mapping).
+ * The pool's lock is a spin flag held for a scan of KEPT_SLOTS entries: kept_give may run where the GIL is not held.
  */
 #ifndef PCS_KEPT_H
 #define PCS_KEPT_H

@@ -184,16 +184,23 @@ def test_hand_worked_on_mapped_arrays_that_grow_and_move(lower, hint, big):
     # into mapped arrays (675,000 entries). r1's id 2**40 moves every id into a hashed table, the arrays freed.
     # Two tiers (GPU 2 slots, the lower 2, write-back): r0 none; r1 finds 1 on the GPU (3 evicts 2 down);
     # r2 finds 1 on the GPU and 2 below: 2 hit blocks; r3 finds 2 on the GPU: 1.
-    keys = np.array([3, big, 3, 2**40, 3, big, big, 9], np.uint64)
-    offsets = np.array([0, 2, 4, 6, 8], np.int64)
-    n = np.array([2, 2, 2, 2], np.int64)
     lru = SequentialLru(2, "c", False, hint, lower)
-    parts = [lru.feed(keys[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a], n[a:b], n[a:b])
-             for a, b in ((0, 1), (1, 2), (2, 4))]
-    got = [np.concatenate([p[k] for p in parts]).tolist() for k in range(len(parts[0]))]
+    got = feed_renamed_hand_worked(lru, big)
     assert got[:3] == [[0, 1, 1, 1], [0, 1, 2, 1], [0, 1, 2, 1]]
     if lower is not None:
         assert got[3] == [0, 1, 2, 1] and lru.tiers_hold()
+
+
+def feed_renamed_hand_worked(lru, big: int) -> list:
+    """test_hand_worked's four requests of 2 ids, the ids renamed 1 -> 3, 2 -> ``big``, 3 -> 2**40, 4 -> 9, fed to
+    the compiled scan ``lru`` in three feeds (r0; r1; r2 and r3), every id cacheable (max hit 2); the feeds'
+    columns joined, as lists (lead, seen, ideal, then with a lower tier the baseline)."""
+    keys = np.array([3, big, 3, 2**40, 3, big, big, 9], np.uint64)
+    offsets = np.array([0, 2, 4, 6, 8], np.int64)
+    n = np.array([2, 2, 2, 2], np.int64)
+    parts = [lru.feed(keys[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a], n[a:b], n[a:b])
+             for a, b in ((0, 1), (1, 2), (2, 4))]
+    return [np.concatenate([p[k] for p in parts]).tolist() for k in range(len(parts[0]))]
 
 
 @pytest.mark.skipif("c" not in KERNELS, reason="the compiled scan is not built")
