@@ -115,6 +115,40 @@ def test_walk_equals_run_sequential_on_mooncake(mooncake_conv, specs):
         assert a == b, (caps, sparse, next(i for i, (x, y) in enumerate(zip(a, b)) if x != y))
 
 
+@pytest.mark.parametrize("specs", [("fifo", "fifo"), ("slru", "slru"), ("fifo", "slru"), ("slru:protected_share=0", "fifo")])
+def test_walk_equals_the_python_reference_on_traces(exact_trace, specs):
+    """The walk and ``run_sequential`` against the Python reference (the event loop over
+    :class:`pcs.cache.Hierarchy`) on the committed sample and on the Mooncake trace: tiers that hold most of the
+    reuse, tiers that truncate the longest requests and overflow, an empty CPU tier (ids made sparse there: the
+    walk's hashed table)."""
+    from helpers import per_trace
+    from pcs.trace import open_trace
+
+    tr = open_trace(str(exact_trace))
+    grid = per_trace(exact_trace, sample=[([1000, 6000], False), ([50, 20], False), ([300, 0], True)],
+                     mooncake=[([2372, 11921], False), ([50, 20], False), ([1000, 0], True)])
+    for caps, sparse in grid:
+        want = _reference(tr, caps, specs, BlockRules())
+        assert sum(want) > 0
+        a, b = _both(tr, caps, specs, BlockRules(), sparse)
+        assert a == want and b == want, (caps, next(i for i, (x, y) in enumerate(zip(b, want)) if x != y))
+
+
+def test_replay_baseline_equals_the_reference_engines_on_a_sample():
+    """``pcs.replay``'s summary over two fifo / slru tiers (its baseline: the walk, said in the reason) against the
+    reference engine's (native python: the Python hierarchy for the run and the baseline), on a committed sample."""
+    import pcs
+    from helpers import ROOT, without_engine_keys
+
+    for pol in ("fifo", "slru"):
+        kw = dict(tiers=["gpu=300blocks", "cpu=2000blocks"], policy=pol)
+        got = pcs.replay(str(ROOT / "traces" / "sample_exact.jsonl"), **kw).summary
+        want = pcs.replay(str(ROOT / "traces" / "sample_exact.jsonl"), native="python", **kw).summary
+        assert got.baseline_engine_reason.endswith(seqbase.POLICY_WALK_REASON)
+        assert want.baseline_engine == "reference" and want.sequential_hit_ratio > 0
+        assert without_engine_keys(got.to_dict()) == without_engine_keys(want.to_dict())
+
+
 @pytest.mark.parametrize("pol", ["fifo", "slru"])
 def test_replay_baseline_equal_with_and_without_the_walk(mooncake_conv, pol, monkeypatch):
     """``pcs.replay``'s summary (the gap split reads the baseline) the same when the walk is refused."""

@@ -350,3 +350,44 @@ def test_a_replay_of_parquet_hands_the_walk_its_footers_rows(tmp_path, monkeypat
     assert seen == [3, 0]
     cols = [c for c in a.requests.column_names if c != "tpot_s"]       # tpot_s: NaN for one-token outputs
     assert a.requests.select(cols).equals(b.requests.select(cols)) and a.summary.hit_ratio == b.summary.hit_ratio
+
+
+#: the committed traces (a fresh clone has them): the twins of the Mooncake tests above
+SAMPLES = ["sample_chat.jsonl", "sample_exact.jsonl", "sample_azure_conv.jsonl", "sample_tokens.jsonl"]
+
+
+class _Counted(turns.TurnWalk):
+    """A walk that counts the batches handed to it."""
+
+    fed = 0
+
+    def add(self, b) -> None:
+        super().add(b)
+        self.fed += 1
+
+
+@pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
+@pytest.mark.parametrize("name", SAMPLES)
+@pytest.mark.parametrize("threaded", [False, True])
+def test_compiled_equals_reference_on_the_samples(monkeypatch, name, threaded):
+    # the compiled walk while decoding (4 KiB chunks: every sample in several batches; threaded: on its worker)
+    # and the one-pass compiled search against the Python reference over the same decoded trace: the same pairs,
+    # next turns and decode-block ids
+    import threading
+
+    from helpers import ROOT
+    from pcs.engine.decoded import Decoded
+    from pcs.trace import source
+
+    monkeypatch.setattr(source, "CHUNK_BYTES", 1 << 12)
+    before = set(threading.enumerate())
+    walk = _Counted(threaded)
+    src = Decoded(str(ROOT / "traces" / name), walk)
+    py = turns.decode_blocks(src, "python")
+    assert walk.fed > 1 or name == "sample_tokens.jsonl", "next turns found across batches"   # 25 requests: one
+    assert py.pairs > 0 and py.ids.size > 0, "the sample has next turns with decode blocks"
+    for c in (src.next_turns, turns.decode_blocks(src, "c")):
+        assert (c.pairs, c.requests) == (py.pairs, py.requests)
+        assert np.array_equal(c.index, py.index) and np.array_equal(c.starts, py.starts)
+        assert np.array_equal(c.ids, py.ids) and c.hashes == py.hashes
+    assert not _workers(before)
