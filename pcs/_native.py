@@ -32,7 +32,7 @@ import os
 from types import ModuleType
 from pcs.errors import UserError
 
-__all__ = ["MODES", "HELP", "TWINS", "SLOWER", "module", "built", "resolve", "default_mode", "missing",
+__all__ = ["MODES", "HELP", "TWINS", "SLOWER", "module", "loaded", "built", "resolve", "default_mode", "missing",
            "missing_note"]
 
 #: Values of the switch.
@@ -75,6 +75,17 @@ def module(twin: str) -> ModuleType | None:
         except ImportError:
             _loaded[twin] = None
     return _loaded[twin]
+
+
+def loaded(twin: str) -> ModuleType | None:
+    """The compiled extension of ``twin`` when this process has imported it already (:func:`module`), else None;
+    never imports it (for a caller that may run on a worker thread and only wants the twin if it is there).
+
+    Raises:
+        KeyError: unknown twin name (see :data:`TWINS`).
+    """
+    TWINS[twin]
+    return _loaded.get(twin)
 
 
 def built(twin: str) -> bool:

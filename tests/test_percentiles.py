@@ -252,3 +252,60 @@ def test_long_columns_equal_to_numpy_percentile_and_to_the_partition_bit_for_bit
         assert got.tobytes() == want.tobytes()
         assert (p.p50, p.p90, p.p99) == tuple(_numpy_percentile(finite, [50, 90, 99]).tolist())
         assert np.array([p.p50, p.p90, p.p99]).tobytes() == np.array([q.p50, q.p90, q.p99]).tobytes()
+
+
+_sort_f64 = pytest.importorskip("pcs.engine._lruscan").sort_f64
+
+
+def test_compiled_sort_by_hand():
+    # the keys order as the values: -inf, a negative, another, +0.0, the smallest subnormal, 3, +inf
+    values = np.array([3.0, -1.0, np.inf, -np.inf, 0.0, 5e-324, -2.5])
+    assert _sort_f64(values) is True
+    assert values.tolist() == [-np.inf, -2.5, -1.0, 0.0, 5e-324, 3.0, np.inf]
+    # one value, none: nothing to move; a -0.0 or a NaN: refused, nothing moved (numpy sorts those)
+    for one in ([7.0], []):
+        v = np.array(one)
+        assert _sort_f64(v) is True and v.tolist() == one
+    for refused in ([1.0, -0.0, 0.0], [2.0, np.nan, 1.0], [-0.0], [np.nan]):
+        v = np.array(refused)
+        assert _sort_f64(v) is False and v.tobytes() == np.array(refused).tobytes()
+
+
+_SORTABLE = arrays(np.float64, st.integers(0, 3000), elements=st.one_of(
+    st.floats(allow_nan=False).filter(lambda x: not (x == 0.0 and math.copysign(1.0, x) < 0)),
+    st.sampled_from([0.0, 1.0, 0.25, -3.0, 5e-324, -5e-324, np.inf, -np.inf, 2.0 ** 1023, -(2.0 ** -1022)])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_SORTABLE)
+def test_compiled_sort_equals_numpy_sort(values):
+    # the radix sort of the bits gives numpy's sort bit for bit (no NaN, no -0.0: the values it takes)
+    mine = values.copy()
+    assert _sort_f64(mine) is True and mine.tobytes() == np.sort(values).tobytes()
+
+
+def test_compiled_sort_on_replay_sized_columns():
+    # 12,031 and 120,310 values of TTFT-like shape (a few distinct magnitudes, repeats): numpy's sort, bit for bit
+    rng = np.random.default_rng(5)
+    for n in (12_031, 120_310):
+        values = np.round(rng.lognormal(-1.0, 1.5, n), int(rng.integers(3, 9)))
+        mine = values.copy()
+        assert _sort_f64(mine) is True and mine.tobytes() == np.sort(values).tobytes()
+
+
+def test_sorted_finite_twins_agree(monkeypatch):
+    # sorted_finite sorts with the compiled sort by default and with numpy under PCS_NATIVE=python; the same
+    # array either way, a -0.0 among the values included (the compiled sort refuses it: numpy sorts)
+    from pcs import _native, percentiles
+
+    _native.module("lruscan")     # loaded (a scan loads it): sorted_finite never imports it itself
+    rng = np.random.default_rng(9)
+    cases = [rng.uniform(-5, 5, 1000), np.concatenate([rng.uniform(0, 1, 500), [-0.0, 0.0, np.nan, np.inf]])]
+    got = {}
+    for mode in ("auto", "python"):
+        monkeypatch.setenv("PCS_NATIVE", mode)
+        assert (percentiles._compiled_sort() is None) == (mode == "python")
+        got[mode] = [sorted_finite(c).tobytes() for c in cases]
+    assert got["auto"] == got["python"] == [np.sort(c[np.isfinite(c)]).tobytes() for c in cases]
+    monkeypatch.setenv("PCS_NATIVE", "bogus")     # a replay refuses it; the sort falls back to numpy quietly
+    assert percentiles._compiled_sort() is None and sorted_finite(cases[0]).tobytes() == got["python"][0]

@@ -4,6 +4,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h>
+#include <string.h>
+#include <stdlib.h>
 #include "../_kernel_common.h"
 /* this module's pool (pcs/_kept.h): the zeroed arrays of a 10x Mooncake scan (39 MB; lru_zalloc), or a 50x one's
  * direct array (130 MB) */
@@ -704,6 +706,98 @@ static PyObject *py_lru_stats(PyObject *self, PyObject *args) {
                          "bitmap_bytes", (long long)s->live_words * 8);
 }
 
+/* ---------------------------------------------------------------------------
+ * sort_f64: float64 values sorted ascending in place, by an LSD radix sort of their bits (6 passes of 11-bit
+ * digits, a pass skipped when every key has the same digit there), for pcs.percentiles.sorted_finite -- the
+ * summary's sorts of its TTFT columns: 12,031 values in ~0.11 ms where numpy's introsort took ~0.32 ms on the
+ * 2-core VM, 120,310 in ~1.1 ms against ~4.8 ms (docs/performance.md, "The one-tier sequential call's fixed costs").
+ *
+ * Key: the IEEE bits with the sign bit set for a value >= +0.0 and every bit flipped for a negative one, so the
+ * keys order as the values do (-inf lowest, +inf highest). Two values that compare equal have one bit pattern,
+ * save -0.0 and +0.0 (whose order numpy's sort leaves to the algorithm) and NaN: with either present nothing is
+ * moved and 0 is returned (the caller sorts with numpy, the reference); so when 1 is returned the values are
+ * those numpy.sort gives, bit for bit (tests/test_percentiles.py diffs the two).
+ * Returns 1 (sorted), 0 (refused: NaN or -0.0, values untouched), -1 (no memory, values untouched).
+ */
+#define SORT_SIGN ((uint64_t)1 << 63)
+#define SORT_BITS 11                                   /* digits of 11 bits: 6 passes (the last of 9 bits) */
+#define SORT_PASSES 6
+#define SORT_BUCKETS (1 << SORT_BITS)
+
+static int sort_f64_radix(double *v, int64_t n) {
+    if (n < 2) {
+        if (n == 1) {
+            uint64_t u;
+            memcpy(&u, v, 8);
+            if (u == SORT_SIGN || (u & ~SORT_SIGN) > 0x7FF0000000000000ULL) return 0;
+        }
+        return 1;
+    }
+    uint64_t *a = (uint64_t *)malloc((size_t)n * 8);
+    if (!a) return -1;
+    int64_t (*hist)[SORT_BUCKETS] = (int64_t (*)[SORT_BUCKETS])calloc(SORT_PASSES * SORT_BUCKETS, sizeof(int64_t));
+    if (!hist) {
+        free(a);
+        return -1;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t u;
+        memcpy(&u, v + i, 8);
+        if (u == SORT_SIGN || (u & ~SORT_SIGN) > 0x7FF0000000000000ULL) {   /* -0.0, or a NaN */
+            free(a);
+            free(hist);
+            return 0;
+        }
+        uint64_t k = (u & SORT_SIGN) ? ~u : (u | SORT_SIGN);
+        a[i] = k;
+        for (int b = 0; b < SORT_PASSES; b++) hist[b][(k >> (SORT_BITS * b)) & (SORT_BUCKETS - 1)]++;
+    }
+    uint64_t *src = a, *dst = (uint64_t *)v;      /* v's memory is the second buffer: its values are keys in a */
+    for (int b = 0; b < SORT_PASSES; b++) {
+        int64_t *h = hist[b];
+        if (h[(src[0] >> (SORT_BITS * b)) & (SORT_BUCKETS - 1)] == n) continue;   /* one digit here: nothing moves */
+        int64_t pos = 0;
+        for (int c = 0; c < SORT_BUCKETS; c++) {
+            int64_t cnt = h[c];
+            h[c] = pos;
+            pos += cnt;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t k = src[i];
+            dst[h[(k >> (SORT_BITS * b)) & (SORT_BUCKETS - 1)]++] = k;
+        }
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    uint64_t *out = (uint64_t *)v;
+    for (int64_t i = 0; i < n; i++) {                /* src holds the sorted keys: a, or v's memory itself */
+        uint64_t k = src[i];
+        out[i] = (k & SORT_SIGN) ? (k ^ SORT_SIGN) : ~k;
+    }
+    free(a);
+    free(hist);
+    return 1;
+}
+
+static PyObject *py_sort_f64(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    if (!PyArg_ParseTuple(args, "w*", &buf)) return NULL;
+    PyObject *result = NULL;
+    if (buf.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "sort_f64: a writable C-contiguous float64 buffer");
+    } else {
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = sort_f64_radix((double *)buf.buf, (int64_t)(buf.len / 8));
+        Py_END_ALLOW_THREADS
+        if (rc < 0) PyErr_NoMemory();
+        else result = PyBool_FromLong(rc);
+    }
+    PyBuffer_Release(&buf);
+    return result;
+}
+
 /* kept_bytes(): the bytes of dead scans' zeroed arrays this module's pool keeps now (pcs/_kept.h, lru_zalloc) */
 static PyObject *mod_kept_bytes(PyObject *mod, PyObject *unused) { return PyLong_FromSize_t(kept_held()); }
 /* kept_clear(): every mapping that pool keeps unmapped; returns how many */
@@ -726,6 +820,9 @@ static PyMethodDef methods[] = {
      "(int64 (R,), -1 once the ids break its premise); lru_tiers(state) -> True while that baseline holds."},
     {"lru_stats", py_lru_stats, METH_VARARGS,
      "lru_stats(state) -> dict(distinct, resident, stamps, table_bytes, bitmap_bytes)."},
+    {"sort_f64", py_sort_f64, METH_VARARGS,
+     "sort_f64(values: writable C-contiguous float64) -> True: sorted ascending in place (numpy.sort's values, bit "
+     "for bit); False: a NaN or a -0.0 is among them, nothing moved (sort with numpy)."},
     {NULL, NULL, 0, NULL},
 };
 

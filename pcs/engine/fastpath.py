@@ -36,6 +36,7 @@ The single-sequence and ideal ratios come from the same scan (``seen`` and
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable
 
 import numpy as np
@@ -125,19 +126,10 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
     """
     lru = SequentialLru(capacity_blocks, native, check, expected_block_hashes(source), lower_blocks)
     bs0, cols, first = None, [], 0
-    for b in as_batches(source, read_ahead=True):     # the next batch decoded while lru_feed runs (no GIL)
-        bs0 = int(b.block_size)
-        prompt, output = np.asarray(b.prompt_tokens, np.int64), np.asarray(b.output_tokens, np.int64)
-        offsets = np.asarray(b.block_offsets, np.int64)
-        counts = np.diff(offsets)
-        n, max_hit, _ = rule_columns(prompt, counts, output, bs0, rules)
-        dec = None if decode is None else decode.arrays(first, prompt.shape[0])
-        first += prompt.shape[0]
-        try:
-            runs = lru.feed(b.block_hashes, offsets - offsets[0], n, max_hit, dec)
-        except NotChained as exc:
-            raise NotApplicable(str(exc)) from None
-        cols.append((np.asarray(b.arrival_s, np.float64), prompt, output, counts, n, max_hit) + runs)
+    # the next batch decoded while lru_feed runs (no GIL), every batch on one worker, ended on every path
+    with contextlib.closing(as_batches(source, read_ahead=True, linger=True)) as batches:
+        for b in batches:
+            bs0, first = _fed(lru, b, rules, decode, first, cols)
     if not cols or sum(c[1].shape[0] for c in cols) == 0:
         raise UserError("the trace has no requests")
     tiers, hold, sizes = lru.tiers, lru.tiers_hold(), tuple(c[1].shape[0] for c in cols)
@@ -151,6 +143,26 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
     seen_dec = cat.pop() if decode is not None else None
     base = cat.pop() if tiers else None         # the two-tier baseline's column: kept if its premise held
     return Scan(bs0, int(capacity_blocks), *cat, sizes, base if hold else None, seen_dec)
+
+
+def _fed(lru: SequentialLru, b: Any, rules: BlockRules, decode: Any, first: int, cols: list) -> tuple[int, int]:
+    """One batch ``b`` of :func:`scan` fed to ``lru``: its per-request columns appended to ``cols``; returns (its
+    block size, the index of the next batch's first request). ``first``: this batch's first request's index.
+
+    Raises:
+        NotApplicable: the premise of the fast path fails in this batch (``NotChained``)."""
+    bs0 = int(b.block_size)
+    prompt, output = np.asarray(b.prompt_tokens, np.int64), np.asarray(b.output_tokens, np.int64)
+    offsets = np.asarray(b.block_offsets, np.int64)
+    counts = np.diff(offsets)
+    n, max_hit, _ = rule_columns(prompt, counts, output, bs0, rules)
+    dec = None if decode is None else decode.arrays(first, prompt.shape[0])
+    try:
+        runs = lru.feed(b.block_hashes, offsets - offsets[0], n, max_hit, dec)
+    except NotChained as exc:
+        raise NotApplicable(str(exc)) from None
+    cols.append((np.asarray(b.arrival_s, np.float64), prompt, output, counts, n, max_hit) + runs)
+    return bs0, first + prompt.shape[0]
 
 
 def _joined(parts: list) -> np.ndarray:

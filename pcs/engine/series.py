@@ -167,7 +167,7 @@ class Sampler:
             as columns without making them (:func:`series_payload`).
     """
 
-    __slots__ = ("step_s", "t0", "next_s", "_rows", "_block", "max_samples")
+    __slots__ = ("step_s", "t0", "next_s", "_rows", "_block", "_cols", "max_samples")
 
     def __init__(self, base_step_s: float = BASE_STEP_S, max_samples: int = MAX_SAMPLES) -> None:
         assert base_step_s > 0 and max_samples >= 2
@@ -177,30 +177,46 @@ class Sampler:
         self.next_s = float("-inf")
         self._rows: list[tuple] = []
         self._block: tuple | None = None
+        self._cols: list | None = None
 
     @property
     def rows(self) -> list[tuple]:
-        """The rows (class docstring); those of :meth:`set_block` made into tuples here, once."""
+        """The rows (class docstring); those of :meth:`set_block` or :meth:`set_columns` made into tuples here,
+        once."""
         if self._block is not None:
             self._rows, self._block = _block_rows(*self._block), None
+        elif self._cols is not None:
+            self._rows, self._cols = _column_rows(self._cols), None
         return self._rows
 
     @rows.setter
     def rows(self, rows: list[tuple]) -> None:
-        self._rows, self._block = rows, None
+        self._rows, self._block, self._cols = rows, None, None
 
     def set_block(self, t0: float | None, step_s: float, next_s: float, rows: bytes, tiers: int) -> None:
         """The series the compiled step loop kept (``_stepsched.StepScheduler.sample_block``: its first boundary or
         None, step and next boundary, s; its rows as the bytes of :data:`SAMPLE_ROW` records; its tiers): the state
         :meth:`take`'s calls would have left, the rows kept as records until :attr:`rows` is read."""
         self.t0, self.step_s, self.next_s = t0, step_s, next_s
-        self._rows, self._block = [], (np.frombuffer(rows, SAMPLE_ROW), tiers)
+        self._rows, self._block, self._cols = [], (np.frombuffer(rows, SAMPLE_ROW), tiers), None
+
+    def set_columns(self, t0: float, step_s: float, next_s: float, columns: list) -> None:
+        """Rows handed over as columns (:func:`sequential_samples`): the first boundary, the step and the next
+        boundary (s), and six columns in :func:`_row_columns`'s order -- boundaries (float64 array), admitted
+        (int64 array), waiting (a tuple of ints), then per tier the resident blocks (a list of ints), the restored
+        bytes and the link-free times (float64 arrays) -- kept so until :attr:`rows` is read
+        (:func:`_column_rows`); :meth:`row_columns` returns them as they are."""
+        self.t0, self.step_s, self.next_s = t0, step_s, next_s
+        self._rows, self._block, self._cols = [], None, columns
 
     def row_columns(self, ntiers: int) -> list:
-        """The rows as columns (:func:`_row_columns`'s shape and values), from the compiled loop's records when
-        :attr:`rows` has not been made of them (:func:`_block_columns`: no tuple a row)."""
+        """The rows as columns (:func:`_row_columns`'s shape and values), from the compiled loop's records or the
+        columns handed over when :attr:`rows` has not been made of them (:func:`_block_columns`, :meth:`set_columns`:
+        no tuple a row)."""
         if self._block is not None:
             return _block_columns(self._block[0], ntiers)
+        if self._cols is not None:
+            return self._cols
         return _row_columns(self.rows, ntiers)
 
     def take(self, now_s: float, snapshot) -> float:
@@ -327,16 +343,18 @@ def sequential_samples(arrival_s: np.ndarray, resident_after: np.ndarray) -> Sam
     -- and the end state at the first boundary after the last arrival.
 
     Cost: O(requests) numpy work and one binary search per sample, all in
-    numpy. The step only depends on the latest time sampled, so a dry run
-    over the first arrival, the last and the end boundary gives the final
-    step; sampling on that grid from the start gives the same rows (grid
-    times ``t0 + k x step`` scale exactly by powers of two). Boundary k (``t0
-    + k x step``, the same float expression as :meth:`Sampler.take`) up to the
-    last arrival holds the state before the first request arriving at or after
-    it, found by a binary search in the running maximum of the arrivals
-    (out-of-order traces included); the boundary after the last arrival holds
-    the end state. tests/engine/test_series.py diffs it against the event
-    loop's request-by-request sampling.
+    numpy; no Python object a sample (the rows are handed over as columns,
+    :meth:`Sampler.set_columns`). The step only depends on the latest time
+    sampled, so the final step is worked out first (:func:`_final_step`: what
+    :meth:`Sampler.take`'s calls at the first arrival, the last and the end
+    boundary leave); sampling on that grid from the start gives the same rows
+    (grid times ``t0 + k x step`` scale exactly by powers of two). Boundary k
+    (``t0 + k x step``, the same float expression as :meth:`Sampler.take`) up
+    to the last arrival holds the state before the first request arriving at
+    or after it, found by a binary search in the running maximum of the
+    arrivals (out-of-order traces included); the boundary after the last
+    arrival holds the end state. tests/engine/test_series.py diffs it against
+    the event loop's request-by-request sampling.
 
     Args:
         arrival_s: float64 (requests,), trace order.
@@ -348,11 +366,7 @@ def sequential_samples(arrival_s: np.ndarray, resident_after: np.ndarray) -> Sam
     if m == 0:
         return Sampler()
     t0, last = float(arrival_s[0]), max(float(arrival_s.max()), float(arrival_s[0]))
-    dry = Sampler()
-    dry.take(t0, tuple)
-    dry.take(dry.take(last, tuple), tuple)
-    s = Sampler(base_step_s=dry.step_s)
-    step = s.step_s
+    step = _final_step(t0, last)
     k_last = _last_boundary(t0, step, last)  # the last boundary <= last, by take()'s rule
     bounds = t0 + np.arange(k_last + 2, dtype=np.float64) * step
     admitted = np.empty(k_last + 2, dtype=np.int64)
@@ -360,10 +374,24 @@ def sequential_samples(arrival_s: np.ndarray, resident_after: np.ndarray) -> Sam
     # boundary k in 1..k_last: the first request j with max(arrival_s[:j + 1]) >= boundary
     admitted[1:-1] = np.searchsorted(np.maximum.accumulate(arrival_s), bounds[1:-1], side="left")
     resident = np.concatenate(([0], np.asarray(resident_after, dtype=np.int64)))[admitted]
-    s.t0 = t0
-    s.rows = [(b, i, 0, [r], [0], [0.0]) for b, i, r in zip(bounds.tolist(), admitted.tolist(), resident.tolist())]
-    s.next_s = t0 + (k_last + 2) * step
+    s = Sampler(base_step_s=step)
+    zero = np.zeros(k_last + 2)
+    s.set_columns(t0, step, t0 + (k_last + 2) * step,
+                  [bounds, admitted, (0,) * (k_last + 2), [resident.tolist()], [zero], [zero]])
     return s
+
+
+def _final_step(t0: float, last_s: float, base_step_s: float = BASE_STEP_S, max_samples: int = MAX_SAMPLES) -> float:
+    """The step a :class:`Sampler` (``base_step_s``, ``max_samples``) has after :meth:`Sampler.take` at ``t0`` (its
+    first call), at ``last_s`` (>= ``t0``) and then at the boundary that call returns (the end state's): the
+    arithmetic those three calls make, without their rows. The call at ``t0`` doubles nothing (one boundary);
+    the one at ``last_s`` doubles as :func:`_fit` counts from ``base_step_s`` and leaves ``k + 1`` rows (``k``: the
+    last boundary's index), so it returns ``t0 + (k + 1) x step``; the call there doubles as :func:`_fit` counts
+    from that step. Doubling is exact in floats, so ``step x 2**d`` is the step ``d`` doublings make. Seconds.
+    tests/engine/test_series.py checks it against the three calls on hypothesis' arrivals."""
+    d, k = _fit(t0, base_step_s, max_samples, last_s)
+    step = base_step_s * 2.0 ** d
+    return step * 2.0 ** _fit(t0, step, max_samples, t0 + (k + 1) * step)[0]
 
 
 def _per_step(cum: np.ndarray, admitted: np.ndarray) -> np.ndarray:
@@ -434,6 +462,16 @@ def _block_rows(block: np.ndarray, tiers: int) -> list[tuple]:
     return list(zip(block["t"].tolist(), block["adm"].tolist(), block["wait"].tolist(),
                     block["res"][:, :tiers].tolist(), block["nb"][:, :tiers].tolist(),
                     block["lf"][:, :tiers].tolist(), block["run"].tolist()))
+
+
+def _column_rows(cols: list) -> list[tuple]:
+    """The rows of columns handed over by :meth:`Sampler.set_columns`: ``(boundary_s, admitted, waiting,
+    [resident per tier], [restored bytes per tier], [link free per tier])``, Python floats and ints, as the event
+    loop's sampling makes them (restored bytes as ints: the fast path's are all 0)."""
+    per_tier = lambda k, conv: list(map(list, zip(*(conv(c) for c in cols[k]))))  # noqa: E731
+    return list(zip(cols[0].tolist(), cols[1].tolist(), cols[2], per_tier(3, list),
+                    per_tier(4, lambda c: np.asarray(c).astype(np.int64).tolist()),
+                    per_tier(5, lambda c: np.asarray(c, np.float64).tolist())))
 
 
 def _block_columns(block: np.ndarray, ntiers: int) -> list:

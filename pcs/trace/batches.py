@@ -119,14 +119,14 @@ def _group(requests: Iterable, rows: int) -> Iterator[RequestBatch]:
 
 
 def _raw(source: Any, block_size: int | None, rows: int, ahead: bool = False,
-         side_by_side: bool = False, decode_ahead: bool = False) -> Iterator[RequestBatch]:
+         side_by_side: bool = False, decode_ahead: bool = False, linger: bool = False) -> Iterator[RequestBatch]:
     if source is None or isinstance(source, (str, Path)) or hasattr(source, "iter_batches"):
         trace = reiterable(source, block_size)
         from pcs.trace.api import Trace
 
         batches = iter(trace.iter_batches(side_by_side=True, decode_ahead=decode_ahead) if side_by_side and isinstance(trace, Trace)
                        else trace.iter_batches())
-        return read_ahead(batches) if ahead and isinstance(trace, Trace) else batches
+        return read_ahead(batches, linger) if ahead and isinstance(trace, Trace) else batches
     return _group(source, rows)
 
 
@@ -187,7 +187,7 @@ def _check_arrivals(arrival_s: np.ndarray, first_id: int) -> None:
 
 def as_batches(source: Any = None, block_size: int | None = None,
                rows: int = BATCH_REQUESTS, read_ahead: bool = False,
-               side_by_side: bool = False, decode_ahead: bool = False) -> Iterator[RequestBatch]:
+               side_by_side: bool = False, decode_ahead: bool = False, *, linger: bool = False) -> Iterator[RequestBatch]:
     """Yield ``source`` as checked :class:`RequestBatch` es, in order, ids numbered from 0.
 
     Args:
@@ -206,6 +206,10 @@ def as_batches(source: Any = None, block_size: int | None = None,
         decode_ahead: with ``side_by_side``, a block-id JSONL file read by the compiled twin has each chunk decoded
             on a thread of its own while this thread reads the next (:meth:`pcs.trace.api.Trace.decodes_ahead`; for
             a caller that wants threads); ignored by every other source.
+        linger: with ``read_ahead``, one worker thread makes every batch (:func:`read_ahead`'s ``linger``: one
+            thread start a batch fewer), ended when the batches run out or when this iterator is closed -- so the
+            caller closes it on every path (``contextlib.closing``), or a worker waits for its next call until
+            the process ends.
     Yields:
         :class:`RequestBatch`: ``arrival_s`` float64 (n,) seconds,
         ``prompt_tokens`` / ``output_tokens`` int64 (n,) tokens,
@@ -219,9 +223,19 @@ def as_batches(source: Any = None, block_size: int | None = None,
     from pcs.trace.pathcheck import refuse_file_objects
 
     refuse_file_objects(source)
+    batches = _raw(source, block_size, rows, read_ahead, side_by_side, decode_ahead, linger)
+    try:
+        yield from _checked(batches)
+    finally:
+        if linger and hasattr(batches, "close"):
+            batches.close()     # the read-ahead's worker ended now (closed with this iterator), not when collected
+
+
+def _checked(batches: Iterator[RequestBatch]) -> Iterator[RequestBatch]:
+    """:func:`as_batches`' checks of each batch, its ids renumbered from 0."""
     size = None
     next_id = 0
-    for b in _raw(source, block_size, rows, read_ahead, side_by_side, decode_ahead):
+    for b in batches:
         bs = int(b.block_size)
         if size is None and bs < 1:
             raise UserError(f"block size must be >= 1 token, got {bs}")

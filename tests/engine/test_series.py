@@ -229,6 +229,59 @@ def _sampled_request_by_request(arrival_s, resident_after):
     return s
 
 
+def test_final_step_by_hand():
+    # base 1 s, 4 samples, first arrival 10. Last arrival 13: take(13) has boundaries 10..13 (4, no doubling) and
+    # returns 14; take(14) would make 5 > 4, so the step doubles to 2 (10, 12, 14). Last 12.5: take(12.5) keeps
+    # 10..12 (3) and returns 13; take(13) makes 4: the step stays 1. Last 10: take(10) returns 11, 2 boundaries.
+    from pcs.engine.series import _final_step
+
+    assert _final_step(10.0, 13.0, 1.0, 4) == 2.0
+    assert _final_step(10.0, 12.5, 1.0, 4) == 1.0
+    assert _final_step(10.0, 10.0, 1.0, 4) == 1.0
+    # 30 - 10 = 20 s: step 8 (3 boundaries, test_boundaries_state_and_doubling_by_hand), next 34: 4 boundaries
+    assert _final_step(10.0, 30.0, 1.0, 4) == 8.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(-1e6, 1e9, allow_nan=False), st.floats(0.0, 1e7, allow_nan=False), st.integers(2, 9),
+       st.sampled_from([0.001, 0.25, 1.0, 3.0]))
+@example(t0=T0, span=2.0, max_samples=2, base=0.25)
+@example(t0=10.0, span=3.0, max_samples=4, base=1.0)
+def test_final_step_equals_the_three_takes(t0, span, max_samples, base):
+    # the step sequential_samples samples at: what a Sampler's calls at the first arrival, the last and the
+    # boundary the last call returns leave (the dry run the arithmetic replaced)
+    from pcs.engine.series import _final_step
+
+    last = t0 + span
+    dry = Sampler(base, max_samples)
+    dry.take(t0, tuple)
+    dry.take(dry.take(last, tuple), tuple)
+    assert _final_step(t0, last, base, max_samples) == dry.step_s
+
+
+def test_sequential_columns_read_as_the_rows():
+    # the fast path hands its samples over as columns (Sampler.set_columns); series_payload of them equals
+    # series_payload of the request-by-request rows, value for value and type for type (Python ints and
+    # floats in the JSON), and reading .rows afterwards still gives those rows
+    import json
+
+    from pcs.engine.series import series_payload
+
+    tiers = [{"name": "gpu", "bytes_per_block": 2 ** 40, "bytes_per_block_by_component": {"k": 2 ** 39, "v": 2 ** 39},
+              "link_bandwidth_bps": None}]
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        m = int(rng.integers(1, 300))
+        a = rng.uniform(0, 10 ** rng.uniform(-3, 4), m)
+        r = np.minimum(2 ** 30, np.cumsum(rng.integers(0, 2 ** 28, m)))
+        p, h = rng.integers(1, 100, m), rng.integers(0, 50, m)
+        fast, ref = sequential_samples(a, r), _sampled_request_by_request(a, r)
+        got, want = (series_payload(x, p, np.minimum(h, p), np.full(m, np.nan), tiers) for x in (fast, ref))
+        assert got == want and json.dumps(got.to_dict()) == json.dumps(want.to_dict())
+        assert all(type(v) is int for v in got.resident_bytes["gpu"] + got.waiting_requests + got.running_requests)
+        assert (fast.rows, fast.next_s) == (ref.rows, ref.next_s)
+
+
 @pytest.mark.parametrize("kind", ["sorted", "shuffled", "on_the_grid", "ties"])
 def test_sequential_samples_equal_the_request_by_request_loop(kind):
     # the fast path's twin samples on the final grid from the start and searches the running maximum of the

@@ -226,3 +226,40 @@ def test_ctrl_c_while_reading_leaves_no_worker(small_chunks, monkeypatch, where)
     # this thread decodes every chunk in line (parse_chunks): the fifth decode raised, or, holding batch 7, it had
     # decoded chunks 0 to 7
     assert len(calls) == (5 if where == "decode" else 8) and not _new_workers(before)
+
+
+# -- the one-tier sequential scan: one read-ahead worker for every batch, ended on every path ----------------------
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+def test_the_one_tier_scan_reads_ahead_on_one_worker(monkeypatch):
+    # 12,031 requests are 3 batches of at most 4,096: one worker makes the three (and finds the end), where a
+    # worker a batch took 4 thread starts; none is left once the replay returns
+    import pcs
+
+    spawned = []
+    real = beside.Beside._spawn
+    monkeypatch.setattr(beside.Beside, "_spawn", lambda self: (spawned.append(self.linger), real(self))[1])
+    r = pcs.replay(str(MOONCAKE), tiers=["gpu=16384blocks"], policy="lru", timing="sequential")
+    assert r.summary.engine == "lru-scan" and r.summary.requests == 12031
+    assert spawned == [True] and not _workers()
+
+
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+def test_a_scan_stopped_after_its_first_batch_leaves_no_worker(monkeypatch):
+    # the scan raises while the worker has the second batch in flight and would wait for a third call: the reader
+    # is closed on the way out (not when the traceback that holds it is dropped), so no worker is left while the
+    # error is still held
+    import pcs
+    from pcs.engine import fastpath
+
+    real, calls = fastpath._fed, []
+
+    def fed(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise UserError("stopped at the second batch")
+        return real(*args)
+
+    monkeypatch.setattr(fastpath, "_fed", fed)
+    with pytest.raises(UserError, match="second batch") as held:
+        pcs.replay(str(MOONCAKE), tiers=["gpu=16384blocks"], policy="lru", timing="sequential")
+    assert held.value is not None and not _workers()
