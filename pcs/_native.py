@@ -41,7 +41,8 @@ MODES = ("auto", "c", "python")
 HELP = ("Compiled twins: auto (the compiled code when built; a configuration no compiled engine covers runs in "
         "Python and engine_reason says why), c (the compiled code of every twin the chosen engine uses: an error "
         "when one is not built or when no compiled engine covers the configuration), python (the plain Python "
-        "references; same results, slower). Default: $PCS_NATIVE or auto.")
+        "references; same results, slower; the summaries' percentile sorts, numpy's values bit for bit, follow "
+        "$PCS_NATIVE only). Default: $PCS_NATIVE or auto.")
 
 #: twin name -> extension module name.
 TWINS = {"stackdist": "pcs.curves._stackdist", "lruscan": "pcs.engine._lruscan", "lruhier": "pcs.cache._lruhier",

@@ -7,6 +7,9 @@ cases are worked out by hand.
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -300,7 +303,7 @@ def test_sorted_finite_twins_agree(monkeypatch):
 
     _native.module("lruscan")     # loaded (a scan loads it): sorted_finite never imports it itself
     rng = np.random.default_rng(9)
-    cases = [rng.uniform(-5, 5, 1000), np.concatenate([rng.uniform(0, 1, 500), [-0.0, 0.0, np.nan, np.inf]])]
+    cases = [rng.uniform(-5, 5, 5000), np.concatenate([rng.uniform(0, 1, 3000), [-0.0, 0.0, np.nan, np.inf]])]
     got = {}
     for mode in ("auto", "python"):
         monkeypatch.setenv("PCS_NATIVE", mode)
@@ -309,3 +312,51 @@ def test_sorted_finite_twins_agree(monkeypatch):
     assert got["auto"] == got["python"] == [np.sort(c[np.isfinite(c)]).tobytes() for c in cases]
     monkeypatch.setenv("PCS_NATIVE", "bogus")     # a replay refuses it; the sort falls back to numpy quietly
     assert percentiles._compiled_sort() is None and sorted_finite(cases[0]).tobytes() == got["python"][0]
+
+
+def test_compiled_sort_refuses_buffers_that_are_not_native_float64():
+    # only native float64 items are sorted; any other writable contiguous buffer whose length is a multiple of 8
+    # bytes (float32, big-endian float64, int64, complex128) is refused with a TypeError and left as it was (the
+    # first version sorted them as float64 bits: float32 [4, 3, 2, 1] became [2, 1, 4, 3])
+    for values in (np.array([4.0, 3.0, 2.0, 1.0], np.float32), np.array([3.0, 1.0, 2.0], ">f8"),
+                   np.array([3, 1, 2], np.int64), np.array([1 + 2j, 0j])):
+        before = values.tobytes()
+        with pytest.raises(TypeError, match="native float64"):
+            _sort_f64(values)
+        assert values.tobytes() == before
+    little = np.array([3.0, 1.0, 2.0], "<f8")     # native on this machine when little-endian
+    if sys.byteorder == "little":
+        assert _sort_f64(little) is True and little.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises((TypeError, ValueError)):       # numpy refuses the export: not C-contiguous / read-only
+        _sort_f64(np.arange(4.0)[::2])          # strided
+    frozen = np.arange(4.0)
+    frozen.flags.writeable = False
+    with pytest.raises((TypeError, ValueError)):
+        _sort_f64(frozen)
+
+
+def test_compiled_sort_of_one_array_by_several_threads_does_not_crash():
+    # four threads sorting one shared array at once: the values written back may be any thread's (as with numpy's
+    # sort), but no key leaves its private buffer (the first version read digits from the shared array after
+    # counting them and wrote out of bounds: SIGSEGV in 3 of 3 runs); run in a child so a crash fails the test
+    code = ("import threading, numpy as np; from pcs.engine._lruscan import sort_f64 as s; "
+            "a = np.random.default_rng(3).lognormal(0, 2, 2_000_000); "
+            "t = [threading.Thread(target=lambda: [s(a) for _ in range(3)]) for _ in range(4)]; "
+            "[x.start() for x in t]; [x.join() for x in t]; print(np.isfinite(a).all())")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "True", (out.returncode, out.stderr[-500:])
+
+
+def test_short_columns_are_sorted_by_numpy(monkeypatch):
+    # below COMPILED_SORT_MIN values numpy's sort is the faster one (the radix sort's fixed cost): the compiled sort
+    # is not asked; at the bound it is
+    from pcs import percentiles
+
+    asked = []
+    monkeypatch.setattr(percentiles, "_compiled_sort", lambda: (lambda a: asked.append(len(a)) or False))
+    n = percentiles.COMPILED_SORT_MIN
+    for size in (2, n - 1, n):
+        values = np.random.default_rng(size).uniform(-1, 1, size)
+        assert sorted_finite(values).tobytes() == np.sort(values).tobytes()
+    assert asked == [n]

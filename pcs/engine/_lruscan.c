@@ -717,6 +717,12 @@ static PyObject *py_lru_stats(PyObject *self, PyObject *args) {
  * save -0.0 and +0.0 (whose order numpy's sort leaves to the algorithm) and NaN: with either present nothing is
  * moved and 0 is returned (the caller sorts with numpy, the reference); so when 1 is returned the values are
  * those numpy.sort gives, bit for bit (tests/test_percentiles.py diffs the two).
+ *
+ * The caller's array is read once (into a private key buffer, each pass's digit counted from those keys) and
+ * written once (the sorted values, at the end); every pass moves keys between two private buffers. So another
+ * thread writing the same array meanwhile can only make the values written back wrong, as it would with numpy's
+ * sort, never send a key past the end of a buffer (a first version used the caller's array as the second buffer:
+ * a concurrent writer changed the digits read after the counts were made, and the pass wrote out of bounds).
  * Returns 1 (sorted), 0 (refused: NaN or -0.0, values untouched), -1 (no memory, values untouched).
  */
 #define SORT_SIGN ((uint64_t)1 << 63)
@@ -724,35 +730,46 @@ static PyObject *py_lru_stats(PyObject *self, PyObject *args) {
 #define SORT_PASSES 6
 #define SORT_BUCKETS (1 << SORT_BITS)
 
+/* -0.0, or a NaN: the values sort_f64 refuses. */
+static inline int sort_refused(uint64_t u) {
+    return u == SORT_SIGN || (u & ~SORT_SIGN) > 0x7FF0000000000000ULL;
+}
+
+/* The keys of v[0..n) into a, each pass's digits counted in hist; 0 when a value is refused. */
+static int sort_keys(const double *v, int64_t n, uint64_t *a, int64_t (*hist)[SORT_BUCKETS]) {
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t u;
+        memcpy(&u, v + i, 8);
+        if (sort_refused(u)) return 0;
+        uint64_t k = (u & SORT_SIGN) ? ~u : (u | SORT_SIGN);
+        a[i] = k;
+        for (int b = 0; b < SORT_PASSES; b++) hist[b][(k >> (SORT_BITS * b)) & (SORT_BUCKETS - 1)]++;
+    }
+    return 1;
+}
+
 static int sort_f64_radix(double *v, int64_t n) {
     if (n < 2) {
         if (n == 1) {
             uint64_t u;
             memcpy(&u, v, 8);
-            if (u == SORT_SIGN || (u & ~SORT_SIGN) > 0x7FF0000000000000ULL) return 0;
+            if (sort_refused(u)) return 0;
         }
         return 1;
     }
-    uint64_t *a = (uint64_t *)malloc((size_t)n * 8);
-    if (!a) return -1;
+    uint64_t *a = (uint64_t *)malloc((size_t)n * 16);          /* two private key buffers, n each */
     int64_t (*hist)[SORT_BUCKETS] = (int64_t (*)[SORT_BUCKETS])calloc(SORT_PASSES * SORT_BUCKETS, sizeof(int64_t));
-    if (!hist) {
+    if (!a || !hist) {
         free(a);
+        free(hist);
         return -1;
     }
-    for (int64_t i = 0; i < n; i++) {
-        uint64_t u;
-        memcpy(&u, v + i, 8);
-        if (u == SORT_SIGN || (u & ~SORT_SIGN) > 0x7FF0000000000000ULL) {   /* -0.0, or a NaN */
-            free(a);
-            free(hist);
-            return 0;
-        }
-        uint64_t k = (u & SORT_SIGN) ? ~u : (u | SORT_SIGN);
-        a[i] = k;
-        for (int b = 0; b < SORT_PASSES; b++) hist[b][(k >> (SORT_BITS * b)) & (SORT_BUCKETS - 1)]++;
+    if (!sort_keys(v, n, a, hist)) {
+        free(a);
+        free(hist);
+        return 0;
     }
-    uint64_t *src = a, *dst = (uint64_t *)v;      /* v's memory is the second buffer: its values are keys in a */
+    uint64_t *src = a, *dst = a + n;
     for (int b = 0; b < SORT_PASSES; b++) {
         int64_t *h = hist[b];
         if (h[(src[0] >> (SORT_BITS * b)) & (SORT_BUCKETS - 1)] == n) continue;   /* one digit here: nothing moves */
@@ -771,7 +788,7 @@ static int sort_f64_radix(double *v, int64_t n) {
         dst = t;
     }
     uint64_t *out = (uint64_t *)v;
-    for (int64_t i = 0; i < n; i++) {                /* src holds the sorted keys: a, or v's memory itself */
+    for (int64_t i = 0; i < n; i++) {                /* src holds the sorted keys */
         uint64_t k = src[i];
         out[i] = (k & SORT_SIGN) ? (k ^ SORT_SIGN) : ~k;
     }
@@ -780,12 +797,28 @@ static int sort_f64_radix(double *v, int64_t n) {
     return 1;
 }
 
+/* The buffer's items are native float64: format "d" (or "@d" / "=d", or "<d" on a little-endian machine), 8 bytes. */
+static int sort_is_f64(const Py_buffer *buf) {
+    const char *f = buf->format ? buf->format : "B";
+    if (buf->itemsize != 8) return 0;
+    if (f[0] == '@' || f[0] == '=') f++;
+#if PY_LITTLE_ENDIAN
+    else if (f[0] == '<') f++;
+#else
+    else if (f[0] == '>' || f[0] == '!') f++;
+#endif
+    return f[0] == 'd' && f[1] == '\0';
+}
+
 static PyObject *py_sort_f64(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    if (!PyArg_ParseTuple(args, "O", &obj)) return NULL;
     Py_buffer buf;
-    if (!PyArg_ParseTuple(args, "w*", &buf)) return NULL;
+    if (PyObject_GetBuffer(obj, &buf, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return NULL;
     PyObject *result = NULL;
-    if (buf.len % 8) {
-        PyErr_SetString(PyExc_ValueError, "sort_f64: a writable C-contiguous float64 buffer");
+    if (!sort_is_f64(&buf)) {
+        PyErr_Format(PyExc_TypeError, "sort_f64: a writable C-contiguous array of native float64 (format 'd'), "
+                     "not format '%s' of %zd-byte items", buf.format ? buf.format : "B", buf.itemsize);
     } else {
         int rc;
         Py_BEGIN_ALLOW_THREADS
@@ -822,7 +855,8 @@ static PyMethodDef methods[] = {
      "lru_stats(state) -> dict(distinct, resident, stamps, table_bytes, bitmap_bytes)."},
     {"sort_f64", py_sort_f64, METH_VARARGS,
      "sort_f64(values: writable C-contiguous float64) -> True: sorted ascending in place (numpy.sort's values, bit "
-     "for bit); False: a NaN or a -0.0 is among them, nothing moved (sort with numpy)."},
+     "for bit); False: a NaN or a -0.0 is among them, nothing moved (sort with numpy). TypeError: a read-only, "
+     "strided or other-typed buffer."},
     {NULL, NULL, 0, NULL},
 };
 
