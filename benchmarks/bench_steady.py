@@ -1,4 +1,4 @@
-"""Benchmark: steady calls of ``pcs.replay`` (default: the two-tier call) in one process, this tree beside another.
+"""Benchmark: steady calls of ``pcs.replay`` (default: the two-tier call), a fresh process per tree, alternated.
 
 What it answers: what a call costs once a process has made one already (a sweep, a notebook, a service): its wall,
 its user and system CPU and its minor page faults (``getrusage``, the whole process), where the first call of a
@@ -78,8 +78,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace")
     ap.add_argument("--peer", default=None, help="another pcs source tree, timed alternated with this one")
-    ap.add_argument("--pairs", type=common.count, default=6)
-    ap.add_argument("--calls", type=common.count, default=5)
+    ap.add_argument("--pairs", type=common.count, default=6,
+                    help="process pairs: one process of this tree and one of --peer each, the order reversed every "
+                         "pair (without --peer: this tree's processes); default 6")
+    ap.add_argument("--calls", type=common.count, default=5,
+                    help="timed calls in each process, after the warm-ups; the process reports their medians; "
+                         "default 5")
     ap.add_argument("--warmups", type=common.count, default=1, help="untimed calls first in each process")
     ap.add_argument("--tiers", default=None, help="the call's tiers, comma-separated (default: the two-tier call's)")
     ap.add_argument("--timing", default=None, choices=("modeled", "sequential"), help="the call's timing")

@@ -263,3 +263,59 @@ def test_a_scan_stopped_after_its_first_batch_leaves_no_worker(monkeypatch):
     with pytest.raises(UserError, match="second batch") as held:
         pcs.replay(str(MOONCAKE), tiers=["gpu=16384blocks"], policy="lru", timing="sequential")
     assert held.value is not None and not _workers()
+
+
+# -- the same two facts on a committed sample: traces/sample_exact.jsonl as Parquet, read in 256-row batches -------
+@pytest.fixture
+def sample_in_four_batches(tmp_path, monkeypatch):
+    """traces/sample_exact.jsonl (1,000 requests, block ids) converted to Parquet in ``tmp_path``, streamed in
+    256-row batches (pcs.trace.parquet.STREAM_ROWS, 4,096 by default): 256 + 256 + 256 + 232 rows, four batches."""
+    from conftest import SAMPLE_EXACT
+    from pcs.trace import parquet
+    from pcs.trace.convert import convert
+
+    out = tmp_path / "sample_exact.parquet"
+    convert(str(SAMPLE_EXACT), str(out))
+    monkeypatch.setattr(parquet, "STREAM_ROWS", 256)
+    return out
+
+
+def _spawns(monkeypatch) -> list:
+    """The ``linger`` of every pcs-beside worker started from now on (pcs.beside.Beside._spawn), in order."""
+    spawned = []
+    real = beside.Beside._spawn
+    monkeypatch.setattr(beside.Beside, "_spawn", lambda self: (spawned.append(self.linger), real(self))[1])
+    return spawned
+
+
+def test_the_one_tier_scan_reads_ahead_on_one_worker_on_the_sample(sample_in_four_batches, monkeypatch):
+    # four batches: one lingering worker makes the four and finds the end, where a worker a batch took 5 thread
+    # starts; none is left once the replay returns
+    import pcs
+
+    spawned = _spawns(monkeypatch)
+    r = pcs.replay(str(sample_in_four_batches), tiers=["gpu=16384blocks"], policy="lru", timing="sequential")
+    assert r.summary.engine == "lru-scan" and r.summary.requests == 1000
+    assert spawned == [True] and not _workers()
+
+
+def test_a_scan_stopped_after_its_first_batch_leaves_no_worker_on_the_sample(sample_in_four_batches, monkeypatch):
+    # the scan raises at the second of four batches, the third in flight on the one worker: the reader is closed on
+    # the way out, so that worker has ended while the error is still held
+    import pcs
+    from pcs.engine import fastpath
+
+    real, calls = fastpath._fed, []
+
+    def fed(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise UserError("stopped at the second batch")
+        return real(*args)
+
+    spawned = _spawns(monkeypatch)
+    monkeypatch.setattr(fastpath, "_fed", fed)
+    with pytest.raises(UserError, match="second batch") as held:
+        pcs.replay(str(sample_in_four_batches), tiers=["gpu=16384blocks"], policy="lru", timing="sequential")
+    assert held.value is not None and len(calls) == 2
+    assert spawned == [True] and not _workers()
