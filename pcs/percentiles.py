@@ -165,9 +165,19 @@ def sorted_finite(values: np.ndarray) -> np.ndarray:
     # instructions a value, the mask's count and a plain copy ~3; pcs.engine.runparts._pcts does the same)
     out = out.copy() if np.count_nonzero(finite) == len(out) else out[finite]
     sort = _compiled_sort() if len(out) >= COMPILED_SORT_MIN else None
-    if sort is None or not sort(out):    # refused (a -0.0: its place among the +0.0s is numpy's to choose)
+    if sort is None or not _sorted_by(sort, out):
         out.sort()
     return out
+
+
+def _sorted_by(sort, out: np.ndarray) -> bool:
+    """Whether the compiled ``sort`` sorted ``out`` (in place): False when it refused (a -0.0: its place among the
+    +0.0s is numpy's to choose) or found no memory for its keys (16 bytes a value; nothing moved either way), for
+    numpy's in-place sort, which needs none, to sort instead: the same outcome under either switch."""
+    try:
+        return sort(out)
+    except MemoryError:
+        return False
 
 
 #: The fewest values :func:`sorted_finite` hands to the compiled radix sort: below it numpy's sort is as fast or

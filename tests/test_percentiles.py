@@ -360,3 +360,26 @@ def test_short_columns_are_sorted_by_numpy(monkeypatch):
         values = np.random.default_rng(size).uniform(-1, 1, size)
         assert sorted_finite(values).tobytes() == np.sort(values).tobytes()
     assert asked == [n]
+
+
+def test_no_memory_for_the_compiled_sort_falls_back_to_numpy(monkeypatch):
+    # the compiled sort needs 16 bytes a value for its keys; when it has none it moves nothing and raises
+    # MemoryError, and sorted_finite sorts with numpy in place, as under PCS_NATIVE=python (was: MemoryError)
+    from pcs import percentiles
+
+    def no_room(a):
+        raise MemoryError
+
+    monkeypatch.setattr(percentiles, "_compiled_sort", lambda: no_room)
+    values = np.random.default_rng(4).uniform(-1, 1, 3000)
+    assert sorted_finite(values).tobytes() == np.sort(values).tobytes()
+
+
+def test_compiled_sort_of_an_unaligned_buffer():
+    # a float64 view starting at an odd byte: read and written byte-wise (memcpy), numpy's order bit for bit
+    values = np.random.default_rng(6).uniform(-9, 9, 5000)
+    for offset in (1, 3, 4):
+        raw = np.zeros(8 * len(values) + 8, np.uint8)
+        view = raw[offset:offset + 8 * len(values)].view(np.float64)
+        view[:] = values
+        assert _sort_f64(view) is True and view.tobytes() == np.sort(values).tobytes()

@@ -787,10 +787,10 @@ static int sort_f64_radix(double *v, int64_t n) {
         src = dst;
         dst = t;
     }
-    uint64_t *out = (uint64_t *)v;
-    for (int64_t i = 0; i < n; i++) {                /* src holds the sorted keys */
+    for (int64_t i = 0; i < n; i++) {                /* src holds the sorted keys; v may be unaligned: memcpy */
         uint64_t k = src[i];
-        out[i] = (k & SORT_SIGN) ? (k ^ SORT_SIGN) : ~k;
+        uint64_t u = (k & SORT_SIGN) ? (k ^ SORT_SIGN) : ~k;
+        memcpy(v + i, &u, 8);
     }
     free(a);
     free(hist);
@@ -855,8 +855,9 @@ static PyMethodDef methods[] = {
      "lru_stats(state) -> dict(distinct, resident, stamps, table_bytes, bitmap_bytes)."},
     {"sort_f64", py_sort_f64, METH_VARARGS,
      "sort_f64(values: writable C-contiguous float64) -> True: sorted ascending in place (numpy.sort's values, bit "
-     "for bit); False: a NaN or a -0.0 is among them, nothing moved (sort with numpy). TypeError: a read-only, "
-     "strided or other-typed buffer."},
+     "for bit); False: a NaN or a -0.0 is among them, nothing moved (sort with numpy). TypeError: a buffer of "
+     "other items than native float64; a read-only or strided one is refused by its owner (numpy: ValueError; "
+     "bytes: BufferError). MemoryError: no room for the keys, nothing moved."},
     {NULL, NULL, 0, NULL},
 };
 
