@@ -229,26 +229,17 @@ def test_ctrl_c_while_reading_leaves_no_worker(small_chunks, monkeypatch, where)
 
 
 # -- the one-tier sequential scan: one read-ahead worker for every batch, ended on every path ----------------------
-@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
-def test_the_one_tier_scan_reads_ahead_on_one_worker(monkeypatch):
-    # 12,031 requests are 3 batches of at most 4,096: one worker makes the three (and finds the end), where a
-    # worker a batch took 4 thread starts; none is left once the replay returns
-    import pcs
-
+def _spawns(monkeypatch) -> list:
+    """The ``linger`` of every pcs-beside worker started from now on (pcs.beside.Beside._spawn), in order."""
     spawned = []
     real = beside.Beside._spawn
     monkeypatch.setattr(beside.Beside, "_spawn", lambda self: (spawned.append(self.linger), real(self))[1])
-    r = pcs.replay(str(MOONCAKE), tiers=["gpu=16384blocks"], policy="lru", timing="sequential")
-    assert r.summary.engine == "lru-scan" and r.summary.requests == 12031
-    assert spawned == [True] and not _workers()
+    return spawned
 
 
-@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
-def test_a_scan_stopped_after_its_first_batch_leaves_no_worker(monkeypatch):
-    # the scan raises while the worker has the second batch in flight and would wait for a third call: the reader
-    # is closed on the way out (not when the traceback that holds it is dropped), so no worker is left while the
-    # error is still held
-    import pcs
+def _stop_at_the_second_batch(monkeypatch) -> list:
+    """The one-tier scan's batch step (pcs.engine.fastpath._fed) made to raise a UserError at its second batch;
+    returns the list its calls are counted in."""
     from pcs.engine import fastpath
 
     real, calls = fastpath._fed, []
@@ -260,6 +251,29 @@ def test_a_scan_stopped_after_its_first_batch_leaves_no_worker(monkeypatch):
         return real(*args)
 
     monkeypatch.setattr(fastpath, "_fed", fed)
+    return calls
+
+
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+def test_the_one_tier_scan_reads_ahead_on_one_worker(monkeypatch):
+    # 12,031 requests are 3 batches of at most 4,096: one worker makes the three (and finds the end), where a
+    # worker a batch took 4 thread starts; none is left once the replay returns
+    import pcs
+
+    spawned = _spawns(monkeypatch)
+    r = pcs.replay(str(MOONCAKE), tiers=["gpu=16384blocks"], policy="lru", timing="sequential")
+    assert r.summary.engine == "lru-scan" and r.summary.requests == 12031
+    assert spawned == [True] and not _workers()
+
+
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+def test_a_scan_stopped_after_its_first_batch_leaves_no_worker(monkeypatch):
+    # the scan raises while the worker has the second batch in flight and would wait for a third call: the reader
+    # is closed on the way out (not when the traceback that holds it is dropped), so no worker is left while the
+    # error is still held
+    import pcs
+
+    _stop_at_the_second_batch(monkeypatch)
     with pytest.raises(UserError, match="second batch") as held:
         pcs.replay(str(MOONCAKE), tiers=["gpu=16384blocks"], policy="lru", timing="sequential")
     assert held.value is not None and not _workers()
@@ -280,14 +294,6 @@ def sample_in_four_batches(tmp_path, monkeypatch):
     return out
 
 
-def _spawns(monkeypatch) -> list:
-    """The ``linger`` of every pcs-beside worker started from now on (pcs.beside.Beside._spawn), in order."""
-    spawned = []
-    real = beside.Beside._spawn
-    monkeypatch.setattr(beside.Beside, "_spawn", lambda self: (spawned.append(self.linger), real(self))[1])
-    return spawned
-
-
 def test_the_one_tier_scan_reads_ahead_on_one_worker_on_the_sample(sample_in_four_batches, monkeypatch):
     # four batches: one lingering worker makes the four and finds the end, where a worker a batch took 5 thread
     # starts; none is left once the replay returns
@@ -303,18 +309,9 @@ def test_a_scan_stopped_after_its_first_batch_leaves_no_worker_on_the_sample(sam
     # the scan raises at the second of four batches, the third in flight on the one worker: the reader is closed on
     # the way out, so that worker has ended while the error is still held
     import pcs
-    from pcs.engine import fastpath
-
-    real, calls = fastpath._fed, []
-
-    def fed(*args):
-        calls.append(1)
-        if len(calls) == 2:
-            raise UserError("stopped at the second batch")
-        return real(*args)
 
     spawned = _spawns(monkeypatch)
-    monkeypatch.setattr(fastpath, "_fed", fed)
+    calls = _stop_at_the_second_batch(monkeypatch)
     with pytest.raises(UserError, match="second batch") as held:
         pcs.replay(str(sample_in_four_batches), tiers=["gpu=16384blocks"], policy="lru", timing="sequential")
     assert held.value is not None and len(calls) == 2
