@@ -187,7 +187,8 @@ def _check_arrivals(arrival_s: np.ndarray, first_id: int) -> None:
 
 def as_batches(source: Any = None, block_size: int | None = None,
                rows: int = BATCH_REQUESTS, read_ahead: bool = False,
-               side_by_side: bool = False, decode_ahead: bool = False, *, linger: bool = False) -> Iterator[RequestBatch]:
+               side_by_side: bool = False, decode_ahead: bool = False, *,
+               linger: bool = False) -> Iterator[RequestBatch]:
     """Yield ``source`` as checked :class:`RequestBatch` es, in order, ids numbered from 0.
 
     Args:

@@ -115,7 +115,8 @@ def test_walk_equals_run_sequential_on_mooncake(mooncake_conv, specs):
         assert a == b, (caps, sparse, next(i for i, (x, y) in enumerate(zip(a, b)) if x != y))
 
 
-@pytest.mark.parametrize("specs", [("fifo", "fifo"), ("slru", "slru"), ("fifo", "slru"), ("slru:protected_share=0", "fifo")])
+@pytest.mark.parametrize("specs", [("fifo", "fifo"), ("slru", "slru"), ("fifo", "slru"),
+                                   ("slru:protected_share=0", "fifo")])
 def test_walk_equals_the_python_reference_on_traces(exact_trace, specs):
     """The walk and ``run_sequential`` against the Python reference (the event loop over
     :class:`pcs.cache.Hierarchy`) on the committed sample and on the Mooncake trace: tiers that hold most of the

@@ -45,7 +45,8 @@ def assert_fleets_equal(trace, case: str, monkeypatch) -> None:
 
     kw, native = CASES[case]
     made, real = [], ClockedNativeStepEngine.__init__
-    monkeypatch.setattr(ClockedNativeStepEngine, "__init__", lambda self, *a, **k: made.append(1) or real(self, *a, **k))
+    monkeypatch.setattr(ClockedNativeStepEngine, "__init__",
+                        lambda self, *a, **k: made.append(1) or real(self, *a, **k))
     c = fleet_replay(trace, native=native, **kw)
     compiled_loops = len(made)
     py = fleet_replay(trace, native="python", **kw)
