@@ -33,6 +33,8 @@ import common  # noqa: E402
 
 BENCH = "bench_steady"
 TREE = str(Path(__file__).resolve().parent.parent)
+#: The default call's tiers (the default two-tier call of docs/performance.md's figures).
+TIERS = ["gpu=16384blocks", "cpu=65536blocks"]
 
 
 def _child(tree: str, trace: str, calls: int, call: dict | None = None, warmups: int = 1) -> None:
@@ -48,7 +50,7 @@ def _child(tree: str, trace: str, calls: int, call: dict | None = None, warmups:
         common.fail(BENCH, f"{tree}: compiled extensions not built ({', '.join(_native.missing())}): run "
                            f"python setup.py build_ext --inplace there")
 
-    args = call or {"tiers": ["gpu=16384blocks", "cpu=65536blocks"], "policy": "lru"}
+    args = call or {"tiers": TIERS, "policy": "lru"}
     for _ in range(warmups):
         pcs.replay(trace, **args)
     rows = []
@@ -89,7 +91,7 @@ def main() -> None:
     ap.add_argument("--timing", default=None, choices=("modeled", "sequential"), help="the call's timing")
     a = ap.parse_args()
     call = None if a.tiers is None and a.timing is None else {
-        "tiers": a.tiers.split(",") if a.tiers else ["gpu=16384blocks", "cpu=65536blocks"], "policy": "lru",
+        "tiers": a.tiers.split(",") if a.tiers else TIERS, "policy": "lru",
         **({"timing": a.timing} if a.timing else {})}
     trace = str(common.need_trace(a.trace, BENCH).resolve())
     trees = {"this": TREE} | ({"peer": common.need_tree(a.peer, BENCH, "--peer")} if a.peer else {})
