@@ -385,11 +385,6 @@ class Beside:
             return
         self._run(fn, args, inline=True)
 
-    def on_worker(self) -> bool:
-        """Whether a call is in flight on the worker thread (started and not joined; not run inline, not deferred to
-        :meth:`join` for want of a thread)."""
-        return self._busy and not self._deferred
-
     def settle(self) -> None:
         """Wait for the call and drop its result or exception: the caller is raising its own error (the one
         the user sees), and no call may outlive it.

@@ -192,7 +192,6 @@ class TurnWalk:
         self._running = False                    # a call handed to the worker and not joined
         self._finished = threading.Event()       # set by that call when it is done (join will not wait)
         self._lock = threading.Lock()            # _pending and _finished, between add and the worker's call
-        self._begun = threading.Event()          # set by the worker's call once it runs (_hand_over waits for it)
 
     def _walk(self, first: int, bs: int, hashes: np.ndarray, off: np.ndarray, p: np.ndarray, o: np.ndarray,
               also: Callable[[], Any] | None = None) -> None:
@@ -204,7 +203,6 @@ class TurnWalk:
         """One worker call: the walks (each with its ``also``) of ``batches``, in order, then of the batches added
         meanwhile, until none is pending."""
         try:
-            self._begun.set()            # the caller waiting in _hand_over goes on once this thread is in the walk
             while batches:
                 for args in batches:
                     self._walk(*args)
@@ -224,10 +222,7 @@ class TurnWalk:
         if batches:
             self._finished.clear()
             self._running = True
-            self._begun.clear()
             self._side.start(self._walk_all, batches)
-            if self._side.on_worker():
-                self._begun.wait()       # until the worker runs: it needs the GIL, which this thread keeps otherwise
 
     def add(self, b, also: Callable[[], Any] | None = None) -> None:
         """Walk batch ``b`` (a :class:`pcs.trace.RequestBatch`, the next in trace order) after the earlier ones;
