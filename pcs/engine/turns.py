@@ -26,7 +26,7 @@ least :data:`DETECT_SHARE` of its requests (:attr:`DecodeBlocks.detected`).
 from __future__ import annotations
 
 import heapq
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
@@ -192,7 +192,6 @@ class TurnWalk:
         self._running = False                    # a call handed to the worker and not joined
         self._finished = threading.Event()       # set by that call when it is done (join will not wait)
         self._lock = threading.Lock()            # _pending and _finished, between add and the worker's call
-        self._started = threading.Event()
 
     def _walk(self, first: int, bs: int, hashes: np.ndarray, off: np.ndarray, p: np.ndarray, o: np.ndarray,
               also: Callable[[], Any] | None = None) -> None:
@@ -225,32 +224,16 @@ class TurnWalk:
             self._running = True
             self._side.start(self._walk_all, batches)
 
-    def _args(self, b, also: Callable[[], Any] | None) -> tuple:
-        """The arguments of :meth:`_walk` for batch ``b`` (the next in trace order), its requests counted."""
-        i8 = np.int64
-        off = np.ascontiguousarray(b.block_offsets, i8)
-        args = (self._n, int(b.block_size), np.ascontiguousarray(b.block_hashes, np.uint64), off,
-                np.ascontiguousarray(b.prompt_tokens, i8), np.ascontiguousarray(b.output_tokens, i8), also)
-        self._n += len(off) - 1
-        return args
-
-    def behind(self, batches: Iterator) -> Iterator:
-        """``batches`` as they are, each walked on the thread that advances this iterator once the next batch is
-        asked for (the reader worker of :func:`pcs.trace.batches.read_ahead`: the batch handed over first, then
-        walked, then the next one read); for a walk whose :meth:`add` is never called."""
-        started = self._started
-        for b in batches:
-            yield b
-            args = self._args(b, None)
-            started.set()
-            self._walk(*args)
-
     def add(self, b, also: Callable[[], Any] | None = None) -> None:
         """Walk batch ``b`` (a :class:`pcs.trace.RequestBatch`, the next in trace order) after the earlier ones;
         ``also``: called after the walk in the same call on the worker (:class:`pcs.engine.chunks.ChunkPieces`),
         its error raised as a walk's. The caller never waits here for a call still running: ``b`` then waits in
         a list for the worker's next call (made at a later :meth:`add` or at :meth:`result`)."""
-        args = self._args(b, also)
+        i8 = np.int64
+        off = np.ascontiguousarray(b.block_offsets, i8)
+        args = (self._n, int(b.block_size), np.ascontiguousarray(b.block_hashes, np.uint64), off,
+                np.ascontiguousarray(b.prompt_tokens, i8), np.ascontiguousarray(b.output_tokens, i8), also)
+        self._n += len(off) - 1
         with self._lock:
             self._pending.append(args)
             idle = not self._running or self._finished.is_set()

@@ -130,7 +130,7 @@ def _raw(source: Any, block_size: int | None, rows: int, ahead: bool = False,
     return _group(source, rows)
 
 
-def read_ahead(batches: Iterator, linger: bool = False, side: Any = None) -> Iterator:
+def read_ahead(batches: Iterator, linger: bool = False) -> Iterator:
     """``batches`` (a trace file's reader, or any iterator that only the returned one advances) with the next batch
     made on a worker thread while the caller works on this one (:class:`pcs.beside.Beside`), when threads are
     wanted (:func:`pcs.beside.threads_wanted`; else ``batches`` as they are). A win when the caller's work
@@ -148,21 +148,17 @@ def read_ahead(batches: Iterator, linger: bool = False, side: Any = None) -> Ite
     """
     from pcs.beside import Beside, threads_wanted
 
-    if not threads_wanted() or (side is not None and not side.threaded):
+    if not threads_wanted():
         yield from batches
         return
-    own = side is None
-    side = Beside(True, linger) if own else side
+    side = Beside(True, linger)
     try:
         side.start(next, batches, None)
         while (b := side.join()) is not None:
             side.start(next, batches, None)
             yield b
     finally:
-        if own:
-            side.close()
-        else:
-            side.settle()      # the call in flight waited for; the worker left to its owner
+        side.close()
 
 
 #: The largest arrival time a replay takes, seconds from the trace's zero (2**32 s, about 136 years: Unix
