@@ -3,6 +3,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 #include <stdlib.h>
@@ -831,6 +832,233 @@ static PyObject *py_sort_f64(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* ---------------------------------------------------------------------------
+ * order_stats_f64: the order statistics numpy's linear percentiles read (pcs.percentiles._read) of a column's
+ * finite values, for pcs.percentiles.finite_percentiles -- the replay summary's TPOT, end-to-end and wait
+ * percentiles, five columns a run, each a mask, a copy, a zero count, a partition and a few reductions in numpy
+ * (~40-70 us a 12,031-value column, ~10 numpy calls) before this.
+ *
+ * The finite values other than +0.0 are copied into a private buffer (the caller's array is read once, never
+ * written) and the +0.0s counted: with no negative value they are the smallest, so a rank below their count is
+ * +0.0 and the others are selected among the rest (a wait column is mostly zeros); with a negative value they
+ * are put back among the rest. The ranks are then selected by a multi-rank quickselect (sel_ranks), handed to
+ * qsort past 2 log2(n) + 8 levels (so no input costs more than O(n log n)) and to an insertion sort below
+ * SEL_SMALL values. The value at each rank is the rank-th smallest: an element of the column. Two finite values
+ * that compare equal have one bit pattern save -0.0 and +0.0, whose places among the zeros numpy's partition
+ * leaves to its algorithm: with a -0.0 among the finite values nothing is returned (the caller takes numpy's
+ * path, the reference), so what is returned are the values numpy's partition puts at those ranks, bit for bit
+ * (tests/test_finite_percentiles.py diffs the two). Returned as a dict, the rank -> value; the arithmetic
+ * between two ranks stays pcs.percentiles._read's, in Python.
+ */
+#define SEL_SMALL 16
+/* from this many finite values the selection runs with the GIL released (~1 ms at 120,000 values); below it,
+ * tens of microseconds, it keeps the GIL: a thread that gave it up waits to take it back, up to the
+ * interpreter's switch interval (5 ms) when another thread runs Python meanwhile */
+#define SEL_NOGIL_FROM ((int64_t)1 << 16)
+
+static int sel_cmp(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static inline void sel_swap(double *a, int64_t i, int64_t j) {
+    double t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+}
+
+/* a[lo..hi] (inclusive) reordered so that a[k] is the k-th smallest of a for every k of ks[0..m) (ascending,
+ * distinct, in [lo, hi]): quickselect, the median of a[lo], the middle and a[hi] as pivot (moved to lo + 1, the
+ * three ordered so a[lo] <= pivot <= a[hi] stop both scans), Hoare's scans, which stop on values equal to the
+ * pivot (a stretch of equal values is halved, not peeled one at a time); the ranks left of the pivot's place by
+ * recursion, those right of it by the loop. depth: the partition levels left before qsort takes the stretch.
+ * (Floyd and Rivest's sampled pivots, ranks taken in turn, the least or greatest of the rest by a scan, were
+ * tried: no faster on the replay's columns.) */
+static void sel_ranks(double *a, int64_t lo, int64_t hi, const int64_t *ks, int64_t m, int depth) {
+    while (m > 0 && hi - lo >= SEL_SMALL) {
+        if (depth-- <= 0) {
+            qsort(a + lo, (size_t)(hi - lo + 1), sizeof(double), sel_cmp);
+            return;
+        }
+        int64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < a[lo]) sel_swap(a, mid, lo);
+        if (a[hi] < a[mid]) {
+            sel_swap(a, hi, mid);
+            if (a[mid] < a[lo]) sel_swap(a, mid, lo);
+        }
+        sel_swap(a, mid, lo + 1);
+        double p = a[lo + 1];
+        int64_t i = lo + 1, j = hi;
+        for (;;) {
+            do i++; while (a[i] < p);
+            do j--; while (a[j] > p);
+            if (j < i) break;
+            sel_swap(a, i, j);
+        }
+        a[lo + 1] = a[j];                            /* the pivot at its place j: [lo, j) <= p <= (j, hi] */
+        a[j] = p;
+        int64_t below = 0, upto;
+        while (below < m && ks[below] < j) below++;
+        upto = below < m && ks[below] == j ? below + 1 : below;
+        sel_ranks(a, lo, j - 1, ks, below, depth);
+        ks += upto;
+        m -= upto;
+        lo = j + 1;
+    }
+    if (m > 0) {                                     /* a short stretch: insertion sort */
+        for (int64_t i = lo + 1; i <= hi; i++) {
+            double x = a[i];
+            int64_t j = i;
+            while (j > lo && a[j - 1] > x) {
+                a[j] = a[j - 1];
+                j--;
+            }
+            a[j] = x;
+        }
+    }
+}
+
+/* The finite values of v[0..n) other than +0.0 into out, then, when one of them is negative, the +0.0s after
+ * them; *zeros: the +0.0s left out (the smallest of the finite values when none is negative), else 0. Returns
+ * the values written, or -1 when a -0.0 is among them (refused). (Branches, not a branch-free pass: a column's
+ * values are mostly of one kind, so they are predicted; the branch-free pass cost ~3x on a column of zeros.) */
+static int64_t sel_finite(const double *v, int64_t n, double *out, int64_t *zeros) {
+    int64_t m = 0, z = 0;
+    uint64_t neg = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t u;
+        memcpy(&u, v + i, 8);
+        if ((u & 0x7FF0000000000000ULL) == 0x7FF0000000000000ULL) continue;    /* NaN or +-inf */
+        if (u == SORT_SIGN) return -1;
+        if (u == 0) {
+            z++;
+            continue;
+        }
+        neg |= u;
+        memcpy(out + m++, &u, 8);
+    }
+    if (neg & SORT_SIGN) {
+        for (int64_t i = 0; i < z; i++) out[m++] = 0.0;
+        z = 0;
+    }
+    *zeros = z;
+    return m;
+}
+
+/* The ranks (ascending, distinct) percentiles read of n values: for each level q, floor((n - 1) * (q / 100))
+ * (at most n - 1; pcs.percentiles._indexes' arithmetic, IEEE double as Python's) and the next index below n;
+ * and n - 1. Returns their count (at most 2 * nq + 1). */
+static int64_t sel_rank_list(int64_t n, const double *q, int64_t nq, int64_t *ks) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < nq; i++) {
+        double v = (double)(n - 1) * (q[i] / 100.0);
+        int64_t k = (int64_t)floor(v);
+        if (k > n - 1) k = n - 1;
+        ks[m++] = k;
+        if (k + 1 < n) ks[m++] = k + 1;
+    }
+    ks[m++] = n - 1;
+    for (int64_t i = 1; i < m; i++) {                /* sort (a few values), then drop repeats */
+        int64_t x = ks[i], j = i;
+        while (j > 0 && ks[j - 1] > x) {
+            ks[j] = ks[j - 1];
+            j--;
+        }
+        ks[j] = x;
+    }
+    int64_t w = 0;
+    for (int64_t i = 0; i < m; i++)
+        if (w == 0 || ks[w - 1] != ks[i]) ks[w++] = ks[i];
+    return w;
+}
+
+/* The levels: a sequence of at most ORDER_MAX_LEVELS numbers in [0, 100] into q; their count, or -1 (error set). */
+#define ORDER_MAX_LEVELS 32
+static int64_t sel_levels(PyObject *levels, double *q) {
+    PyObject *seq = PySequence_Fast(levels, "order_stats_f64: levels must be a sequence of numbers");
+    if (!seq) return -1;
+    Py_ssize_t nq = PySequence_Fast_GET_SIZE(seq);
+    if (nq < 1 || nq > ORDER_MAX_LEVELS) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "order_stats_f64: 1 to %d levels, got %zd", ORDER_MAX_LEVELS, nq);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nq; i++) {
+        q[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i));
+        if (q[i] == -1.0 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        if (!(q[i] >= 0.0 && q[i] <= 100.0)) {
+            Py_DECREF(seq);
+            PyErr_Format(PyExc_ValueError, "order_stats_f64: a level outside [0, 100]: %R",
+                         PySequence_Fast_GET_ITEM(seq, i));
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return (int64_t)nq;
+}
+
+/* (m, {rank: value}) of the m finite values selected: the ranks below zeros are +0.0, rank k past them is
+ * a[k - zeros]; (0, {}) when there are none. */
+static PyObject *sel_result(const double *a, int64_t zeros, const int64_t *ks, int64_t nk, int64_t m) {
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    for (int64_t i = 0; i < nk; i++) {
+        PyObject *k = PyLong_FromLongLong((long long)ks[i]);
+        PyObject *x = PyFloat_FromDouble(ks[i] < zeros ? 0.0 : a[ks[i] - zeros]);
+        int bad = !k || !x || PyDict_SetItem(d, k, x) < 0;
+        Py_XDECREF(k);
+        Py_XDECREF(x);
+        if (bad) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    }
+    return Py_BuildValue("(LN)", (long long)m, d);
+}
+
+static PyObject *py_order_stats_f64(PyObject *self, PyObject *args) {
+    PyObject *obj, *levels;
+    if (!PyArg_ParseTuple(args, "OO", &obj, &levels)) return NULL;
+    double q[ORDER_MAX_LEVELS];
+    int64_t nq = sel_levels(levels, q);
+    if (nq < 0) return NULL;
+    Py_buffer buf;
+    if (PyObject_GetBuffer(obj, &buf, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (!sort_is_f64(&buf)) {
+        PyErr_Format(PyExc_TypeError, "order_stats_f64: a C-contiguous array of native float64 (format 'd'), "
+                     "not format '%s' of %zd-byte items", buf.format ? buf.format : "B", buf.itemsize);
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    int64_t n = (int64_t)(buf.len / 8), m = 0, nk = 0, ks[2 * ORDER_MAX_LEVELS + 1];
+    double *a = (double *)malloc((size_t)(n ? n : 1) * sizeof(double));
+    if (!a) {
+        PyBuffer_Release(&buf);
+        return PyErr_NoMemory();
+    }
+    int nogil = n >= SEL_NOGIL_FROM;
+    PyThreadState *ts = nogil ? PyEval_SaveThread() : NULL;
+    int64_t zeros = 0, rest = sel_finite((const double *)buf.buf, n, a, &zeros);
+    m = rest < 0 ? -1 : rest + zeros;
+    if (m > 0) {
+        nk = sel_rank_list(m, q, nq, ks);
+        int64_t first = 0, local[2 * ORDER_MAX_LEVELS + 1];   /* the ranks past the +0.0s, among the rest */
+        while (first < nk && ks[first] < zeros) first++;
+        for (int64_t i = first; i < nk; i++) local[i - first] = ks[i] - zeros;
+        int depth = 8;
+        for (int64_t s = rest; s > 1; s >>= 1) depth += 2;
+        if (rest > 0) sel_ranks(a, 0, rest - 1, local, nk - first, depth);
+    }
+    if (nogil) PyEval_RestoreThread(ts);
+    PyBuffer_Release(&buf);
+    PyObject *result = m < 0 ? Py_NewRef(Py_None) : sel_result(a, zeros, ks, nk, m);
+    free(a);
+    return result;
+}
+
 /* kept_bytes(): the bytes of dead scans' zeroed arrays this module's pool keeps now (pcs/_kept.h, lru_zalloc) */
 static PyObject *mod_kept_bytes(PyObject *mod, PyObject *unused) { return PyLong_FromSize_t(kept_held()); }
 /* kept_clear(): every mapping that pool keeps unmapped; returns how many */
@@ -858,6 +1086,12 @@ static PyMethodDef methods[] = {
      "for bit); False: a NaN or a -0.0 is among them, nothing moved (sort with numpy). TypeError: a buffer of "
      "other items than native float64; a read-only or strided one is refused by its owner (numpy: ValueError; "
      "bytes: BufferError). MemoryError: no room for the keys, nothing moved."},
+    {"order_stats_f64", py_order_stats_f64, METH_VARARGS,
+     "order_stats_f64(values: C-contiguous float64, levels: 1-32 numbers in [0, 100]) -> (m, {rank: value}): m the "
+     "finite values' count, and their rank-th smallest (0-based) at floor((m - 1) * (q / 100)) and the rank after "
+     "it for each level q, and at m - 1 (numpy.partition's values, bit for bit); (0, {}) with no finite value; "
+     "None when a -0.0 is among them (use numpy). values is not modified. TypeError: a buffer of other items "
+     "than native float64; ValueError: levels out of range. MemoryError: no room for the copy."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -42,6 +42,7 @@ from pcs.cache.hierarchy import check_write_policy
 from pcs.cache.policies import DEFAULT_POLICY, canonical_spec, make_policies
 from pcs.engine import select
 from pcs.engine.computecheck import checked_compute
+from pcs.engine.keptsetup import kept_group_block_bytes, kept_tier, kept_with_tp
 from pcs.engine.apiobjects import check_api_objects
 from pcs.engine.engine import check_timing
 from pcs.engine.replaydoc import document
@@ -140,6 +141,13 @@ def parse_tier(text: str | TierSpec) -> TierSpec:
     """
     if isinstance(text, TierSpec):
         return text
+    if type(text) is str:       # kept per text for the next call (frozen: the spec this text always gives)
+        return kept_tier(text, _parsed_tier)
+    return _parsed_tier(text)
+
+
+def _parsed_tier(text: str) -> TierSpec:
+    """:func:`parse_tier` of a tier's text, made afresh. Raises as :func:`parse_tier`."""
     name, value = parse_assignment(text, "tier")
     if value.lower() == "auto":
         return TierSpec(name)
@@ -387,17 +395,16 @@ def _model_and_gpu(model, dtype, hardware, table, tp: int = 1):
     if dtype:
         spec = spec.with_dtype(dtype)
     gpu = hardware if isinstance(hardware, GPUSpec) else get_gpu(DEFAULTS["gpu"] if hardware is None else hardware, table)
-    return spec.with_tp(tp), gpu
+    return kept_with_tp(spec, tp), gpu     # kept per (spec object, tp): pcs.engine.keptsetup
 
 
 def _tier_bytes_and_links(spec, gpu, bs: int, tier_specs, links, tp: int, table, util=None, reserve=None):
     """The tiers with the GPU tier sized, the group's bytes per block per tier (GPU Reserved, lower
     Serialized), each lower tier's link, and the deployment summary (:mod:`pcs.engine.deployment`)."""
     from pcs.engine.deployment import resolve_gpu_tier
-    from pcs.model import group_block_bytes
 
     layouts = ["reserved"] + ["serialized"] * (len(tier_specs) - 1)
-    bb = [group_block_bytes(spec, bs, lay) for lay in layouts]
+    bb = [kept_group_block_bytes(spec, bs, lay) for lay in layouts]
     tier_specs, deployment = resolve_gpu_tier(spec, gpu, tp, tier_specs, bb[0].total_bytes, util, reserve)
     link_specs = [None] + [_resolve_link(t.name, (links or {}).get(t.name, t.link), tp, table)
                            for t in tier_specs[1:]]
@@ -405,10 +412,9 @@ def _tier_bytes_and_links(spec, gpu, bs: int, tier_specs, links, tp: int, table,
 
 
 def _block_bytes(spec, bs: int, layout: str):
-    """The TP group's bytes per block (``spec`` is the ``with_tp`` spec)."""
-    from pcs.model import group_block_bytes
-
-    return group_block_bytes(spec, bs, layout)
+    """The TP group's bytes per block (``spec`` is the ``with_tp`` spec; kept per spec object, block size and
+    layout: :func:`pcs.engine.keptsetup.kept_group_block_bytes`)."""
+    return kept_group_block_bytes(spec, bs, layout)
 
 
 def _bytes_per_token(spec) -> int:
@@ -994,13 +1000,20 @@ def _hybrid_sizes(spec, bs: int, tier_specs, bb, opts: tuple) -> list[tuple[int 
     blocks) N x the bytes one block of the model takes in that tier's pages, page padding included
     (``HybridPlan.block_layout``, docs/semantics.md §13.1) -- the block ``pcs deploy`` counts its GPU-tier blocks
     in (:func:`pcs.model.capacity.gpu_block_bytes`), so ``--tier gpu=<deploy's blocks>blocks`` is deploy's GPU."""
+    return _sizes_and_empty_plan(spec, bs, tier_specs, bb, opts)[0]
+
+
+def _sizes_and_empty_plan(spec, bs: int, tier_specs, bb, opts: tuple) -> tuple[list, bool]:
+    """(:func:`_hybrid_sizes`, whether the plan it made of empty tiers was None): ``plan_hybrid`` returns None
+    for a model that is not hybrid, or with the manager ``disabled``, whatever the tiers' names and sizes, so
+    :func:`_hybrid_plan` then skips its second plan (False when no plan was made: every tier in bytes)."""
     from pcs.engine.hybrid import plan_hybrid
 
     if all(t.capacity_bytes is not None for t in tier_specs):
-        return [(t.capacity_bytes, None) for t in tier_specs]
+        return [(t.capacity_bytes, None) for t in tier_specs], False
     empty = plan_hybrid(spec, bs, [t.name for t in tier_specs], bb, [(0, None)] * len(tier_specs), *opts)
     if empty is None:           # not hybrid: the plan is None whatever the sizes
-        return [(t.capacity_bytes, t.capacity_blocks) for t in tier_specs]
+        return [(t.capacity_bytes, t.capacity_blocks) for t in tier_specs], True
     from pcs.units import capacity_to_blocks
 
     out = []
@@ -1011,7 +1024,7 @@ def _hybrid_sizes(spec, bs: int, tier_specs, bb, opts: tuple) -> list[tuple[int 
         per = empty.block_layout(j)[0]
         capacity_to_blocks(None, t.capacity_blocks, per, f"tier {t.name!r}")   # N x padded bytes within int64
         out.append((t.capacity_blocks * per, None))
-    return out
+    return out, False
 
 
 def _line_tiers(tier_specs, sizes: list, bb) -> list[TierSpec]:
@@ -1035,7 +1048,9 @@ def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode) -> tu
     from pcs.engine.hybrid import check_hybrid_options, plan_hybrid
 
     opts = check_hybrid_options(manager, swa, mamba, mode)
-    sizes = _hybrid_sizes(spec, bs, tier_specs, bb, opts)
+    sizes, not_hybrid = _sizes_and_empty_plan(spec, bs, tier_specs, bb, opts)
+    if not_hybrid:      # the plan of empty tiers was None: so is this one (made once, not twice)
+        return None, sizes, opts
     return plan_hybrid(spec, bs, [t.name for t in tier_specs], bb, sizes, *opts), sizes, opts
 
 

@@ -12,26 +12,21 @@ from __future__ import annotations
 import numpy as np
 
 from pcs.engine.schedresult import Percentiles
-from pcs.percentiles import linear_percentiles, sorted_finite, sorted_linear_percentiles
+from pcs.percentiles import finite_percentiles, sorted_finite, sorted_linear_percentiles
 from pcs._dataclass import dataclass
 
 __all__ = ["LatencyParts", "latency_parts", "RunParts", "run_parts", "PendingParts", "sorted_pcts"]
 
 
 def _pcts(values: np.ndarray) -> Percentiles:
-    """p50, p90, p99 (numpy's linear method, :func:`pcs.percentiles.linear_percentiles`) of the finite values; None
-    each when there are none. The finite values are a fresh copy, so they are partitioned in place (a plain copy
-    when every value is finite: the masked one costs ~17 instructions a value, the mask's count and a copy ~3;
-    the plain copy made by :func:`pcs.percentiles.linear_percentiles` only when it partitions every value, not for
-    a column mostly of zeros)."""
-    finite = np.isfinite(values)
-    if np.count_nonzero(finite) == len(values):
-        return Percentiles(*linear_percentiles(values, (50, 90, 99), in_place=False)) if len(values) else \
-            Percentiles(None, None, None)
-    values = values[finite]
-    if not len(values):
-        return Percentiles(None, None, None)
-    return Percentiles(*linear_percentiles(values, (50, 90, 99)))
+    """p50, p90, p99 (numpy's linear method) of the finite values (:func:`pcs.percentiles.finite_percentiles`: the
+    compiled selection, or numpy's partition of a fresh copy); None each when there are none."""
+    got = finite_percentiles(values, _LEVELS)
+    return Percentiles(None, None, None) if got is None else Percentiles(*got)
+
+
+#: the levels of :func:`_pcts`
+_LEVELS = (50, 90, 99)
 
 
 def sorted_pcts(ordered: np.ndarray) -> Percentiles:
@@ -119,10 +114,13 @@ class PendingParts:
 
     __slots__ = ("_side", "_value", "_done", "_gate", "_cols", "_split")
 
-    def __init__(self, columns: dict | None, prefill_no_cache_ordered: np.ndarray | None = None) -> None:
+    def __init__(self, columns: dict | None, prefill_no_cache_ordered: np.ndarray | None = None,
+                 threaded: bool | None = None) -> None:
+        """``threaded``: the worker's mode (:class:`pcs.beside.Beside`); None: as
+        :func:`pcs.beside.threads_wanted` says."""
         from pcs.beside import Beside, threads_wanted
 
-        self._side = Beside(threads_wanted(), linger=False)
+        self._side = Beside(threads_wanted() if threaded is None else threaded, linger=False)
         self._value, self._done, self._gate, self._split = None, False, None, False
         if columns is not None:
             self._side.start(run_parts, _read_columns(columns), prefill_no_cache_ordered)
@@ -137,10 +135,8 @@ class PendingParts:
         inline, the wait could never end); :meth:`open` or :meth:`settle` must follow."""
         import threading
 
-        from pcs.beside import Beside
-
-        self = cls(None)
-        self._side, self._split = Beside(True, linger=False), True
+        self = cls(None, threaded=True)     # one Beside, made threaded (no second threads_wanted())
+        self._split = True
         self._gate, self._cols = threading.Lock(), None
         self._gate.acquire()
         try:

@@ -30,6 +30,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from pcs.engine.keptsetup import cdf_indexes
 from pcs.percentiles import sorted_finite
 from pcs.schema import field, result
 
@@ -283,7 +284,7 @@ def _cdf_points(ordered: np.ndarray) -> list[float]:
     n = len(ordered)
     if not n:
         return []
-    return ordered[np.clip(np.ceil(n * CDF_LEVELS).astype(np.int64) - 1, 0, n - 1)].tolist()
+    return ordered[cdf_indexes(n)].tolist()     # the indexes kept per n (pcs.engine.keptsetup)
 
 
 def _spread(n: int, k: int) -> np.ndarray:
