@@ -11,8 +11,10 @@
  * direct array (130 MB) */
 #define KEPT_MAX_BYTES ((size_t)128 << 20)
 #include "../_kept.h"
-/* the zeroed arrays from this size on come from the pool (lru_zalloc); below, calloc */
+/* the zeroed arrays from this size on come from the pool once a scan has ended (lru_zalloc); below, calloc */
 #define LRU_POOL_FROM KEPT_MIN_BYTES
+/* set once a scan has ended in this process (lru_free): from then on the arrays below 4 MB come from the pool too */
+static int lru_again;
 
 /* ---------------------------------------------------------------------------
  * One-capacity sequential LRU scan, streamed batch by batch (lru_new / lru_feed).
@@ -101,6 +103,7 @@ static size_t lru_written(const lru_t *s, size_t size) {
 
 static void lru_free(lru_t *s) {
     if (!s) return;
+    __atomic_store_n(&lru_again, 1, __ATOMIC_RELAXED);
     free(s->slots); lru_zfree(s->dmeta, s->dmap, lru_written(s, sizeof(lmeta_t))); free(s->live); free(s->tmp);
     t2_free(s->t2);
     lru_zfree(s->clast, s->cmap, s->direct ? lru_written(s, sizeof(int32_t)) : s->cmap); free(s);
@@ -110,22 +113,24 @@ static void lru_capsule_free(PyObject *cap) {
     lru_free((lru_t *)PyCapsule_GetPointer(cap, "pcs.engine._lruscan.lru"));
 }
 
-/* A zeroed array the scan indexes at random (the direct array, clast): from LRU_POOL_FROM (128 KiB) on a mapping
- * from this module's pool of the mappings dead scans left (pcs/_kept.h), whose pages are resident already: a new
- * mapping's pages read as zero but each first write costs a fault and the kernel's clearing of its page -- on this
- * VM 3 to 300 ms of system time a 10x Mooncake call (docs/performance.md, "Fresh pages a call"); a kept one is
- * cleared here with one memset over the part its last scan may have written (lru_zfree's `dirty`: lru_written).
- * From 4 MB on the mapping is advised for transparent huge pages (read at random, one id each, 4 KB pages cost a
- * TLB miss and a page fault per 4 KB; the machine's THP mode is often "madvise", where only advised memory gets
- * huge pages); below, 4 KB pages, as calloc's were (a huge page would make 2 MB resident where a 1x scan touches
- * part of it). Below LRU_POOL_FROM, calloc. The pool from 128 KiB rather than 4 MB since 2026-12-05: calloc's
- * block of a 1x scan (2.6 MB and 1.3 MB, on the scan's worker thread) came from a thread's malloc arena, which
- * glibc trims when such a block is freed at its top, so most steady 1x Parquet calls faulted them in again
- * (docs/performance.md, "A steady 1x call's page faults"). *mapped: the mapping's bytes, 0 when from calloc.
- * Freed by lru_zfree. */
+/* A zeroed array the scan indexes at random (the direct array, clast): from 4 MB on -- and from LRU_POOL_FROM
+ * (128 KiB) on once a scan has ended in this process (lru_again) -- a mapping from this module's pool of the mappings
+ * dead scans left (pcs/_kept.h), whose pages are resident already: a new mapping's pages read as zero but each first
+ * write costs a fault and the kernel's clearing of its page -- on this VM 3 to 300 ms of system time a 10x Mooncake
+ * call (docs/performance.md, "Fresh pages a call"); a kept one is cleared here with one memset over the part its
+ * last scan may have written (lru_zfree's `dirty`: lru_written). From 4 MB on the mapping is advised for
+ * transparent huge pages (read at random, one id each, 4 KB pages cost a TLB miss and a page fault per 4 KB; the
+ * machine's THP mode is often "madvise", where only advised memory gets huge pages); below, 4 KB pages, as calloc's
+ * were. Else calloc. Why 128 KiB only after a first scan (since 2026-12-05): a 1x scan's calloc blocks (2.6 MB and
+ * 1.3 MB, on the scan's worker thread) come from a thread's malloc arena, which glibc trims when such a block is
+ * freed at its top, so most steady 1x Parquet calls faulted them in again; but a process's first scan's calloc
+ * reuses heap memory its call's reader freed, where a new mapping would add its written pages (2.2 MB at 1x) to the
+ * peak of a one-call process (docs/performance.md, "A steady 1x call's page faults"). *mapped: the mapping's bytes,
+ * 0 when from calloc. Freed by lru_zfree. */
 static void *lru_zalloc(size_t bytes, size_t *mapped) {
     *mapped = 0;
-    if (bytes < LRU_POOL_FROM) return calloc(1, bytes ? bytes : 1);
+    if (bytes < ((size_t)4 << 20) && (bytes < LRU_POOL_FROM || !__atomic_load_n(&lru_again, __ATOMIC_RELAXED)))
+        return calloc(1, bytes ? bytes : 1);
     size_t dirty;
     void *p = kept_take_dirty(bytes, mapped, &dirty);
     if (!p) return NULL;
@@ -160,7 +165,7 @@ static void *lru_zgrow(void *p, size_t have, size_t bytes, size_t *mapped) {
         return n;
     }
 #endif
-    if (!*mapped && bytes < LRU_POOL_FROM) {   /* a heap block stays one below the pool's size */
+    if (!*mapped && bytes < ((size_t)4 << 20)) {   /* a heap block stays one below 4 MB */
         char *n = (char *)realloc(p, bytes);
         if (n) memset(n + have, 0, bytes - have);
         return n;

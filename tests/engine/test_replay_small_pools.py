@@ -1,7 +1,8 @@
 """Arrays of 128 KiB to 4 MB kept between replays (pcs/_kept.h pools, since 2026-12-05): the one-pass scan's
-zeroed arrays (pcs/engine/_lruscan.c ``lru_zalloc``) and the Parquet reader's id arena (pcs/trace/_jsonrows.cpp
-``arena_alloc``) of a trace about the size of 1x Mooncake's come from their modules' pools, as 10x's did already
-(docs/performance.md, "A steady 1x call's page faults"). What one call leaves there must not reach the next: a
+zeroed arrays (pcs/engine/_lruscan.c ``lru_zalloc``: once a scan has ended in the process; a process's first scan
+takes calloc's blocks, as before) and the Parquet reader's id arena (pcs/trace/_jsonrows.cpp ``arena_alloc``) of a
+trace about the size of 1x Mooncake's come from their modules' pools, as 10x's did already (docs/performance.md,
+"A steady 1x call's page faults"). What one call leaves there must not reach the next: a
 replay of trace A after a replay of B, after two at once on two threads, or after a call that failed midway gives
 A's result -- the result of the Python reference (``native="python"``: no compiled code, no pool), summary and
 per-request columns.
@@ -17,7 +18,10 @@ from __future__ import annotations
 
 import gc
 import json
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -78,22 +82,36 @@ def _pooled() -> tuple[int, int]:
     return _native.module("lruscan").kept_bytes(), _native.module("jsonrows").kept_bytes()
 
 
-def test_the_arrays_of_a_call_this_size_are_kept(traces):
-    # after a replay of A, dropped: its scan's two arrays and its arena are in the pools, in whole 4 KiB pages:
-    # 720,000 -> 720,896 B and 360,000 -> 360,448 B; 640,000 -> 643,072 B
-    release_memory()
-    r = replay(traces["a"], **KW)
-    del r
+#: a fresh process: the pools' bytes after one replay of A, then after a second (each result dropped)
+FRESH = """
+import gc, sys
+from pcs import _native
+from pcs.engine.api import replay
+kw = dict(tiers=["gpu=16384blocks", "cpu=65536blocks"], policy="lru")
+got = []
+for _ in range(2):
+    replay(sys.argv[1], **kw)
     gc.collect()
-    scan, arenas = _pooled()
-    assert (scan, arenas) == (720_896 + 360_448, 643_072)
+    got.append((_native.module("lruscan").kept_bytes(), _native.module("jsonrows").kept_bytes()))
+print(got)
+"""
+
+
+def test_the_arrays_of_a_call_this_size_are_kept(traces):
+    # In a fresh process, after a first replay of A: the scan's arrays were calloc's (nothing in its pool), the
+    # arena is in its pool: 640,000 B -> 643,072 B in whole 4 KiB pages. After a second replay: the scan's two
+    # arrays in the pool too, 720,000 -> 720,896 B and 360,000 -> 360,448 B; the arena the same one, taken again.
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", FRESH, traces["a"]], capture_output=True, text=True, check=True,
+                         cwd=root, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}).stdout
+    assert out.strip() == str([(0, 643_072), (720_896 + 360_448, 643_072)])
 
 
 def test_a_b_a(traces, reference):
     release_memory()
     _same(replay(traces["a"], **KW), reference["a"])
-    _same(replay(traces["b"], **KW), reference["b"])      # on A's arrays: the pools held them
-    _same(replay(traces["a"], **KW), reference["a"])      # on B's
+    _same(replay(traces["b"], **KW), reference["b"])      # the arena on A's (the scan's: A's if not calloc's)
+    _same(replay(traces["a"], **KW), reference["a"])      # the arena and the scan's arrays on B's
 
 
 def test_two_threads_then_a(traces, reference):
