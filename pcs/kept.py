@@ -6,7 +6,7 @@ calling thread's page faults"):
 
 - the trace readers' objects: the JSONL reader's id arena (at most 8 MiB of ids) and two read buffers (2 MiB
   each) (:func:`pcs.trace.release_buffers`);
-- per compiled module, a pool of dead arrays' mappings (``pcs/_kept.h``): the id arenas of 4 MB or more
+- per compiled module, a pool of dead arrays' mappings (``pcs/_kept.h``): the id arenas of 128 KiB or more
   (``pcs.trace._jsonrows``, at most 128 MiB), the one-pass scan's zeroed arrays (``pcs.engine._lruscan``, at most
   128 MiB), the step loop's columns (``pcs.engine._stepsched``, at most 64 MiB), the hierarchy's entry and order
   arrays (``pcs.cache._lruhier``, at most 64 MiB), and that module's one kept direct map (at most 64 MiB).

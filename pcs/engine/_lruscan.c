@@ -12,6 +12,10 @@
  * direct array (130 MB) */
 #define KEPT_MAX_BYTES ((size_t)128 << 20)
 #include "../_kept.h"
+/* the zeroed arrays from this size on come from the pool once a scan has ended (lru_zalloc); below, calloc */
+#define LRU_POOL_FROM KEPT_MIN_BYTES
+/* set once a scan has ended in this process (lru_free): from then on the arrays below 4 MB come from the pool too */
+static int lru_again;
 
 /* ---------------------------------------------------------------------------
  * One-capacity sequential LRU scan, streamed batch by batch (lru_new / lru_feed).
@@ -100,6 +104,7 @@ static size_t lru_written(const lru_t *s, size_t size) {
 
 static void lru_free(lru_t *s) {
     if (!s) return;
+    __atomic_store_n(&lru_again, 1, __ATOMIC_RELAXED);
     free(s->slots); lru_zfree(s->dmeta, s->dmap, lru_written(s, sizeof(lmeta_t))); free(s->live); free(s->tmp);
     t2_free(s->t2);
     lru_zfree(s->clast, s->cmap, s->direct ? lru_written(s, sizeof(int32_t)) : s->cmap); free(s);
@@ -109,24 +114,31 @@ static void lru_capsule_free(PyObject *cap) {
     lru_free((lru_t *)PyCapsule_GetPointer(cap, "pcs.engine._lruscan.lru"));
 }
 
-/* A zeroed array the scan indexes at random (the direct array, clast): from 4 MB on a mapping, advised for
+/* A zeroed array the scan indexes at random (the direct array, clast): from 4 MB on -- and from LRU_POOL_FROM
+ * (128 KiB) on once a scan has ended in this process (lru_again) -- a mapping from this module's pool of the mappings
+ * dead scans left (pcs/_kept.h), whose pages are resident already: a new mapping's pages read as zero but each first
+ * write costs a fault and the kernel's clearing of its page -- on this VM 3 to 300 ms of system time a 10x Mooncake
+ * call (docs/performance.md, "Fresh pages a call"); a kept one is cleared here with one memset over the part its
+ * last scan may have written (lru_zfree's `dirty`: lru_written). From 4 MB on the mapping is advised for
  * transparent huge pages (read at random, one id each, 4 KB pages cost a TLB miss and a page fault per 4 KB; the
- * machine's THP mode is often "madvise", where only advised memory gets huge pages), from this module's pool of the
- * mappings dead scans left (pcs/_kept.h), whose pages are resident already: a new mapping's pages read as zero but
- * each first write costs a fault and the kernel's clearing of a 2 MB page -- on this VM 3 to 300 ms of system time
- * a 10x Mooncake call (docs/performance.md, "Fresh pages a call"); a kept one is cleared here with one memset over
- * the part its last scan may have written (lru_zfree's `dirty`: lru_written). Below 4 MB, calloc (glibc's heap,
- * whose mmap threshold rises once the process has freed a block that large). *mapped: the mapping's bytes, 0 when
- * from calloc. Freed by lru_zfree. */
+ * machine's THP mode is often "madvise", where only advised memory gets huge pages); below, 4 KB pages, as calloc's
+ * were. Else calloc. Why 128 KiB only after a first scan (since 2026-12-05): a 1x scan's calloc blocks (2.6 MB and
+ * 1.3 MB, on the scan's worker thread) come from a thread's malloc arena, which glibc trims when such a block is
+ * freed at its top, so most steady 1x Parquet calls faulted them in again; but a process's first scan's calloc
+ * reuses heap memory its call's reader freed, where a new mapping would add its written pages (2.2 MB at 1x) to the
+ * peak of a one-call process (docs/performance.md, "A steady 1x call's page faults"). *mapped: the mapping's bytes,
+ * 0 when from calloc. Freed by lru_zfree. */
 static void *lru_zalloc(size_t bytes, size_t *mapped) {
     *mapped = 0;
-    if (bytes < ((size_t)4 << 20)) return calloc(1, bytes ? bytes : 1);
+    if (bytes < ((size_t)4 << 20) && (bytes < LRU_POOL_FROM || !__atomic_load_n(&lru_again, __ATOMIC_RELAXED)))
+        return calloc(1, bytes ? bytes : 1);
     size_t dirty;
     void *p = kept_take_dirty(bytes, mapped, &dirty);
     if (!p) return NULL;
     memset(p, 0, dirty);
 #ifdef MADV_HUGEPAGE
-    madvise(p, *mapped, MADV_HUGEPAGE);   /* the whole mapping: advising a part would split it, and mremap needs one */
+    /* the whole mapping: advising a part would split it, and mremap needs one */
+    if (bytes >= ((size_t)4 << 20)) madvise(p, *mapped, MADV_HUGEPAGE);
 #endif
     return p;
 }
@@ -148,10 +160,13 @@ static void *lru_zgrow(void *p, size_t have, size_t bytes, size_t *mapped) {
         void *n = mremap(p, *mapped, len, MREMAP_MAYMOVE);
         if (n == MAP_FAILED) return NULL;
         *mapped = len;                  /* the pages added keep the mapping's advice */
+#ifdef MADV_HUGEPAGE
+        if (len >= ((size_t)4 << 20)) madvise(n, len, MADV_HUGEPAGE);   /* grown past 4 MB: as lru_zalloc's */
+#endif
         return n;
     }
 #endif
-    if (!*mapped && bytes < ((size_t)4 << 20)) {   /* a heap block stays one */
+    if (!*mapped && bytes < ((size_t)4 << 20)) {   /* a heap block stays one below 4 MB */
         char *n = (char *)realloc(p, bytes);
         if (n) memset(n + have, 0, bytes - have);
         return n;

@@ -22,7 +22,7 @@ def release_buffers() -> int:
     between calls"): the JSONL reader's id arena of the compiled twin (at most 8 MiB,
     :data:`pcs.trace.jsonfast.KEPT_ARENA_IDS` ids) and its two read buffers (2 MiB each,
     :data:`pcs.trace.source.KEPT_SPARE_BYTES`), then the mappings of dead id arenas the compiled twin keeps (the
-    Parquet and JSONL readers' arenas of 4 MB or more, at most 128 MiB: pcs/trace/_jsonrows.cpp ``arena_alloc``).
+    Parquet and JSONL readers' arenas of 128 KiB or more, at most 128 MiB: pcs/trace/_jsonrows.cpp ``arena_alloc``).
     An object's memory goes once no batch or chunk still views it (at once after a call: pcs keeps none); the next
     call makes new ones. A reader holding one still uses it (its lease, :mod:`pcs.trace.pool`). Thread-safe; never
     raises.

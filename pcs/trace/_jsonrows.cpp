@@ -891,22 +891,25 @@ struct ArenaObject {
  * the room a decode into an arena asks for, so that its ids never outgrow it. */
 inline size_t ids_bound(size_t n) { return n / 2 + 2; }
 
-/* An arena's buffer of `bytes`, freed with arena_free(p, *mapped). From 4 MB on a mapping from the pool of those
- * dead arenas left (pcs/_kept.h), whose pages the last reader wrote are resident already: a new mapping costs a page
- * fault per page written and the kernel's clearing of it -- 5,600 faults a 10x Mooncake JSONL call, and on this VM
- * 3 to 300 ms of system time a 10x Parquet call, whose arena is on huge pages (docs/performance.md, "Fresh pages a
- * call"). `huge`: advised to use transparent huge pages (a page fault per 2 MB written instead of per 4 KB), for an
- * arena that its reader fills to the end (the Parquet reader's, sized to the footer's ids: pcs/trace/parquet.py
- * _IdRoom) -- never asked for one whose room may stay mostly unwritten (a JSONL reader's, sized to a bound on its
- * chunk's ids), where a touched huge page would make resident 2 MB of room nobody writes (a mapping a Parquet
- * arena left keeps its advice: at most one such page past the ids). Below 4 MB malloc's (*mapped 0). Contents
- * undefined. */
+/* An arena's buffer of `bytes`, freed with arena_free(p, *mapped). From KEPT_MIN_BYTES (128 KiB) on a mapping from
+ * the pool of those dead arenas left (pcs/_kept.h), whose pages the last reader wrote are resident already: a new
+ * mapping costs a page fault per page written and the kernel's clearing of it -- 5,600 faults a 10x Mooncake JSONL
+ * call, and on this VM 3 to 300 ms of system time a 10x Parquet call, whose arena is on huge pages (docs/
+ * performance.md, "Fresh pages a call"). The pool from 128 KiB rather than 4 MB since 2026-12-05: malloc's block of
+ * a 1x Parquet read (2.3 MB, on the reader's worker thread) came from that thread's malloc arena, which glibc
+ * trims when such a block is freed at its top, so most steady 1x Parquet calls faulted it in again (docs/
+ * performance.md, "A steady 1x call's page faults"). `huge` (from 4 MB on): advised to use transparent huge pages
+ * (a page fault per 2 MB written instead of per 4 KB), for an arena that its reader fills to the end (the Parquet
+ * reader's, sized to the footer's ids: pcs/trace/parquet.py _IdRoom) -- never asked for one whose room may stay
+ * mostly unwritten (a JSONL reader's, sized to a bound on its chunk's ids), where a touched huge page would make
+ * resident 2 MB of room nobody writes (a mapping a Parquet arena left keeps its advice: at most one such page past
+ * the ids). Below 128 KiB malloc's (*mapped 0). Contents undefined. */
 void *arena_alloc(size_t bytes, bool huge, size_t *mapped) {
     *mapped = 0;
-    if (bytes >= ((size_t)4 << 20)) {
+    if (bytes >= KEPT_MIN_BYTES) {
         void *p = kept_take(bytes, mapped);
 #if defined(MADV_HUGEPAGE)
-        if (p && huge) madvise(p, *mapped, MADV_HUGEPAGE);
+        if (p && huge && bytes >= ((size_t)4 << 20)) madvise(p, *mapped, MADV_HUGEPAGE);
 #endif
         return p;
     }
