@@ -119,12 +119,14 @@ _CDF = _Table()
 def cdf_indexes(n: int) -> np.ndarray:
     """``np.clip(np.ceil(n * CDF_LEVELS).astype(np.int64) - 1, 0, n - 1)``: the 0-based indexes of the CDF's levels
     (:data:`pcs.engine.series.CDF_LEVELS`) in ``n`` sorted values (an int >= 1), kept per n as a read-only int64
-    array (a run's CDFs read two or three columns of one length)."""
+    array (a run's CDFs read two or three columns of one length): a view of a read-only array held by no one else,
+    so a caller cannot make it writeable again (``flags.writeable = True`` raises ValueError)."""
     hit = _CDF.get(n)
     if hit is None:
         from pcs.engine.series import CDF_LEVELS
 
-        hit = np.clip(np.ceil(n * CDF_LEVELS).astype(np.int64) - 1, 0, n - 1)
-        hit.flags.writeable = False
+        owner = np.clip(np.ceil(n * CDF_LEVELS).astype(np.int64) - 1, 0, n - 1)
+        owner.flags.writeable = False
+        hit = owner.view()   # a view of a read-only owner: its flag cannot be set back to writeable
         _CDF.put(n, hit)
     return hit

@@ -89,6 +89,8 @@ def test_cdf_indexes_by_hand_and_read_only():
     assert cdf_indexes(10) is idx and not idx.flags.writeable
     with pytest.raises(ValueError):
         idx[0] = 5
+    with pytest.raises(ValueError):     # nor made writeable again: it views a read-only array held by the table
+        idx.flags.writeable = True
 
 
 def test_a_model_that_is_not_hybrid_is_planned_once(monkeypatch):
