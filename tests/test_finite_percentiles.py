@@ -107,7 +107,8 @@ def test_selection_gives_the_order_statistics_numpy_sorts(values, levels):
 @pytest.mark.parametrize("n", [17, 12_031, 70_000])
 def test_hard_orders_and_the_long_path(shape, n):
     # orders a quickselect handles worst (sorted, reversed, all equal, organ pipe, two values, a noisy trend),
-    # and 70,000 values (the selection then runs with the GIL released): numpy's numbers, the input unchanged
+    # and 70,000 values (finite_percentiles then takes numpy's path, WINDOW_FROM): numpy's numbers, the input
+    # unchanged
     rng = np.random.default_rng(n)
     values = {"sorted": np.arange(n, dtype=np.float64), "reversed": np.arange(n, 0, -1, dtype=np.float64),
               "equal": np.full(n, 2.5), "organ": np.concatenate([np.arange(n // 2), np.arange(n - n // 2, 0, -1)]),
@@ -119,6 +120,31 @@ def test_hard_orders_and_the_long_path(shape, n):
     assert _bits(finite_percentiles(values, levels)) == _bits(np.percentile(values, levels).tolist())
     p = _pcts(values)
     assert _bits([p.p50, p.p90, p.p99]) == _bits(np.percentile(values, levels).tolist())
+    assert values.tobytes() == before
+
+
+@pytest.mark.parametrize("shape", ["lognormal", "organ", "with_nan_inf_and_zeros"])
+@pytest.mark.parametrize("n", [65_536, 120_310])
+def test_the_selection_without_the_gil_equals_np_sort(shape, n):
+    # from 65,536 values the C selection releases the GIL (pcs asks it only below 32,768, a direct caller may
+    # pass more): each rank it returns holds np.sort's value there, bit for bit, and the ranks are the ones the
+    # linear method reads -- floor((m - 1) q / 100), the next one, and the last -- as in the test above
+    rng = np.random.default_rng(n)
+    values = {"lognormal": rng.lognormal(0, 2, n),
+              "organ": np.concatenate([np.arange(n // 2), np.arange(n - n // 2, 0, -1)]).astype(np.float64),
+              "with_nan_inf_and_zeros": np.where(rng.random(n) < 0.3, 0.0, rng.normal(0, 1, n))}[shape]
+    if shape == "with_nan_inf_and_zeros":
+        values[rng.integers(0, n, 500)] = np.nan
+        values[rng.integers(0, n, 50)] = np.inf
+    values = np.ascontiguousarray(values)
+    before = values.tobytes()
+    levels = (0, 50, 90, 99, 100)
+    m, stats = _select(values, levels)
+    finite = np.sort(values[np.isfinite(values)])
+    assert m == len(finite)
+    low = {min(math.floor((m - 1) * (q / 100)), m - 1) for q in levels}
+    assert set(stats) == {m - 1} | low | {k + 1 for k in low if k + 1 < m}
+    assert _bits([stats[k] for k in sorted(stats)]) == _bits(finite[sorted(stats)].tolist())
     assert values.tobytes() == before
 
 
