@@ -29,6 +29,13 @@ def _bits(xs):
     return None if xs is None else np.array(xs, dtype=np.float64).tobytes()
 
 
+def _linear_ranks(m, levels):
+    """The 0-based ranks numpy's linear method reads among m sorted values for ``levels``: floor((m - 1) q / 100)
+    and the one after it (when there is one) for each level, and the last, m - 1."""
+    low = {min(math.floor((m - 1) * (q / 100)), m - 1) for q in levels}
+    return {m - 1} | low | {k + 1 for k in low if k + 1 < m}
+
+
 @pytest.fixture(autouse=True)
 def _compiled_loaded(monkeypatch):
     """The compiled twin loaded (a scan loads it; finite_percentiles never imports it) and ``$PCS_NATIVE`` unset."""
@@ -98,9 +105,7 @@ def test_selection_gives_the_order_statistics_numpy_sorts(values, levels):
     ordered = np.sort(finite)
     assert {k: ordered[k].tobytes() for k in stats} == {k: np.float64(v).tobytes() for k, v in stats.items()}
     if m:
-        low = {min(math.floor((m - 1) * (q / 100)), m - 1) for q in levels}
-        want = {m - 1} | low | {k + 1 for k in low if k + 1 < m}
-        assert set(stats) == want
+        assert set(stats) == _linear_ranks(m, levels)
 
 
 @pytest.mark.parametrize("shape", ["sorted", "reversed", "equal", "organ", "two_values", "trend", "lognormal"])
@@ -142,23 +147,29 @@ def test_the_selection_without_the_gil_equals_np_sort(shape, n):
     m, stats = _select(values, levels)
     finite = np.sort(values[np.isfinite(values)])
     assert m == len(finite)
-    low = {min(math.floor((m - 1) * (q / 100)), m - 1) for q in levels}
-    assert set(stats) == {m - 1} | low | {k + 1 for k in low if k + 1 < m}
+    assert set(stats) == _linear_ranks(m, levels)
     assert _bits([stats[k] for k in sorted(stats)]) == _bits(finite[sorted(stats)].tolist())
     assert values.tobytes() == before
 
 
-def test_the_compiled_path_is_taken_and_follows_pcs_native(monkeypatch):
-    # finite_percentiles asks the compiled selection when it is loaded, not under PCS_NATIVE=python, nor for an
-    # array it cannot read as it is (float32, strided); the numbers are numpy's either way
-    asked = []
+@pytest.fixture
+def asked(monkeypatch):
+    """The lengths of the arrays finite_percentiles hands to the compiled selection, in order (a spy on
+    ``percentiles._compiled_twin``)."""
+    lengths = []
     real = percentiles._compiled_twin
 
     def spy(name):
         fn = real(name)
-        return None if fn is None else (lambda v, lv: asked.append(len(v)) or fn(v, lv))
+        return None if fn is None else (lambda v, lv: lengths.append(len(v)) or fn(v, lv))
 
     monkeypatch.setattr(percentiles, "_compiled_twin", spy)
+    return lengths
+
+
+def test_the_compiled_path_is_taken_and_follows_pcs_native(monkeypatch, asked):
+    # finite_percentiles asks the compiled selection when it is loaded, not under PCS_NATIVE=python, nor for an
+    # array it cannot read as it is (float32, strided); the numbers are numpy's either way
     values = np.random.default_rng(3).uniform(0, 1, 1000)
     want = _bits(np.percentile(values, (50, 90, 99)).tolist())
     assert _bits(finite_percentiles(values, (50, 90, 99))) == want and asked == [1000]
@@ -170,18 +181,10 @@ def test_the_compiled_path_is_taken_and_follows_pcs_native(monkeypatch):
     assert _bits(finite_percentiles(values, (50, 90, 99))) == want and asked == [1000]
 
 
-def test_the_compiled_path_only_below_the_windowed_size_and_for_plain_levels(monkeypatch):
+def test_the_compiled_path_only_below_the_windowed_size_and_for_plain_levels(asked):
     # from WINDOW_FROM (32,768) values numpy's windowed path is faster (40,000 lognormal values: 0.63 against
     # 0.22 ms), so the selection is asked below it only; levels that are numpy scalars go to numpy's path (a
     # float32 level ranked in double precision in C is not the rank Python asks for: a KeyError before)
-    asked = []
-    real = percentiles._compiled_twin
-
-    def spy(name):
-        fn = real(name)
-        return None if fn is None else (lambda v, lv: asked.append(len(v)) or fn(v, lv))
-
-    monkeypatch.setattr(percentiles, "_compiled_twin", spy)
     rng = np.random.default_rng(7)
     for n in (32_767, 32_768, 40_000):
         values = rng.lognormal(0, 1, n)
