@@ -61,10 +61,13 @@ def finite_percentiles(values: np.ndarray, levels: Sequence[float]) -> list[floa
 
     Args:
         values: float64, shape (n,); not modified.
-        levels: 1 to 32 percentiles in [0, 100].
+        levels: percentiles in [0, 100] (the compiled selection takes 1 to 32 of them; more, or none, go to
+            numpy's path).
     Returns:
         One float per level, the numbers :func:`_finite_reference` (numpy's path) gives, to the bit; None when no
         value is finite.
+    Raises:
+        ValueError: a level outside [0, 100] or NaN, on either path (numpy's partition would read a clamped rank).
 
     The order statistics come from the compiled selection (``pcs.engine._lruscan.order_stats_f64``: the finite
     values copied and a multi-rank quickselect, one C call where numpy's path makes a mask, a copy, a zero count
@@ -73,6 +76,8 @@ def finite_percentiles(values: np.ndarray, levels: Sequence[float]) -> list[floa
     then :func:`_read`'s arithmetic, the same as numpy's path. It returns nothing for a -0.0 among the finite
     values (its place among the +0.0s is numpy's to choose) nor without memory for its copy: numpy's path then."""
     levels = tuple(levels)
+    if not all(0 <= x <= 100 for x in levels):
+        raise ValueError(f"percentile levels must lie in [0, 100], got {levels!r}")
     select = _compiled_twin("order_stats_f64") if _selectable(values, levels) else None
     got = None
     if select is not None:
@@ -89,14 +94,19 @@ def finite_percentiles(values: np.ndarray, levels: Sequence[float]) -> list[floa
     return _read(stats.__getitem__, n, virtual, low)
 
 
+#: the most levels the compiled selection takes in one call (``ORDER_MAX_LEVELS`` in pcs/engine/_lruscan.c)
+SELECT_MAX_LEVELS = 32
+
+
 def _selectable(values, levels: tuple) -> bool:
     """Whether the compiled selection takes ``values`` and ``levels`` as they are: a C-contiguous native float64
     ndarray of fewer than :data:`WINDOW_FROM` values (from there numpy's path, windowed, is faster: 40,000 lognormal
     values 0.63 ms against 0.22, the selection's partition mispredicting its branches; below it 0.6-0.9x numpy's
-    time), and levels that are Python ints or floats (the ranks the C code works out in double precision are then
+    time), and 1 to :data:`SELECT_MAX_LEVELS` levels that are Python ints or floats (the ranks the C code works out in double precision are then
     :func:`_indexes`' own; a numpy float32 level would be ranked in its own precision there)."""
     return type(values) is np.ndarray and values.dtype == np.float64 and values.flags.c_contiguous \
-        and values.dtype.isnative and len(values) < WINDOW_FROM and all(type(x) in (int, float) for x in levels)
+        and values.dtype.isnative and len(values) < WINDOW_FROM and 1 <= len(levels) <= SELECT_MAX_LEVELS \
+        and all(type(x) in (int, float) for x in levels)
 
 
 def _finite_reference(values: np.ndarray, levels: Sequence[float]) -> list[float] | None:

@@ -199,6 +199,22 @@ def test_the_compiled_path_only_below_the_windowed_size_and_for_plain_levels(ask
     assert asked == [32_767, 1001]
 
 
+@pytest.mark.parametrize("native", ["auto", "python"])
+@pytest.mark.parametrize("n", [10, 40_000])
+def test_levels_refused_and_many_levels_alike_on_both_paths(monkeypatch, asked, native, n):
+    # a level outside [0, 100] (or NaN) is refused on either path -- numpy's partition alone would read a clamped
+    # rank (101 -> the largest value) --; 33 levels (past the selection's 32) and none go to numpy's path
+    monkeypatch.setenv("PCS_NATIVE", native)
+    values = np.arange(float(n))
+    for levels in ((101,), (-1,), (50, float("nan"))):
+        with pytest.raises(ValueError, match=r"\[0, 100\]"):
+            finite_percentiles(values, levels)
+    many = tuple(range(33))
+    assert _bits(finite_percentiles(values, many)) == _bits(np.percentile(values, many).tolist())
+    assert finite_percentiles(values, ()) == []
+    assert asked == []
+
+
 def test_levels_emptied_while_read_are_no_crash():
     # a level whose __float__ empties the caller's list: the C code reads its own tuple of the levels, so the
     # items stay alive (a segfault when it read the list's borrowed items)
