@@ -102,8 +102,9 @@ def _selectable(values, levels: tuple) -> bool:
     """Whether the compiled selection takes ``values`` and ``levels`` as they are: a C-contiguous native float64
     ndarray of fewer than :data:`WINDOW_FROM` values (from there numpy's path, windowed, is faster: 40,000 lognormal
     values 0.63 ms against 0.22, the selection's partition mispredicting its branches; below it 0.6-0.9x numpy's
-    time), and 1 to :data:`SELECT_MAX_LEVELS` levels that are Python ints or floats (the ranks the C code works out in double precision are then
-    :func:`_indexes`' own; a numpy float32 level would be ranked in its own precision there)."""
+    time), and 1 to :data:`SELECT_MAX_LEVELS` levels that are Python ints or floats (the ranks the C code works
+    out in double precision are then :func:`_indexes`' own; a numpy float32 level would be ranked in its own
+    precision there)."""
     return type(values) is np.ndarray and values.dtype == np.float64 and values.flags.c_contiguous \
         and values.dtype.isnative and len(values) < WINDOW_FROM and 1 <= len(levels) <= SELECT_MAX_LEVELS \
         and all(type(x) in (int, float) for x in levels)
