@@ -67,7 +67,7 @@ def finite_percentiles(values: np.ndarray, levels: Sequence[float]) -> list[floa
         One float per level, the numbers :func:`_finite_reference` (numpy's path) gives, to the bit; None when no
         value is finite.
     Raises:
-        ValueError: a level outside [0, 100] or NaN, on either path (numpy's partition would read a clamped rank).
+        UserError: a level outside [0, 100] or NaN, on either path (numpy's partition would read a clamped rank).
 
     The order statistics come from the compiled selection (``pcs.engine._lruscan.order_stats_f64``: the finite
     values copied and a multi-rank quickselect, one C call where numpy's path makes a mask, a copy, a zero count
@@ -77,7 +77,7 @@ def finite_percentiles(values: np.ndarray, levels: Sequence[float]) -> list[floa
     values (its place among the +0.0s is numpy's to choose) nor without memory for its copy: numpy's path then."""
     levels = tuple(levels)
     if not all(0 <= x <= 100 for x in levels):
-        raise ValueError(f"percentile levels must lie in [0, 100], got {levels!r}")
+        raise UserError(f"percentile levels must lie in [0, 100], got {levels!r}")
     select = _compiled_twin("order_stats_f64") if _selectable(values, levels) else None
     got = None
     if select is not None:

@@ -13,6 +13,7 @@ from hypothesis.extra.numpy import arrays
 
 from pcs import percentiles
 from pcs.engine.runparts import _pcts
+from pcs.errors import UserError
 from pcs.percentiles import finite_percentiles
 
 _lruscan = pytest.importorskip("pcs.engine._lruscan")
@@ -207,7 +208,7 @@ def test_levels_refused_and_many_levels_alike_on_both_paths(monkeypatch, asked, 
     monkeypatch.setenv("PCS_NATIVE", native)
     values = np.arange(float(n))
     for levels in ((101,), (-1,), (50, float("nan"))):
-        with pytest.raises(ValueError, match=r"\[0, 100\]"):
+        with pytest.raises(UserError, match=r"\[0, 100\]"):
             finite_percentiles(values, levels)
     many = tuple(range(33))
     assert _bits(finite_percentiles(values, many)) == _bits(np.percentile(values, many).tolist())
