@@ -18,7 +18,10 @@ and the calling thread's share of it is the pieces and the joins (docs/performan
 pieces, the no-cache run behind the scan, ..."). A block-id JSONL file read by the compiled twin is read and checked
 on the calling thread instead, each chunk decoded on a C++ thread that never takes the GIL (docs/performance.md,
 "The 1x call's decode pass: the next chunk on a thread without the GIL, the id arena kept"): a Python reader
-worker waited for the GIL between its decodes while the calling thread made the pieces.
+worker waited for the GIL between its decodes while the calling thread made the pieces. So is a Parquet trace of
+one read batch (:func:`one_read_batch`, 1x Mooncake): the calling thread had nothing to do but wait for its reader
+worker, whose thread start, hand-over and colder allocations cost the wait about 0.5-1 ms (docs/performance.md,
+"The 1x Parquet read on the calling thread").
 
 The step scheduler's next-turn search (:mod:`pcs.engine.turns`) may walk each batch as it is read
 (``Decoded(source, turns)``, :class:`pcs.engine.turns.TurnWalk`): on a worker thread while the caller decodes the
@@ -98,6 +101,18 @@ def _decodes_ahead(source: Any) -> bool:
     return bool(getattr(source, "decodes_ahead", lambda: False)())
 
 
+def one_read_batch(source: Any) -> bool:
+    """Whether ``source`` is a Parquet trace whose footer counted at most one read batch of rows
+    (:attr:`pcs.trace.Trace.parquet_rows` <= :data:`pcs.trace.parquet.READ_ROWS`: 1x Mooncake, 12,031 rows): a reader
+    worker would read its one batch while the calling thread, with nothing of the batch to work on, only waits
+    (docs/performance.md, "The 1x Parquet read on the calling thread"). A hint: a footer that undercounts gives the
+    same batches, read here. Anything else (another format, a footer that cannot say, a source in memory): False."""
+    from pcs.trace.parquet import READ_ROWS
+
+    rows = getattr(source, "parquet_rows", None)
+    return getattr(source, "format", None) == "parquet" and isinstance(rows, int) and rows <= READ_ROWS
+
+
 def _join(group: list):
     """One batch of the rows of ``group`` (consecutive batches of one trace), ids numbered from its first."""
     if len(group) == 1:
@@ -122,8 +137,10 @@ class Decoded:
             piece (:meth:`pcs.engine.chunks.ChunkPieces.drain`) -- except a block-id JSONL trace read by the compiled
             twin (:meth:`pcs.trace.api.Trace.decodes_ahead`): read and checked here, each chunk decoded on a thread of
             its own that needs no GIL while this thread reads the next and makes the pieces (``decode_ahead`` of
-            :func:`pcs.trace.batches.as_batches`), the walk's worker left to walk; a source in memory is read here
-            as without it.
+            :func:`pcs.trace.batches.as_batches`), the walk's worker left to walk; and a Parquet trace of one read
+            batch (:func:`one_read_batch`): read here (a reader worker would read it while this thread waits), its
+            walk on the walk's worker while this thread makes its pieces; a source in memory is read here as
+            without it.
         meanwhile: with ``turns``, called on this thread with the trace's block hashes once every batch is read,
             while the walk finishes its last batch (:meth:`pcs.engine.turns.TurnWalk.result`), or None: the
             caller's own work done in that wait instead of after the decode (:class:`pcs.engine.loops.HierarchyAhead`;
@@ -145,13 +162,14 @@ class Decoded:
         each, self._pieces, self._worker = None, (pieces if turns is not None else None), None
         ahead = ahead and turns is not None and _from_file(source)
         decode_ahead = ahead and _decodes_ahead(source)     # the read on this thread, each decode on its own
+        read_here = ahead and not decode_ahead and one_read_batch(source)   # a reader worker would only be waited for
         if turns is not None:
             each = (lambda b, *_: turns.add(b)) if pieces is None else \
                 (lambda b, starts, closed: (pieces.queue(b, starts, closed),
-                                            turns.add(b, None if decode_ahead else pieces.drain),
+                                            turns.add(b, None if decode_ahead or read_here else pieces.drain),
                                             pieces.drain() if ahead else None))
         batches = as_batches(source, side_by_side=True, decode_ahead=decode_ahead)     # joins view the JSONL ids
-        if ahead and not decode_ahead:
+        if ahead and not decode_ahead and not read_here:
             batches = read_ahead(batches, linger=True)      # read, decoded and checked on a worker of its own
         try:
             self.batches = _joined(batches, each)

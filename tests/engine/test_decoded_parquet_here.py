@@ -1,0 +1,200 @@
+"""A Parquet trace of one read batch is read on the calling thread (Decoded(..., ahead=True), one_read_batch).
+
+A reader worker would read its one batch while the calling thread, with nothing of it to work on, waits; so the read
+(pyarrow's pieces and the checks) runs on the calling thread, the next-turn walk on the walk's worker and the chunk
+pieces on the calling thread beside it. A trace of more read batches keeps its reader worker. The batches, the
+decode blocks, the chunks and a bad row's error must be those of the inline read, and no worker may be left, after
+an error or Ctrl-C too. Expected values are worked out by hand from the rows written here (block size 4).
+"""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from helpers import LinearCompute
+from pcs import _native
+from pcs.blocks import BlockRules
+from pcs.engine import chunks, decoded, turns
+from pcs.engine.chunks import ChunkPieces
+from pcs.engine.decoded import Decoded, one_read_batch
+from pcs.engine.timing import TimeModel
+from pcs.errors import InputError
+from pcs.trace import open_trace, parquet
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+needs_twins = pytest.mark.skipif(not (_native.built("turns") and _native.built("jsonrows")),
+                                 reason="the compiled pcs.engine._turns or pcs.trace._jsonrows is not built")
+
+# (ids, arrival s, prompt, output), block size 4. Next turns (docs/semantics.md §9): r0 (f = 10 // 4 = 2 full
+# blocks, id 2 at position 1, p + o = 13) -> r4 (position 1 holds 2, 20 >= 13): decode blocks at positions
+# 2 .. (13 - 1) // 4 - 1 = 2, r4's id there: [3]. r1 (f = 2, p + o = 8) -> r4 too, positions 2 .. 1: none.
+# r2 (f = 1, id 1 at position 0, p + o = 9) -> r4: positions 1 .. (9 - 1) // 4 - 1 = 1: [2]. r3 (f = 0) takes no
+# part. So 3 pairs, ids for r0 and r2.
+HAND = [([1, 2, 3], 0.0, 10, 3), ([1, 2], 1.0, 8, 0), ([1, 5], 2.0, 5, 4), ([7], 3.0, 3, 2),
+        ([1, 2, 3, 4, 6], 4.0, 20, 1)]
+# cacheable = min(P // 4, ids), max hit = min(cacheable, (P - 1) // 4) (docs/semantics.md §2, §4); a request's
+# prefill table row: (P - min(4 h, P)) x 0.001 s for h = 0 .. max hit (LinearCompute)
+CACHEABLE, MAX_HIT = [2, 2, 1, 0, 5], [2, 1, 1, 0, 4]
+TABLE = [0.010, 0.006, 0.002, 0.008, 0.004, 0.005, 0.001, 0.003, 0.020, 0.016, 0.012, 0.008, 0.004]
+META = {b"pcs.schema": b"pcs-trace/1", b"pcs.block_size": b"4", b"pcs.source_format": b"mooncake"}
+
+
+def _write(path, rows) -> str:
+    t = pa.table({"arrival_s": pa.array([r[1] for r in rows], pa.float64()),
+                  "prompt_tokens": pa.array([r[2] for r in rows], pa.int64()),
+                  "output_tokens": pa.array([r[3] for r in rows], pa.int64()),
+                  "block_hashes": pa.array([r[0] for r in rows], pa.list_(pa.uint64()))})
+    pq.write_table(t.replace_schema_metadata(META), path)
+    return str(path)
+
+
+def _workers(before: set) -> list:
+    return [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
+
+
+def _where(monkeypatch) -> dict:
+    """The threads that ran pyarrow's pieces (``read``), the walks (``walk``) and the chunk pieces (``piece``)."""
+    seen: dict = {"read": set(), "walk": set(), "piece": set()}
+    real_rb, real_walk, real_add = parquet._record_batches, turns.TurnWalk._walk, ChunkPieces.add
+
+    def rb(*a, **k):
+        for x in real_rb(*a, **k):
+            seen["read"].add(threading.current_thread())
+            yield x
+
+    def walk(self, *a):
+        seen["walk"].add(threading.current_thread())
+        return real_walk(self, *a)
+
+    def add(self, *a):
+        seen["piece"].add(threading.current_thread())
+        return real_add(self, *a)
+
+    monkeypatch.setattr(parquet, "_record_batches", rb)
+    monkeypatch.setattr(turns.TurnWalk, "_walk", walk)
+    monkeypatch.setattr(ChunkPieces, "add", add)
+    return seen
+
+
+def _decode(path, ahead: bool = True) -> tuple:
+    rules, timing = BlockRules(), TimeModel(LinearCompute())
+    return Decoded(open_trace(path), turns.TurnWalk(True), ChunkPieces(rules, timing), ahead=ahead), rules, timing
+
+
+def _check_hand_values(src, rules, timing) -> None:
+    assert [len(b) for b in src.batches] == [5]
+    b = src.batches[0]
+    assert b.prompt_tokens.tolist() == [10, 8, 5, 3, 20] and b.arrival_s.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert b.block_hashes.tolist() == [1, 2, 3, 1, 2, 1, 5, 7, 1, 2, 3, 4, 6]
+    nt = src.next_turns
+    assert (nt.index.tolist(), nt.starts.tolist(), nt.ids.tolist(), nt.pairs, nt.requests) == \
+        ([0, 2], [0, 1, 2], [3, 2], 3, 5)
+    (ch,) = list(src.made_chunks(rules, timing, False))
+    assert (ch.cacheable, ch.max_hit_blocks) == (CACHEABLE, MAX_HIT)
+    assert ch.arrays[7].tolist() == pytest.approx(TABLE, rel=1e-12, abs=0)
+
+
+def test_one_read_batch_is_the_footers_rows_against_a_read_batch(tmp_path, monkeypatch):
+    path = _write(tmp_path / "t.parquet", HAND)
+    assert one_read_batch(open_trace(path))                      # 5 rows <= READ_ROWS (16,384)
+    monkeypatch.setattr(parquet, "READ_ROWS", 5)
+    assert one_read_batch(open_trace(path))                      # exactly one batch
+    monkeypatch.setattr(parquet, "READ_ROWS", 4)
+    assert not one_read_batch(open_trace(path))                  # two batches
+    jsonl = tmp_path / "t.jsonl"
+    jsonl.write_text('{"timestamp": 0, "input_length": 4, "output_length": 1, "hash_ids": [1]}\n')
+    assert not one_read_batch(open_trace(jsonl)) and not one_read_batch(str(path)) and not one_read_batch(None)
+
+
+@needs_twins
+def test_a_one_batch_trace_is_read_here_walked_on_the_worker(tmp_path, monkeypatch):
+    path = _write(tmp_path / "t.parquet", HAND)
+    seen = _where(monkeypatch)
+    before, me = set(threading.enumerate()), threading.current_thread()
+    src, rules, timing = _decode(path)
+    assert not _workers(before)
+    assert seen["read"] == {me} and seen["piece"] == {me}
+    assert len(seen["walk"]) == 1 and me not in seen["walk"]
+    _check_hand_values(src, rules, timing)
+
+
+@needs_twins
+def test_a_trace_of_more_read_batches_keeps_its_reader_worker(tmp_path, monkeypatch):
+    # read batches of 2 rows: 3 batches, read on a reader worker; the joined batch and its values are the same
+    path = _write(tmp_path / "t.parquet", HAND)
+    monkeypatch.setattr(parquet, "READ_ROWS", 2)
+    seen = _where(monkeypatch)
+    before, me = set(threading.enumerate()), threading.current_thread()
+    src, rules, timing = _decode(path)
+    assert not _workers(before)
+    assert len(seen["read"]) == 1 and me not in seen["read"]
+    _check_hand_values(src, rules, timing)
+
+
+@needs_twins
+@pytest.mark.parametrize("bad_row", [1, 5])
+def test_a_bad_row_gives_the_inline_error_and_leaves_no_worker(tmp_path, bad_row):
+    # output_tokens -1 in row 1 or in the last row (5): the inline read's error (file, row, field), read here
+    rows = [r if k != bad_row - 1 else (r[0], r[1], r[2], -1) for k, r in enumerate(HAND)]
+    path = _write(tmp_path / "bad.parquet", rows)
+    got = []
+    for ahead in (False, True):
+        before = set(threading.enumerate())
+        with pytest.raises(InputError) as err:
+            _decode(path, ahead)
+        assert not _workers(before)
+        got.append(str(err.value))
+    assert got[0] == got[1] == f"{path}:{bad_row}: field 'output_tokens': must be >= 0, got -1"
+
+
+@needs_twins
+@pytest.mark.parametrize("where", ["read", "piece"])
+def test_ctrl_c_on_the_calling_thread_leaves_no_worker(tmp_path, monkeypatch, where):
+    # Ctrl-C lands on the calling thread in the read's checks (before any walk) or while it makes the chunk
+    # piece (the walk of the batch handed to the worker): KeyboardInterrupt comes out, the walk is waited for and
+    # its worker ended
+    path = _write(tmp_path / "t.parquet", HAND)
+    me = threading.current_thread()
+
+    def stop(real):
+        def f(*a, **k):
+            if threading.current_thread() is me:
+                raise KeyboardInterrupt
+            return real(*a, **k)
+        return f
+
+    if where == "read":
+        monkeypatch.setattr(parquet, "_checked", stop(parquet._checked))
+    else:
+        monkeypatch.setattr(ChunkPieces, "add", stop(ChunkPieces.add))
+    walked: list = []
+    real_walk = turns.TurnWalk._walk
+    monkeypatch.setattr(turns.TurnWalk, "_walk", lambda self, *a: (walked.append(1), real_walk(self, *a)))
+    before = set(threading.enumerate())
+    with pytest.raises(KeyboardInterrupt):
+        _decode(path)
+    assert not _workers(before)
+    assert walked == ([] if where == "read" else [1])
+
+
+@needs_twins
+def test_replay_threads_on_and_off_agree(tmp_path, monkeypatch):
+    # the whole two-tier call with threads on (the read here, the walk on a worker) and off (all inline): the same
+    # summary, the read on the calling thread both ways, no worker left
+    import pcs
+
+    path = _write(tmp_path / "t.parquet", HAND)
+    kw = dict(tiers=["gpu=16blocks", "cpu=64blocks"], policy="lru")
+    out = {}
+    for mode in ("on", "off"):
+        monkeypatch.setenv("PCS_THREADS", mode)
+        seen = _where(monkeypatch)
+        before = set(threading.enumerate())
+        r = pcs.replay(path, **kw)
+        assert not _workers(before)
+        assert seen["read"] == {threading.current_thread()}
+        out[mode] = r.summary.to_dict()
+        assert out[mode].pop("threads")["used"] is (mode == "on")
+    assert out["on"] == out["off"]
