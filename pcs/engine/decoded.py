@@ -20,8 +20,8 @@ on the calling thread instead, each chunk decoded on a C++ thread that never tak
 "The 1x call's decode pass: the next chunk on a thread without the GIL, the id arena kept"): a Python reader
 worker waited for the GIL between its decodes while the calling thread made the pieces. So is a Parquet trace of
 one read batch (:func:`one_read_batch`, 1x Mooncake): the calling thread had nothing to do but wait for its reader
-worker, whose thread start, hand-over and colder allocations cost the wait about 0.5-1 ms (docs/performance.md,
-"The 1x Parquet read on the calling thread").
+worker, whose thread start and hand-over cost the decode pass about 0.3 ms and a steady call 0.2-0.8 ms
+(docs/performance.md, "The 1x Parquet read on the calling thread").
 
 The step scheduler's next-turn search (:mod:`pcs.engine.turns`) may walk each batch as it is read
 (``Decoded(source, turns)``, :class:`pcs.engine.turns.TurnWalk`): on a worker thread while the caller decodes the

@@ -561,7 +561,10 @@ _given_back = False
 def _give_back_once() -> None:
     """Once a process, at the end of its first whole ``side_by_side`` read made on a thread other than the main one (a
     replay's decode pass with threads: a reader worker of its own): the C library's free memory handed back to the
-    system (:func:`_release_heap`).
+    system (:func:`_release_heap`). A one-batch trace read on the calling thread with threads on
+    (:func:`pcs.engine.decoded.one_read_batch`, 1x Mooncake) is not trimmed either: its peak measured within 2 B per
+    distinct id of the reader worker's, trimmed or not (docs/performance.md, "The 1x Parquet read on the calling
+    thread").
 
     Why: pyarrow decodes into the C library's malloc (:func:`_open`) on the reader's thread, and the buffers it frees
     stay in that thread's malloc arena, where no other thread allocates until a later thread takes the arena over:
