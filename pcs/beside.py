@@ -363,6 +363,14 @@ class Beside:
         self._thread, self._go, self._done = worker, go, done
         return True
 
+    def spawn(self) -> None:
+        """Start the worker now, idle (threaded, none yet), so that a later :meth:`start` hands its call to a thread
+        already running instead of starting one (:meth:`pcs.engine.turns.TurnWalk.result` with ``keep``); no
+        worker when none can be started (:meth:`start` then runs its call inline, as ever)."""
+        if self.threaded and self._thread is None:
+            with _signals_held():
+                self._spawn()
+
     def start(self, fn: Callable[..., Any], *args: Any) -> None:
         """Begin ``fn(*args)``: on the worker thread when threaded, else now (an exception waits for join).
         Starting the worker and handing it the call happen with stop signals held (:func:`_signals_held`), so

@@ -20,9 +20,15 @@
  * id did not fit (ids_over) takes the hashed filter. Output: per resolved request with ids, its index, its ids
  * kept in blocks that are never moved (tn_keep: no realloc copies them), laid out by request index once, by
  * py_result, as pcs.engine.turns.DecodeBlocks's arrays; pairs = resolved requests.
+ *
+ * Threads: walk releases the GIL over a batch (the caller's worker thread runs it); queue hands a batch to the
+ * process's one walk thread (a pthread started at the first queue and kept, idle on a condition variable between
+ * batches; it never takes the GIL) that walks every state's batches in the order queued, and drain waits for a
+ * state's batches (WQ: one mutex over the FIFO and the states' queues; a fork's child starts afresh, tn_after_fork).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <pthread.h>
 #include "../_kernel_common.h"
 
 typedef struct { int64_t s, a; } entry_t;                 /* s = p + o, a = request index */
@@ -48,7 +54,31 @@ typedef struct {
     uint64_t *ids_bits; uint64_t ids_cap;                    /* bit id: some key holds id (ids < ids_cap) */
     int ids_over;                                            /* some key's id did not fit the bitmap */
     int64_t hint;                                            /* requests to reserve for at the first walk (py_new) */
+    struct tn_queue *q;                                      /* the batches queued for the walk's own thread (py_queue) */
 } turns_t;
+
+/* A batch queued for the walk thread: its buffers held (released by py_drain, with the GIL) until drained. */
+typedef struct { int64_t first, bs, m; Py_buffer h, off, p, o; } tn_job_t;
+
+/* A state's queued batches (py_queue / py_drain): jobs[0 .. n) in order, their buffers held until the drain; last:
+ * the ticket of its last batch handed to the walk thread (walked once WQ.completed reaches it); failed: 1 a walk ran
+ * out of memory (the state's later batches skipped), 2 dropped (the same). Guarded by WQ.mu. */
+typedef struct tn_queue {
+    tn_job_t *jobs; int64_t n, cap;
+    uint64_t last;
+    int failed;
+} tn_queue_t;
+
+/* The process's one walk thread (started at the first py_queue, never ended: it keeps its malloc arena, whose pages
+ * the walks' tables then reuse -- a thread per call took a cold arena about one call in two, 250-2,700 page faults a
+ * 10x walk) and its FIFO of (state, job) over every state; tickets count the batches handed over and walked. */
+typedef struct { turns_t *t; int64_t i; } tn_entry_t;
+static struct {
+    pthread_mutex_t mu; pthread_cond_t go, done;
+    tn_entry_t *fifo; int64_t head, tail, cap;
+    uint64_t issued, completed;
+    int started;
+} WQ = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0, 0, 0};
 
 static int vec_push(vec_t *v, const void *src, int64_t k, size_t item) {   /* k items of item bytes */
     if (v->n + k > v->cap) {
@@ -95,6 +125,7 @@ static void tn_free(turns_t *t) {
     free(t->heaps); free(t->slots); free(t->filter); free(t->ids_bits);
     for (int64_t i = 0; i < t->nblocks; i++) free(t->blocks[i]);
     free(t->blocks); free(t->res.p);
+    if (t->q) { free(t->q->jobs); free(t->q); }
     free(t);
 }
 
@@ -288,7 +319,14 @@ static int tn_resolve(turns_t *t, const uint64_t *b, int64_t nh, int64_t p_b, in
     return 0;
 }
 
-static void tn_capsule_free(PyObject *cap) { tn_free((turns_t *)PyCapsule_GetPointer(cap, "pcs.engine._turns.state")); }
+static void tn_drain(turns_t *t, int drop);
+
+/* The state freed once the batches it still has queued are dropped (a walk under way waited for; buffers let go). */
+static void tn_capsule_free(PyObject *cap) {
+    turns_t *t = (turns_t *)PyCapsule_GetPointer(cap, "pcs.engine._turns.state");
+    if (t) tn_drain(t, 1);
+    tn_free(t);
+}
 
 #define TN_HINT_MAX ((int64_t)1 << 20)   /* the most requests a size hint reserves a key for (a footer's count) */
 
@@ -305,7 +343,8 @@ static PyObject *py_new(PyObject *self, PyObject *args) {
     t->mask = 1023;
     t->slots = (slot_t *)malloc(1024 * sizeof(slot_t));
     t->filter = (uint64_t *)calloc((size_t)1 << (FILTER_BITS - 6), sizeof(uint64_t));
-    if (!t->slots || !t->filter) { free(t->slots); free(t->filter); free(t); return PyErr_NoMemory(); }
+    t->q = (tn_queue_t *)calloc(1, sizeof(tn_queue_t));
+    if (!t->slots || !t->filter || !t->q) { free(t->slots); free(t->filter); free(t->q); free(t); return PyErr_NoMemory(); }
     for (int i = 0; i < 1024; i++) t->slots[i].heap = -1;
     PyObject *cap = PyCapsule_New(t, "pcs.engine._turns.state", tn_capsule_free);
     if (!cap) tn_free(t);
@@ -348,6 +387,10 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "walk: inconsistent batch arrays");
         goto done;
     }
+    if (t->q->n) {
+        PyErr_SetString(PyExc_RuntimeError, "walk: batches are queued (drain first)");
+        goto done;
+    }
     int rc;
     Py_BEGIN_ALLOW_THREADS       /* plain C over held buffers and malloc'd state: another thread may decode meanwhile */
     rc = tn_batch(t, first, bs, (const uint64_t *)h.buf, (const int64_t *)off.buf, (const int64_t *)p.buf,
@@ -360,6 +403,157 @@ done:
     return ret;
 }
 
+/* The walk thread: the FIFO's batches walked in order (tn_batch, no GIL, WQ.mu released over each walk), then
+ * idle on WQ.go; a batch of a state that failed or was dropped is skipped. Never ends (no Python object touched). */
+static void *tn_worker(void *arg) {
+    (void)arg;
+    pthread_setname_np(pthread_self(), "pcs-turns");
+    pthread_mutex_lock(&WQ.mu);
+    for (;;) {
+        while (WQ.head == WQ.tail) pthread_cond_wait(&WQ.go, &WQ.mu);
+        tn_entry_t e = WQ.fifo[WQ.head++];
+        if (WQ.head == WQ.tail) WQ.head = WQ.tail = 0;
+        tn_queue_t *q = e.t->q;
+        tn_job_t j = q->jobs[e.i];   /* a copy: py_queue may move the array while this walks */
+        int skip = q->failed;
+        pthread_mutex_unlock(&WQ.mu);
+        int rc = skip ? 0 : tn_batch(e.t, j.first, j.bs, (const uint64_t *)j.h.buf, (const int64_t *)j.off.buf,
+                                     (const int64_t *)j.p.buf, (const int64_t *)j.o.buf, j.m);
+        pthread_mutex_lock(&WQ.mu);
+        if (rc < 0) q->failed |= 1;
+        WQ.completed++;
+        pthread_cond_broadcast(&WQ.done);
+    }
+    return NULL;
+}
+
+/* In a child made by fork the walk thread is not there: none started, nothing queued (a batch queued before the fork
+ * counts as walked, so no drain waits for it). */
+static void tn_after_fork(void) {
+    pthread_mutex_init(&WQ.mu, NULL);
+    pthread_cond_init(&WQ.go, NULL);
+    pthread_cond_init(&WQ.done, NULL);
+    WQ.head = WQ.tail = 0;
+    WQ.completed = WQ.issued;
+    WQ.started = 0;
+}
+
+/* The walk thread started (WQ.mu held); 0 when the system cannot start one. */
+static int tn_start_worker(void) {
+    static int forks;
+    if (WQ.started) return 1;
+    if (!forks) forks = pthread_atfork(NULL, NULL, tn_after_fork) == 0 ? 1 : -1;
+    pthread_attr_t at;
+    pthread_t th;
+    if (pthread_attr_init(&at)) return 0;
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&at, (size_t)256 << 10);
+    WQ.started = pthread_create(&th, &at, tn_worker, NULL) == 0;
+    pthread_attr_destroy(&at);
+    return WQ.started;
+}
+
+/* Every batch the state queued walked (drop: the ones not begun skipped), then their buffers let go (the GIL held:
+ * released while waiting when gil_released, the waiter's case; the walk thread never takes it) and the state's queue
+ * emptied for reuse. Returns failed (1: a walk ran out of memory). */
+static int tn_drain_q(turns_t *t, int drop, int gil_released) {
+    tn_queue_t *q = t->q;
+    if (!q || !q->n) return 0;
+    PyThreadState *ts = gil_released ? PyEval_SaveThread() : NULL;
+    pthread_mutex_lock(&WQ.mu);
+    if (drop) q->failed |= 2;
+    while (WQ.completed < q->last) pthread_cond_wait(&WQ.done, &WQ.mu);
+    int failed = q->failed & 1;
+    pthread_mutex_unlock(&WQ.mu);
+    if (ts) PyEval_RestoreThread(ts);
+    for (int64_t i = 0; i < q->n; i++) PCS_RELEASE(&q->jobs[i].h, &q->jobs[i].off, &q->jobs[i].p, &q->jobs[i].o);
+    q->n = 0; q->failed = 0;
+    return failed;
+}
+
+static void tn_drain(turns_t *t, int drop) { (void)tn_drain_q(t, drop, 0); }
+
+/* Room for one more job in the state's queue and one more entry in the FIFO (WQ.mu held); 0 on no memory. */
+static int tn_queue_room(tn_queue_t *q) {
+    if (q->n == q->cap) {
+        int64_t cap = q->cap ? 2 * q->cap : 16;
+        tn_job_t *js = (tn_job_t *)realloc(q->jobs, (size_t)cap * sizeof(tn_job_t));
+        if (!js) return 0;
+        q->jobs = js; q->cap = cap;
+    }
+    if (WQ.tail == WQ.cap) {
+        int64_t cap = WQ.cap ? 2 * WQ.cap : 64;
+        tn_entry_t *f = (tn_entry_t *)realloc(WQ.fifo, (size_t)cap * sizeof(tn_entry_t));
+        if (!f) return 0;
+        WQ.fifo = f; WQ.cap = cap;
+    }
+    return 1;
+}
+
+/* queue(state, first, block_size, hashes, offsets, prompt, output): walk's arguments, the batch walked on the
+ * process's walk thread (a pthread that never takes the GIL, started at the first batch) after every batch queued
+ * before it, while the caller goes on; its buffers are held until drain. No Python thread is woken to begin or to
+ * end a walk, and none waits for the GIL between two walks (a Python worker did, between each walk's end and the
+ * next: docs/performance.md, "The 1x JSONL decode pass's fill and drain" (2026-12-05)). When no thread can be
+ * started the batch is walked here (the GIL released). MemoryError: an earlier walk of this state ran out of
+ * memory, or no room to queue. */
+static PyObject *py_queue(PyObject *self, PyObject *args) {
+    PyObject *cap;
+    long long first, bs;
+    tn_job_t j;
+    if (!PyArg_ParseTuple(args, "OLLy*y*y*y*", &cap, &first, &bs, &j.h, &j.off, &j.p, &j.o)) return NULL;
+    turns_t *t = (turns_t *)PyCapsule_GetPointer(cap, "pcs.engine._turns.state");
+    j.first = first; j.bs = bs; j.m = j.off.len / 8 - 1;
+    const char *why = NULL;
+    if (!t) why = "";
+    else if (bs < 1 || j.m < 0 || j.p.len != j.m * 8 || j.o.len != j.m * 8 || ((const int64_t *)j.off.buf)[j.m] * 8 > j.h.len)
+        why = "queue: inconsistent batch arrays";
+    if (why) {
+        if (*why) PyErr_SetString(PyExc_ValueError, why);
+        PCS_RELEASE(&j.h, &j.off, &j.p, &j.o);
+        return NULL;
+    }
+    tn_queue_t *q = t->q;
+    pthread_mutex_lock(&WQ.mu);
+    if ((q->failed & 1) || !tn_queue_room(q)) {
+        pthread_mutex_unlock(&WQ.mu);
+        PCS_RELEASE(&j.h, &j.off, &j.p, &j.o);
+        return PyErr_NoMemory();
+    }
+    q->jobs[q->n++] = j;
+    int threaded = tn_start_worker();
+    if (threaded) {
+        WQ.fifo[WQ.tail++] = (tn_entry_t){t, q->n - 1};
+        q->last = ++WQ.issued;
+        pthread_cond_signal(&WQ.go);
+    }
+    pthread_mutex_unlock(&WQ.mu);
+    if (!threaded) {   /* no thread: walked here (none was ever started, so nothing is queued before it) */
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = tn_batch(t, j.first, j.bs, (const uint64_t *)j.h.buf, (const int64_t *)j.off.buf,
+                      (const int64_t *)j.p.buf, (const int64_t *)j.o.buf, j.m);
+        Py_END_ALLOW_THREADS
+        if (rc < 0) {
+            q->failed |= 1;
+            return PyErr_NoMemory();
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+/* drain(state, drop=False): wait until every batch the state queued is walked (drop: the ones not begun skipped);
+ * their buffers let go. MemoryError (unless drop): one of its walks ran out of memory. */
+static PyObject *py_drain(PyObject *self, PyObject *args) {
+    PyObject *cap;
+    int drop = 0;
+    if (!PyArg_ParseTuple(args, "O|p", &cap, &drop)) return NULL;
+    turns_t *t = (turns_t *)PyCapsule_GetPointer(cap, "pcs.engine._turns.state");
+    if (!t) return NULL;
+    if (tn_drain_q(t, drop, 1) && !drop) return PyErr_NoMemory();
+    Py_RETURN_NONE;
+}
+
 /* result(state) -> (index bytes int64 (k,), starts bytes int64 (k + 1,), ids bytes uint64, pairs): the requests that
  * got decode-block ids, ascending (each resolves once), where each one's ids begin in ids (starts[k] = all of them),
  * the ids in that order -- pcs.engine.turns.DecodeBlocks's arrays -- made by a counting pass over the requests walked
@@ -367,6 +561,10 @@ done:
 static PyObject *py_result(PyObject *self, PyObject *args) {
     turns_t *t = (turns_t *)pcs_state_arg(args, "pcs.engine._turns.state");
     if (!t) return NULL;
+    if (t->q->n) {
+        PyErr_SetString(PyExc_RuntimeError, "result: batches are queued (drain first)");
+        return NULL;
+    }
     const res_t *res = (const res_t *)t->res.p;
     int64_t k = t->res.n, n = t->requests;
     int64_t *slot = (int64_t *)calloc((size_t)(n > 0 ? n : 1), sizeof(int64_t));   /* 1 + its entry, 0: none */
@@ -399,6 +597,9 @@ static PyObject *py_result(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"new", py_new, METH_VARARGS, "new(requests=0) -> the empty state of a next-turn search (requests: a size hint)"},
     {"walk", py_walk, METH_VARARGS, "walk(state, first, block_size, hashes, offsets, prompt, output): one batch"},
+    {"queue", py_queue, METH_VARARGS, "queue(state, first, block_size, hashes, offsets, prompt, output): one batch "
+     "walked on the process's walk thread (no GIL) after those queued before"},
+    {"drain", py_drain, METH_VARARGS, "drain(state, drop=False): every batch the state queued walked (drop: skipped)"},
     {"result", py_result, METH_VARARGS, "result(state) -> (index, starts, ids, pairs): the resolutions so far, by request"},
     {NULL, NULL, 0, NULL}};
 

@@ -25,7 +25,8 @@ worker, whose thread start and hand-over cost the decode pass about 0.3 ms and a
 
 The step scheduler's next-turn search (:mod:`pcs.engine.turns`) may walk each batch as it is read
 (``Decoded(source, turns)``, :class:`pcs.engine.turns.TurnWalk`): on a worker thread while the caller decodes the
-next chunk, so the search is done when the decode is. The step loops' chunk pieces
+next chunk, so the search is done when the decode is (a batch without chunk pieces to make after its walk -- the
+JSONL decode-ahead pass's -- on the compiled search's own walk thread, which needs no GIL). The step loops' chunk pieces
 (:class:`pcs.engine.chunks.ChunkPieces`) of the first joined batch are made on that worker after each walk and,
 once the reads are done, by the caller too instead of waiting for the worker (a Parquet trace is read faster than
 it is walked); a later joined batch's chunk is made whole when it is taken, off the decode pass.

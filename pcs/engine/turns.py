@@ -162,9 +162,15 @@ class TurnWalk:
     releases the GIL) while the caller decodes the next one (:class:`pcs.engine.decoded.Decoded`); a batch added
     while the worker is still busy waits in a list, taken by the worker's next call (the caller does not wait for
     the worker); each call is joined before the next starts, so the walks run in order, one at a time, on the state
-    only the worker touches.
+    only the worker touches. A batch added without ``also`` (while no such call is in flight) goes instead to the
+    compiled search's own queue (``_turns.queue``): the process's one walk thread, a pthread that never takes the GIL
+    and is kept between walks, walks the queued batches in order as they come, so no Python thread waits for the GIL
+    to begin or end a walk (the Python worker did, about 0.2-0.4 ms a walk beside the caller's Python on 2 cores:
+    docs/performance.md, "The 1x JSONL decode pass's fill and drain" (2026-12-05)); a batch with ``also`` first waits
+    for the queue (:meth:`_drain`), so the walks stay in trace order either way.
     A batch is read, never written. :meth:`close` (also done by :meth:`result`) waits for a walk in flight and ends
-    the worker, on every path (an error or Ctrl-C in the reader): no thread is left behind.
+    the worker, on every path (an error or Ctrl-C in the reader): no Python thread is left behind, and the walk
+    thread holds nothing of this walk.
 
     ``requests``: a size hint, the requests the trace holds (:func:`requests_hint`; 0: unknown): the first walk
     makes the search's key table for that many keys at once, instead of doubling it batch after batch (each doubling
@@ -187,6 +193,7 @@ class TurnWalk:
         if self._tn is None:
             raise RuntimeError(f"the compiled {_native.TWINS['turns']} is not built")
         self._state, self._n, self._side = self._tn.new(int(requests)), 0, Beside(threaded)
+        self._queued = False                     # batches queued for the compiled walk thread (_tn.queue), not drained
         self._kept = False                       # the worker left idle by result(keep=True), not yet taken
         self._pending: list = []                 # batches added while the worker was busy, in order
         self._running = False                    # a call handed to the worker and not joined
@@ -228,17 +235,32 @@ class TurnWalk:
         """Walk batch ``b`` (a :class:`pcs.trace.RequestBatch`, the next in trace order) after the earlier ones;
         ``also``: called after the walk in the same call on the worker (:class:`pcs.engine.chunks.ChunkPieces`),
         its error raised as a walk's. The caller never waits here for a call still running: ``b`` then waits in
-        a list for the worker's next call (made at a later :meth:`add` or at :meth:`result`)."""
+        a list for the worker's next call (made at a later :meth:`add` or at :meth:`result`). Without ``also``, with
+        threads and no worker call in flight, ``b`` is queued for the compiled walk thread instead (``_turns.queue``;
+        its arrays held until :meth:`result` or :meth:`close`); with ``also``, the batches queued before are waited
+        for first."""
         i8 = np.int64
         off = np.ascontiguousarray(b.block_offsets, i8)
         args = (self._n, int(b.block_size), np.ascontiguousarray(b.block_hashes, np.uint64), off,
                 np.ascontiguousarray(b.prompt_tokens, i8), np.ascontiguousarray(b.output_tokens, i8), also)
         self._n += len(off) - 1
+        if also is None and self._side.threaded and not self._running:
+            self._tn.queue(self._state, *args[:-1])      # walked on the compiled walk thread, no GIL taken
+            self._queued = True
+            return
+        self._drain()                    # the batches queued before are walked first (trace order)
         with self._lock:
             self._pending.append(args)
             idle = not self._running or self._finished.is_set()
         if idle:
             self._hand_over()            # the previous call is done (its error is raised here)
+
+    def _drain(self, drop: bool = False) -> None:
+        """Wait for the batches queued for the compiled walk thread (``_tn.drain``: each walked, or with ``drop`` the
+        ones not begun skipped; their arrays let go); a walk's MemoryError is raised here (not with ``drop``)."""
+        if self._queued:
+            self._queued = False
+            self._tn.drain(self._state, drop)
 
     def result(self, meanwhile: Callable[[], Any] | None = None, keep: bool = False) -> DecodeBlocks:
         """The decode blocks of every batch added (the worker joined and ended); its arrays are read-only views of
@@ -251,9 +273,12 @@ class TurnWalk:
         kept = False
         try:
             self._hand_over()            # the batches still pending
+            if keep and self._queued:
+                self._side.spawn()       # the worker to keep (none ran the walks), started while they end
             if meanwhile is not None:
                 meanwhile()
             self._side.join()
+            self._drain()
             kept = self._kept = keep and self._side.threaded
         finally:
             if not kept:
@@ -280,9 +305,13 @@ class TurnWalk:
         return side
 
     def close(self) -> None:
-        """Wait for a walk in flight (its outcome dropped) and end the worker thread (none once taken)."""
-        if self._side is not None:
-            self._side.close()
+        """Wait for a walk in flight (its outcome dropped; the queued batches not begun skipped) and end the worker
+        thread (none once taken)."""
+        try:
+            self._drain(drop=True)
+        finally:
+            if self._side is not None:
+                self._side.close()
 
 
 def requests_hint(source: Any) -> int:

@@ -246,11 +246,12 @@ def test_a_decode_stopped_part_way_leaves_no_walk_behind(monkeypatch, tmp_path, 
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"".join(lines))
     walk = _CtrlCAt20(True) if stop == "ctrl-c" else turns.TurnWalk(True)
-    before = set(threading.enumerate())
+    before, threads = set(threading.enumerate()), _os_threads()
     with pytest.raises(InputError if stop == "bad line" else KeyboardInterrupt,
                        match="t.jsonl:6000.*hash_ids" if stop == "bad line" else None):
         Decoded(str(path), walk)
     assert not _workers(before) and (stop == "bad line" or walk.fed == 20)
+    assert not _new_native_threads(threads)     # no thread left but the kept walk thread
 
 
 @pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
@@ -391,3 +392,161 @@ def test_compiled_equals_reference_on_the_samples(monkeypatch, name, threaded):
         assert np.array_equal(c.index, py.index) and np.array_equal(c.starts, py.starts)
         assert np.array_equal(c.ids, py.ids) and c.hashes == py.hashes
     assert not _workers(before)
+
+
+# -- the search's own thread (_turns.queue / drain): batches walked without a Python worker or the GIL ------------
+def _hand_reqs() -> list:
+    """test_hand_trace_one_pass's trace (bs 2): request 3's decode blocks are [1, 2, 3, 4], 2 pairs."""
+    return [req([5, 6], 0, prompt=4, out=1, bs=2), req([6], 1, prompt=2, out=0, bs=2),
+            req([5, 6, 7, 8], 2, prompt=8, out=0, bs=2), req([7, 8], 3, prompt=3, out=9, bs=2),
+            req([7, 1, 2, 3, 4, 9], 4, prompt=12, out=0, bs=2)]
+
+
+def _os_threads() -> set:
+    """This process's threads as the system lists them (a pthread of a C extension included), ids."""
+    import os
+
+    return set(map(int, os.listdir("/proc/self/task")))
+
+
+def _thread_name(tid: int) -> str:
+    try:
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            return f.read().strip()
+    except OSError:      # ended meanwhile
+        return ""
+
+
+def _new_native_threads(before: set) -> set:
+    """The threads running now that were not in ``before`` (:func:`_os_threads`) and are no Python thread: a C
+    extension's own (threads of other tests that end meanwhile do not count), but for the process's one next-turn
+    walk thread (``pcs-turns``: started once, kept)."""
+    import threading
+
+    new = _os_threads() - before - {t.native_id for t in threading.enumerate()}
+    return {t for t in new if _thread_name(t) != "pcs-turns"}
+
+
+def _walk_threads() -> list:
+    """The process's ``pcs-turns`` threads (at most one: _turns.queue's walk thread)."""
+    return [t for t in _os_threads() if _thread_name(t) == "pcs-turns"]
+
+
+def _walk_args(b, first: int) -> tuple:
+    i8 = np.int64
+    return (first, int(b.block_size), np.ascontiguousarray(b.block_hashes, np.uint64),
+            np.ascontiguousarray(b.block_offsets, i8), np.ascontiguousarray(b.prompt_tokens, i8),
+            np.ascontiguousarray(b.output_tokens, i8))
+
+
+@pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
+def test_a_threaded_walk_without_also_starts_no_python_worker():
+    # TurnWalk(True).add without ``also`` hands each batch to the process's walk thread: no pcs-beside worker is
+    # started for the walks (the Python worker waited for the GIL to end each walk and to begin the next), the
+    # outcome is the hand trace's, and a second walk uses the same thread (one pcs-turns thread, kept)
+    import threading
+
+    before, threads = set(threading.enumerate()), _os_threads()
+    walk = turns.TurnWalk(True)
+    for b in as_batches(_hand_reqs(), rows=1):
+        walk.add(b)
+    assert not _workers(before)
+    dec = walk.result()
+    assert dec.hashes == {3: [1, 2, 3, 4]} and dec.pairs == 2 and dec.requests == 5
+    assert not _new_native_threads(threads) and not _workers(before)
+    walker = _walk_threads()
+    assert len(walker) == 1              # the walk thread, kept for the next walk (its malloc arena stays warm)
+    again = turns.TurnWalk(True)
+    for b in as_batches(_hand_reqs(), rows=2):
+        again.add(b)
+    assert again.result().hashes == {3: [1, 2, 3, 4]} and _walk_threads() == walker
+
+
+@pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
+def test_batches_queued_then_batches_with_also_are_walked_in_order():
+    # requests 0-2 queued on the search's thread, 3-4 with an ``also`` (the Python worker): the queue is drained
+    # before request 3's walk, so request 4 resolves request 3 as in the hand trace; the ``also`` calls run in order
+    walk, called = turns.TurnWalk(True), []
+    for k, b in enumerate(as_batches(_hand_reqs(), rows=1)):
+        walk.add(b, None if k < 3 else (lambda k=k: called.append(k)))
+    dec = walk.result()
+    assert dec.hashes == {3: [1, 2, 3, 4]} and dec.pairs == 2 and called == [3, 4]
+
+
+@pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
+def test_the_compiled_queue_walks_in_order_and_drains():
+    # _turns.queue / drain by hand on the hand trace, one request a batch: walk and result refuse a state with
+    # batches queued (RuntimeError), drain walks them all, result is the hand trace's; drain(drop=True) on a second
+    # state returns without an error; no thread but the one walk thread is left
+    tn = _native.module("turns")
+    threads = _os_threads()
+    batches = list(as_batches(_hand_reqs(), rows=1))
+    state = tn.new()
+    for k, b in enumerate(batches):
+        tn.queue(state, *_walk_args(b, k))
+    with pytest.raises(RuntimeError, match="queued"):
+        tn.walk(state, *_walk_args(batches[0], 5))
+    with pytest.raises(RuntimeError, match="queued"):
+        tn.result(state)
+    tn.drain(state)
+    index, starts, ids, pairs = tn.result(state)
+    assert (np.frombuffer(index, np.int64).tolist(), np.frombuffer(starts, np.int64).tolist(),
+            np.frombuffer(ids, np.uint64).tolist(), pairs) == ([3], [0, 4], [1, 2, 3, 4], 2)
+    other = tn.new()
+    for k, b in enumerate(batches):
+        tn.queue(other, *_walk_args(b, k))
+    tn.drain(other, True)
+    tn.drain(other)          # nothing queued: a no-op
+    del other
+    assert not _new_native_threads(threads) and len(_walk_threads()) == 1
+    with pytest.raises(ValueError, match="inconsistent"):
+        tn.queue(state, 0, 2, np.zeros(1, np.uint64), np.array([0, 5], np.int64), np.zeros(1, np.int64),
+                 np.zeros(1, np.int64))
+
+
+@pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
+def test_a_state_dropped_with_batches_queued_is_freed_and_the_walks_go_on():
+    # a state let go with batches still queued (no drain: an error path that never reached the walk's close) is
+    # freed once its walk under way is done; a later state's batches are walked as ever (the hand trace's result)
+    tn = _native.module("turns")
+    threads = _os_threads()
+    state = tn.new()
+    for k, b in enumerate(as_batches(_hand_reqs(), rows=1)):
+        tn.queue(state, *_walk_args(b, k))
+    del state
+    later = tn.new()
+    for k, b in enumerate(as_batches(_hand_reqs(), rows=1)):
+        tn.queue(later, *_walk_args(b, k))
+    tn.drain(later)
+    assert tn.result(later)[3] == 2 and np.frombuffer(tn.result(later)[2], np.uint64).tolist() == [1, 2, 3, 4]
+    assert not _new_native_threads(threads) and len(_walk_threads()) == 1
+
+
+def _walk_in_child(conn) -> None:
+    walk = turns.TurnWalk(True)
+    for b in as_batches(_hand_reqs(), rows=1):
+        walk.add(b)
+    dec = walk.result()
+    conn.send((dec.hashes, dec.pairs))
+    conn.close()
+
+
+@pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
+def test_a_forked_child_walks_on_a_walk_thread_of_its_own():
+    # a child made by fork after the parent's walk thread started has no such thread (fork copies one thread):
+    # its first batch starts one (pthread_atfork resets the queue), so its walk ends with the hand trace's result
+    # instead of waiting forever for a thread that is not there
+    import multiprocessing
+
+    walk = turns.TurnWalk(True)
+    for b in as_batches(_hand_reqs(), rows=1):
+        walk.add(b)
+    walk.result()
+    assert len(_walk_threads()) == 1
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_walk_in_child, args=(child,))
+    proc.start()
+    got = parent.recv() if parent.poll(30) else None
+    proc.join(30)
+    assert got == ({3: [1, 2, 3, 4]}, 2) and proc.exitcode == 0

@@ -3,7 +3,7 @@ pcs.engine.decoded.Decoded.take_worker, pcs.engine.runner._run).
 
 With threads, the walk's worker is idle once the trace is decoded; the replay hands it the two-tier scan (and the
 no-cache run behind it) instead of starting a thread for them: one ``Thread.start`` fewer on the calling thread's
-path (docs/performance.md, "The 1x call's fixed costs"). What must hold: the scan runs on the thread that walked,
+path (docs/performance.md, "The 1x call's fixed costs"). What must hold: the scan runs on the kept worker,
 the outcome is the inline one (PCS_THREADS=off, the reference), and no worker outlives the call -- also when the
 replay raises right after the decode, or when nobody takes the kept worker.
 """
@@ -31,18 +31,21 @@ native = pytest.mark.skipif(stepnative._stepsched is None, reason="the compiled 
 
 
 def _workers() -> set:
-    return {t for t in threading.enumerate() if t.name == "pcs-beside" and t.is_alive()}
+    """The pcs-beside threads running or started and not yet run (``ident`` None: a worker's start does not wait for
+    it to run, pcs.beside._Worker); not one that has ended."""
+    return {t for t in threading.enumerate() if t.name == "pcs-beside" and (t.is_alive() or t.ident is None)}
 
 
 @native
 def test_the_scan_runs_on_the_walk_worker(monkeypatch):
-    """PCS_THREADS=on: the thread that ran the last walk is the one that runs the two-tier scan (the scan's
-    ``scan`` call with the two capacities), no pcs-beside thread is left after the call, and the summary is the
+    """PCS_THREADS=on: the walk's kept worker (``take_worker``) is the thread that runs the two-tier scan (the
+    scan's ``scan`` call with the two capacities); the walks themselves ran on the compiled walk thread (batches
+    without ``also``: no Python worker call); no pcs-beside thread is left after the call, and the summary is the
     inline one."""
     monkeypatch.setenv("PCS_THREADS", "off")
     ref = replay(SAMPLE, **KW)
     seen: dict = {}
-    walk_all, scan = TurnWalk._walk_all, fastpath.scan
+    walk_all, scan, take = TurnWalk._walk_all, fastpath.scan, TurnWalk.take_worker
 
     def spied_walk_all(self, batches):
         seen["walk"] = threading.current_thread()
@@ -52,13 +55,20 @@ def test_the_scan_runs_on_the_walk_worker(monkeypatch):
         seen.setdefault("scan", threading.current_thread())
         return scan(*a, **k)
 
+    def spied_take(self):
+        side = take(self)
+        seen["kept"] = None if side is None else side._thread
+        return side
+
     monkeypatch.setattr(TurnWalk, "_walk_all", spied_walk_all)
+    monkeypatch.setattr(TurnWalk, "take_worker", spied_take)
     monkeypatch.setattr(fastpath, "scan", spied_scan)
     monkeypatch.setenv("PCS_THREADS", "on")
     before = _workers()
     got = replay(SAMPLE, **KW)
-    assert seen["walk"] is not threading.main_thread()
-    assert seen["scan"] is seen["walk"]
+    assert "walk" not in seen
+    assert seen["kept"] is not None and seen["scan"] is seen["kept"]
+    assert seen["scan"] is not threading.main_thread()
     assert _workers() <= before
     _same(got, ref)
 
