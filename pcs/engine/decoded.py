@@ -21,7 +21,10 @@ on the calling thread instead, each chunk decoded on a C++ thread that never tak
 worker waited for the GIL between its decodes while the calling thread made the pieces. So is a Parquet trace of
 one read batch (:func:`one_read_batch`, 1x Mooncake): the calling thread had nothing to do but wait for its reader
 worker, whose thread start and hand-over cost the decode pass about 0.3 ms and a steady call 0.2-0.8 ms
-(docs/performance.md, "The 1x Parquet read on the calling thread").
+(docs/performance.md, "The 1x Parquet read on the calling thread"). Its walk is begun on the read's first pieces
+(:class:`_PiecesWalked`, three of pyarrow's pieces a hand-over) instead of once the whole batch is read and checked:
+the walk then ends beside the read's last pieces and the chunk pieces, not after them (docs/performance.md, "The 1x
+Parquet walk begun on the read's first pieces").
 
 The step scheduler's next-turn search (:mod:`pcs.engine.turns`) may walk each batch as it is read
 (``Decoded(source, turns)``, :class:`pcs.engine.turns.TurnWalk`): on a worker thread while the caller decodes the
@@ -51,6 +54,12 @@ MERGE_REQUESTS = 1 << 16
 #: the loops run the ones before, so a smaller first one takes work off the decode pass (docs/performance.md, "The
 #: later chunks beside the first feed"). A batch read larger (a Parquet row group) stays as it is.
 FIRST_MERGE_REQUESTS = 1 << 15
+#: Pieces of a Parquet read handed to the next-turn walk at once (:class:`_PiecesWalked`): 1x Mooncake's 6 pieces of
+#: 2,048 rows in two hand-overs, the second walked beside the join, the checks and the chunk pieces. One piece a
+#: hand-over kept the decode pass 0.05 ms longer (six hand-overs on the calling thread), two the same as three; all
+#: six at once (the walk after the read, before the checks) 0.2-0.4 ms longer (docs/performance.md, "The 1x Parquet walk
+#: begun on the read's first pieces").
+PIECES_A_HANDOVER = 3
 
 
 def _joined(batches: Iterator, each: Callable[..., None] | None = None) -> list:
@@ -114,6 +123,55 @@ def one_read_batch(source: Any) -> bool:
     return getattr(source, "format", None) == "parquet" and isinstance(rows, int) and rows <= READ_ROWS
 
 
+def _pieces_are_rows(source: Any) -> bool:
+    """Whether a Parquet trace's pieces as read are the rows of its batches, in order, once the read raises nothing
+    (:func:`pcs.trace.parquet.read_parquet` ``each_piece``): read with ``on_error="raise"`` (a check drops no row)
+    and without ``sort`` (no row moves). Then the next-turn walk of a trace read on the calling thread
+    (:func:`one_read_batch`) takes the pieces as pyarrow decodes them (:class:`_PiecesWalked`), beside the read of the
+    next ones, instead of the whole batch once it is read and checked (docs/performance.md, "The 1x Parquet walk
+    begun on the read's first pieces")."""
+    return getattr(source, "on_error", None) == "raise" and getattr(source, "sort", True) is False
+
+
+class _PiecesWalked:
+    """The next-turn walk (:class:`pcs.engine.turns.TurnWalk`) fed a read's pieces as they are read (:meth:`piece`),
+    :data:`PIECES_A_HANDOVER` at a time, then its checked batches (:meth:`batch`): the pieces still held are handed
+    over first; a batch whose rows the pieces already walked is not walked again, a batch none of whose rows came as
+    pieces (a reader that called no ``each_piece``) is walked whole. The pieces' rows are unchecked: the walk's
+    result is used only once the read has raised nothing (:class:`Decoded`)."""
+
+    def __init__(self, turns: Any) -> None:
+        self._turns, self._walked, self._batched, self._held = turns, 0, 0, []
+
+    def piece(self, block_size: int, offsets: Any, hashes: Any, prompt: Any, output: Any) -> None:
+        """One piece's columns (:func:`pcs.trace.parquet.read_parquet` ``each_piece``), handed to the walk with the
+        pieces held before it once they are :data:`PIECES_A_HANDOVER`."""
+        self._held.append((block_size, offsets, hashes, prompt, output))
+        self._walked += len(prompt)
+        if len(self._held) >= PIECES_A_HANDOVER:
+            self._hand()
+
+    def _hand(self) -> None:
+        """The pieces held, in order, to the walk (the first starts the worker's call when it is idle, the others
+        wait in its list for the same call: :meth:`pcs.engine.turns.TurnWalk.add`)."""
+        held, self._held = self._held, []
+        for args in held:
+            self._turns.add_rows(*args)
+
+    def batch(self, b: Any, also: Callable[[], Any] | None = None) -> None:
+        """Batch ``b`` (the next, checked) walked unless its pieces were.
+
+        Raises:
+            RuntimeError: the pieces walked cover part of ``b`` only (a reader whose batches are not its pieces)."""
+        self._hand()
+        start, self._batched = self._batched, self._batched + len(b)
+        if self._walked == start:
+            self._turns.add(b, also)
+            self._walked = self._batched
+        elif self._walked != self._batched:
+            raise RuntimeError(f"the pieces walked hold {self._walked:,} rows, the batches {self._batched:,}")
+
+
 def _join(group: list):
     """One batch of the rows of ``group`` (consecutive batches of one trace), ids numbered from its first."""
     if len(group) == 1:
@@ -140,8 +198,9 @@ class Decoded:
             its own that needs no GIL while this thread reads the next and makes the pieces (``decode_ahead`` of
             :func:`pcs.trace.batches.as_batches`), the walk's worker left to walk; and a Parquet trace of one read
             batch (:func:`one_read_batch`): read here (a reader worker would read it while this thread waits), its
-            walk on the walk's worker while this thread makes its pieces; a source in memory is read here as
-            without it.
+            walk on the walk's worker -- piece by piece as pyarrow decodes them when the pieces are its rows
+            (:func:`_pieces_are_rows`), else the batch once read -- while this thread makes its pieces; a source in
+            memory is read here as without it.
         meanwhile: with ``turns``, called on this thread with the trace's block hashes once every batch is read,
             while the walk finishes its last batch (:meth:`pcs.engine.turns.TurnWalk.result`), or None: the
             caller's own work done in that wait instead of after the decode (:class:`pcs.engine.loops.HierarchyAhead`;
@@ -164,12 +223,15 @@ class Decoded:
         ahead = ahead and turns is not None and _from_file(source)
         decode_ahead = ahead and _decodes_ahead(source)     # the read on this thread, each decode on its own
         read_here = ahead and not decode_ahead and one_read_batch(source)   # a reader worker would only be waited for
+        by_piece = _PiecesWalked(turns) if read_here and _pieces_are_rows(source) else None    # walked as read
         if turns is not None:
-            each = (lambda b, *_: turns.add(b)) if pieces is None else \
+            add = turns.add if by_piece is None else by_piece.batch
+            each = (lambda b, *_: add(b)) if pieces is None else \
                 (lambda b, starts, closed: (pieces.queue(b, starts, closed),
-                                            turns.add(b, None if decode_ahead or read_here else pieces.drain),
+                                            add(b, None if decode_ahead or read_here else pieces.drain),
                                             pieces.drain() if ahead else None))
-        batches = as_batches(source, side_by_side=True, decode_ahead=decode_ahead)     # joins view the JSONL ids
+        batches = as_batches(source, side_by_side=True, decode_ahead=decode_ahead,     # joins view the JSONL ids
+                             each_piece=None if by_piece is None else by_piece.piece)
         if ahead and not decode_ahead and not read_here:
             batches = read_ahead(batches, linger=True)      # read, decoded and checked on a worker of its own
         try:

@@ -239,10 +239,17 @@ class TurnWalk:
         threads and no worker call in flight, ``b`` is queued for the compiled walk thread instead (``_turns.queue``;
         its arrays held until :meth:`result` or :meth:`close`); with ``also``, the batches queued before are waited
         for first."""
+        self.add_rows(int(b.block_size), b.block_offsets, b.block_hashes, b.prompt_tokens, b.output_tokens, also)
+
+    def add_rows(self, block_size: int, offsets: Any, hashes: Any, prompt: Any, output: Any,
+                 also: Callable[[], Any] | None = None) -> None:
+        """:meth:`add` of the rows given by their columns: ``offsets`` int64 (m + 1,) into ``hashes`` uint64,
+        ``prompt`` and ``output`` tokens int64 (m,) (the columns of a Parquet read's piece,
+        :func:`pcs.trace.parquet.read_parquet` ``each_piece``); kept unchanged until the walk is joined."""
         i8 = np.int64
-        off = np.ascontiguousarray(b.block_offsets, i8)
-        args = (self._n, int(b.block_size), np.ascontiguousarray(b.block_hashes, np.uint64), off,
-                np.ascontiguousarray(b.prompt_tokens, i8), np.ascontiguousarray(b.output_tokens, i8), also)
+        off = np.ascontiguousarray(offsets, i8)
+        args = (self._n, int(block_size), np.ascontiguousarray(hashes, np.uint64), off,
+                np.ascontiguousarray(prompt, i8), np.ascontiguousarray(output, i8), also)
         self._n += len(off) - 1
         if also is None and self._side.threaded and not self._running:
             self._tn.queue(self._state, *args[:-1])      # walked on the compiled walk thread, no GIL taken

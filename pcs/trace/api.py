@@ -16,7 +16,7 @@ import os
 import sys
 import weakref
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -556,7 +556,8 @@ class Trace:
     def __repr__(self) -> str:
         return f"Trace({self.name!r}, format={self.format!r}, block_size={self.block_size})"
 
-    def _raw_batches(self, side_by_side: bool = False, decode_ahead: bool = False) -> Iterator[RequestBatch]:
+    def _raw_batches(self, side_by_side: bool = False, decode_ahead: bool = False,
+                     each_piece: Callable[..., None] | None = None) -> Iterator[RequestBatch]:
         from pcs.trace.hashids import BAILIAN, MOONCAKE, ReadState, read_hashid_jsonl
 
         state = ReadState(check_order=not self.sort)
@@ -574,14 +575,15 @@ class Trace:
             from pcs.trace.parquet import read_parquet
 
             yield from read_parquet(self.path, self.name, self.block_size, state, self.on_error,
-                                    side_by_side=side_by_side)
+                                    side_by_side=side_by_side, each_piece=each_piece)
         self.skipped, self.first_skipped, self.blank_skipped = state.skipped, state.first_skipped, state.blank
         if state.synthetic_rows:
             from pcs.trace.hashids import SYNTH_REUSE
 
             self.reuse = SYNTH_REUSE
 
-    def iter_batches(self, side_by_side: bool = False, decode_ahead: bool = False) -> Iterator[RequestBatch]:
+    def iter_batches(self, side_by_side: bool = False, decode_ahead: bool = False,
+                     each_piece: Callable[..., None] | None = None) -> Iterator[RequestBatch]:
         """Stream the trace as :class:`RequestBatch` es, ids numbered from 0.
 
         ``side_by_side``: for a caller that keeps every batch and joins consecutive ones
@@ -589,14 +591,16 @@ class Trace:
         chunks side by side (:func:`pcs.trace.jsonfast.parse_chunks`), so the joins view them instead of copying.
         ``decode_ahead``: with ``side_by_side``, such a trace's chunks are each decoded on a thread of their own while
         this thread reads the next one (:meth:`decodes_ahead`; for a caller that wants threads). Same batches
-        either way.
+        either way. ``each_piece``: with ``side_by_side``, a Parquet trace's pieces handed to it as they are read,
+        before their checks, as stored (before ``sort``; :func:`pcs.trace.parquet.read_parquet`); other formats
+        ignore it.
 
         Raises:
             InputError: bad content (with ``on_error="raise"``); no request at
                 all (an empty file, a CSV header alone, every line skipped):
                 an empty source is never a 0-request result.
         """
-        batches = self._named_kind(self._raw_batches(side_by_side, decode_ahead))
+        batches = self._named_kind(self._raw_batches(side_by_side, decode_ahead, each_piece))
         if self.sort and self.format not in LENGTH_ONLY:  # those sort their rows before synthesis
             batches = iter(_sorted_batches(list(batches)))
         next_id = 0

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -119,13 +119,14 @@ def _group(requests: Iterable, rows: int) -> Iterator[RequestBatch]:
 
 
 def _raw(source: Any, block_size: int | None, rows: int, ahead: bool = False,
-         side_by_side: bool = False, decode_ahead: bool = False, linger: bool = False) -> Iterator[RequestBatch]:
+         side_by_side: bool = False, decode_ahead: bool = False, linger: bool = False,
+         each_piece: Callable[..., None] | None = None) -> Iterator[RequestBatch]:
     if source is None or isinstance(source, (str, Path)) or hasattr(source, "iter_batches"):
         trace = reiterable(source, block_size)
         from pcs.trace.api import Trace
 
-        batches = iter(trace.iter_batches(side_by_side=True, decode_ahead=decode_ahead) if side_by_side and isinstance(trace, Trace)
-                       else trace.iter_batches())
+        batches = iter(trace.iter_batches(side_by_side=True, decode_ahead=decode_ahead, each_piece=each_piece)
+                       if side_by_side and isinstance(trace, Trace) else trace.iter_batches())
         return read_ahead(batches, linger) if ahead and isinstance(trace, Trace) else batches
     return _group(source, rows)
 
@@ -188,7 +189,7 @@ def _check_arrivals(arrival_s: np.ndarray, first_id: int) -> None:
 def as_batches(source: Any = None, block_size: int | None = None,
                rows: int = BATCH_REQUESTS, read_ahead: bool = False,
                side_by_side: bool = False, decode_ahead: bool = False, *,
-               linger: bool = False) -> Iterator[RequestBatch]:
+               linger: bool = False, each_piece: Callable[..., None] | None = None) -> Iterator[RequestBatch]:
     """Yield ``source`` as checked :class:`RequestBatch` es, in order, ids numbered from 0.
 
     Args:
@@ -211,6 +212,8 @@ def as_batches(source: Any = None, block_size: int | None = None,
             thread start a batch fewer), ended when the batches run out or when this iterator is closed -- so the
             caller closes it on every path (``contextlib.closing``), or a worker waits for its next call until
             the process ends.
+        each_piece: with ``side_by_side``, a Parquet trace file's pieces handed to it as pyarrow decodes them,
+            unchecked (:func:`pcs.trace.parquet.read_parquet`); ignored by every other source.
     Yields:
         :class:`RequestBatch`: ``arrival_s`` float64 (n,) seconds,
         ``prompt_tokens`` / ``output_tokens`` int64 (n,) tokens,
@@ -224,7 +227,7 @@ def as_batches(source: Any = None, block_size: int | None = None,
     from pcs.trace.pathcheck import refuse_file_objects
 
     refuse_file_objects(source)
-    batches = _raw(source, block_size, rows, read_ahead, side_by_side, decode_ahead, linger)
+    batches = _raw(source, block_size, rows, read_ahead, side_by_side, decode_ahead, linger, each_piece)
     try:
         yield from _checked(batches)
     finally:

@@ -25,7 +25,7 @@ the 1-based row as the "line"; a null in any column read is an error.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -511,7 +511,8 @@ def _first_null_row(col) -> int:
 
 
 def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise",
-                 rows: int | None = None, *, side_by_side: bool = False) -> Iterator[RequestBatch]:
+                 rows: int | None = None, *, side_by_side: bool = False,
+                 each_piece: Callable[..., None] | None = None) -> Iterator[RequestBatch]:
     """Stream a canonical Parquet trace in record batches of ``rows`` (pyarrow's reader class, :func:`_open`).
 
     ``rows``: None for the size that suits the caller: :data:`READ_ROWS` with ``side_by_side`` (a caller that
@@ -525,6 +526,12 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     The session columns are optional: ``session_id`` alone, or with ``parent_id`` and ``turn``; a null in
     any column read is an error naming the row and the column. The first whole ``side_by_side`` read on a worker
     thread hands the C library's free memory back once it ends (:func:`_give_back_once`).
+
+    ``each_piece``: with ``side_by_side``, called with each piece's columns as pyarrow's piece is decoded, in row
+    order, before the piece joins its batch and before that batch's value checks (:func:`_pieces_seen`): the next-turn
+    walk of a one-batch read begun on its first rows (:class:`pcs.engine.decoded.Decoded`). Unchecked rows: with
+    ``on_error="raise"`` they are the batches' rows when the read raises nothing; a row a check refuses raises here
+    as without it (the caller drops what it made of them); with ``"skip"`` a batch may hold fewer rows.
 
     Raises:
         InputError: null values or a rule broken, naming the 1-based row; parent_id/turn without session_id.
@@ -542,6 +549,8 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     room = _IdRoom(twin, footer_block_hashes(pf)) if side_by_side else None
     piece_rows = _piece_rows(rows, pf.metadata) if side_by_side else rows
     pieces = _pieces(_record_batches(pf, name, piece_rows, cols), name, optional, typed, room)
+    if side_by_side and each_piece is not None:
+        pieces = _pieces_seen(pieces, block_size, each_piece)
     row0 = 1
     for c in _joined_pieces(pieces, rows, piece_rows):
         batch = _checked(c, name, row0, block_size, state, on_error, twin)
@@ -671,6 +680,14 @@ def _pieces(record_batches: Iterator, name: str, optional: list, typed: bool, ro
                        [_column_ints(col[k], k, name, row0) if k in optional else None for k in _OPTIONAL],
                        tuple(rb.column("type").to_pylist()) if typed else None)
         row0 += rb.num_rows
+
+
+def _pieces_seen(pieces: Iterator[_Columns], block_size: int, each_piece: Callable[..., None]) -> Iterator[_Columns]:
+    """``pieces``, each handed to ``each_piece(block_size, offsets, ids, prompt, output)`` (int, int64 (n + 1,) from 0,
+    uint64, int64 (n,), int64 (n,); read-only for the callee, which may keep them) before it is yielded."""
+    for p in pieces:
+        each_piece(block_size, p.offs, p.hashes, p.il, p.ol)
+        yield p
 
 
 def _joined_pieces(pieces: Iterator[_Columns], rows: int, piece_rows: int) -> Iterator[_Columns]:
