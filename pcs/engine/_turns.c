@@ -260,6 +260,11 @@ static int tn_register(turns_t *t, uint64_t id, int64_t f, entry_t x) {
 }
 
 /* Request B's waiting requests on key (b[j], j + 1) whose p + o <= p_b resolve (hash: the key's turn_hash). */
+/* a + b wrapped to 64 bits (GCC and Clang convert modulo 2^64), no signed overflow: the walk may run on a Parquet
+ * read's pieces before their checks (pcs.engine.decoded._PiecesWalked), whose result is then dropped if a check
+ * fails; checked values never wrap (tokens are checked non-negative and far below 2^62). */
+static inline int64_t tn_wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+
 static int tn_resolve_at(turns_t *t, const uint64_t *b, int64_t j, uint64_t hash, int64_t p_b, int64_t cacheable,
                          int64_t bs) {
     slot_t *s = tn_slot(t, b[j], j + 1, hash);
@@ -267,7 +272,7 @@ static int tn_resolve_at(turns_t *t, const uint64_t *b, int64_t j, uint64_t hash
     heap_t *h = &t->heaps[s->heap];
     while (h->n && heap_entries(h)[0].s <= p_b) {
         entry_t x = heap_pop(h);
-        int64_t f = j + 1, end = (x.s - 1) / bs;
+        int64_t f = j + 1, end = tn_wrap_add(x.s, -1) / bs;
         if (end > cacheable) end = cacheable;
         t->pairs++;
         if (end > f && tn_keep(t, x.a, b + f, end - f) < 0) return -1;
@@ -364,7 +369,7 @@ static int tn_batch(turns_t *t, int64_t first, int64_t bs, const uint64_t *h, co
         if (t->used && tn_resolve(t, b, scan, p[r], cacheable, bs) < 0) return -1;
         if (f >= 1 && nh >= f) {
             t->any_negative |= o[r] < 0;
-            if (tn_register(t, b[f - 1], f, (entry_t){p[r] + o[r], first + r}) < 0) return -1;
+            if (tn_register(t, b[f - 1], f, (entry_t){tn_wrap_add(p[r], o[r]), first + r}) < 0) return -1;
         }
     }
     return 0;
