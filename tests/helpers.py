@@ -957,3 +957,31 @@ def room_spy(monkeypatch) -> list:
 
     monkeypatch.setattr(chunks, "_room", room)
     return moved
+
+
+def spy_compiled_turns(monkeypatch) -> list:
+    """Every call a :class:`pcs.engine.turns.TurnWalk` made from now on makes into the compiled search
+    (``pcs.engine._turns``: ``new``, ``walk``, ``queue``, ``drain``, ``result``), in order: ``(name, thread,
+    args)``; ``args`` without the walk's state (a ``queue`` or ``walk``: first request index, block size,
+    hashes, offsets, prompt, output; a ``drain``: drop). The calls go on to the real module unchanged."""
+    import threading
+
+    from pcs import _native
+
+    real_module, calls = _native.module, []
+
+    class Spy:
+        def __init__(self, real):
+            self._real = real
+
+        def __getattr__(self, name):
+            real = getattr(self._real, name)
+
+            def call(*a):
+                calls.append((name, threading.current_thread(), a if name == "new" else a[1:]))
+                return real(*a)
+            return call
+
+    monkeypatch.setattr(_native, "module", lambda twin: Spy(real_module(twin)) if twin == "turns" else
+                        real_module(twin))
+    return calls

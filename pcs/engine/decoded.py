@@ -24,7 +24,9 @@ worker, whose thread start and hand-over cost the decode pass about 0.3 ms and a
 (docs/performance.md, "The 1x Parquet read on the calling thread"). Its walk is begun on the read's first pieces
 (:class:`_PiecesWalked`, three of pyarrow's pieces a hand-over) instead of once the whole batch is read and checked:
 the walk then ends beside the read's last pieces and the chunk pieces, not after them (docs/performance.md, "The 1x
-Parquet walk begun on the read's first pieces").
+Parquet walk begun on the read's first pieces"). The pieces (and a batch read here) are handed without ``also``, so
+they go to the compiled search's walk thread (``_turns.queue``, no GIL), not to a Python worker: 0.07-0.10 ms less
+decode pass in one process (docs/performance.md, the same section, "The pieces on the compiled walk queue").
 
 The step scheduler's next-turn search (:mod:`pcs.engine.turns`) may walk each batch as it is read
 (``Decoded(source, turns)``, :class:`pcs.engine.turns.TurnWalk`): on a worker thread while the caller decodes the
@@ -55,10 +57,10 @@ MERGE_REQUESTS = 1 << 16
 #: later chunks beside the first feed"). A batch read larger (a Parquet row group) stays as it is.
 FIRST_MERGE_REQUESTS = 1 << 15
 #: Pieces of a Parquet read handed to the next-turn walk at once (:class:`_PiecesWalked`): 1x Mooncake's 6 pieces of
-#: 2,048 rows in two hand-overs, the second walked beside the join, the checks and the chunk pieces. One piece a
-#: hand-over kept the decode pass 0.05 ms longer (six hand-overs on the calling thread), two the same as three; all
-#: six at once (the walk after the read, before the checks) 0.2-0.4 ms longer (docs/performance.md, "The 1x Parquet walk
-#: begun on the read's first pieces").
+#: 2,048 rows in two hand-overs, the second walked beside the join, the checks and the chunk pieces. On the Python
+#: worker one piece a hand-over kept the decode pass 0.05 ms longer, two the same as three, all six 0.2-0.4 ms longer;
+#: on the compiled walk queue one 0.05-0.12 ms longer, two 0.02-0.05, six the same as three (docs/performance.md, "The 1x
+#: Parquet walk begun on the read's first pieces").
 PIECES_A_HANDOVER = 3
 
 
@@ -152,8 +154,9 @@ class _PiecesWalked:
             self._hand()
 
     def _hand(self) -> None:
-        """The pieces held, in order, to the walk (the first starts the worker's call when it is idle, the others
-        wait in its list for the same call: :meth:`pcs.engine.turns.TurnWalk.add`)."""
+        """The pieces held, in order, to the walk without ``also``: queued for the compiled search's walk thread
+        (``_turns.queue``, walked there without the GIL while this thread reads on), not for a Python worker
+        (:meth:`pcs.engine.turns.TurnWalk.add_rows`)."""
         held, self._held = self._held, []
         for args in held:
             self._turns.add_rows(*args)
@@ -198,7 +201,7 @@ class Decoded:
             its own that needs no GIL while this thread reads the next and makes the pieces (``decode_ahead`` of
             :func:`pcs.trace.batches.as_batches`), the walk's worker left to walk; and a Parquet trace of one read
             batch (:func:`one_read_batch`): read here (a reader worker would read it while this thread waits), its
-            walk on the walk's worker -- piece by piece as pyarrow decodes them when the pieces are its rows
+            walk on the compiled search's walk thread (no ``also``: ``_turns.queue``) -- piece by piece as pyarrow decodes them when the pieces are its rows
             (:func:`_pieces_are_rows`), else the batch once read -- while this thread makes its pieces; a source in
             memory is read here as without it.
         meanwhile: with ``turns``, called on this thread with the trace's block hashes once every batch is read,

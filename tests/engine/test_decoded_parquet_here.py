@@ -1,8 +1,9 @@
 """A Parquet trace of one read batch is read on the calling thread (Decoded(..., ahead=True), one_read_batch).
 
 A reader worker would read its one batch while the calling thread, with nothing of it to work on, waits; so the read
-(pyarrow's pieces and the checks) runs on the calling thread, the next-turn walk on the walk's worker and the chunk
-pieces on the calling thread beside it. A trace of more read batches keeps its reader worker. The batches, the
+(pyarrow's pieces and the checks) runs on the calling thread, the next-turn walk on the compiled search's walk thread
+(``_turns.queue``: no Python worker, no walk on the calling thread) and the chunk pieces on the calling thread beside
+it. A trace of more read batches keeps its reader worker. The batches, the
 decode blocks, the chunks and a bad row's error must be those of the inline read, and no worker may be left, after
 an error or Ctrl-C too. Expected values are worked out by hand from the rows written here (block size 4).
 """
@@ -12,7 +13,7 @@ import threading
 
 import pytest
 
-from helpers import LinearCompute
+from helpers import LinearCompute, spy_compiled_turns
 from pcs import _native
 from pcs.blocks import BlockRules
 from pcs.engine import chunks, decoded, turns
@@ -109,14 +110,22 @@ def test_one_read_batch_is_the_footers_rows_against_a_read_batch(tmp_path, monke
 
 
 @needs_twins
-def test_a_one_batch_trace_is_read_here_walked_on_the_worker(tmp_path, monkeypatch):
+def test_a_one_batch_trace_is_read_here_walked_on_the_compiled_walk_thread(tmp_path, monkeypatch):
     path = _write(tmp_path / "t.parquet", HAND)
     seen = _where(monkeypatch)
+    calls = spy_compiled_turns(monkeypatch)
     before, me = set(threading.enumerate()), threading.current_thread()
     src, rules, timing = _decode(path)
     assert not _workers(before)
     assert seen["read"] == {me} and seen["piece"] == {me}
-    assert len(seen["walk"]) == 1 and me not in seen["walk"]
+    # the 5 rows (one piece) queued from here for the compiled walk thread, waited for once read: no walk on this
+    # thread (no _turns.walk) nor on a Python worker (no TurnWalk._walk)
+    assert [(name, t is me) for name, t, _ in calls] == [("new", True), ("queue", True), ("drain", True),
+                                                         ("result", True)]
+    first, bs, hashes, _, prompt, _ = calls[1][2]
+    assert (first, bs, hashes.tolist(), prompt.tolist()) == (0, 4, [1, 2, 3, 1, 2, 1, 5, 7, 1, 2, 3, 4, 6],
+                                                             [10, 8, 5, 3, 20])
+    assert calls[2][2] == (False,) and seen["walk"] == set()
     _check_hand_values(src, rules, timing)
 
 
@@ -153,8 +162,9 @@ def test_a_bad_row_gives_the_inline_error_and_leaves_no_worker(tmp_path, bad_row
 @pytest.mark.parametrize("where", ["read", "piece"])
 def test_ctrl_c_on_the_calling_thread_leaves_no_worker(tmp_path, monkeypatch, where):
     # Ctrl-C lands on the calling thread in the read's checks (before any walk) or while it makes the chunk
-    # piece (the walk of the batch handed to the worker): KeyboardInterrupt comes out, the walk is waited for and
-    # its worker ended
+    # piece (the batch's one piece queued for the compiled walk thread): KeyboardInterrupt comes out, no Python
+    # worker is left, the queue is drained dropping what it holds (_turns.drain with drop) and the walk's outcome
+    # is never read (no _turns.result); a later decode then gives the values worked out by hand
     path = _write(tmp_path / "t.parquet", HAND)
     me = threading.current_thread()
 
@@ -169,14 +179,17 @@ def test_ctrl_c_on_the_calling_thread_leaves_no_worker(tmp_path, monkeypatch, wh
         monkeypatch.setattr(parquet, "_checked", stop(parquet._checked))
     else:
         monkeypatch.setattr(ChunkPieces, "add", stop(ChunkPieces.add))
-    walked: list = []
-    real_walk = turns.TurnWalk._walk
-    monkeypatch.setattr(turns.TurnWalk, "_walk", lambda self, *a: (walked.append(1), real_walk(self, *a)))
+    calls = spy_compiled_turns(monkeypatch)
     before = set(threading.enumerate())
     with pytest.raises(KeyboardInterrupt):
         _decode(path)
     assert not _workers(before)
-    assert walked == ([] if where == "read" else [1])
+    # the read's case: nothing queued nor drained; the piece's: its 5 rows queued, then drained dropping
+    assert [(n, len(a[4]) if n == "queue" else a) for n, _, a in calls[1:]] == \
+        ([] if where == "read" else [("queue", 5), ("drain", (True,))])
+    assert calls[0][0] == "new"
+    monkeypatch.undo()
+    _check_hand_values(*_decode(path))
 
 
 @needs_twins

@@ -2,8 +2,9 @@
 
 A Parquet trace of one read batch is read on the calling thread (tests/engine/test_decoded_parquet_here.py); its
 read is cut into pieces (pcs.trace.parquet._piece_rows) joined into the one batch. When the pieces are the batch's
-rows (``on_error="raise"``, no ``sort``: decoded._pieces_are_rows) each piece goes to the walk's worker as it is
-read, before the next one is, and the batch is not walked again; else the batch is walked once read, as before.
+rows (``on_error="raise"``, no ``sort``: decoded._pieces_are_rows) each piece goes to the walk as it is read, before
+the next one is (queued for the compiled search's walk thread, ``_turns.queue``), and the batch is not walked again;
+else the batch is walked once read, as before.
 The batches, the decode blocks and a bad row's error must be those of the inline read, and no worker may be left.
 
 Expected values are worked out by hand from the rows written here (block size 4): row 0 alone, then 6,000 pairs.
@@ -22,7 +23,7 @@ import threading
 
 import pytest
 
-from helpers import LinearCompute
+from helpers import LinearCompute, spy_compiled_turns
 from pcs import _native
 from pcs.blocks import BlockRules
 from pcs.engine import decoded, turns
@@ -108,7 +109,7 @@ def test_the_pieces_are_the_rows_only_when_read_raising_and_unsorted(tmp_path):
 
 
 @needs_twins
-def test_each_piece_is_walked_on_the_worker_as_it_is_read(tmp_path, monkeypatch):
+def test_each_piece_is_handed_to_the_walk_as_it_is_read(tmp_path, monkeypatch):
     path = _write(tmp_path / "t.parquet", _rows())
     ev = _events(monkeypatch)
     before, me = set(threading.enumerate()), threading.current_thread()
@@ -201,8 +202,9 @@ def test_a_null_in_a_later_piece_is_the_inline_error(tmp_path):
 
 @needs_twins
 def test_ctrl_c_in_a_later_piece_leaves_no_worker(tmp_path, monkeypatch):
-    # Ctrl-C while pyarrow reads the fifth piece, the first three handed to the walk: the walk is waited for, its
-    # worker ended
+    # Ctrl-C while pyarrow reads the fifth piece, the first three queued for the compiled walk thread (requests
+    # 0, 2,048 and 4,096 on): no Python worker is left, the queue is drained dropping what it holds (_turns.drain
+    # with drop), the walk's outcome never read (no _turns.result); a later decode gives the hand-worked values
     path = _write(tmp_path / "t.parquet", _rows())
     real_rb = parquet._record_batches
 
@@ -213,14 +215,16 @@ def test_ctrl_c_in_a_later_piece_leaves_no_worker(tmp_path, monkeypatch):
             yield x
 
     monkeypatch.setattr(parquet, "_record_batches", rb)
-    walked: list = []
-    real_walk = turns.TurnWalk._walk
-    monkeypatch.setattr(turns.TurnWalk, "_walk", lambda self, *a: (walked.append(len(a[3]) - 1), real_walk(self, *a)))
+    calls = spy_compiled_turns(monkeypatch)
     before = set(threading.enumerate())
     with pytest.raises(KeyboardInterrupt):
         _decode(open_trace(path))
     assert not _workers(before)
-    assert walked == PIECES[:3]
+    assert [(n, (a[0], len(a[4])) if n == "queue" else a) for n, _, a in calls[1:]] == \
+        [("queue", (0, 2048)), ("queue", (2048, 2048)), ("queue", (4096, 2048)), ("drain", (True,))]
+    assert calls[0][0] == "new"
+    monkeypatch.undo()
+    _check_hand_values(_decode(open_trace(path)))
 
 
 def test_pieces_covering_part_of_a_batch_are_refused():
