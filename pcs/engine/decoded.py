@@ -59,8 +59,8 @@ FIRST_MERGE_REQUESTS = 1 << 15
 #: Pieces of a Parquet read handed to the next-turn walk at once (:class:`_PiecesWalked`): 1x Mooncake's 6 pieces of
 #: 2,048 rows in two hand-overs, the second walked beside the join, the checks and the chunk pieces. On the Python
 #: worker one piece a hand-over kept the decode pass 0.05 ms longer, two the same as three, all six 0.2-0.4 ms longer;
-#: on the compiled walk queue one 0.05-0.12 ms longer, two 0.02-0.05, six the same as three (docs/performance.md, "The 1x
-#: Parquet walk begun on the read's first pieces").
+#: on the compiled walk queue one 0.05-0.12 ms longer, two 0.02-0.05, six the same as three (docs/performance.md,
+#: "The 1x Parquet walk begun on the read's first pieces").
 PIECES_A_HANDOVER = 3
 
 
@@ -201,8 +201,9 @@ class Decoded:
             its own that needs no GIL while this thread reads the next and makes the pieces (``decode_ahead`` of
             :func:`pcs.trace.batches.as_batches`), the walk's worker left to walk; and a Parquet trace of one read
             batch (:func:`one_read_batch`): read here (a reader worker would read it while this thread waits), its
-            walk on the compiled search's walk thread (no ``also``: ``_turns.queue``) -- piece by piece as pyarrow decodes them when the pieces are its rows
-            (:func:`_pieces_are_rows`), else the batch once read -- while this thread makes its pieces; a source in
+            walk on the compiled search's walk thread (no ``also``: ``_turns.queue``) -- piece by piece as pyarrow
+            decodes them when the pieces are its rows (:func:`_pieces_are_rows`), else the batch once read -- while
+            this thread makes its pieces; a source in
             memory is read here as without it.
         meanwhile: with ``turns``, called on this thread with the trace's block hashes once every batch is read,
             while the walk finishes its last batch (:meth:`pcs.engine.turns.TurnWalk.result`), or None: the
