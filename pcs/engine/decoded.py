@@ -199,12 +199,11 @@ class Decoded:
             piece (:meth:`pcs.engine.chunks.ChunkPieces.drain`) -- except a block-id JSONL trace read by the compiled
             twin (:meth:`pcs.trace.api.Trace.decodes_ahead`): read and checked here, each chunk decoded on a thread of
             its own that needs no GIL while this thread reads the next and makes the pieces (``decode_ahead`` of
-            :func:`pcs.trace.batches.as_batches`), the walk's worker left to walk; and a Parquet trace of one read
-            batch (:func:`one_read_batch`): read here (a reader worker would read it while this thread waits), its
-            walk on the compiled search's walk thread (no ``also``: ``_turns.queue``) -- piece by piece as pyarrow
-            decodes them when the pieces are its rows (:func:`_pieces_are_rows`), else the batch once read -- while
-            this thread makes its pieces; a source in
-            memory is read here as without it.
+            :func:`pcs.trace.batches.as_batches`), each batch walked on the compiled search's walk thread (no
+            ``also``: ``_turns.queue``); and a Parquet trace of one read batch (:func:`one_read_batch`): read here (a
+            reader worker would read it while this thread waits), its walk on the same walk thread -- piece by piece
+            as pyarrow decodes them when the pieces are its rows (:func:`_pieces_are_rows`), else the batch once
+            read -- while this thread makes its pieces; a source in memory is read here as without it.
         meanwhile: with ``turns``, called on this thread with the trace's block hashes once every batch is read,
             while the walk finishes its last batch (:meth:`pcs.engine.turns.TurnWalk.result`), or None: the
             caller's own work done in that wait instead of after the decode (:class:`pcs.engine.loops.HierarchyAhead`;
