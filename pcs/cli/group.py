@@ -109,7 +109,9 @@ def cli() -> None:
     on when the process may use two CPUs or more and the trace is not small
     (a JSONL or CSV file of 2,000,000 bytes or more, a Parquet file of
     200,000 block hashes or more, a gzip file, a trace in memory), else off
-    (docs/performance.md). Any other value of either is refused by every
-    command (exit 2), whether or not the command reads it.
+    (docs/performance.md); with threads on, the next-turn search keeps one
+    thread of its own (named pcs-turns) for the life of the process. Any
+    other value of either is refused by every command (exit 2), whether or
+    not the command reads it.
     """
 

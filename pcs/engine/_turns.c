@@ -1,7 +1,7 @@
 /*
  * pcs.engine._turns: the next-turn search of pcs.engine.turns (decode blocks), streamed batch by batch.
  *
- * The compiled twin of pcs.engine.turns._walk_python (the Python reference; tests/engine/test_turns.py
+ * The compiled twin of pcs.engine.turns._walk (the Python reference, decode_blocks_python; tests/engine/test_turns.py
  * diffs the two on hypothesis traces and on the Mooncake trace). The rule (docs/semantics.md §9): request A
  * (prompt p, output o, f = p // bs full prompt blocks, f >= 1, its chain holding all f) waits under the key
  * (its id at position f - 1, f); the first later request B holding that id at that position with

@@ -31,8 +31,9 @@ decode pass in one process (docs/performance.md, the same section, "The pieces o
 The step scheduler's next-turn search (:mod:`pcs.engine.turns`) may walk each batch as it is read
 (``Decoded(source, turns)``, :class:`pcs.engine.turns.TurnWalk`): on a worker thread while the caller decodes the
 next chunk, so the search is done when the decode is (a batch without chunk pieces to make after its walk -- the
-JSONL decode-ahead pass's -- on the compiled search's own walk thread, which needs no GIL). The step loops' chunk pieces
-(:class:`pcs.engine.chunks.ChunkPieces`) of the first joined batch are made on that worker after each walk and,
+JSONL decode-ahead pass's and a 1x Parquet read's -- on the compiled search's own walk thread, which needs no
+GIL). The step loops' chunk pieces (:class:`pcs.engine.chunks.ChunkPieces`) of the first joined batch are made on
+that worker after each walk and,
 once the reads are done, by the caller too instead of waiting for the worker (a Parquet trace is read faster than
 it is walked); a later joined batch's chunk is made whole when it is taken, off the decode pass.
 
@@ -188,7 +189,7 @@ class Decoded:
     Args:
         source: anything :func:`pcs.trace.batches.as_batches` reads.
         turns: a :class:`pcs.engine.turns.TurnWalk` fed every batch as it is read (the next-turn search, on its
-            worker thread while the next batch is decoded), or None.
+            worker thread or the compiled walk thread while the next batch is decoded), or None.
         pieces: with ``turns``, a :class:`pcs.engine.chunks.ChunkPieces` whose pieces are queued as each batch is
             read and made in order on the same worker after each batch's walk, or by the caller once every batch
             is read (:meth:`pcs.engine.chunks.ChunkPieces.drain`), and each joined batch's chunk once its group is

@@ -163,11 +163,11 @@ class TurnWalk:
     while the worker is still busy waits in a list, taken by the worker's next call (the caller does not wait for
     the worker); each call is joined before the next starts, so the walks run in order, one at a time, on the state
     only the worker touches. A batch added without ``also`` (while no such call is in flight) goes instead to the
-    compiled search's own queue (``_turns.queue``): the process's one walk thread, a pthread that never takes the GIL
-    and is kept between walks, walks the queued batches in order as they come, so no Python thread waits for the GIL
-    to begin or end a walk (the Python worker did, about 0.2-0.4 ms a walk beside the caller's Python on 2 cores:
-    docs/performance.md, "The 1x JSONL decode pass's fill and drain" (2026-12-05)); a batch with ``also`` first waits
-    for the queue (:meth:`_drain`), so the walks stay in trace order either way.
+    compiled search's own queue (``_turns.queue``): the process's one walk thread (named ``pcs-turns``), a pthread
+    that never takes the GIL and is kept between walks, walks the queued batches in order as they come, so no Python
+    thread waits for the GIL to begin or end a walk (the Python worker did, about 0.2-0.4 ms a walk beside the
+    caller's Python on 2 cores: docs/performance.md, "The 1x JSONL decode pass's fill and drain" (2026-12-05)); a
+    batch with ``also`` first waits for the queue (:meth:`_drain`), so the walks stay in trace order either way.
     A batch is read, never written. :meth:`close` (also done by :meth:`result`) waits for a walk in flight and ends
     the worker, on every path (an error or Ctrl-C in the reader): no Python thread is left behind, and the walk
     thread holds nothing of this walk.

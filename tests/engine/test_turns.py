@@ -199,7 +199,7 @@ def _workers(before: set) -> list:
 @pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
 @pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
 def test_walked_while_decoding_equals_the_reference_on_mooncake(monkeypatch):
-    # 64 KiB chunks: the walk runs on its worker beside the decode of about 46 chunks
+    # 64 KiB chunks: the walk runs beside the decode of about 46 chunks (on the compiled walk thread)
     import threading
 
     from pcs.engine.decoded import Decoded
@@ -371,7 +371,7 @@ class _Counted(turns.TurnWalk):
 @pytest.mark.parametrize("name", SAMPLES)
 @pytest.mark.parametrize("threaded", [False, True])
 def test_compiled_equals_reference_on_the_samples(monkeypatch, name, threaded):
-    # the compiled walk while decoding (4 KiB chunks: every sample in several batches; threaded: on its worker)
+    # the compiled walk while decoding (4 KiB chunks: every sample in several batches; threaded: on the compiled walk thread)
     # and the one-pass compiled search against the Python reference over the same decoded trace: the same pairs,
     # next turns and decode-block ids
     import threading
