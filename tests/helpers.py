@@ -332,6 +332,45 @@ def traces(draw, max_requests=20):
 
 # --- the CLI as a user meets it (tests/cli/test_hostile_*.py) --------------------------------------------
 
+#: A hand trace for the decode pass with next turns: (ids, arrival s, prompt, output) a request, block size 4
+#: (tests/engine/test_decoded_ahead.py writes it as JSONL, timestamps in ms; test_decoded_parquet_here.py as
+#: Parquet). Next turns (docs/semantics.md §9): r0 (f = 10 // 4 = 2 full blocks, id 2 at position 1, p + o = 13)
+#: -> r4 (position 1 holds 2, 20 >= 13): its decode blocks are positions 2 .. (13 - 1) // 4 - 1 = 2, r4's id
+#: there: [3]. r1 (f = 2, p + o = 8) -> r4 too, positions 2 .. 1: none. r2 (f = 1, id 1 at position 0, p + o = 9)
+#: -> r4 (position 0 holds 1): positions 1 .. (9 - 1) // 4 - 1 = 1: [2]. r3 (f = 0) takes no part; r4 has no later
+#: request. So 3 pairs, ids for r0 and r2.
+DECODE_HAND = [([1, 2, 3], 0.0, 10, 3), ([1, 2], 1.0, 8, 0), ([1, 5], 2.0, 5, 4), ([7], 3.0, 3, 2),
+               ([1, 2, 3, 4, 6], 4.0, 20, 1)]
+#: Its cacheable blocks min(P // 4, ids) and max hit min(cacheable, (P - 1) // 4) per request (default rules,
+#: docs/semantics.md §2, §4), and its prefill table: a request's row (P - min(4 h, P)) x 0.001 s for h = 0 .. max
+#: hit (LinearCompute), the rows one after the other.
+DECODE_HAND_CACHEABLE, DECODE_HAND_MAX_HIT = [2, 2, 1, 0, 5], [2, 1, 1, 0, 4]
+DECODE_HAND_TABLE = [0.010, 0.006, 0.002, 0.008, 0.004, 0.005, 0.001, 0.003, 0.020, 0.016, 0.012, 0.008, 0.004]
+
+
+def check_decoded_hand(src, rules, timing) -> None:
+    """Assert what :class:`pcs.engine.decoded.Decoded` of :data:`DECODE_HAND` holds (one batch of 5 rows, the next
+    turns worked out above, one chunk with the hand cacheable / max-hit blocks and prefill table), ``rules`` and
+    ``timing`` the chunk pieces' (default BlockRules, LinearCompute)."""
+    assert [len(b) for b in src.batches] == [5]
+    b = src.batches[0]
+    assert b.prompt_tokens.tolist() == [10, 8, 5, 3, 20] and b.arrival_s.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert b.block_hashes.tolist() == [1, 2, 3, 1, 2, 1, 5, 7, 1, 2, 3, 4, 6]
+    nt = src.next_turns
+    assert (nt.index.tolist(), nt.starts.tolist(), nt.ids.tolist(), nt.pairs, nt.requests) == \
+        ([0, 2], [0, 1, 2], [3, 2], 3, 5)
+    (ch,) = list(src.made_chunks(rules, timing, False))
+    assert (ch.cacheable, ch.max_hit_blocks) == (DECODE_HAND_CACHEABLE, DECODE_HAND_MAX_HIT)
+    assert ch.arrays[7].tolist() == pytest.approx(DECODE_HAND_TABLE, rel=1e-12, abs=0)
+
+
+def beside_workers(before: set) -> list:
+    """The ``pcs-beside`` worker threads alive now that were not in ``before`` (a set of threads)."""
+    import threading
+
+    return [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
+
+
 ROOT = Path(__file__).resolve().parents[1]
 #: 8 Mooncake requests, 512-token blocks (traces/formats/, sources in traces/README.md): fast to replay.
 SMALL_TRACE = ROOT / "traces" / "formats" / "mooncake_conv_8.jsonl"

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from helpers import LinearCompute
+from helpers import DECODE_HAND, LinearCompute, beside_workers, check_decoded_hand
 from pcs import _native
 from pcs.blocks import BlockRules
 from pcs.engine import turns
@@ -27,17 +27,7 @@ from pcs.trace import jsonfast, open_trace, source
 needs_twins = pytest.mark.skipif(not (_native.built("turns") and _native.built("jsonrows")),
                                  reason="the compiled pcs.engine._turns or pcs.trace._jsonrows is not built")
 
-# (ids, arrival s, input_length, output_length), block size 4 (the file's timestamps in ms). Next turns (docs/semantics.md §9): r0 (f = 10 // 4
-# = 2 full blocks, id 2 at position 1, p + o = 13) -> r4 (position 1 holds 2, 20 >= 13): its decode blocks are
-# positions 2 .. (13 - 1) // 4 - 1 = 2, r4's id there: [3]. r1 (f = 2, p + o = 8) -> r4 too, positions 2 .. 1:
-# none. r2 (f = 1, id 1 at position 0, p + o = 9) -> r4 (position 0 holds 1): position 1 .. (9 - 1) // 4 - 1 = 1:
-# [2]. r3 (f = 0) takes no part; r4 has no later request. So 3 pairs, ids for r0 and r2.
-HAND = [([1, 2, 3], 0.0, 10, 3), ([1, 2], 1.0, 8, 0), ([1, 5], 2.0, 5, 4), ([7], 3.0, 3, 2),
-        ([1, 2, 3, 4, 6], 4.0, 20, 1)]
-# cacheable = min(P // 4, ids), max hit = min(cacheable, (P - 1) // 4) (default rules, docs/semantics.md §2, §4);
-# prefill table row of a request: (P - min(4 h, P)) x 0.001 s for h = 0 .. max hit (LinearCompute)
-CACHEABLE, MAX_HIT = [2, 2, 1, 0, 5], [2, 1, 1, 0, 4]
-TABLE = [0.010, 0.006, 0.002, 0.008, 0.004, 0.005, 0.001, 0.003, 0.020, 0.016, 0.012, 0.008, 0.004]
+HAND = DECODE_HAND
 
 
 def _write(path, rows, bad_at: int | None = None) -> None:
@@ -45,10 +35,6 @@ def _write(path, rows, bad_at: int | None = None) -> None:
         for k, (ids, t, p, o) in enumerate(rows):
             f.write('{"timestamp": 1.0, "input_length": "x", "output_length": 1, "hash_ids": [1]}\n' if k == bad_at else
                     json.dumps({"timestamp": 1000 * t, "input_length": p, "output_length": o, "hash_ids": ids}) + "\n")
-
-
-def _workers(before: set) -> list:
-    return [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
 
 
 def _spied(monkeypatch) -> list:
@@ -81,20 +67,11 @@ def test_read_on_a_worker_gives_the_hand_worked_trace(tmp_path, monkeypatch, ahe
     rules, timing = BlockRules(), TimeModel(LinearCompute())
     before = set(threading.enumerate())
     src = Decoded(open_trace(path, block_size=4), turns.TurnWalk(True), ChunkPieces(rules, timing), ahead=ahead)
-    assert not _workers(before)
+    assert not beside_workers(before)
     # ahead (threads wanted): each chunk decoded on a thread of its own (no Python thread, no GIL), read here
     me = threading.current_thread()
     assert threads == (["own"] * 5 if ahead else [me] * 5)
-    assert [len(b) for b in src.batches] == [5]
-    b = src.batches[0]
-    assert b.prompt_tokens.tolist() == [10, 8, 5, 3, 20] and b.arrival_s.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
-    assert b.block_hashes.tolist() == [1, 2, 3, 1, 2, 1, 5, 7, 1, 2, 3, 4, 6]
-    nt = src.next_turns
-    assert (nt.index.tolist(), nt.starts.tolist(), nt.ids.tolist(), nt.pairs, nt.requests) == \
-        ([0, 2], [0, 1, 2], [3, 2], 3, 5)
-    (ch,) = list(src.made_chunks(rules, timing, False))
-    assert (ch.cacheable, ch.max_hit_blocks) == (CACHEABLE, MAX_HIT)
-    assert ch.arrays[7].tolist() == pytest.approx(TABLE, rel=1e-12, abs=0)
+    check_decoded_hand(src, rules, timing)
 
 
 @needs_twins
@@ -130,6 +107,6 @@ def test_a_bad_line_read_ahead_raises_the_inline_error(tmp_path, monkeypatch, ba
         before = set(threading.enumerate())
         with pytest.raises(InputError) as err:
             Decoded(open_trace(path, block_size=4), turns.TurnWalk(True), ChunkPieces(rules, timing), ahead=ahead)
-        assert not _workers(before)
+        assert not beside_workers(before)
         got.append(str(err.value))
     assert got[0] == got[1] and f":{bad_at + 1}:" in got[0] and "input_length" in got[0]

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from helpers import LinearCompute, spy_compiled_turns
+from helpers import DECODE_HAND, LinearCompute, beside_workers, check_decoded_hand, spy_compiled_turns
 from pcs import _native
 from pcs.blocks import BlockRules
 from pcs.engine import chunks, decoded, turns
@@ -28,17 +28,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 needs_twins = pytest.mark.skipif(not (_native.built("turns") and _native.built("jsonrows")),
                                  reason="the compiled pcs.engine._turns or pcs.trace._jsonrows is not built")
 
-# (ids, arrival s, prompt, output), block size 4. Next turns (docs/semantics.md §9): r0 (f = 10 // 4 = 2 full
-# blocks, id 2 at position 1, p + o = 13) -> r4 (position 1 holds 2, 20 >= 13): decode blocks at positions
-# 2 .. (13 - 1) // 4 - 1 = 2, r4's id there: [3]. r1 (f = 2, p + o = 8) -> r4 too, positions 2 .. 1: none.
-# r2 (f = 1, id 1 at position 0, p + o = 9) -> r4: positions 1 .. (9 - 1) // 4 - 1 = 1: [2]. r3 (f = 0) takes no
-# part. So 3 pairs, ids for r0 and r2.
-HAND = [([1, 2, 3], 0.0, 10, 3), ([1, 2], 1.0, 8, 0), ([1, 5], 2.0, 5, 4), ([7], 3.0, 3, 2),
-        ([1, 2, 3, 4, 6], 4.0, 20, 1)]
-# cacheable = min(P // 4, ids), max hit = min(cacheable, (P - 1) // 4) (docs/semantics.md §2, §4); a request's
-# prefill table row: (P - min(4 h, P)) x 0.001 s for h = 0 .. max hit (LinearCompute)
-CACHEABLE, MAX_HIT = [2, 2, 1, 0, 5], [2, 1, 1, 0, 4]
-TABLE = [0.010, 0.006, 0.002, 0.008, 0.004, 0.005, 0.001, 0.003, 0.020, 0.016, 0.012, 0.008, 0.004]
+HAND = DECODE_HAND
 META = {b"pcs.schema": b"pcs-trace/1", b"pcs.block_size": b"4", b"pcs.source_format": b"mooncake"}
 
 
@@ -49,10 +39,6 @@ def _write(path, rows) -> str:
                   "block_hashes": pa.array([r[0] for r in rows], pa.list_(pa.uint64()))})
     pq.write_table(t.replace_schema_metadata(META), path)
     return str(path)
-
-
-def _workers(before: set) -> list:
-    return [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
 
 
 def _where(monkeypatch) -> dict:
@@ -84,19 +70,6 @@ def _decode(path, ahead: bool = True) -> tuple:
     return Decoded(open_trace(path), turns.TurnWalk(True), ChunkPieces(rules, timing), ahead=ahead), rules, timing
 
 
-def _check_hand_values(src, rules, timing) -> None:
-    assert [len(b) for b in src.batches] == [5]
-    b = src.batches[0]
-    assert b.prompt_tokens.tolist() == [10, 8, 5, 3, 20] and b.arrival_s.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
-    assert b.block_hashes.tolist() == [1, 2, 3, 1, 2, 1, 5, 7, 1, 2, 3, 4, 6]
-    nt = src.next_turns
-    assert (nt.index.tolist(), nt.starts.tolist(), nt.ids.tolist(), nt.pairs, nt.requests) == \
-        ([0, 2], [0, 1, 2], [3, 2], 3, 5)
-    (ch,) = list(src.made_chunks(rules, timing, False))
-    assert (ch.cacheable, ch.max_hit_blocks) == (CACHEABLE, MAX_HIT)
-    assert ch.arrays[7].tolist() == pytest.approx(TABLE, rel=1e-12, abs=0)
-
-
 def test_one_read_batch_is_the_footers_rows_against_a_read_batch(tmp_path, monkeypatch):
     path = _write(tmp_path / "t.parquet", HAND)
     assert one_read_batch(open_trace(path))                      # 5 rows <= READ_ROWS (16,384)
@@ -116,7 +89,7 @@ def test_a_one_batch_trace_is_read_here_walked_on_the_compiled_walk_thread(tmp_p
     calls = spy_compiled_turns(monkeypatch)
     before, me = set(threading.enumerate()), threading.current_thread()
     src, rules, timing = _decode(path)
-    assert not _workers(before)
+    assert not beside_workers(before)
     assert seen["read"] == {me} and seen["piece"] == {me}
     # the 5 rows (one piece) queued from here for the compiled walk thread, waited for once read: no walk on this
     # thread (no _turns.walk) nor on a Python worker (no TurnWalk._walk)
@@ -126,7 +99,7 @@ def test_a_one_batch_trace_is_read_here_walked_on_the_compiled_walk_thread(tmp_p
     assert (first, bs, hashes.tolist(), prompt.tolist()) == (0, 4, [1, 2, 3, 1, 2, 1, 5, 7, 1, 2, 3, 4, 6],
                                                              [10, 8, 5, 3, 20])
     assert calls[2][2] == (False,) and seen["walk"] == set()
-    _check_hand_values(src, rules, timing)
+    check_decoded_hand(src, rules, timing)
 
 
 @needs_twins
@@ -137,9 +110,9 @@ def test_a_trace_of_more_read_batches_keeps_its_reader_worker(tmp_path, monkeypa
     seen = _where(monkeypatch)
     before, me = set(threading.enumerate()), threading.current_thread()
     src, rules, timing = _decode(path)
-    assert not _workers(before)
+    assert not beside_workers(before)
     assert len(seen["read"]) == 1 and me not in seen["read"]
-    _check_hand_values(src, rules, timing)
+    check_decoded_hand(src, rules, timing)
 
 
 @needs_twins
@@ -153,7 +126,7 @@ def test_a_bad_row_gives_the_inline_error_and_leaves_no_worker(tmp_path, bad_row
         before = set(threading.enumerate())
         with pytest.raises(InputError) as err:
             _decode(path, ahead)
-        assert not _workers(before)
+        assert not beside_workers(before)
         got.append(str(err.value))
     assert got[0] == got[1] == f"{path}:{bad_row}: field 'output_tokens': must be >= 0, got -1"
 
@@ -183,13 +156,13 @@ def test_ctrl_c_on_the_calling_thread_leaves_no_worker(tmp_path, monkeypatch, wh
     before = set(threading.enumerate())
     with pytest.raises(KeyboardInterrupt):
         _decode(path)
-    assert not _workers(before)
+    assert not beside_workers(before)
     # the read's case: nothing queued nor drained; the piece's: its 5 rows queued, then drained dropping
     assert [(n, len(a[4]) if n == "queue" else a) for n, _, a in calls[1:]] == \
         ([] if where == "read" else [("queue", 5), ("drain", (True,))])
     assert calls[0][0] == "new"
     monkeypatch.undo()
-    _check_hand_values(*_decode(path))
+    check_decoded_hand(*_decode(path))
 
 
 @needs_twins
@@ -206,7 +179,7 @@ def test_replay_threads_on_and_off_agree(tmp_path, monkeypatch):
         seen = _where(monkeypatch)
         before = set(threading.enumerate())
         r = pcs.replay(path, **kw)
-        assert not _workers(before)
+        assert not beside_workers(before)
         assert seen["read"] == {threading.current_thread()}
         out[mode] = r.summary.to_dict()
         assert out[mode].pop("threads")["used"] is (mode == "on")
