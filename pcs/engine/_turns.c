@@ -375,6 +375,13 @@ static int tn_batch(turns_t *t, int64_t first, int64_t bs, const uint64_t *h, co
     return 0;
 }
 
+/* Whether a batch's arrays agree (walk's and queue's check): block size >= 1, m >= 0 rows, prompt and output m int64
+ * each, and the last offset within the hashes. */
+static int tn_batch_ok(long long bs, int64_t m, const Py_buffer *h, const Py_buffer *off, const Py_buffer *p,
+                       const Py_buffer *o) {
+    return bs >= 1 && m >= 0 && p->len == m * 8 && o->len == m * 8 && ((const int64_t *)off->buf)[m] * 8 <= h->len;
+}
+
 /* walk(state, first, block_size, hashes uint64, offsets int64 (m + 1), prompt int64 (m), output int64 (m)).
  * The GIL is released over the walk (tn_batch calls no Python and allocates with malloc): the search may run on
  * a worker thread while the caller decodes the next batch (pcs.engine.turns.TurnWalk). One state is walked by one
@@ -388,7 +395,7 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
     int64_t m = off.len / 8 - 1;
     PyObject *ret = NULL;
     if (!t) goto done;
-    if (bs < 1 || m < 0 || p.len != m * 8 || o.len != m * 8 || (m >= 0 && ((const int64_t *)off.buf)[m] * 8 > h.len)) {
+    if (!tn_batch_ok(bs, m, &h, &off, &p, &o)) {
         PyErr_SetString(PyExc_ValueError, "walk: inconsistent batch arrays");
         goto done;
     }
@@ -511,7 +518,7 @@ static PyObject *py_queue(PyObject *self, PyObject *args) {
     j.first = first; j.bs = bs; j.m = j.off.len / 8 - 1;
     const char *why = NULL;
     if (!t) why = "";
-    else if (bs < 1 || j.m < 0 || j.p.len != j.m * 8 || j.o.len != j.m * 8 || ((const int64_t *)j.off.buf)[j.m] * 8 > j.h.len)
+    else if (!tn_batch_ok(bs, j.m, &j.h, &j.off, &j.p, &j.o))
         why = "queue: inconsistent batch arrays";
     if (why) {
         if (*why) PyErr_SetString(PyExc_ValueError, why);
