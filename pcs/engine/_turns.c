@@ -54,7 +54,7 @@ typedef struct {
     uint64_t *ids_bits; uint64_t ids_cap;                    /* bit id: some key holds id (ids < ids_cap) */
     int ids_over;                                            /* some key's id did not fit the bitmap */
     int64_t hint;                                            /* requests to reserve for at the first walk (py_new) */
-    struct tn_queue *q;                                      /* the batches queued for the walk's own thread (py_queue) */
+    struct tn_queue *q;                                      /* batches queued for the walk thread (py_queue) */
 } turns_t;
 
 /* A batch queued for the walk thread: its buffers held (released by py_drain, with the GIL) until drained. */
@@ -349,7 +349,10 @@ static PyObject *py_new(PyObject *self, PyObject *args) {
     t->slots = (slot_t *)malloc(1024 * sizeof(slot_t));
     t->filter = (uint64_t *)calloc((size_t)1 << (FILTER_BITS - 6), sizeof(uint64_t));
     t->q = (tn_queue_t *)calloc(1, sizeof(tn_queue_t));
-    if (!t->slots || !t->filter || !t->q) { free(t->slots); free(t->filter); free(t->q); free(t); return PyErr_NoMemory(); }
+    if (!t->slots || !t->filter || !t->q) {
+        free(t->slots); free(t->filter); free(t->q); free(t);
+        return PyErr_NoMemory();
+    }
     for (int i = 0; i < 1024; i++) t->slots[i].heap = -1;
     PyObject *cap = PyCapsule_New(t, "pcs.engine._turns.state", tn_capsule_free);
     if (!cap) tn_free(t);
