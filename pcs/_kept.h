@@ -7,7 +7,8 @@
  * 4,300 minor faults a steady 10x Mooncake call on the calling thread, in the step loop's first writes to each row
  * (docs/performance.md, "The calling thread's page faults"); likewise the compiled hierarchy's entry and order
  * arrays (pcs/cache/_lruhier.h, _lruq.h: kept_alloc / kept_free). kept_take / kept_give keep such mappings instead: a
- * mapping given back is held for the next taker of about its size (at least the bytes asked, at most twice), whose
+ * mapping given back is held for the next taker of about its size (at least the bytes asked, at most twice; with
+ * kept_take_upto, up to a larger bound: a JSONL reader's id arena, whose room is then the whole mapping), whose
  * pages are then resident already. Contents of a taken mapping are undefined (a fresh one reads as zeros): takers
  * write every byte they read -- or, for a taker that needs zeros (the one-pass scan's arrays, pcs/engine/_lruscan.c),
  * kept_take_dirty tells how many of its first bytes its giver may have written (kept_give_dirty), to clear those.
@@ -68,17 +69,18 @@ static inline void *kept_map(size_t want) {
     return p + head;
 }
 
-/* A mapping of at least `need` bytes: the smallest kept one of need .. 2 x need bytes (rounded to pages), else a
- * new one. Its mapped size in *got (what kept_give wants back); in *dirty how many of its first bytes may be nonzero
- * (what its giver said, kept_give_dirty; 0 for a new mapping, whose pages read as zero and none is resident yet).
- * NULL when the kernel gives no memory (no exception set). */
-static inline void *kept_take_dirty(size_t need, size_t *got, size_t *dirty) {
+/* A mapping of at least `need` bytes: the smallest kept one of need .. max(2 x need, `most`) bytes (rounded to
+ * pages), else a new one of need bytes. Its mapped size in *got (what kept_give wants back); in *dirty how many of
+ * its first bytes may be nonzero (what its giver said, kept_give_dirty; 0 for a new mapping, whose pages read as
+ * zero and none is resident yet). NULL when the kernel gives no memory (no exception set). */
+static inline void *kept_take_upto(size_t need, size_t most, size_t *got, size_t *dirty) {
     const size_t want = kept_round(need);
     int best = -1;
     kept_lock();
     for (int i = 0; i < KEPT_SLOTS; i++) {
         const size_t b = kept_slot[i].bytes;
-        if (kept_slot[i].p && b >= want && b / 2 <= want && (best < 0 || b < kept_slot[best].bytes)) best = i;
+        if (kept_slot[i].p && b >= want && (b / 2 <= want || b <= most) && (best < 0 || b < kept_slot[best].bytes))
+            best = i;
     }
     void *p = NULL;
     if (best >= 0) {
@@ -93,6 +95,11 @@ static inline void *kept_take_dirty(size_t need, size_t *got, size_t *dirty) {
     p = kept_map(want);
     if (p) *got = want, *dirty = 0;
     return p;
+}
+
+/* kept_take_upto of a mapping of need .. 2 x need bytes */
+static inline void *kept_take_dirty(size_t need, size_t *got, size_t *dirty) {
+    return kept_take_upto(need, 0, got, dirty);
 }
 
 /* kept_take_dirty for a taker that writes every byte it reads (contents undefined) */

@@ -859,7 +859,11 @@ PyTypeObject ColumnType = {PyVarObject_HEAD_INIT(nullptr, 0) "pcs.trace._jsonrow
  * a view, not a copy (pcs.trace.request.concat_batches). Its bytes are a read-only buffer (numpy.frombuffer);
  * `used` ids are taken, the rest is room (address space: pages nobody writes are never touched, so never resident).
  * One reader fills it, chunk after chunk (a decode writes only past `used`, which views of earlier chunks do not
- * reach). */
+ * reach). Arena(capacity, huge_pages=False, take_larger=False): room for `capacity` ids; with take_larger, room for
+ * as many as the buffer it got holds, which may be a larger mapping a dead arena left (arena_alloc): a JSONL reader's
+ * arena (4 Mi ids asked) taking the 115 MB a 50x Parquet read's arena left, whose pages are resident, where four
+ * new 32 MiB rooms took 27,000 page faults a call when the two formats alternate (docs/performance.md, "Page faults
+ * of the 50x call"). */
 /* Lease: what a pooled buffer (an Arena, a ReadBuffer) carries so that pcs.trace.pool hands it to one reader at a
  * time and never while anything views its bytes. `exports` counts the buffer exports alive (getbuffer adds one,
  * releasebuffer takes it back: a numpy.frombuffer array or a memoryview of it holds one, and so does every slice
@@ -903,11 +907,13 @@ inline size_t ids_bound(size_t n) { return n / 2 + 2; }
  * reader's, sized to the footer's ids: pcs/trace/parquet.py _IdRoom) -- never asked for one whose room may stay
  * mostly unwritten (a JSONL reader's, sized to a bound on its chunk's ids), where a touched huge page would make
  * resident 2 MB of room nobody writes (a mapping a Parquet arena left keeps its advice: at most one such page past
- * the ids). Below 128 KiB malloc's (*mapped 0). Contents undefined. */
-void *arena_alloc(size_t bytes, bool huge, size_t *mapped) {
+ * the ids). Below 128 KiB malloc's (*mapped 0). Contents undefined. `larger`: any kept mapping of `bytes` or more
+ * may be taken, however large (Arena's take_larger). */
+void *arena_alloc(size_t bytes, bool huge, size_t *mapped, bool larger = false) {
     *mapped = 0;
     if (bytes >= KEPT_MIN_BYTES) {
-        void *p = kept_take(bytes, mapped);
+        size_t dirty;
+        void *p = kept_take_upto(bytes, larger ? KEPT_MAX_BYTES : 0, mapped, &dirty);
 #if defined(MADV_HUGEPAGE)
         if (p && huge && bytes >= ((size_t)4 << 20)) madvise(p, *mapped, MADV_HUGEPAGE);
 #endif
@@ -924,21 +930,21 @@ void arena_free(void *p, size_t mapped) {
 
 PyObject *arena_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     Py_ssize_t cap;
-    int huge = 0;
-    static const char *kw[] = {"capacity", "huge_pages", nullptr};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "n|p", (char **)kw, &cap, &huge)) return nullptr;
+    int huge = 0, larger = 0;
+    static const char *kw[] = {"capacity", "huge_pages", "take_larger", nullptr};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "n|pp", (char **)kw, &cap, &huge, &larger)) return nullptr;
     if (cap < 1 || (size_t)cap > PY_SSIZE_T_MAX / 8) {
         PyErr_SetString(PyExc_TypeError, "Arena: capacity must be a positive number of ids");
         return nullptr;
     }
     ArenaObject *a = (ArenaObject *)type->tp_alloc(type, 0);
     if (!a) return nullptr;
-    a->data = (uint64_t *)arena_alloc((size_t)cap * sizeof(uint64_t), huge != 0, &a->mapped);
+    a->data = (uint64_t *)arena_alloc((size_t)cap * sizeof(uint64_t), huge != 0, &a->mapped, larger != 0);
     if (!a->data) {
         Py_DECREF(a);
         return PyErr_NoMemory();
     }
-    a->cap = cap;
+    a->cap = larger && a->mapped ? (Py_ssize_t)(a->mapped / sizeof(uint64_t)) : cap;   // take_larger: all it took
     a->used = 0;
     a->busy = 0;
     a->lease = Lease{0, 0};
@@ -1694,7 +1700,8 @@ PyMODINIT_FUNC PyInit__jsonrows(void) {
     ArenaType.tp_as_buffer = &arena_buffer;
     ArenaType.tp_methods = arena_methods;
     ArenaType.tp_members = arena_members;
-    ArenaType.tp_doc = "Arena(capacity, huge_pages=False): one id buffer the chunks of a reader fill in order (the C++ file's header).";
+    ArenaType.tp_doc = "Arena(capacity, huge_pages=False, take_larger=False): one id buffer the chunks of a reader "
+                       "fill in order (the C++ file's header).";
     if (PyType_Ready(&ArenaType) < 0) return nullptr;
     ReadBufferType.tp_basicsize = sizeof(ReadBufferObject);
     ReadBufferType.tp_flags = Py_TPFLAGS_DEFAULT;

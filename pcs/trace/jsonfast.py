@@ -328,15 +328,20 @@ KEPT_ARENA_IDS = 1 << 20
 #: already, where a new arena's ids took a page fault every 512 ids (563 a call at 1x Mooncake, the whole call's
 #: minor faults; the three 1 MiB chunks decoded 2.2 ms into a new arena, 1.0 ms into a kept one:
 #: docs/performance.md, "The 1x call's decode pass: the next chunk on a thread without the GIL, the id arena
-#: kept"). At most one is kept, and only when it holds at most :data:`KEPT_ARENA_IDS` ids;
-#: :func:`pcs.trace.release_buffers` drops it.
-ARENAS = Pool(1, lambda a: a.used <= KEPT_ARENA_IDS)
+#: kept"). At most one is kept, and only when it holds at most :data:`KEPT_ARENA_IDS` ids and its room is the
+#: :data:`ARENA_IDS` asked (not a larger mapping it took: :func:`arena`); :func:`pcs.trace.release_buffers` drops it.
+ARENAS = Pool(1, lambda a: a.used <= KEPT_ARENA_IDS and a.capacity <= ARENA_IDS)
 
 
 def arena(taken: list | None = None):
-    """An id arena of the compiled twin (pcs/trace/_jsonrows.cpp's ``Arena``, :data:`ARENA_IDS` ids), empty and
-    leased to the caller: the kept one (:data:`ARENAS`) when no reader holds it and no batch views it, else a new
-    one; None when the twin is not built or the memory is not there (the chunks then get buffers of their own).
+    """An id arena of the compiled twin (pcs/trace/_jsonrows.cpp's ``Arena``, :data:`ARENA_IDS` ids or more), empty
+    and leased to the caller: the kept one (:data:`ARENAS`) when no reader holds it and no batch views it, else a new
+    one; None when the twin is not built or the memory is not there (the chunks then get buffers of their own). A new
+    one takes the smallest mapping of :data:`ARENA_IDS` ids or more that dead arenas left (``take_larger``; the
+    module's pool holds at most 128 MiB: pcs/_kept.h), whatever its size, its room then all of it: when a 50x
+    Parquet read and a 50x JSONL read alternate, the JSONL read's ids fill the 115 MB the Parquet read left
+    resident, where four new 32 MiB arenas took 27,000 page faults a call (docs/performance.md, "Page faults of the
+    50x call").
     ``taken``: a list the arena is appended to, which the reader hands to ``ARENAS.keep`` at its end (its lease
     given back, the arena kept for the next reader within the bound)."""
     from pcs import _native
@@ -344,7 +349,7 @@ def arena(taken: list | None = None):
     got = ARENAS.take()
     if got is None:
         try:
-            got = _native.module("jsonrows").Arena(ARENA_IDS)
+            got = _native.module("jsonrows").Arena(ARENA_IDS, take_larger=True)
         except (MemoryError, AttributeError):
             return None
         got.take()
