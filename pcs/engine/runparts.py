@@ -108,11 +108,15 @@ class PendingParts:
     :meth:`gated` begins one before the run's columns are final (:meth:`open` hands them over).
 
     Split (the gated kind): the worker sorts ``ttft_s`` (:func:`pcs.percentiles.sorted_finite`, the largest part:
-    ~5 ms of 7 at 120,000 requests) while the thread that calls :meth:`get` -- which would only wait for it -- makes
-    the percentiles of ``tpot_s``, ``e2e_s`` and the wait columns (:func:`_pcts`, :func:`_rest_parts`): the same
-    functions on the same columns, so the same :class:`RunParts`."""
+    ~5 ms of 7 at 120,000 requests), then makes the percentiles of ``tpot_s``, ``e2e_s`` and the wait columns
+    (:func:`_pcts`) one by one, taking each from a queue the thread that calls :meth:`get` takes from too: that
+    thread makes those still queued when it gets there -- all of them when it comes while the worker sorts (10x,
+    50x), none when the worker is done before it comes (1x Mooncake: the worker ended 0.4 ms of this thread's work
+    ahead of it; docs/performance.md, "The 1x call's Python glue") -- and then waits for the worker's. Each column's
+    percentiles are made once, by whichever thread takes it, with the same function on the same column: the same
+    :class:`RunParts` whoever made what."""
 
-    __slots__ = ("_side", "_value", "_done", "_gate", "_cols", "_split")
+    __slots__ = ("_side", "_value", "_done", "_gate", "_cols", "_split", "_todo", "_made")
 
     def __init__(self, columns: dict | None, prefill_no_cache_ordered: np.ndarray | None = None,
                  threaded: bool | None = None) -> None:
@@ -152,19 +156,40 @@ class PendingParts:
         :meth:`get` makes the rest of :func:`run_parts` (:func:`_rest_parts`)."""
         ordered = sorted_finite(prefill_no_cache_s)
         self._gate.acquire()
-        return None if self._cols is None else (sorted_finite(_col(self._cols, "ttft_s")), ordered)
+        if self._cols is None:
+            return None
+        ttft = sorted_finite(_col(self._cols, "ttft_s"))
+        self._make_queued()
+        return ttft, ordered
 
     def open(self, columns: dict) -> None:
-        """The run's final columns (:meth:`gated`): the worker goes on to :func:`run_parts` of its own dict of them."""
+        """The run's final columns (:meth:`gated`): the worker goes on to :func:`run_parts` of its own dict of them
+        (its ``ttft_s`` sort, then the percentiles :meth:`get` has not taken)."""
+        from collections import deque
+
         self._cols = _read_columns(columns)
+        self._todo, self._made = deque(_REST), {}
         self._gate.release()
+
+    def _make_queued(self) -> None:
+        """The percentiles (:func:`_pcts`) of each column still queued (:data:`_REST`), taken one at a time
+        (``deque.popleft``: one thread takes each), into ``_made``; called by the worker and by :meth:`get`."""
+        todo, made, cols = self._todo, self._made, self._cols
+        while True:
+            try:
+                name = todo.popleft()
+            except IndexError:
+                return
+            made[name] = _pcts(_col(cols, name))
 
     def get(self) -> RunParts:
         """The :class:`RunParts`, once the worker has made them."""
         if not self._done:
-            if self._split:     # this thread's share while the worker sorts ttft_s; then the worker's
-                rest = _rest_parts(self._cols)
+            if self._split:     # the percentiles the worker has not taken, made here; then the worker's
+                self._make_queued()
                 ttft, pre = self._side.join()
+                made = self._made
+                rest = (made["tpot_s"], made["e2e_s"], tuple(made[name] for name in _WAITS))
                 self._value = _joined(ttft, rest, pre)
             else:
                 self._value = self._side.join()
@@ -183,6 +208,10 @@ class PendingParts:
         if not self._done:
             self._side.settle()
             self._done = True
+
+
+#: the columns of :func:`_rest_parts`, in its order: a gated :class:`PendingParts`'s queue (:meth:`PendingParts.get`)
+_REST = ("tpot_s", "e2e_s") + _WAITS
 
 
 def _rest_parts(columns: dict) -> tuple:

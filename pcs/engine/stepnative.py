@@ -196,6 +196,12 @@ class NativeStepEngine(StepEngine):
             if self._count_slots and self.decode is None:      # (a no-cache run's decode blocks: None)
                 self._slots_counted = self._s.count_slots(hierarchy.tiers[0].capacity_blocks)
 
+    def _grow_columns(self, m: int) -> None:
+        """Nothing: the C loop keeps the per-request columns it writes (``columns()``, read at :meth:`close`), so the
+        memoryviews :meth:`StepEngine._grow_columns` takes for the Python loop's stores are never made
+        (:meth:`StepEngine.__init__` calls it with no rows: some twenty views a run; docs/performance.md, "The 1x
+        call's Python glue"); ``_views`` stays empty."""
+
     @property
     def releases_gil(self) -> bool:
         """Whether the C loop releases the GIL over feed and close (the compiled hierarchy through its C API, no

@@ -185,17 +185,24 @@ def detect_format(path, name: str | None = None, on_error: str = "raise") -> str
             events, a chat log, UTF-16 text); each but the empty file's names the line, ``FILE:LINE: ...``, as the
             readers' errors do.
     """
+    return _detected(path, name, on_error)[0]
+
+
+def _detected(path, name: str | None = None, on_error: str = "raise") -> tuple[str, bytes | None]:
+    """:func:`detect_format`'s format (its rules and errors) and, when it is a JSON-lines format detected with
+    ``on_error="raise"``, the first non-blank line it read it from (else None): :class:`Trace` reads its
+    ``"reuse"`` key there (:func:`_first_row_synthetic`) instead of reading the file's head again."""
     name = name or display_name(path)
     if _sniff_parquet(path):
-        return "parquet"
+        return "parquet", None
     skip = on_error == "skip"
     first_bad = None
     for i, (ln, line) in enumerate(_head_lines(path, name, SKIP_SNIFF_LINES if skip else 1,
                                                SKIP_SNIFF_BYTES if skip else 1 << 20)):
         if i == 0 and _csv_format(line) is not None:
-            return _csv_format(line)
+            return _csv_format(line), None
         try:
-            return _line_format(line, ln, name, first=i == 0)
+            return _line_format(line, ln, name, first=i == 0), None if skip else line
         except _BadLine as bad:
             if not skip:
                 if bad.reader and ln > 1:       # the readers refuse the blank line 1 first: their message
@@ -406,13 +413,17 @@ def _default_block_size(fmt: str) -> int:
             "burstgpt": DEFAULT_TOKEN_BLOCK_SIZE}[fmt]
 
 
-def _first_row_synthetic(path, name: str | None = None, on_error: str = "raise") -> bool:
+def _first_row_synthetic(path, name: str | None = None, on_error: str = "raise",
+                         first_line: bytes | None = None) -> bool:
     """True when the first JSONL row says ``"reuse": "synthetic"`` (the readers check every row); ``name``: the
     trace's name in errors. ``on_error="skip"``: the first row the readers accept, among the lines
-    :func:`detect_format` reads (a line that is not a JSON object, or gives a key twice, is one they skip)."""
+    :func:`detect_format` reads (a line that is not a JSON object, or gives a key twice, is one they skip).
+    ``first_line``: with ``on_error="raise"``, the file's first non-blank line as detection read it
+    (:func:`_detected`), read instead of the file; None: the file is read."""
     skip = on_error == "skip"
-    for _, line in _head_lines(path, name or display_name(path), SKIP_SNIFF_LINES if skip else 1,
-                               SKIP_SNIFF_BYTES if skip else 1 << 20):
+    lines = [(1, first_line)] if first_line is not None and not skip else _head_lines(
+        path, name or display_name(path), SKIP_SNIFF_LINES if skip else 1, SKIP_SNIFF_BYTES if skip else 1 << 20)
+    for _, line in lines:
         if not skip and b'"reuse"' not in line:
             return False
         try:        # a key given twice is no row of pcs trace synth (the readers refuse it)
@@ -496,6 +507,10 @@ def _length_batches(trace: "Trace", state) -> Iterator[RequestBatch]:
 class Trace:
     """A trace file opened for streaming; iterate it (again and again) for Requests.
 
+    ``first_line`` (a constructor argument, not kept): the file's first non-blank line as format detection read it
+    (:func:`open_trace`, ``on_error="raise"``), where a JSON-lines trace's ``"reuse"`` key is looked for instead of
+    reading the file's head again; None: read from the file.
+
     Attributes:
         path: the file read (a temporary copy for stdin).
         name: the name errors use (``-`` for stdin).
@@ -523,7 +538,7 @@ class Trace:
     """
 
     def __init__(self, path, name: str, fmt: str, block_size: int, on_error: str, sort: bool,
-                 reuse_model=None):
+                 reuse_model=None, first_line: bytes | None = None):
         self.path = Path(path)
         self.name = name
         self.format = fmt
@@ -548,13 +563,29 @@ class Trace:
             head = peek_lines(self.path, 1, name=self.name)
             self.has_sessions = fmt == "burstgpt" and bool(head) and b"Session ID" in head[0]
             self.reuse = reuse_model.describe(self.has_sessions)
-        elif fmt in ("mooncake", "bailian", "tokens") and _first_row_synthetic(self.path, self.name, on_error):
+        elif fmt in ("mooncake", "bailian", "tokens") and _first_row_synthetic(self.path, self.name, on_error,
+                                                                                first_line):
             from pcs.trace.hashids import SYNTH_REUSE
 
             self.reuse = SYNTH_REUSE  # known before the rows are read (trace convert writes it into Parquet)
 
     def __repr__(self) -> str:
         return f"Trace({self.name!r}, format={self.format!r}, block_size={self.block_size})"
+
+    def _take_opened(self):
+        """The Parquet file as :func:`open_trace` opened it (:class:`pcs.trace.parquet.Opened`), handed to the first
+        read only -- each later read opens the file again, as every read did before --, else None. One file open and
+        footer read fewer a replay of a path (1x Mooncake, a steady two-tier call: ~0.15 ms of the calling thread,
+        docs/performance.md, "The 1x call's Python glue"). ``dict.pop``: one reader gets it even if two threads begin
+        reading at once."""
+        return self.__dict__.pop("_opened", None)
+
+    def __getstate__(self) -> dict:
+        """The trace's state without the open Parquet reader (:meth:`_take_opened`; it does not pickle): a copy or an
+        unpickled trace opens the file at its first read."""
+        state = dict(self.__dict__)
+        state.pop("_opened", None)
+        return state
 
     def _raw_batches(self, side_by_side: bool = False, decode_ahead: bool = False,
                      each_piece: Callable[..., None] | None = None) -> Iterator[RequestBatch]:
@@ -575,7 +606,7 @@ class Trace:
             from pcs.trace.parquet import read_parquet
 
             yield from read_parquet(self.path, self.name, self.block_size, state, self.on_error,
-                                    side_by_side=side_by_side, each_piece=each_piece)
+                                    side_by_side=side_by_side, each_piece=each_piece, opened=self._take_opened())
         self.skipped, self.first_skipped, self.blank_skipped = state.skipped, state.first_skipped, state.blank
         if state.synthetic_rows:
             from pcs.trace.hashids import SYNTH_REUSE
@@ -872,7 +903,7 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
     A text file of blank/whitespace lines only is an empty trace whether the format is detected or given
     (``--trace-format mooncake`` used to say "line 1: blank line" where detection said empty);
     a blank line before data stays a bad line of its own ("FILE:1: blank line")."""
-    fmt = format or detect_format(path, name, on_error)
+    fmt, first_line = (format, None) if format else _detected(path, name, on_error)
     if fmt != "parquet" and format is not None and _sniff_parquet(path):
         raise InputError(name, None, None, f"a Parquet file (it starts with PAR1) given as format={fmt!r}: drop "
                                            "format= (pcs detects Parquet) or give format='parquet'")
@@ -885,17 +916,19 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
         from pcs.trace.parquet import open_parquet, parquet_block_size
 
         pf = open_parquet(path, name)      # the footer read once for the block size and the reuse note
-        stored = parquet_block_size(path, name, pf)
+        schema = pf.schema_arrow           # made once (pyarrow builds one at each read of the property)
+        stored = parquet_block_size(path, name, pf, schema)
         if block_size is not None and block_size != stored:
             raise UserError(f"{name}: Parquet trace was written at block size {stored}; "
                              f"block_size={block_size} cannot re-block hashed ids (convert the token trace instead)")
         block_size = stored
-    trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort, reuse)
+    trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort, reuse, first_line)
     trace.given_block_size = block_size     # the size another format's reader is tried at (format_hint)
     if fmt == "parquet":
-        from pcs.trace.parquet import footer_block_hashes, footer_rows, parquet_reuse
+        from pcs.trace.parquet import Opened, footer_block_hashes, footer_rows, parquet_reuse
 
-        trace.reuse = parquet_reuse(path, name, pf) or trace.reuse
+        trace.reuse = parquet_reuse(path, name, pf, schema) or trace.reuse
         trace.parquet_block_hashes = footer_block_hashes(pf)   # the scans' size hint, without opening it again
         trace.parquet_rows = footer_rows(pf)                   # with it, the chunk tables' (table_entries_bound)
+        trace._opened = Opened(pf, schema, trace.parquet_block_hashes)    # for the first read (Trace._take_opened)
     return trace

@@ -37,7 +37,7 @@ from pcs.units import format_count, format_counted
 
 __all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "PIECE_ROWS", "PIECES", "FOOTER_HINT_MAX", "expected_block_hashes", "footer_rows",
            "footer_block_hashes", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse",
-           "open_parquet", "read_parquet", "batch_to_arrow"]
+           "open_parquet", "read_parquet", "batch_to_arrow", "Opened"]
 
 SCHEMA_NAME = "pcs-trace/1"
 _OPTIONAL = ("session_id", "parent_id", "turn")
@@ -88,15 +88,17 @@ def arrow_schema(with_session: bool = False, block_size: int = 512, source_forma
     return pa.schema(fields, metadata=meta)
 
 
-def parquet_reuse(path, name: str, pf=None) -> str | None:
+def parquet_reuse(path, name: str, pf=None, schema=None) -> str | None:
     """The ``pcs.reuse`` metadata of a pcs Parquet trace (a synthesised-reuse assumption), or None.
 
-    ``pf``: the file already open (:func:`open_parquet`; its footer is read once), else ``path`` is opened."""
-    return _meta_text(pf if pf is not None else _open(path, name), "pcs.reuse", name)
+    ``pf``: the file already open (:func:`open_parquet`; its footer is read once), else ``path`` is opened;
+    ``schema``: its ``schema_arrow`` already made, else made here."""
+    return _meta_text(pf if pf is not None else _open(path, name), "pcs.reuse", name, schema)
 
 
-def _meta_text(pf, key: str, name: str) -> str | None:
-    """The UTF-8 text of one ``pcs.*`` key-value metadata entry, or None when absent.
+def _meta_text(pf, key: str, name: str, schema=None) -> str | None:
+    """The UTF-8 text of one ``pcs.*`` key-value metadata entry, or None when absent. ``schema``: ``pf``'s
+    ``schema_arrow`` when the caller has it (pyarrow builds a new one at each read of the property), else read.
 
     Only the keys pcs reads are decoded: Parquet metadata are byte strings, and other writers keep
     binary values under their own keys, which are ignored.
@@ -104,7 +106,7 @@ def _meta_text(pf, key: str, name: str) -> str | None:
     Raises:
         InputError: the value is not UTF-8 text, or holds a control character (it is printed on one line).
     """
-    raw = (pf.schema_arrow.metadata or {}).get(key.encode())
+    raw = ((schema if schema is not None else pf.schema_arrow).metadata or {}).get(key.encode())
     if raw is None:
         return None
     try:
@@ -132,6 +134,16 @@ def batch_to_arrow(batch: RequestBatch, schema):
             cols.append(pa.array(v if v is not None else np.full(n, -1, np.int64), pa.int64()))
         cols.append(pa.array(list(batch.type) if batch.type is not None else [None] * n, pa.string()))
     return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+class Opened(NamedTuple):
+    """A Parquet trace as :func:`pcs.trace.open_trace` opened it, handed to its first read (:func:`read_parquet`
+    ``opened``) so the file is opened and its footer read once a call: ``reader`` (:func:`open_parquet`), its
+    ``schema`` (``reader.schema_arrow``, made once) and ``block_hashes`` (:func:`footer_block_hashes` of it, or
+    None: counted when needed)."""
+    reader: Any
+    schema: Any
+    block_hashes: int | None
 
 
 def open_parquet(path, name: str):
@@ -239,28 +251,31 @@ def footer_rows(pf) -> int | None:
     return rows if _plausible(rows) else None
 
 
-def parquet_block_size(path, name: str, pf=None) -> int:
+def parquet_block_size(path, name: str, pf=None, schema=None) -> int:
     """The block size stored in a pcs Parquet trace's metadata.
 
     ``pcs.block_size`` takes the range of ``--block-size``: ASCII decimal digits of an integer in
     [1, :data:`pcs.trace.request.MAX_BLOCK_SIZE`] (``int()`` would also take ``' 512'``, ``'5_12'`` and
     full-width digits).
 
-    ``pf``: the file already open (:func:`open_parquet`), else ``path`` is opened.
+    ``pf``: the file already open (:func:`open_parquet`), else ``path`` is opened; ``schema``: its
+    ``schema_arrow`` already made, else made here (once: each read of the property builds a new one).
 
     Raises:
         InputError: not Parquet, not schema ``pcs-trace/1``, missing columns, a ``pcs.*`` value that is
             not UTF-8, or a block size out of range (naming the file and the metadata key).
     """
     pf = pf if pf is not None else _open(path, name)
-    schema = _meta_text(pf, "pcs.schema", name)
-    if schema != SCHEMA_NAME:
-        raise InputError(name, None, "pcs.schema", f"metadata must be {SCHEMA_NAME!r}, got {_shown(schema)}"
+    arrow = schema if schema is not None else pf.schema_arrow
+    stored = _meta_text(pf, "pcs.schema", name, arrow)
+    if stored != SCHEMA_NAME:
+        raise InputError(name, None, "pcs.schema", f"metadata must be {SCHEMA_NAME!r}, got {_shown(stored)}"
                          " (write Parquet traces with `pcs trace convert`)")
-    missing = [c for c in _REQUIRED if c not in pf.schema_arrow.names]
+    names = arrow.names
+    missing = [c for c in _REQUIRED if c not in names]
     if missing:
         raise InputError(name, None, missing[0], "missing column")
-    text = _meta_text(pf, "pcs.block_size", name)
+    text = _meta_text(pf, "pcs.block_size", name, arrow)
     digits = text is not None and re.fullmatch(r"[0-9]{1,8}", text) is not None
     if not digits or not 1 <= int(text) <= MAX_BLOCK_SIZE:
         raise InputError(name, None, "pcs.block_size", f"metadata must be an integer of tokens in "
@@ -301,11 +316,12 @@ def check_column_types(schema, name: str) -> None:
         InputError: naming the column, the type it must have and the type it has; a column pcs reads
             appears more than once (pyarrow writes such files; which one to read would be a guess).
     """
+    names = schema.names        # a new list at each read of the property
     for col, (ok, want) in _type_rules().items():
-        if schema.names.count(col) > 1:
-            raise InputError(name, None, col, f"column appears {schema.names.count(col)} times; "
+        if names.count(col) > 1:
+            raise InputError(name, None, col, f"column appears {names.count(col)} times; "
                                               "a trace holds each column once")
-        if col in schema.names and not ok(schema.field(col).type):
+        if col in names and not ok(schema.field(col).type):
             raise InputError(name, None, col, f"column must hold {want}, got {schema.field(col).type}")
 
 
@@ -512,7 +528,8 @@ def _first_null_row(col) -> int:
 
 def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise",
                  rows: int | None = None, *, side_by_side: bool = False,
-                 each_piece: Callable[..., None] | None = None) -> Iterator[RequestBatch]:
+                 each_piece: Callable[..., None] | None = None,
+                 opened: "Opened | None" = None) -> Iterator[RequestBatch]:
     """Stream a canonical Parquet trace in record batches of ``rows`` (pyarrow's reader class, :func:`_open`).
 
     ``rows``: None for the size that suits the caller: :data:`READ_ROWS` with ``side_by_side`` (a caller that
@@ -533,20 +550,30 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     ``on_error="raise"`` they are the batches' rows when the read raises nothing; a row a check refuses raises here
     as without it (the caller drops what it made of them); with ``"skip"`` a batch may hold fewer rows.
 
+    ``opened``: ``path`` as :func:`pcs.trace.open_trace` opened it (:class:`Opened`: the reader, its schema and its
+    footer's block hashes), read from instead of opening the file again; None: ``path`` is opened here.
+
     Raises:
         InputError: null values or a rule broken, naming the 1-based row; parent_id/turn without session_id.
     """
     from pcs.trace.jsonfast import check_twin
 
     rows = rows or (READ_ROWS if side_by_side else STREAM_ROWS)
-    pf = _open(path, name)
-    names = pf.schema_arrow.names
-    check_column_types(pf.schema_arrow, name)
+    if opened is None:
+        pf = _open(path, name)
+        opened = Opened(pf, pf.schema_arrow, None)
+    pf, schema = opened.reader, opened.schema
+    names = schema.names
+    check_column_types(schema, name)
     optional = _optional_columns(names, name)
     typed = bool(optional) and "type" in names
     cols = list(_REQUIRED) + optional + (["type"] if typed else [])
     twin = check_twin()
-    room = _IdRoom(twin, footer_block_hashes(pf)) if side_by_side else None
+    if side_by_side:
+        known = opened.block_hashes
+        room = _IdRoom(twin, known if known is not None else footer_block_hashes(pf))
+    else:
+        room = None
     piece_rows = _piece_rows(rows, pf.metadata) if side_by_side else rows
     pieces = _pieces(_record_batches(pf, name, piece_rows, cols), name, optional, typed, room)
     if side_by_side and each_piece is not None:

@@ -106,6 +106,53 @@ def test_gated_parts_sort_first_then_make_the_parts_of_the_columns_handed_over()
     assert not [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]   # its worker reaped
 
 
+def _gated_by(monkeypatch, worker_first: bool):
+    """A gated PendingParts of _columns() made with the worker taking every queued percentile (``worker_first``: get
+    is called once the worker has ended) or none (its ttft_s sort held until get's thread has made all five); the
+    parts and the thread names that made the five percentiles, in order."""
+    import threading
+
+    from pcs.engine import runparts
+
+    real_pcts, real_sort = runparts._pcts, runparts.sorted_finite
+    made, five = [], threading.Event()
+
+    def pcts(values):
+        made.append(threading.current_thread().name)
+        if len(made) == 5:
+            five.set()
+        return real_pcts(values)
+
+    def held_sort(values):
+        if len(values) == 4 and not worker_first:      # the ttft_s sort (prefill has 2 values): after the five
+            five.wait(10)
+        return real_sort(values)
+
+    monkeypatch.setattr(runparts, "_pcts", pcts)
+    monkeypatch.setattr(runparts, "sorted_finite", held_sort)
+    prefill = np.array([1.5, 0.5])
+    pending = PendingParts.gated(prefill)
+    pending.open(_columns())
+    if worker_first:
+        assert five.wait(10)                           # the worker made all five before get is called
+    parts = pending.get()
+    assert parts.prefill_no_cache_ordered.tolist() == [0.5, 1.5]
+    return parts, made
+
+
+@pytest.mark.parametrize("worker_first", [True, False])
+def test_gated_parts_queued_percentiles_made_once_by_either_thread(monkeypatch, worker_first):
+    # the same parts by hand (_check_parts) whichever thread made the percentiles: all five on the worker when get
+    # comes late (the 1x call), all five on get's thread when it comes while the worker sorts; each made once
+    import threading
+
+    parts, made = _gated_by(monkeypatch, worker_first)
+    _check_parts(parts, parts.prefill_no_cache_ordered)
+    here = threading.current_thread().name
+    assert len(made) == 5
+    assert all((name != here) == worker_first for name in made)
+
+
 def test_gated_parts_never_opened_are_let_go_by_settle():
     import threading
 

@@ -111,7 +111,8 @@ def test_arrival_beyond_the_clock_bound_names_file_and_row(tmp_path, arrival, ro
 
 def test_open_trace_reads_the_footer_once(tmp_path, monkeypatch):
     # open_trace needs two things from the footer, the block size and the reuse note: one open for both
-    # (before: one each). Then one more per read of the rows. By hand: 1 open for open_trace, 1 for the read.
+    # (before: one each). The first read of the rows reads from that open reader (Trace._take_opened), each later
+    # one opens the file again. By hand: 1 open for open_trace, 0 for the first read, 1 for the second.
     # The reader opens pyarrow's own reader class (the one pq.ParquetFile wraps) through pcs.trace.parquet._open.
     from pcs.trace import parquet
 
@@ -126,6 +127,7 @@ def test_open_trace_reads_the_footer_once(tmp_path, monkeypatch):
     monkeypatch.setattr(parquet, "_open", counting)
     trace = open_trace(path)
     assert (trace.block_size, trace.reuse, len(opened)) == (512, "synthesised", 1)
+    assert [len(b) for b in trace.iter_batches()] == [2] and len(opened) == 1
     assert [len(b) for b in trace.iter_batches()] == [2] and len(opened) == 2
 
 

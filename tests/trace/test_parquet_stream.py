@@ -57,10 +57,10 @@ def test_the_footer_hint_is_kept_by_open_trace(tmp_path, monkeypatch):
     assert parquet.expected_block_hashes(trace) == 6
 
 
-def test_a_replay_opens_the_file_twice(tmp_path, monkeypatch):
-    # one open by open_trace (block size, reuse note, hint), one by the read of the rows -- for the one-tier
-    # sequential scan as for the default two-tier modeled replay (before: 4 for the one-tier scan, whose size
-    # hint opened the file twice more; 2 for the two-tier replay, whose decoded trace counts its own ids)
+def test_a_replay_opens_the_file_once(tmp_path, monkeypatch):
+    # one open by open_trace (block size, reuse note, hint), whose reader the read of the rows takes
+    # (Trace._take_opened) -- for the one-tier sequential scan as for the default two-tier modeled replay (before:
+    # 2 each, the read opening the file again; earlier 4 for the one-tier scan, whose size hint opened it twice more)
     path = _write(tmp_path / "t.parquet", 5)
     opened = []
     real = parquet._open
@@ -71,10 +71,10 @@ def test_a_replay_opens_the_file_twice(tmp_path, monkeypatch):
 
     monkeypatch.setattr(parquet, "_open", counting)
     r = pcs.replay(str(path), tiers=["gpu=4blocks"], policy="lru", timing="sequential")
-    assert (r.summary.requests, len(opened)) == (5, 2)
+    assert (r.summary.requests, len(opened)) == (5, 1)
     opened.clear()
     r = pcs.replay(str(path), tiers=["gpu=4blocks", "cpu=16blocks"], policy="lru")
-    assert (r.summary.requests, len(opened)) == (5, 2)
+    assert (r.summary.requests, len(opened)) == (5, 1)
 
 
 def test_opening_a_trace_takes_nothing_from_pyarrows_default_pool(tmp_path):

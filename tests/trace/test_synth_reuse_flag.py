@@ -116,3 +116,25 @@ def test_fleet_replay_and_router_compare_note_it_too():
     assert _synthetic(_notes("replay", "--instances", "2"))
     assert _synthetic(_notes("compare", "--instances", "2", "--router", "round-robin", "--router", "prefix"))
     assert "synthetic" in invoke("replay", "--instances", "2", "-q").stdout
+
+
+@pytest.mark.parametrize("first, fmt, reuse", [
+    ('"reuse": "synthetic", ', None, SYNTH_REUSE),   # detected: the line detection read says synthetic
+    ('"reuse": "recorded", ', None, "recorded"),     # detected: the key there, another value
+    ("", None, "recorded"),                          # detected: no key in the first row (the second's not read)
+    ('"reuse": "synthetic", ', "mooncake", SYNTH_REUSE),   # format given: no detection, the file's head read
+])
+def test_open_reads_the_first_row_once(tmp_path, monkeypatch, first, fmt, reuse):
+    # open_trace reads a JSON-lines file's head once: format detection's first line is where Trace looks for the
+    # "reuse" key (pcs/trace/api.py _detected, _first_row_synthetic's first_line); before, a second read of the head.
+    # With format= given there is no detection: one read, Trace's own. Either way the reuse is the first row's.
+    from pcs.trace import api, open_trace
+
+    p = tmp_path / "m.jsonl"
+    p.write_text(_mooncake_line(first) + _mooncake_line('"reuse": "synthetic", '))
+    heads = []
+    real = api._head_lines
+    monkeypatch.setattr(api, "_head_lines", lambda *a: heads.append(a[2]) or real(*a))
+    trace = open_trace(p, format=fmt)
+    assert trace.reuse == reuse and trace.format == "mooncake"
+    assert heads == [1]                              # one head read of one line
