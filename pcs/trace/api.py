@@ -594,8 +594,8 @@ class Trace:
         bad row, refused naming file, line and field or skipped and counted with ``on_error="skip"``. A view: this
         trace is not changed, but the view's reads record what they skipped (``skipped``, ``first_skipped``) and
         the reuse they found on this trace too, as a caller that reads them after a run expects; ``self`` when
-        ``limits`` are its own."""
-        if limits == self.limits:
+        ``limits`` are its own (the same object: :data:`pcs.trace.rowlimits.STEP_LIMITS` twice)."""
+        if limits is self.limits:
             return self
         view = copy.copy(self)
         view.limits, view._origin = limits, self if self._origin is None else self._origin

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -92,11 +93,11 @@ def with_limits(source: Any, limits: Any) -> Any:
     source as it is (requests in memory, batches a sweep holds: the run's own checks apply, e.g.
     :func:`pcs.engine.scheduler.check_output_tokens`)."""
     from pcs.trace.api import Trace
-    from pcs.trace.reblock import ReblockedTrace
 
     if isinstance(source, Trace):
         return source.limited(limits)
-    if isinstance(source, ReblockedTrace) and isinstance(source.source, Trace):
+    reblock = sys.modules.get("pcs.trace.reblock")   # not imported (a replay's usual case): no re-blocked source
+    if reblock is not None and isinstance(source, reblock.ReblockedTrace) and isinstance(source.source, Trace):
         return dataclasses.replace(source, source=source.source.limited(limits))
     return source
 
