@@ -56,7 +56,8 @@ from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
 from pcs.engine.schedstats import SpanError
 from pcs.errors import ArgumentTypeError, UserError
-from pcs.trace.batches import as_batches, reiterable
+from pcs.trace.batches import as_batches, reiterable, with_limits
+from pcs.trace.rowlimits import NO_LIMITS, STEP_LIMITS, RowLimits
 from pcs._dataclass import dataclass
 
 __all__ = ["replay", "check_replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment", "DEFAULTS", "DEFAULT_TIERS"]
@@ -565,6 +566,16 @@ def _compute_mode(opts: _Options, time_model, notes: list) -> _Options:
     return dataclasses.replace(opts, compute_mode="infinite")
 
 
+def row_limits(timing: str | None, compute_mode: str | None, compute: Any) -> RowLimits:
+    """The bounds a run's trace reader checks beyond its own (:mod:`pcs.trace.rowlimits`), known before the trace
+    is read, so that every pass of the run reads the same rows: the step scheduler's
+    (:data:`~pcs.trace.rowlimits.STEP_LIMITS`) when it times the run -- modeled timing (``timing`` None: the
+    default), compute mode ``step`` given or by default, as :func:`_compute_mode` fills it in (``compute``: the
+    checked compute model, None: the preset's, which has ``step_cost()``) --, else none (:func:`_step_setup`)."""
+    mode = compute_mode or ("step" if compute is None or hasattr(compute, "step_cost") else "infinite")
+    return STEP_LIMITS if (timing or DEFAULTS["timing"]) == "modeled" and mode == "step" else NO_LIMITS
+
+
 def _step_setup(opts: _Options, scheduler, time_model, gpu) -> StepSetup | None:
     """The step scheduler's setup for modeled timing with ``compute_mode="step"``, else None.
 
@@ -691,6 +702,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     tier_policies = dict(tier_policies or {})
     compute = checked_compute(compute)
     time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, opts.tp, bs), opts.native)
+    source = with_limits(source, row_limits(opts.timing, opts.compute_mode, time_model.compute))   # before any read
     admit = _admit_map(admit, tier_specs)
     ctx = _policy_context(_policy_names(tier_specs, opts.policy, tier_policies), source, rules, time_model.compute, bs,
                           admit, gap_oracle)

@@ -76,6 +76,7 @@ from pcs.engine.engine import ReplayEngine
 from pcs.engine.schedstats import SchedulerCounters, end_times
 from pcs.engine.series import NoSampler
 from pcs.errors import UserError
+from pcs.trace.rowlimits import STEP_OUTPUT_BELOW
 
 __all__ = ["StepEngine", "STEP_COLUMNS"]
 
@@ -843,10 +844,10 @@ class StepEngine(ReplayEngine):
         assert self.d <= self.budget
 
 
-#: The largest output length the step scheduler takes, exclusive (docs/semantics.md §9): its step counts are
-#: 64-bit integers in the compiled twin (pcs/engine/_stepsched.c), and a decode of 2**62 tokens runs far past
-#: the scheduler's span limit (366 days) at any step time.
-MAX_OUTPUT_TOKENS = 2 ** 62
+#: The largest output length the step scheduler takes, exclusive (docs/semantics.md §9): the one value,
+#: :data:`pcs.trace.rowlimits.STEP_OUTPUT_BELOW` (why 2**62 is there), which a replay's trace reader checks too,
+#: naming file, line and field; this check is for sources read without it (requests in memory, a sweep's batches).
+MAX_OUTPUT_TOKENS = STEP_OUTPUT_BELOW
 
 
 def check_output_tokens(output_tokens) -> None:

@@ -39,7 +39,7 @@ from pcs.fleet.index import CacheIndex
 from pcs.fleet.route import route
 from pcs.fleet.routers import parse_router, stale_view_applies
 from pcs.fleet.summary import FleetGap, FleetSummary, InstanceLoad
-from pcs.trace.batches import as_batches, reiterable
+from pcs.trace.batches import as_batches, reiterable, with_limits
 from pcs.trace.request import RequestBatch, concat_batches
 from pcs import units
 
@@ -499,7 +499,11 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
             first (:func:`pcs.engine.api.check_replay`). TypeError: a keyword :func:`pcs.replay` does not take.
     """
     instances, shared = _check_fleet_args(instances, replay_kwargs, shared_tier)
-    source = reiterable(trace)
+    from pcs.engine.api import row_limits
+
+    kw = replay_kwargs   # the instances' step scheduler's bounds, before the one read
+    source = with_limits(reiterable(trace), row_limits(kw.get("timing"), kw.get("compute_mode"),
+                                                       checked_compute(kw.get("compute"))))
     batch = concat_batches(list(as_batches(source)), block_size=getattr(source, "block_size", None))
     if len(batch) == 0:
         raise UserError("the trace has no requests")

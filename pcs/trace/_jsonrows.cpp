@@ -28,8 +28,8 @@
  * decoded columns, so they live in one place; its numpy passes have compiled twins here, which the Parquet reader
  * uses too (diffed against numpy in tests/trace/test_jsonrows_checks.py):
  *
- * row_checks(ts, il, ol, offsets, bs, per_s, arrival=None) -> (ok, ordered, ts_max, far): a chunk's scalar checks
- *   in one pass, four rows a step on AVX2 (row_facts_avx2); see its comment below.
+ * row_checks(ts, il, ol, offsets, bs, per_s, arrival=None, out_below=2**63) -> (ok, ordered, ts_max, far): a chunk's
+ *   scalar checks in one pass, four rows a step on AVX2 (row_facts_avx2); see its comment below.
  * rows_rise(ids, offsets) -> bool: every row's ids strictly increase (jsonfast.rows_distinct's shortcut), four
  *   pairs a step on AVX2 (rows_rise_avx2).
  *
@@ -1507,7 +1507,7 @@ struct RowFacts {
 };
 
 RowFacts row_facts(const double *ts, const int64_t *il, const int64_t *ol, const int64_t *off, Py_ssize_t n,
-                   int64_t bs, double per_s, double *arrival) {
+                   int64_t bs, double per_s, double *arrival, uint64_t out_below) {
     RowFacts f;
     const bool pow2 = (bs & (bs - 1)) == 0;
     const int shift = pow2 ? __builtin_ctzll((unsigned long long)bs) : 0;
@@ -1518,7 +1518,8 @@ RowFacts row_facts(const double *ts, const int64_t *il, const int64_t *ol, const
         const int64_t in = il[i];
         // ceil(in / bs) for in >= 0 (a negative in fails on its own): no overflow near INT64_MAX
         const int64_t want = pow2 ? (in >> shift) + ((in & (bs - 1)) != 0) : in / bs + (in % bs != 0);
-        ok &= std::isfinite(t) & (in >= 0) & (ol[i] >= 0) & (off[i + 1] - off[i] == want);
+        // 0 <= ol < out_below in one unsigned compare (a negative ol is 2**63 or more as unsigned)
+        ok &= std::isfinite(t) & (in >= 0) & ((uint64_t)ol[i] < out_below) & (off[i + 1] - off[i] == want);
         ordered &= !(t < prev);
         prev = t;
         if (t > ts_max) ts_max = t;
@@ -1536,15 +1537,18 @@ RowFacts row_facts(const double *ts, const int64_t *il, const int64_t *ol, const
 #if defined(__x86_64__) && defined(__GNUC__)
 /* row_facts' ok and ordered for a power-of-two bs (1 << shift), four rows a step; the arrivals written when asked.
  * ts_max and far are left to the caller (row_checks: from the first and last rows when ok and ordered). Finite: |t|
- * <= DBL_MAX (false for NaN); the lengths' sign bits or-ed; the id counts xor-ed with ceil(in / bs) = (in >> shift) +
- * 1 - [in & (bs - 1) == 0] (a logical shift: a negative in fails on its sign). */
+ * <= DBL_MAX (false for NaN); the lengths' sign bits or-ed, with those of ol + (2**63 - out_below) (out_below in
+ * 1 .. 2**63: for 0 <= ol, its sign is set exactly when ol >= out_below; 0 for no bound); the id counts xor-ed with
+ * ceil(in / bs) = (in >> shift) + 1 - [in & (bs - 1) == 0] (a logical shift: a negative in fails on its sign). */
 __attribute__((target("avx2"))) void row_facts_avx2(const double *ts, const int64_t *il, const int64_t *ol,
                                                     const int64_t *off, Py_ssize_t n, int64_t bs, double per_s,
-                                                    double *arrival, bool *ok_out, bool *ordered_out) {
+                                                    double *arrival, uint64_t out_below, bool *ok_out,
+                                                    bool *ordered_out) {
     const int shift = __builtin_ctzll((unsigned long long)bs);
     const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
     const __m256d dmax = _mm256_set1_pd(1.7976931348623157e308), k = _mm256_set1_pd(per_s), zero = _mm256_setzero_pd();
     const __m256i low = _mm256_set1_epi64x(bs - 1), one = _mm256_set1_epi64x(1), izero = _mm256_setzero_si256();
+    const __m256i obias = _mm256_set1_epi64x((long long)((1ULL << 63) - out_below));
     __m256d fin = _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), down = zero;
     __m256i sign = izero, diff = izero;
     // the pairs of the first step (rows 0-3) in order one by one; each later step's against the rows before them
@@ -1555,7 +1559,8 @@ __attribute__((target("avx2"))) void row_facts_avx2(const double *ts, const int6
         fin = _mm256_and_pd(fin, _mm256_cmp_pd(_mm256_and_pd(t, absmask), dmax, _CMP_LE_OQ));
         if (i) down = _mm256_or_pd(down, _mm256_cmp_pd(t, _mm256_loadu_pd(ts + i - 1), _CMP_LT_OQ));
         const __m256i in = _mm256_loadu_si256((const __m256i *)(il + i));
-        sign = _mm256_or_si256(sign, _mm256_or_si256(in, _mm256_loadu_si256((const __m256i *)(ol + i))));
+        const __m256i out = _mm256_loadu_si256((const __m256i *)(ol + i));
+        sign = _mm256_or_si256(sign, _mm256_or_si256(in, _mm256_or_si256(out, _mm256_add_epi64(out, obias))));
         const __m256i want = _mm256_add_epi64(_mm256_add_epi64(_mm256_srli_epi64(in, shift), one),
                                               _mm256_cmpeq_epi64(_mm256_and_si256(in, low), izero));
         const __m256i cnt = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(off + i + 1)),
@@ -1570,7 +1575,7 @@ __attribute__((target("avx2"))) void row_facts_avx2(const double *ts, const int6
         const double t = ts[i];
         const int64_t in = il[i];
         const int64_t want = (in >> shift) + ((in & (bs - 1)) != 0);
-        ok &= std::isfinite(t) & (in >= 0) & (ol[i] >= 0) & (off[i + 1] - off[i] == want);
+        ok &= std::isfinite(t) & (in >= 0) & ((uint64_t)ol[i] < out_below) & (off[i + 1] - off[i] == want);
         if (i) ordered &= !(t < ts[i - 1]);
         if (arrival) arrival[i] = t / per_s + 0.0;
     }
@@ -1583,11 +1588,11 @@ __attribute__((target("avx2"))) void row_facts_avx2(const double *ts, const int6
  * the first and last rows when ok and ordered: |t / per_s| = |t| / per_s and a correctly rounded division keeps the
  * order, so the largest |arrival| is that of the row with the largest |t|, the first or the last; else row_facts). */
 RowFacts row_facts_fast(const double *ts, const int64_t *il, const int64_t *ol, const int64_t *off, Py_ssize_t n,
-                        int64_t bs, double per_s, double *arrival) {
+                        int64_t bs, double per_s, double *arrival, uint64_t out_below) {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (rise_avx2 && (bs & (bs - 1)) == 0 && n) {
         RowFacts f;
-        row_facts_avx2(ts, il, ol, off, n, bs, per_s, arrival, &f.ok, &f.ordered);
+        row_facts_avx2(ts, il, ol, off, n, bs, per_s, arrival, out_below, &f.ok, &f.ordered);
         if (f.ok && f.ordered) {
             f.ts_max = ts[n - 1];
             f.far = std::fmax(std::fabs(ts[0]), std::fabs(ts[n - 1])) / per_s;
@@ -1595,23 +1600,29 @@ RowFacts row_facts_fast(const double *ts, const int64_t *il, const int64_t *ol, 
         }
     }
 #endif
-    return row_facts(ts, il, ol, off, n, bs, per_s, arrival);
+    return row_facts(ts, il, ol, off, n, bs, per_s, arrival, out_below);
 }
 
-/* row_checks(ts, il, ol, offsets, bs, per_s, arrival=None) -> (ok, ordered, ts_max, far): the value checks of
- * jsonfast._checked over a chunk's n rows in one pass. ts float64 (n,), il, ol int64 (n,), offsets int64 (n+1,),
- * bs > 0 tokens a block, per_s > 0 timestamp units a second (finite); arrival: a writable float64 (n,) buffer
- * filled with ts / per_s + 0.0 (the batch's arrival_s). ok: every ts finite, il >= 0, ol >= 0 and each row's id count
- * (offsets[i+1] - offsets[i]) = ceil(il / bs); ordered: no ts below the one before it; ts_max: the largest ts
+/* row_checks(ts, il, ol, offsets, bs, per_s, arrival=None, out_below=2**63) -> (ok, ordered, ts_max, far): the value
+ * checks of jsonfast._checked over a chunk's n rows in one pass. ts float64 (n,), il, ol int64 (n,), offsets int64
+ * (n+1,), bs > 0 tokens a block, per_s > 0 timestamp units a second (finite); arrival: a writable float64 (n,) buffer
+ * filled with ts / per_s + 0.0 (the batch's arrival_s); out_below: 1 .. 2**63 tokens, the run's bound on an output
+ * length (pcs/trace/rowlimits.py; 2**63: none). ok: every ts finite, il >= 0, 0 <= ol < out_below and each row's id
+ * count (offsets[i+1] - offsets[i]) = ceil(il / bs); ordered: no ts below the one before it; ts_max: the largest ts
  * (-inf when n = 0); far: the largest |ts / per_s| (0 when n = 0; meaningful when ok). ValueError on buffers of
  * other sizes, bs <= 0 or per_s <= 0. */
 PyObject *row_checks(PyObject *, PyObject *args) {
     PyObject *to, *io, *oo, *fo, *ao = Py_None;
     long long bs;
     double per_s;
-    if (!PyArg_ParseTuple(args, "OOOOLd|O", &to, &io, &oo, &fo, &bs, &per_s, &ao)) return nullptr;
+    unsigned long long out_below = 1ULL << 63;
+    if (!PyArg_ParseTuple(args, "OOOOLd|OK", &to, &io, &oo, &fo, &bs, &per_s, &ao, &out_below)) return nullptr;
     if (bs <= 0 || !(per_s > 0)) {
         PyErr_SetString(PyExc_ValueError, "row_checks: bs and per_s must be > 0");
+        return nullptr;
+    }
+    if (out_below == 0 || out_below > (1ULL << 63)) {
+        PyErr_SetString(PyExc_ValueError, "row_checks: out_below must be in 1..2**63");
         return nullptr;
     }
     Py_buffer v[5];
@@ -1629,7 +1640,8 @@ PyObject *row_checks(PyObject *, PyObject *args) {
     if (fine) {
         Py_BEGIN_ALLOW_THREADS
         f = row_facts_fast((const double *)v[0].buf, (const int64_t *)v[1].buf, (const int64_t *)v[2].buf,
-                      (const int64_t *)v[3].buf, n, (int64_t)bs, per_s, ao != Py_None ? (double *)v[4].buf : nullptr);
+                      (const int64_t *)v[3].buf, n, (int64_t)bs, per_s, ao != Py_None ? (double *)v[4].buf : nullptr,
+                      (uint64_t)out_below);
         Py_END_ALLOW_THREADS
     }
     for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
@@ -1672,7 +1684,8 @@ PyMethodDef methods[] = {
     {"rows_rise", rows_rise, METH_VARARGS,
      "rows_rise(ids, offsets) -> bool: every row's uint64 ids strictly increase (pcs/trace/_jsonrows.cpp)."},
     {"row_checks", row_checks, METH_VARARGS,
-     "row_checks(ts, il, ol, offsets, bs, per_s, arrival=None) -> (ok, ordered, ts_max, far): the reader's value "
+     "row_checks(ts, il, ol, offsets, bs, per_s, arrival=None, out_below=2**63) -> (ok, ordered, ts_max, far): the "
+     "reader's value "
      "checks in one pass (pcs/trace/_jsonrows.cpp)."},
     {nullptr, nullptr, 0, nullptr}};
 

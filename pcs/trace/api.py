@@ -12,6 +12,7 @@ when opening fails, and at exit (:mod:`pcs.outfile`).
 """
 from __future__ import annotations
 
+import copy
 import os
 import sys
 import weakref
@@ -27,6 +28,7 @@ from pcs.errors import InputError, UserError
 from pcs.units import a_or_an, format_count, format_counted
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
 from pcs.trace.hashids import BlankLine, invalid_json, not_an_object, strict_loads
+from pcs.trace.rowlimits import NO_LIMITS, RowLimits
 from pcs.trace.source import check_source, display_name, is_stream, iter_chunks, iter_lines, peek_lines
 
 __all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format",
@@ -533,6 +535,8 @@ class Trace:
             :func:`pcs.trace.parquet.expected_block_hashes`), else None.
         parquet_rows: a Parquet trace's rows as its footer counted them when it was opened (a size hint,
             :func:`pcs.engine.chunks.table_entries_bound`), else None.
+        limits: the run's bounds on a row beyond the reader's own (:class:`pcs.trace.rowlimits.RowLimits`; none
+            unless set by :meth:`limited`).
 
     Memory: one chunk of the file at a time, except with ``sort``.
     """
@@ -552,6 +556,8 @@ class Trace:
         self.parquet_metadata: dict[str, str] = {}
         self.parquet_block_hashes: int | None = None
         self.parquet_rows: int | None = None
+        self.limits = NO_LIMITS
+        self._origin: Trace | None = None
         if fmt in LENGTH_ONLY and reuse_model is None:
             from pcs.trace.lengthonly import ReuseModel
 
@@ -591,7 +597,7 @@ class Trace:
                      each_piece: Callable[..., None] | None = None) -> Iterator[RequestBatch]:
         from pcs.trace.hashids import BAILIAN, MOONCAKE, ReadState, read_hashid_jsonl
 
-        state = ReadState(check_order=not self.sort)
+        state = ReadState(check_order=not self.sort, limits=self.limits)
         if self.format in ("mooncake", "bailian"):
             spec = MOONCAKE if self.format == "mooncake" else BAILIAN
             yield from read_hashid_jsonl(self.path, self.name, spec, self.block_size, state, self.on_error,
@@ -607,11 +613,27 @@ class Trace:
 
             yield from read_parquet(self.path, self.name, self.block_size, state, self.on_error,
                                     side_by_side=side_by_side, each_piece=each_piece, opened=self._take_opened())
-        self.skipped, self.first_skipped, self.blank_skipped = state.skipped, state.first_skipped, state.blank
-        if state.synthetic_rows:
-            from pcs.trace.hashids import SYNTH_REUSE
+        for t in (self,) if self._origin is None else (self, self._origin):   # a limited view's reads: its origin's
+            t.skipped, t.first_skipped, t.blank_skipped = state.skipped, state.first_skipped, state.blank
+            if state.synthetic_rows:
+                from pcs.trace.hashids import SYNTH_REUSE
 
-            self.reuse = SYNTH_REUSE
+                t.reuse = SYNTH_REUSE
+
+    def limited(self, limits: RowLimits) -> "Trace":
+        """This trace read with the run's row bounds ``limits`` (:mod:`pcs.trace.rowlimits`): a row past them is a
+        bad row, refused naming file, line and field or skipped and counted with ``on_error="skip"``. A view: this
+        trace is not changed, but the view's reads record what they skipped (``skipped``, ``first_skipped``) and
+        the reuse they found on this trace too, as a caller that reads them after a run expects; ``self`` when
+        ``limits`` are its own (the same object: :data:`pcs.trace.rowlimits.STEP_LIMITS` twice)."""
+        if limits is self.limits:
+            return self
+        view = copy.copy(self)       # (without the open Parquet reader: __getstate__) ...
+        view.limits, view._origin = limits, self if self._origin is None else self._origin
+        opened = self._take_opened()  # ... which the view's first read takes instead (one open a replay)
+        if opened is not None:
+            view._opened = opened
+        return view
 
     def iter_batches(self, side_by_side: bool = False, decode_ahead: bool = False,
                      each_piece: Callable[..., None] | None = None) -> Iterator[RequestBatch]:

@@ -17,7 +17,9 @@ source, token counts >= 0. Request ids are numbered from 0 in source order.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -27,7 +29,7 @@ from pcs.errors import ArgumentTypeError, UserError
 from pcs.trace.reqcheck import check_order, request_fields
 from pcs.trace.request import RequestBatch
 
-__all__ = ["BATCH_REQUESTS", "as_batches", "ceil_blocks", "read_ahead", "reiterable"]
+__all__ = ["BATCH_REQUESTS", "as_batches", "ceil_blocks", "read_ahead", "reiterable", "with_limits"]
 
 #: Requests per batch when grouping an iterable of request objects.
 BATCH_REQUESTS = 4096
@@ -82,6 +84,22 @@ def reiterable(source: Any = None, block_size: int | None = None) -> Any:
     if not isinstance(source, Iterable):
         raise ArgumentTypeError(f"trace must be {TRACE_ACCEPTS}; got {type(source).__name__}")
     return list(source)
+
+
+def with_limits(source: Any, limits: Any) -> Any:
+    """``source`` (as :func:`reiterable` returns it) read with a run's row bounds ``limits``
+    (:class:`pcs.trace.rowlimits.RowLimits`): a :class:`pcs.trace.Trace` as its :meth:`~pcs.trace.Trace.limited`
+    view, a re-blocked one (:class:`pcs.trace.reblock.ReblockedTrace`) over that view of its source; any other
+    source as it is (requests in memory, batches a sweep holds: the run's own checks apply, e.g.
+    :func:`pcs.engine.scheduler.check_output_tokens`)."""
+    from pcs.trace.api import Trace
+
+    if isinstance(source, Trace):
+        return source.limited(limits)
+    reblock = sys.modules.get("pcs.trace.reblock")   # not imported (a replay's usual case): no re-blocked source
+    if reblock is not None and isinstance(source, reblock.ReblockedTrace) and isinstance(source.source, Trace):
+        return dataclasses.replace(source, source=source.source.limited(limits))
+    return source
 
 
 def _from_fields(fields: list, first_id: int, previous: float) -> RequestBatch:

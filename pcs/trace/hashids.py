@@ -37,6 +37,7 @@ from pcs.errors import InputError, UserError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import REUSE_VALUES, lone_surrogate  # REUSE_VALUES: the optional per-row ``reuse`` field
 from pcs.trace.request import RequestBatch
+from pcs.trace.rowlimits import NO_LIMITS, RowLimits
 from pcs.trace.source import iter_chunks, iter_lines
 from pcs._dataclass import dataclass
 from pcs.units import format_counted
@@ -84,7 +85,8 @@ class ReadState:
     ``first_skipped``: with ``on_error="skip"``, the error of the first non-blank line (Parquet: row) skipped, which
     a trace with no line left names (:meth:`pcs.trace.api.Trace.iter_batches`); None until one is. ``blank``: how
     many of the ``skipped`` lines were blank (:class:`BlankLine`): a blank line is a bad line (docs/traces.md), but
-    its message tells nothing of why the others were refused."""
+    its message tells nothing of why the others were refused. ``limits``: the run's bounds beyond the reader's own
+    (:class:`pcs.trace.rowlimits.RowLimits`), which every path of the read checks as the authority does."""
 
     skipped: int = 0
     last_ts: float = -math.inf
@@ -92,6 +94,7 @@ class ReadState:
     synthetic_rows: int = 0
     first_skipped: InputError | None = None
     blank: int = 0
+    limits: RowLimits = NO_LIMITS
 
     def skip(self, error: InputError | None, count: int = 1) -> None:
         """Count ``count`` bad lines (rows) skipped, ``error`` the first of them (a :class:`BlankLine` is counted in
@@ -334,6 +337,8 @@ def _slow_line(cols: _Columns, obj: dict, bs: int, name: str, ln: int, state: Re
         raise InputError(name, ln, "timestamp", arrival_error(ts / spec.ts_per_s))
     il = get_int(obj, "input_length", name, ln)
     ol = get_int(obj, "output_length", name, ln)
+    if ol >= state.limits.output_below:
+        raise InputError(name, ln, "output_length", state.limits.output_problem(ol))
     if "hash_ids" not in obj:
         raise InputError(name, ln, "hash_ids", "missing")
     ids = check_ids(obj["hash_ids"], il, bs, name, ln)

@@ -150,22 +150,33 @@ def lone_surrogate(text: str) -> str | None:
     return None
 
 
+def outputs_below(ol: np.ndarray, below: int) -> bool:
+    """Whether every output length of ``ol`` (int64 (n,), tokens) is in ``0 .. below - 1`` (``below``: 1 .. 2**63,
+    a :class:`pcs.trace.rowlimits.RowLimits` ``output_below``): one compare of the lengths as unsigned, where a
+    negative one is 2**63 or more -- numpy's twin of ``row_checks``' ``ol`` rule (pcs/trace/_jsonrows.cpp)."""
+    return not ol.size or bool((ol.view(np.uint64) < np.uint64(below)).all())
+
+
 def _values_checked(spec, bs: int, state, ts: np.ndarray, il: np.ndarray, ol: np.ndarray,
                     offsets: np.ndarray, twin=None) -> tuple[np.ndarray, float] | None:
     """The authority's checks of the scalar columns; the arrivals ``ts / spec.ts_per_s + 0.0`` (float64 (n,),
     seconds) and the largest timestamp (-inf for no row), or None when a row needs the authority: a timestamp not
-    finite, a length < 0, a row's id count not ``ceil(input_length / bs)``, a timestamp below the one before it (or below ``state.last_ts``, when
+    finite, a length < 0, an output length at or past the run's bound (``state.limits.output_below``,
+    :mod:`pcs.trace.rowlimits`), a row's id count not ``ceil(input_length / bs)``, a timestamp below the one before
+    it (or below ``state.last_ts``, when
     ``state.check_order``), an arrival beyond :data:`MAX_ARRIVAL_S`. ``twin``: the compiled module
     (:func:`check_twin`): its ``row_checks`` answers in one pass over the rows what numpy does in about ten,
     with the same answer and arrivals (tests/trace/test_jsonrows_checks.py); ``state`` is not changed."""
+    below = state.limits.output_below
     if twin is not None:
         arrival = np.empty(ts.size)
-        ok, ordered, ts_max, far = twin.row_checks(ts, il, ol, offsets, bs, float(spec.ts_per_s), arrival)
+        ok, ordered, ts_max, far = twin.row_checks(ts, il, ol, offsets, bs, float(spec.ts_per_s), arrival, below)
         if not ok or far > MAX_ARRIVAL_S or (ts.size and state.check_order and (ts[0] < state.last_ts or not ordered)):
             return None
         return arrival, ts_max
     lens = np.diff(offsets)
-    if (not np.isfinite(ts).all() or (il < 0).any() or (ol < 0).any() or (lens != ceil_blocks(il, bs)).any()):
+    if (not np.isfinite(ts).all() or (il < 0).any() or not outputs_below(ol, below)
+            or (lens != ceil_blocks(il, bs)).any()):
         return None
     if ts.size and state.check_order and (ts[0] < state.last_ts or (np.diff(ts) < 0).any()):
         return None

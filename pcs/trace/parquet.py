@@ -33,6 +33,7 @@ from pcs._heldimport import held_import
 from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error, ceil_blocks
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch, join_hashes
+from pcs.trace.rowlimits import NO_LIMITS, RowLimits
 from pcs.units import format_count, format_counted
 
 __all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "PIECE_ROWS", "PIECES", "FOOTER_HINT_MAX", "expected_block_hashes", "footer_rows",
@@ -379,23 +380,26 @@ def _clean(twin, ts: np.ndarray, il: np.ndarray, ol: np.ndarray, offs: np.ndarra
            state) -> bool:
     """Whether no row breaks a rule of :func:`_bad_rows`, from the compiled checks (``twin``:
     :func:`pcs.trace.jsonfast.check_twin`; None: False, so the masks are made): every arrival finite and within
-    +-MAX_ARRIVAL_S, the token counts >= 0, each row's id count their blocks, no id repeated in a row (the rising
+    +-MAX_ARRIVAL_S, the token counts >= 0, the output lengths below the run's bound (``state.limits``), each row's
+    id count their blocks, no id repeated in a row (the rising
     shortcut only) and, when the order is checked, no arrival below the one before it or ``state.last_ts``. True
     only when every mask of :func:`_bad_rows` would be empty; anything else makes the masks, which name the row."""
     if twin is None:
         return False
-    ok, ordered, _, far = twin.row_checks(ts, il, ol, offs, bs, 1.0)
+    ok, ordered, _, far = twin.row_checks(ts, il, ol, offs, bs, 1.0, None, state.limits.output_below)
     if not ok or far > MAX_ARRIVAL_S or (state.check_order and ts.size and (ts[0] < state.last_ts or not ordered)):
         return False
     return hashes.size < 2 or twin.rows_rise(hashes, offs)
 
 
 def _bad_rows(ts: np.ndarray, il: np.ndarray, ol: np.ndarray, lens: np.ndarray, bs: int,
-              prev_ts: float, check_order: bool, dup: np.ndarray) -> list[tuple[np.ndarray, str, Any]]:
+              prev_ts: float, check_order: bool, dup: np.ndarray,
+              limits: RowLimits = NO_LIMITS) -> list[tuple[np.ndarray, str, Any]]:
     """(mask, field, problem) for each vectorised rule, in the order the JSONL authority checks a line
     (pcs/trace/hashids.py ``_slow_line``: the arrival, the token counts, the ids -- their number, then a
     repeat (``dup``, :func:`_repeats`) --, then the order); ``problem(i)`` is the message of row ``i`` with
     its values (the value, length vs expected, the two arrival times), as the JSONL readers quote them.
+    ``limits``: the run's bounds (:mod:`pcs.trace.rowlimits`): an output length at or past ``output_below``.
 
     The order rule compares a row with the rows before it that break no other rule, as the authority's
     ``last_ts`` holds only lines it took (a skipped row never raises the bar), so the masks do not depend on
@@ -406,6 +410,8 @@ def _bad_rows(ts: np.ndarray, il: np.ndarray, ol: np.ndarray, lens: np.ndarray, 
                  (np.abs(ts) > MAX_ARRIVAL_S, "arrival_s", lambda i: _far_arrival(ts)),
                  (il < 0, "prompt_tokens", lambda i: f"must be >= 0, got {il[i]}"),
                  (ol < 0, "output_tokens", lambda i: f"must be >= 0, got {ol[i]}"),
+                 ((ol >= 0) & (ol.view(np.uint64) >= np.uint64(limits.output_below)), "output_tokens",
+                  lambda i: limits.output_problem(int(ol[i]))),
                  (lens != want, "block_hashes",
                   lambda i: f"has {format_counted(lens[i], 'id')} but ceil({il[i]:,} / block size {bs:,}) = "
                             f"{want[i]:,}"),
@@ -666,7 +672,8 @@ def _checked(c: _Columns, name: str, row0: int, block_size: int, state, on_error
         InputError: the first bad row (:func:`_first_bad`), unless ``on_error="skip"``."""
     ts, il, ol, offs, hashes = c.ts, c.il, c.ol, c.offs, c.hashes
     rules = None if _clean(twin, ts, il, ol, offs, hashes, block_size, state) else _bad_rows(
-        ts, il, ol, np.diff(offs), block_size, state.last_ts, state.check_order, _repeats(hashes, offs, twin))
+        ts, il, ol, np.diff(offs), block_size, state.last_ts, state.check_order, _repeats(hashes, offs, twin),
+        state.limits)
     if on_error != "skip" and rules is not None:      # no bad row found: every row is kept
         bad = _first_bad(rules, hashes, offs)
         if bad is not None:

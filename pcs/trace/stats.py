@@ -247,6 +247,15 @@ def trace_stats(trace, rules: BlockRules = BlockRules(), native: str | None = No
     return _reference(trace, rules)
 
 
+def exact_total(tokens: np.ndarray) -> int:
+    """The exact sum of the token counts ``tokens`` (int64 (n,), each in 0 .. 2**63 - 1), a Python int: numpy's
+    int64 sum when it cannot wrap (n * max <= 2**63 - 1), else Python's (two output lengths of 2**63 - 1, which the
+    readers take, summed to -2 in int64)."""
+    if tokens.size and int(tokens.max()) > (2**63 - 1) // tokens.size:
+        return sum(tokens.tolist())
+    return int(tokens.sum())
+
+
 def _head(trace, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray, blocks: np.ndarray) -> dict[str, Any]:
     """The keys up to ``blocks_per_request_max`` (per-request columns)."""
     n = arrival.size
@@ -258,9 +267,9 @@ def _head(trace, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray, bl
         "time_span_s": span, "arrival_rate_rps": n / span if span > 0 else None,
     }
     out.update(_pcts(prompt, "prompt_tokens"))
-    out["prompt_tokens_total"] = int(prompt.sum())
+    out["prompt_tokens_total"] = exact_total(prompt)
     out.update(_pcts(output, "output_tokens"))
-    out["output_tokens_total"] = int(output.sum())
+    out["output_tokens_total"] = exact_total(output)
     out.update(_pcts(blocks, "blocks_per_request"))
     return out
 

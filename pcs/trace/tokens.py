@@ -151,6 +151,8 @@ def read_token_jsonl(path, name: str, block_size: int, state: ReadState, on_erro
             try:
                 obj = strict_loads(name, ln, line)
                 ts, p, o, h, e = parse_token_line(obj, block_size, name, ln, state.last_ts)
+                if o >= state.limits.output_below:      # the run's bound (pcs.trace.rowlimits)
+                    raise InputError(name, ln, "output_length", state.limits.output_problem(o))
                 synthetic = row_is_synthetic(obj, name, ln)
                 if state.check_order and ts < state.last_ts:
                     raise InputError(name, ln, "timestamp",
