@@ -38,6 +38,7 @@ import contextlib
 import contextvars
 import os
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -279,7 +280,8 @@ def _signals_held() -> Iterator[list]:
         for s, handler in old.items():
             _signal.signal(s, handler)
         for s in dict.fromkeys(came):   # each signal that came, once, in order (the interpreter too runs a
-            old[s](s, None)             # signal's handler once however often it came); one that raises ends it
+            old[s](s, sys._getframe())  # signal's handler once however often it came); one that raises ends it.
+                                        # A frame, as the interpreter gives: a handler may read it (None broke one)
 
 
 def _join_returning(worker: threading.Thread) -> None:

@@ -39,7 +39,7 @@ def test_a_handler_that_returns_leaves_the_result_of_the_call(signum):
     # the call sleeps 0.4 s; the signal comes at 0.05 s while join waits; the handler records it and returns.
     # join must give 6 x 7 = 42 after the call ended, not None at 0.05 s (the wait cut as if it had raised).
     came = []
-    old = signal.signal(signum, lambda s, f: came.append(s))
+    old = signal.signal(signum, lambda s, f: came.append((s, f.f_lineno > 0)))   # a frame, as Python gives
     b = Beside(True)
     try:
         b.start(_slow_product, 6, 7, 0.4)
@@ -49,7 +49,7 @@ def test_a_handler_that_returns_leaves_the_result_of_the_call(signum):
         assert b.join() == 42
         assert time.monotonic() - t0 >= 0.3          # it waited for the call
         timer.join()
-        assert came == [int(signum)]                  # the program's handler ran, once
+        assert came == [(int(signum), True)]          # the program's handler ran, once, given a frame
     finally:
         b.close()
         signal.signal(signum, old)
