@@ -279,9 +279,26 @@ def _signals_held() -> Iterator[list]:
     finally:
         for s, handler in old.items():
             _signal.signal(s, handler)
-        for s in dict.fromkeys(came):   # each signal that came, once, in order (the interpreter too runs a
-            old[s](s, sys._getframe())  # signal's handler once however often it came); one that raises ends it.
-                                        # A frame, as the interpreter gives: a handler may read it (None broke one)
+        _run_held(came, old)
+
+
+def _run_held(came: list, handlers: dict) -> None:
+    """Run the handler of each held signal that came (:func:`_signals_held`), once each however often it came (as
+    the interpreter runs a signal's handler), in the order they came, each given a frame as the interpreter gives
+    one (a handler may read it). Every one runs even when an earlier one raises -- a timeout's SIGALRM that raises
+    must not drop a service's SIGTERM that came with it and only records itself --, then the first exception is
+    raised (a later one is dropped).
+
+    Raises:
+        BaseException: the first exception a handler raised."""
+    first = None
+    for s in dict.fromkeys(came):
+        try:
+            handlers[s](s, sys._getframe())
+        except BaseException as exc:    # the first is raised once all have run
+            first = exc if first is None else first
+    if first is not None:
+        raise first
 
 
 def _join_returning(worker: threading.Thread) -> None:

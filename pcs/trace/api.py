@@ -935,10 +935,10 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
         raise _not_parquet(path, name, block_size, on_error)
     pf = None
     if fmt == "parquet":
-        from pcs.trace.parquet import open_parquet, parquet_block_size
+        from pcs.trace.parquet import opened_footer, parquet_block_size
 
-        pf = open_parquet(path, name)      # the footer read once for the block size and the reuse note
-        schema = pf.schema_arrow           # made once (pyarrow builds one at each read of the property)
+        pf, opened = opened_footer(path, name)     # the footer read once for the block size and the reuse note
+        schema = opened.schema             # made once (pyarrow builds one at each read of the property)
         stored = parquet_block_size(path, name, pf, schema)
         if block_size is not None and block_size != stored:
             raise UserError(f"{name}: Parquet trace was written at block size {stored}; "
@@ -947,10 +947,11 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
     trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort, reuse, first_line)
     trace.given_block_size = block_size     # the size another format's reader is tried at (format_hint)
     if fmt == "parquet":
-        from pcs.trace.parquet import Opened, footer_block_hashes, footer_rows, parquet_reuse
+        from pcs.trace.parquet import footer_block_hashes, footer_rows, parquet_reuse
 
         trace.reuse = parquet_reuse(path, name, pf, schema) or trace.reuse
         trace.parquet_block_hashes = footer_block_hashes(pf)   # the scans' size hint, without opening it again
         trace.parquet_rows = footer_rows(pf)                   # with it, the chunk tables' (table_entries_bound)
-        trace._opened = Opened(pf, schema, trace.parquet_block_hashes)    # for the first read (Trace._take_opened)
+        trace._opened = opened._replace(block_hashes=trace.parquet_block_hashes)    # for the first read
+        pf.close()                         # (Trace._take_opened); no file held open by an unread trace
     return trace

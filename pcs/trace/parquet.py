@@ -24,6 +24,7 @@ the 1-based row as the "line"; a null in any column read is an error.
 """
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, Callable, Iterator, NamedTuple
 
@@ -138,13 +139,39 @@ def batch_to_arrow(batch: RequestBatch, schema):
 
 
 class Opened(NamedTuple):
-    """A Parquet trace as :func:`pcs.trace.open_trace` opened it, handed to its first read (:func:`read_parquet`
-    ``opened``) so the file is opened and its footer read once a call: ``reader`` (:func:`open_parquet`), its
-    ``schema`` (``reader.schema_arrow``, made once) and ``block_hashes`` (:func:`footer_block_hashes` of it, or
-    None: counted when needed)."""
-    reader: Any
+    """What :func:`pcs.trace.open_trace` read of a Parquet trace's footer, handed to its first read
+    (:func:`read_parquet` ``opened``) so the footer is read and parsed once a call: ``metadata`` (the reader's
+    ``FileMetaData``), ``schema`` (``reader.schema_arrow``, made once), ``block_hashes`` (:func:`footer_block_hashes`,
+    or None: counted when needed) and ``stamp`` (:func:`file_stamp` when it was read). No file is held open (a trace
+    opened and never read kept a descriptor: 251 such traces hit a 256-descriptor limit); the read opens the file and
+    uses the footer only when the file's stamp is unchanged -- a file replaced or rewritten since (``pcs trace
+    convert`` renames its output into place) is opened and its footer read afresh, as every later read does."""
+    metadata: Any
     schema: Any
     block_hashes: int | None
+    stamp: tuple
+
+
+def file_stamp(path) -> tuple:
+    """``path``'s identity and version for :class:`Opened`: (device, inode, size in bytes, modification time in ns);
+    () when it cannot be read (never equal to a file's: the read then opens it and reports the error)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ()
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def opened_footer(path, name: str) -> "tuple[Any, Opened]":
+    """``path`` opened (:func:`open_parquet`) for :func:`pcs.trace.open_trace`'s footer facts, and its
+    :class:`Opened` (``block_hashes`` None: the caller counts them with the reader); close the reader when done.
+
+    Raises:
+        InputError: not a readable Parquet file (naming the file and pyarrow's reason).
+    """
+    stamp = file_stamp(path)           # before the open: a file changed between the two reads as changed
+    pf = _open(path, name)
+    return pf, Opened(pf.metadata, pf.schema_arrow, None, stamp)
 
 
 def open_parquet(path, name: str):
@@ -157,7 +184,7 @@ def open_parquet(path, name: str):
     return _open(path, name)
 
 
-def _open(path, name: str):
+def _open(path, name: str, metadata: Any = None):
     """``path`` as pyarrow's own reader class, the one ``pyarrow.parquet.ParquetFile`` wraps (its footer read),
     without importing ``pyarrow.parquet`` (and ``pyarrow.fs`` with it: about 50 M instructions of a call's start).
 
@@ -168,7 +195,8 @@ def _open(path, name: str):
     replay: median peak 283 -> 230 MB).
     ``pre_buffer`` off (``ParquetFile`` turns it on): a local file's column chunks are read as the pages are
     decoded, on the calling thread, instead of by pyarrow's I/O thread into a read cache (same bytes decoded;
-    1x Mooncake, default replay: 2.5 MB less peak memory).
+    1x Mooncake, default replay: 2.5 MB less peak memory). ``metadata``: the file's footer as read before
+    (:class:`Opened`), not read again.
 
     Raises:
         InputError: not a readable Parquet file (naming the file and pyarrow's reason).
@@ -181,9 +209,9 @@ def _open(path, name: str):
         reader = ParquetReader(memory_pool=pool)
         source = pa.OSFile(str(path), mode="r", memory_pool=pool)
         try:
-            reader.open(source, pre_buffer=False, arrow_extensions_enabled=True)
+            reader.open(source, pre_buffer=False, arrow_extensions_enabled=True, metadata=metadata)
         except TypeError:      # an older pyarrow has no such option (nor had its ParquetFile)
-            reader.open(source, pre_buffer=False)
+            reader.open(source, pre_buffer=False, metadata=metadata)
         return reader
     except (pa.ArrowException, OSError) as exc:
         why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -556,8 +584,9 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     ``on_error="raise"`` they are the batches' rows when the read raises nothing; a row a check refuses raises here
     as without it (the caller drops what it made of them); with ``"skip"`` a batch may hold fewer rows.
 
-    ``opened``: ``path`` as :func:`pcs.trace.open_trace` opened it (:class:`Opened`: the reader, its schema and its
-    footer's block hashes), read from instead of opening the file again; None: ``path`` is opened here.
+    ``opened``: ``path``'s footer as :func:`pcs.trace.open_trace` read it (:class:`Opened`: its metadata, schema and
+    block hashes), used instead of reading it again while the file's stamp is unchanged; None (or a stamp changed):
+    ``path``'s footer is read here.
 
     Raises:
         InputError: null values or a rule broken, naming the 1-based row; parent_id/turn without session_id.
@@ -565,10 +594,12 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     from pcs.trace.jsonfast import check_twin
 
     rows = rows or (READ_ROWS if side_by_side else STREAM_ROWS)
-    if opened is None:
+    if opened is not None and opened.stamp == file_stamp(path):
+        pf, schema = _open(path, name, opened.metadata), opened.schema
+    else:
         pf = _open(path, name)
-        opened = Opened(pf, pf.schema_arrow, None)
-    pf, schema = opened.reader, opened.schema
+        opened = Opened(pf.metadata, pf.schema_arrow, None, ())
+        schema = opened.schema
     names = schema.names
     check_column_types(schema, name)
     optional = _optional_columns(names, name)

@@ -40,7 +40,7 @@ class RowLimits:
 
     def output_problem(self, tokens: int) -> str:
         """The problem of an output length of ``tokens`` >= :attr:`output_below` (InputError's ``problem``)."""
-        return (f"{tokens} tokens is past what {self.output_why} (an output length below "
+        return (f"{tokens:,} tokens is past what {self.output_why} (an output length below "
                 f"2**{self.output_below.bit_length() - 1} = {self.output_below:,} tokens; docs/semantics.md §9): "
                 f"{self.output_fix}")
 

@@ -111,3 +111,36 @@ def test_a_beside_dropped_without_close_leaves_no_idle_worker():
     while _workers() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert _workers() == []
+
+
+def _two_signals_then_product(x: int, y: int) -> int:
+    # sent from the worker while the main thread waits in join: both are pending when it next looks
+    os.kill(os.getpid(), signal.SIGUSR1)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.3)
+    return x * y
+
+
+def test_every_held_handler_runs_when_one_raises():
+    # SIGUSR1's handler raises (a timeout), SIGTERM's records a shutdown request; both come while join waits.
+    # The raise ends the call, and SIGTERM's handler must still have run (the interpreter runs every pending
+    # handler; running only the first dropped the shutdown request).
+    came = []
+
+    def timeout(s, f):
+        raise _Timeout()
+
+    old1 = signal.signal(signal.SIGUSR1, timeout)
+    old15 = signal.signal(signal.SIGTERM, lambda s, f: came.append(s))
+    b = Beside(True)
+    try:
+        b.start(_two_signals_then_product, 6, 7)
+        with pytest.raises(_Timeout):
+            b.join()
+        assert came == [int(signal.SIGTERM)]
+    finally:
+        b.close()
+        signal.signal(signal.SIGUSR1, old1)
+        signal.signal(signal.SIGTERM, old15)
+    assert _workers() == []
+

@@ -110,19 +110,21 @@ def test_arrival_beyond_the_clock_bound_names_file_and_row(tmp_path, arrival, ro
 
 
 def test_open_trace_reads_the_footer_once(tmp_path, monkeypatch):
-    # open_trace needs two things from the footer, the block size and the reuse note: one open for both
-    # (before: one each). The first read of the rows reads from that open reader (Trace._take_opened), each later
-    # one opens the file again. By hand: 1 open for open_trace, 0 for the first read, 1 for the second.
-    # The reader opens pyarrow's own reader class (the one pq.ParquetFile wraps) through pcs.trace.parquet._open.
+    # open_trace needs two things from the footer, the block size and the reuse note: one footer read for both
+    # (before: one each). The first read of the rows takes that footer (Trace._take_opened), each later one reads
+    # it again. By hand: 1 footer read for open_trace, 0 for the first read, 1 for the second.
+    # The reader opens pyarrow's own reader class (the one pq.ParquetFile wraps) through pcs.trace.parquet._open,
+    # which reads the footer unless it is given one (metadata).
     from pcs.trace import parquet
 
     path = _write(tmp_path / "t.parquet", "512", **{"pcs.reuse": "synthesised"})
     opened = []
     real = parquet._open
 
-    def counting(*a, **k):
-        opened.append(a[0] if a else k.get("path"))
-        return real(*a, **k)
+    def counting(p, n, metadata=None):
+        if metadata is None:
+            opened.append(p)
+        return real(p, n, metadata)
 
     monkeypatch.setattr(parquet, "_open", counting)
     trace = open_trace(path)

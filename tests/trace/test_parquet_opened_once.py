@@ -1,6 +1,7 @@
-"""A Parquet trace opened by ``open_trace`` hands its open reader to its first read only (pcs/trace/api.py
-``Trace._take_opened``, pcs/trace/parquet.py ``Opened``): the file is opened once for the footer and that read,
-each later read opens it again, and a copy or a pickled trace carries no reader (it opens the file when read).
+"""A Parquet trace opened by ``open_trace`` hands its footer to its first read only (pcs/trace/api.py
+``Trace._take_opened``, pcs/trace/parquet.py ``Opened``): the footer is read once for ``open_trace`` and that read,
+each later read reads it again, a copy or a pickled trace carries none (it reads the footer when read), a file
+replaced since is read afresh, and no file stays open while the trace is unread.
 The rows of every read are the file's, worked out from the rows written here."""
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ from pcs.trace import open_trace, parquet
 ROWS = [(0.0, 3, [11, 12]), (1.0, 2, [11]), (2.5, 5, [11, 12, 13])]
 
 
-def _write(path) -> str:
+def _write(path, rows: list = ROWS) -> str:
     schema = parquet.arrow_schema(block_size=2)
-    cols = [pa.array([r[0] for r in ROWS], pa.float64()), pa.array([r[1] for r in ROWS], pa.int64()),
-            pa.array([1] * len(ROWS), pa.int64()), pa.array([r[2] for r in ROWS], schema.field("block_hashes").type)]
+    cols = [pa.array([r[0] for r in rows], pa.float64()), pa.array([r[1] for r in rows], pa.int64()),
+            pa.array([1] * len(rows), pa.int64()), pa.array([r[2] for r in rows], schema.field("block_hashes").type)]
     pq.write_table(pa.Table.from_arrays(cols, schema=schema), path)
     return str(path)
 
@@ -35,18 +36,45 @@ def _rows(trace) -> tuple:
 WANT = ([0.0, 1.0, 2.5], [3, 2, 5], [2, 1, 3], [11, 12, 11, 11, 12, 13])
 
 
-def test_the_first_read_takes_the_reader_the_next_opens_again(tmp_path, monkeypatch):
+def test_the_first_read_takes_the_footer_the_next_reads_it_again(tmp_path, monkeypatch):
     path = _write(tmp_path / "t.parquet")
-    opens = []
+    opens = []                                 # (path, whether the footer was read) of each open
     real = parquet._open
-    monkeypatch.setattr(parquet, "_open", lambda p, n: opens.append(str(p)) or real(p, n))
+    monkeypatch.setattr(parquet, "_open", lambda p, n, metadata=None: opens.append((str(p), metadata is None))
+                        or real(p, n, metadata))
     trace = open_trace(path)
     assert trace.block_size == 2 and trace.parquet_rows == 3 and trace.parquet_block_hashes == 6
-    assert opens == [path]                     # the footer's open
+    assert opens == [(path, True)]             # open_trace's open reads the footer
     assert _rows(trace) == WANT
-    assert opens == [path]                     # the first read: the same reader, no second open
+    assert opens == [(path, True), (path, False)]                  # the first read: that footer, not read again
     assert _rows(trace) == WANT
-    assert opens == [path, path]               # a later read opens the file again
+    assert opens == [(path, True), (path, False), (path, True)]    # a later read reads it again
+
+
+# the same schema, two requests: prompts 4 and 1 tokens at block size 2 -> 2 and 1 ids
+OTHER = [(0.0, 4, [21, 22]), (3.0, 1, [21])]
+
+
+def test_a_file_replaced_after_open_trace_is_read_afresh(tmp_path):
+    # pcs trace convert renames its output into place: a trace opened before that must read the new file at
+    # its first read as at every later one (the footer kept from the old file would read the new one's pages
+    # with the old one's row groups)
+    path = _write(tmp_path / "t.parquet")
+    trace = open_trace(path)
+    _write(tmp_path / "new.parquet", OTHER)
+    (tmp_path / "new.parquet").replace(path)
+    want = ([0.0, 3.0], [4, 1], [2, 1], [21, 22, 21])
+    assert _rows(trace) == want and _rows(trace) == want
+
+
+def test_an_unread_trace_holds_no_file_open(tmp_path):
+    import os
+
+    path = _write(tmp_path / "t.parquet")
+    before = len(os.listdir("/proc/self/fd"))
+    traces = [open_trace(path) for _ in range(20)]
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert all(_rows(t) == WANT for t in traces)
 
 
 def test_a_copy_or_a_pickled_trace_reads_without_the_reader(tmp_path):

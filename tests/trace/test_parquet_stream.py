@@ -57,17 +57,19 @@ def test_the_footer_hint_is_kept_by_open_trace(tmp_path, monkeypatch):
     assert parquet.expected_block_hashes(trace) == 6
 
 
-def test_a_replay_opens_the_file_once(tmp_path, monkeypatch):
-    # one open by open_trace (block size, reuse note, hint), whose reader the read of the rows takes
-    # (Trace._take_opened) -- for the one-tier sequential scan as for the default two-tier modeled replay (before:
-    # 2 each, the read opening the file again; earlier 4 for the one-tier scan, whose size hint opened it twice more)
+def test_a_replay_reads_the_footer_once(tmp_path, monkeypatch):
+    # one footer read by open_trace (block size, reuse note, hint), which the read of the rows takes
+    # (Trace._take_opened) -- for the one-tier sequential scan as for the default two-tier modeled replay, whose
+    # step scheduler reads the trace through a limited view (before: 2 each, the read reading it again; earlier 4
+    # for the one-tier scan, whose size hint opened it twice more)
     path = _write(tmp_path / "t.parquet", 5)
     opened = []
     real = parquet._open
 
-    def counting(*a, **k):
-        opened.append(1)
-        return real(*a, **k)
+    def counting(p, n, metadata=None):
+        if metadata is None:
+            opened.append(1)
+        return real(p, n, metadata)
 
     monkeypatch.setattr(parquet, "_open", counting)
     r = pcs.replay(str(path), tiers=["gpu=4blocks"], policy="lru", timing="sequential")

@@ -60,7 +60,7 @@ def test_step_bound_refused_at_the_read_naming_line_and_field(tmp_path, fast, ou
         _read(p, fast, STEP_LIMITS)
     e = ei.value
     assert (e.path, e.line, e.field) == ("o.jsonl", 40, "output_length")
-    assert str(e).startswith(f"o.jsonl:40: field 'output_length': {out} {WHY}")
+    assert str(e).startswith(f"o.jsonl:40: field 'output_length': {out:,} {WHY}")
 
 
 @pytest.mark.parametrize("fast", PATHS)
@@ -134,7 +134,7 @@ def test_parquet_row_refused_and_skipped(tmp_path):
         list(t.iter_batches())
     e = ei.value
     assert (e.path.endswith("/o.parquet"), e.line, e.field) == (True, 2, "output_tokens")   # row 2, the column
-    assert e.problem.startswith(f"{TOP} {WHY}")
+    assert e.problem.startswith(f"{TOP:,} {WHY}")
     t = open_trace(q, on_error="skip")
     rows = [o for b in t.limited(STEP_LIMITS).iter_batches() for o in b.output_tokens.tolist()]
     assert rows == [5, 5] and t.skipped == 1        # counted on the trace the view was made of
@@ -149,7 +149,7 @@ def test_token_trace_row_refused(tmp_path):
         list(open_trace(p, block_size=2).limited(STEP_LIMITS).iter_batches())
     e = ei.value
     assert (e.path.endswith("/k.jsonl"), e.line, e.field) == (True, 2, "output_length")
-    assert e.problem.startswith(f"{LIMIT} {WHY}")
+    assert e.problem.startswith(f"{LIMIT:,} {WHY}")
 
 
 @pytest.mark.parametrize("name", ["o.jsonl", "o.parquet"])
@@ -159,14 +159,14 @@ def test_cli_replay_names_file_line_field_and_skips(tmp_path, monkeypatch, name)
     field = "output_tokens" if name.endswith("parquet") else "output_length"
     for extra in ([], ["--instances", "2"]):
         r = invoke("replay", path.name, "--tier", "gpu=100blocks", *extra)
-        assert_one_line_error(r, f"pcs: error: {name}:2: field '{field}': {TOP} tokens is past what the step "
+        assert_one_line_error(r, f"pcs: error: {name}:2: field '{field}': {TOP:,} tokens is past what the step "
                               "scheduler models", "use --compute infinite or --timing sequential")
         r = invoke("replay", path.name, "--tier", "gpu=100blocks", "--on-error", "skip", "--format", "json", "-q",
                    *extra)
         assert r.exit_code == 0, r.output
         assert json.loads(r.stdout)["requests"] == 2
     r = invoke("compare", path.name, "--tier", "gpu=100blocks", "--policy", "lru", "--policy", "fifo")
-    assert_one_line_error(r, f"pcs: error: {name}:2: field '{field}': {TOP} tokens is past what the step scheduler")
+    assert_one_line_error(r, f"pcs: error: {name}:2: field '{field}': {TOP:,} tokens is past what the step scheduler")
     for other in (["--timing", "sequential"], ["--compute", "infinite"]):   # no steps: the row is read
         r = invoke("replay", path.name, "--tier", "gpu=100blocks", "--format", "json", "-q", *other)
         assert r.exit_code == 0, r.output
