@@ -128,9 +128,11 @@ typedef struct {
     /* the no-cache run's GPU slots counted here, without the hierarchy (count_slots(), see "the no-cache run's
      * slots" below): the GPU tier's capacity and the slots reserved; the last slot_start's truncation */
     int slots, slot_trunc; int64_t slot_cap, slot_res;
-    /* iterations of run_until since the last signal check, kept across its calls (see SIGNAL_EVERY); the process's
-     * stop count when this feed / close began (check_signals) */
-    unsigned int spins; long stops0;
+    /* iterations of run_until since the last signal check, kept across its calls (see SIGNAL_EVERY); its group's
+     * stop count when this feed / close began (check_signals); the stop signals this loop's checks raised, counted
+     * here when it leads its group (with NULL), else in `with`, the loop it stops with (stop_with(): the run's loop,
+     * for its no-cache twin beside it; a strong reference) */
+    unsigned int spins; long stops0, raised; PyObject *with;
 } Sched;
 
 static PyObject *s_rbytes, *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
@@ -595,13 +597,14 @@ static void gil_take(Sched *s) {
     if (s->ts) { PyEval_RestoreThread(s->ts); s->ts = NULL; }
 }
 
-/* stop signals the loops of this process raised (check_signals; read and written with the GIL) */
-static long stops;
+/* the loop whose count of raised stop signals this loop's group keeps: the one it stops with, else itself (read and
+ * written with the GIL held) */
+static inline Sched *stop_group(Sched *s) { return s->with ? (Sched *)s->with : s; }
 
 /* feed / close may run (1), or 0 with RuntimeError: the loop is running in another thread */
 static int enter(Sched *s) {
     if (s->out) { PyErr_SetString(PyExc_RuntimeError, "the step loop has handed out its columns (columns())"); return 0; }
-    if (!s->busy) { s->stops0 = stops; return s->busy = 1; }
+    if (!s->busy) { s->stops0 = stop_group(s)->raised; return s->busy = 1; }
     PyErr_SetString(PyExc_RuntimeError, "the step loop is already running (another thread)");
     return 0;
 }
@@ -651,16 +654,17 @@ static int take(Sched *s, double t) {
  * the whole feed. An iteration is a few hundred to a few thousand instructions; a check (the GIL taken and given
  * back) ~1 us: every 4,096 iterations is well under 1 % and well under 0.2 s. (A worker thread's loop sees no
  * signal: Python runs its handlers on the main thread only. A loop on a worker -- the no-cache run beside -- stops
- * when a loop of the main thread has raised one since this worker's feed / close began (stops): with RuntimeError,
- * which pcs.beside's settle drops for the caller's own stop; the main thread's stop waited for the worker's whole
- * close before.) */
+ * when a loop of its group (the run's loop it stops with, stop_with()) has raised one since this worker's feed /
+ * close began: with RuntimeError, which pcs.beside's settle drops for the caller's own stop; the main thread's stop
+ * waited for the worker's whole close before. Only its group's: a count kept for the whole process stopped the
+ * replays other threads ran at the time, each with that RuntimeError, when the main thread's replay was stopped.) */
 #define SIGNAL_EVERY 4096u
 static __attribute__((noinline, cold)) int check_signals(Sched *s) {
     int released = s->ts != NULL;
     gil_take(s);
     int rc = PyErr_CheckSignals();
-    if (rc < 0) stops++;
-    else if (stops != s->stops0) {
+    if (rc < 0) stop_group(s)->raised++;
+    else if (stop_group(s)->raised != s->stops0) {
         PyErr_SetString(PyExc_RuntimeError, "the step loop stopped: a stop signal ended the run it was part of");
         rc = -1;
     }
@@ -1854,6 +1858,7 @@ static PyObject *sched_set_hybrid(Sched *s, PyObject *h) {
 }
 
 static void sched_dealloc(Sched *s) {
+    Py_CLEAR(s->with);
     for (int32_t i = 0; i < s->nrq; i++) {
         Req *r = &s->rq[i];
         if (r->live) { Py_CLEAR(r->adm); Py_CLEAR(r->chain); }
@@ -1946,7 +1951,23 @@ static PyObject *sched_sample_end(Sched *s, PyObject *arg) {
     Py_RETURN_TRUE;
 }
 
+/* stop_with(loop): this loop stops (RuntimeError at its next signal check) when `loop` -- or any loop that stops
+ * with it -- raises a stop signal while this one runs, and a stop this loop raises stops them (check_signals);
+ * loop: another StepScheduler that stops with none itself (a group is one loop and those that stop with it) */
+static PyObject *sched_stop_with(Sched *s, PyObject *o) {
+    if (Py_TYPE(o) != Py_TYPE(s) || o == (PyObject *)s || ((Sched *)o)->with) {
+        PyErr_SetString(PyExc_TypeError, "stop_with: another StepScheduler, one that stops with no other");
+        return NULL;
+    }
+    if (s->busy) { PyErr_SetString(PyExc_RuntimeError, "stop_with: the step loop is running"); return NULL; }
+    Py_INCREF(o);
+    Py_XSETREF(s->with, o);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef sched_methods[] = {
+    {"stop_with", (PyCFunction)sched_stop_with, METH_O,
+     "stop_with(loop): stop (RuntimeError) when loop raises a stop signal while this one runs (check_signals)"},
     {"sample_end", (PyCFunction)sched_sample_end, METH_O,
      "sample_end(end_s) -> bool: the end state's two samples (ReplayEngine.close) taken in C, when kept here"},
     {"sample_block", (PyCFunction)sched_sample_block, METH_NOARGS,

@@ -128,6 +128,8 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
             from pcs.engine.hybridnative import HybridNativeStepEngine as nc_cls
         out.append(nc_cls(gpu_only, links[:1], block_bytes[:1], setup.cost, cfg, rules.recompute_last_token,
                           decode, no_cache=True))   # its blocks dropped (no_cache), its request count kept
+        if hasattr(out[-1], "stop_with"):           # a stop of the run's loop stops its twin beside it, no other
+            out[-1].stop_with(out[0])
     return out
 
 

@@ -196,6 +196,15 @@ class NativeStepEngine(StepEngine):
             if self._count_slots and self.decode is None:      # (a no-cache run's decode blocks: None)
                 self._slots_counted = self._s.count_slots(hierarchy.tiers[0].capacity_blocks)
 
+    def stop_with(self, run: StepEngine) -> None:
+        """This loop -- a run's no-cache twin, fed and closed on a worker beside ``run`` -- stops (RuntimeError at its
+        next signal check, which :class:`pcs.beside.Beside` drops for the caller's own stop) when ``run``'s loop
+        raises a stop signal, and only then: not when another replay's loop of the process does (a count kept for
+        the whole process stopped the replays other threads ran, ``_stepsched.c`` "check_signals"). Nothing when
+        ``run`` is not a compiled step loop (a Python loop raises its signal on its own thread)."""
+        if isinstance(run, NativeStepEngine):
+            self._s.stop_with(run._s)
+
     def _grow_columns(self, m: int) -> None:
         """Nothing: the C loop keeps the per-request columns it writes (``columns()``, read at :meth:`close`), so the
         memoryviews :meth:`StepEngine._grow_columns` takes for the Python loop's stores are never made

@@ -10,6 +10,7 @@ run takes ten times longer (the run's own length is measured in the same test, s
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -88,3 +89,127 @@ def test_ctrl_c_ends_the_step_loops(long_trace, threads):
     # the loops' part after the signal is most of the run (it began at the first feed, + 0.5 s); a stop within
     # 0.2 s on a quiet machine, bounded here by a tenth of the whole run for a loaded one
     assert after < max(whole / 10, 0.5), (after, whole)
+
+
+OTHER_THREAD = textwrap.dedent("""
+    import json, os, signal, sys, threading, time
+    import pcs
+    from pcs.engine import stepnative
+    from pcs.engine.schedconfig import SchedulerConfig
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    trace = sys.argv[1]
+    kw = dict(tiers=["gpu=300blocks", "cpu=900blocks"], policy="lru",
+              scheduler=SchedulerConfig(max_num_batched_tokens=1, max_num_seqs=1))
+    fed = {}                                   # thread name -> the monotonic time its replay's first feed began
+    real = stepnative.NativeStepEngine.feed
+
+    def feed(self, chunk):
+        fed.setdefault(threading.current_thread().name, time.monotonic())
+        return real(self, chunk)
+
+    stepnative.NativeStepEngine.feed = feed
+    other = {}
+
+    def replay_other():
+        try:
+            other["summary"] = json.dumps(pcs.replay(trace, **kw).summary.to_dict(), sort_keys=True, default=str)
+        except BaseException as exc:
+            other["error"] = repr(exc)
+        other["ended"] = time.monotonic()
+
+    t = threading.Thread(target=replay_other, name="other")
+    t.start()
+    while "other" not in fed:
+        time.sleep(0.005)
+    sent = []
+
+    def ctrl_c():
+        while "MainThread" not in fed:
+            time.sleep(0.005)
+        time.sleep(0.2)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=ctrl_c, daemon=True).start()
+    try:
+        pcs.replay(trace, **kw)
+        main = "finished"
+    except KeyboardInterrupt:
+        main = "interrupted"
+    t.join()
+    clean = json.dumps(pcs.replay(trace, **kw).summary.to_dict(), sort_keys=True, default=str)
+    print(json.dumps({"main": main, "other_error": other.get("error"), "other_equal": other.get("summary") == clean,
+                      "other_ran_past_the_signal": bool(sent) and other["ended"] > sent[0]}))
+""")
+
+
+def test_a_stop_of_one_replay_leaves_another_threads_replay_whole(long_trace):
+    # Ctrl-C ends the main thread's replay; a replay another thread runs at the time goes on to the result it gives
+    # alone (a stop count kept for the whole process ended it with "RuntimeError: the step loop stopped"; now only
+    # the run's own no-cache twin stops with it: _stepsched.c stop_with)
+    env = dict(os.environ, PCS_THREADS="on", PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", OTHER_THREAD, str(long_trace)], env=env, capture_output=True,
+                         text=True, timeout=600, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["other_ran_past_the_signal"], got      # the case this test is for: both ran when the signal came
+    assert got == {"main": "interrupted", "other_error": None, "other_equal": True, "other_ran_past_the_signal": True}
+
+
+TWIN = textwrap.dedent("""
+    import json, os, signal, sys, threading, time
+    import pcs
+    from pcs.engine import stepnative
+    from pcs.engine.schedconfig import SchedulerConfig
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    trace = sys.argv[1]
+    began, twin = threading.Event(), {}
+    real_feed, real_close = stepnative.NativeStepEngine.feed, stepnative.NativeStepEngine.close
+
+    def watched(real, name):
+        def call(self, *a):
+            if not self.no_cache:
+                began.set()
+                return real(self, *a)
+            try:
+                return real(self, *a)
+            except BaseException as exc:
+                twin["error"] = repr(exc)
+                raise
+            finally:
+                twin["ended"] = time.monotonic()
+        return call
+
+    stepnative.NativeStepEngine.feed = watched(real_feed, "feed")
+    stepnative.NativeStepEngine.close = watched(real_close, "close")
+    sent = []
+
+    def ctrl_c():
+        began.wait()
+        time.sleep(0.2)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=ctrl_c, daemon=True).start()
+    try:
+        pcs.replay(trace, tiers=["gpu=300blocks", "cpu=900blocks"], policy="lru",
+                   scheduler=SchedulerConfig(max_num_batched_tokens=1, max_num_seqs=1))
+        main = "finished"
+    except KeyboardInterrupt:
+        main = "interrupted"
+    print(json.dumps({"main": main, "twin_stopped": "the step loop stopped" in twin.get("error", ""),
+                      "twin_ran_to_the_signal": bool(sent) and twin.get("ended", 0) >= sent[0]}))
+""")
+
+
+def test_a_stop_of_the_run_stops_its_no_cache_twin(long_trace):
+    # the run's no-cache twin, fed and closed on a worker beside it, stops with it (RuntimeError at its next signal
+    # check, dropped for the KeyboardInterrupt) instead of running to its end while the stopped call waits for it
+    env = dict(os.environ, PCS_THREADS="on", PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", TWIN, str(long_trace)], env=env, capture_output=True, text=True,
+                         timeout=600, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"main": "interrupted", "twin_stopped": True, "twin_ran_to_the_signal": True}
