@@ -576,6 +576,21 @@ def row_limits(timing: str | None, compute_mode: str | None, compute: Any) -> Ro
     return STEP_LIMITS if (timing or DEFAULTS["timing"]) == "modeled" and mode == "step" else NO_LIMITS
 
 
+def limited_source(trace: Any, replay_kwargs: dict) -> Any:
+    """``trace`` made re-readable (:func:`pcs.trace.batches.reiterable`) and read with the row bounds
+    (:func:`row_limits`) of a run with ``replay_kwargs`` (``pcs.replay``'s keywords: ``timing``, ``compute_mode``,
+    ``compute``), for callers that read one trace for several runs of one timing (``pcs.compare``'s variants,
+    ``pcs.fleet_replay``'s instances) before any read.
+
+    Raises:
+        UserError: a ``compute`` that is not a compute model (:func:`pcs.engine.computecheck.checked_compute`)."""
+    from pcs.engine.computecheck import checked_compute
+
+    kw = replay_kwargs
+    return with_limits(reiterable(trace), row_limits(kw.get("timing"), kw.get("compute_mode"),
+                                                     checked_compute(kw.get("compute"))))
+
+
 def _step_setup(opts: _Options, scheduler, time_model, gpu) -> StepSetup | None:
     """The step scheduler's setup for modeled timing with ``compute_mode="step"``, else None.
 

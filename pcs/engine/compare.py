@@ -399,9 +399,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
             anything :func:`pcs.replay` raises, every variant's trace-free checks
             (:func:`pcs.engine.api.check_replay`) before the trace is read.
     """
-    from pcs.engine.api import check_replay, replay, row_limits
-    from pcs.engine.computecheck import checked_compute
-    from pcs.trace.batches import reiterable, with_limits
+    from pcs.engine.api import check_replay, limited_source, replay
 
     caps = _check_compare_args(tier_sets, curve_capacities, replay_kwargs, policies, admits)
     pols = [canonical_spec(p) if p else p for p in policies or ()] or [None]   # slru, never its alias protected
@@ -411,9 +409,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
     runs = _variant_runs(sets, pols, adms, replay_kwargs)
     for run in runs:        # every variant's trace-free checks before the trace is read, as a sweep's plan
         check_replay(**run[-1])
-    kw = runs[0][-1]    # the variants' one timing: the reader's row bounds (its curve reads the same rows)
-    source = with_limits(reiterable(trace), row_limits(kw.get("timing"), kw.get("compute_mode"),
-                                                       checked_compute(kw.get("compute"))))
+    source = limited_source(trace, runs[0][-1])   # the variants' one timing's row bounds (the curve reads them too)
     variants, resolved = [], {}
     for tiers, i, pol, j, adm, kwargs in runs:
         label = " ".join(x for x in (pol or DEFAULT_POLICY, adm if len(adms) > 1 else "",

@@ -39,7 +39,7 @@ from pcs.fleet.index import CacheIndex
 from pcs.fleet.route import route
 from pcs.fleet.routers import parse_router, stale_view_applies
 from pcs.fleet.summary import FleetGap, FleetSummary, InstanceLoad
-from pcs.trace.batches import as_batches, reiterable, with_limits
+from pcs.trace.batches import as_batches
 from pcs.trace.request import RequestBatch, concat_batches
 from pcs import units
 
@@ -470,6 +470,25 @@ def _check_fleet_args(instances: Any, replay_kwargs: dict[str, Any], shared_tier
     return instances, shared
 
 
+def _run_instances(source: Any, batch: RequestBatch, assignment: np.ndarray, instances: int, rules: Any,
+                   compute: Any, setup: Any, index: CacheIndex, name: str, progress: Any, replay_kwargs: dict) -> tuple:
+    """:func:`fleet_replay`'s instances run: with a shared tier (``setup``) one shared run
+    (:func:`pcs.fleet.sharedfleet.shared_instances`), else one :func:`pcs.replay` each (:func:`_replay_instances`).
+    Returns (loads, summaries -- None each with a shared tier --, tables, rows_of, decodes, the shared tier's summary
+    or None, the shared run's admission order or None, whether the step scheduler ran)."""
+    if setup is not None:
+        from pcs.fleet.sharedfleet import shared_instances, shared_summary
+
+        loads, tables, rows_of, run, decodes = shared_instances(source, batch, assignment, instances, rules,
+                                                                compute, setup, index, progress)
+        shared = shared_summary(run, loads, int(batch.prompt_tokens.sum()))
+        return loads, [None] * instances, tables, rows_of, decodes, shared, run.admitted, decodes is not None
+    loads, summaries, tables, rows_of, decodes = _replay_instances(source, batch, assignment, instances, rules,
+                                                                   index, name, progress, replay_kwargs)
+    step = any(s is not None and s.scheduler is not None for s in summaries)
+    return loads, summaries, tables, rows_of, decodes, None, None, step
+
+
 def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-robin", router_stale_s: float = 0.0,
                  progress: Callable[[int], None] | None = None, shared_tier: Any = None,
                  **replay_kwargs: Any) -> FleetResult:
@@ -499,11 +518,9 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
             first (:func:`pcs.engine.api.check_replay`). TypeError: a keyword :func:`pcs.replay` does not take.
     """
     instances, shared = _check_fleet_args(instances, replay_kwargs, shared_tier)
-    from pcs.engine.api import row_limits
+    from pcs.engine.api import limited_source
 
-    kw = replay_kwargs   # the instances' step scheduler's bounds, before the one read
-    source = with_limits(reiterable(trace), row_limits(kw.get("timing"), kw.get("compute_mode"),
-                                                       checked_compute(kw.get("compute"))))
+    source = limited_source(trace, replay_kwargs)   # the instances' step scheduler's bounds, before the one read
     batch = concat_batches(list(as_batches(source)), block_size=getattr(source, "block_size", None))
     if len(batch) == 0:
         raise UserError("the trace has no requests")
@@ -516,18 +533,8 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     assignment = route(batch, rules, chooser, index, service_times(batch, compute),
                        native=replay_kwargs.get("native"))
     name = getattr(source, "name", None) or str(getattr(source, "path", "<requests>"))
-    if setup is not None:
-        from pcs.fleet.sharedfleet import shared_instances, shared_summary
-
-        loads, tables, rows_of, run, decodes = shared_instances(source, batch, assignment, instances, rules,
-                                                                compute, setup, index, progress)
-        summaries, order = [None] * instances, run.admitted
-        shared, step = shared_summary(run, loads, int(batch.prompt_tokens.sum())), decodes is not None
-    else:
-        loads, summaries, tables, rows_of, decodes = _replay_instances(source, batch, assignment, instances, rules,
-                                                                       index, name, progress, replay_kwargs)
-        shared, order = None, None
-        step = any(s is not None and s.scheduler is not None for s in summaries)
+    loads, summaries, tables, rows_of, decodes, shared, order, step = _run_instances(
+        source, batch, assignment, instances, rules, compute, setup, index, name, progress, replay_kwargs)
     table = _requests_table(tables, rows_of)
     decode = _ceiling_decode(batch, decodes, rows_of, step, replay_kwargs)
     summary = _summary(name, chooser, float(router_stale_s), cap, source, batch, rules, loads, summaries, table,

@@ -560,6 +560,18 @@ def _first_null_row(col) -> int:
     return first
 
 
+def _opened_reader(path, name: str, opened: "Opened | None") -> tuple:
+    """``path`` opened for :func:`read_parquet`: (reader, its schema, its block hashes or None: not counted yet) --
+    with ``opened``'s footer while the file's stamp is unchanged (:class:`Opened`), else with its footer read here.
+
+    Raises:
+        InputError: not a readable Parquet file (naming the file and pyarrow's reason)."""
+    if opened is not None and opened.stamp == file_stamp(path):
+        return _open(path, name, opened.metadata), opened.schema, opened.block_hashes
+    pf = _open(path, name)
+    return pf, pf.schema_arrow, None
+
+
 def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise",
                  rows: int | None = None, *, side_by_side: bool = False,
                  each_piece: Callable[..., None] | None = None,
@@ -594,23 +606,14 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     from pcs.trace.jsonfast import check_twin
 
     rows = rows or (READ_ROWS if side_by_side else STREAM_ROWS)
-    if opened is not None and opened.stamp == file_stamp(path):
-        pf, schema = _open(path, name, opened.metadata), opened.schema
-    else:
-        pf = _open(path, name)
-        opened = Opened(pf.metadata, pf.schema_arrow, None, ())
-        schema = opened.schema
+    pf, schema, known = _opened_reader(path, name, opened)
     names = schema.names
     check_column_types(schema, name)
     optional = _optional_columns(names, name)
     typed = bool(optional) and "type" in names
     cols = list(_REQUIRED) + optional + (["type"] if typed else [])
     twin = check_twin()
-    if side_by_side:
-        known = opened.block_hashes
-        room = _IdRoom(twin, known if known is not None else footer_block_hashes(pf))
-    else:
-        room = None
+    room = _IdRoom(twin, known if known is not None else footer_block_hashes(pf)) if side_by_side else None
     piece_rows = _piece_rows(rows, pf.metadata) if side_by_side else rows
     pieces = _pieces(_record_batches(pf, name, piece_rows, cols), name, optional, typed, room)
     if side_by_side and each_piece is not None:
