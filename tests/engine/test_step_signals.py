@@ -164,7 +164,7 @@ TWIN = textwrap.dedent("""
     from pcs.engine.schedconfig import SchedulerConfig
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    trace = sys.argv[1]
+    trace, late = sys.argv[1], sys.argv[2] == "late"
     began, twin = threading.Event(), {}
     real_feed, real_close = stepnative.NativeStepEngine.feed, stepnative.NativeStepEngine.close
 
@@ -173,6 +173,9 @@ TWIN = textwrap.dedent("""
             if not self.no_cache:
                 began.set()
                 return real(self, *a)
+            if late and name == "feed" and not twin.get("delayed"):
+                twin["delayed"] = True
+                time.sleep(0.6)              # the twin's first feed begins after the run's loop took the signal
             try:
                 return real(self, *a)
             except BaseException as exc:
@@ -204,12 +207,15 @@ TWIN = textwrap.dedent("""
 """)
 
 
-def test_a_stop_of_the_run_stops_its_no_cache_twin(long_trace):
+@pytest.mark.parametrize("late", ["", "late"])
+def test_a_stop_of_the_run_stops_its_no_cache_twin(long_trace, late):
     # the run's no-cache twin, fed and closed on a worker beside it, stops with it (RuntimeError at its next signal
-    # check, dropped for the KeyboardInterrupt) instead of running to its end while the stopped call waits for it
+    # check, dropped for the KeyboardInterrupt) instead of running to its end while the stopped call waits for it --
+    # also when its feed begins only after the run's loop took the signal ("late": it measured from its own start
+    # and missed it)
     env = dict(os.environ, PCS_THREADS="on", PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", TWIN, str(long_trace)], env=env, capture_output=True, text=True,
-                         timeout=600, cwd=ROOT)
+    out = subprocess.run([sys.executable, "-c", TWIN, str(long_trace), late or "-"], env=env, capture_output=True,
+                         text=True, timeout=600, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {"main": "interrupted", "twin_stopped": True, "twin_ran_to_the_signal": True}

@@ -537,6 +537,8 @@ def _a_dead_results_columns_are_the_next_runs_pages():
     eng, res = _three_requests_reserved(20000)
     first, n8 = mapped(res)
     assert n8 >= 10 and len(first) == n8                       # every 8-byte column of the loop: its own mapping
+    if getattr(res, "latency", None) is not None:
+        res.latency.get()    # the summary's percentiles, made on a worker that holds the columns until it is done
     gc.collect()
     before = mod.kept_bytes()
     del eng, res                                  # the engine holds the columns too
@@ -887,3 +889,31 @@ def test_a_readmission_that_outgrows_the_gpu_tier_counts_as_truncated(max_preemp
     assert (eng.stats.preemptions, eng.stats.requests_outgrown, eng.stats.recompute_tokens) == (
         preemptions, outgrown, recompute)
     _assert_same(py, _run(stepnative.NativeStepEngine, reqs, [4], cost, [None], kw))
+
+
+def test_stop_with_makes_groups_of_one_level():
+    # a group is one loop and the loops that stop with it (pcs/engine/_stepsched.c stop_with): a twin points to
+    # the run's loop once; a chain (a loop with followers following another, or a follower re-pointed) and a
+    # loop pointing to itself or to a follower are refused, the links already made left as they were
+    from pcs.cache.native import NativeHierarchy
+    from pcs.compute import StepCost
+    from pcs.engine.schedconfig import SchedulerConfig
+
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    cfg = SchedulerConfig(max_num_batched_tokens=64, max_num_seqs=8, restore_timeout_per_token_s=0.0)
+    run, twin, other = (stepnative.NativeStepEngine(NativeHierarchy([Tier("gpu", 16, make_policy("lru", 16))]),
+                                                    [None], [0], cost, cfg, True, None, no_cache=False, skip=True)
+                        for _ in range(3))
+    twin.stop_with(run)
+    with pytest.raises(ValueError, match="already stops with another, or others with it"):
+        run._s.stop_with(other._s)          # run has a follower: it leads its group
+    with pytest.raises(ValueError, match="already stops with another"):
+        twin._s.stop_with(other._s)         # twin follows run already
+    with pytest.raises(TypeError, match="one that stops with no other"):
+        other._s.stop_with(twin._s)         # twin follows another: no chain through it
+    with pytest.raises(TypeError, match="another StepScheduler"):
+        other._s.stop_with(other._s)
+    with pytest.raises(TypeError, match="another StepScheduler"):
+        other._s.stop_with(None)
+    other._s.stop_with(run._s)              # a second follower of the same loop: one level still
