@@ -83,7 +83,7 @@ def test_killed_replay_keeps_the_old_output(tmp_path, long_trace, sig, code, lin
     proc = _start(["replay", long_trace, *SLOW_REPLAY, "--requests-out", "rows.csv"], tmp_path)
     _ready(proc)                          # the command has started; its replay takes seconds more
     rc, err = _stop(proc, sig)
-    assert rc == code and err[-1:] == [line], (rc, err)
+    assert rc == code and err[-1:] == [line], f"exit {rc}:\n" + "\n".join(err)   # the whole stderr if not
     assert "Traceback" not in "\n".join(err)
     assert (tmp_path / "rows.csv").read_text() == "the old output\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv"]
@@ -97,7 +97,7 @@ def test_killed_while_writing_removes_the_temp_file(tmp_path, sig, code, line):
     assert tmp_seen and proc.poll() is None, "the temporary file never appeared"
     time.sleep(0.3)
     rc, err = _stop(proc, sig)
-    assert rc == code and err[-1:] == [line], (rc, err)
+    assert rc == code and err[-1:] == [line], f"exit {rc}:\n" + "\n".join(err)   # the whole stderr if not
     assert (tmp_path / "out.jsonl").read_text() == "the old output\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
 
@@ -114,6 +114,6 @@ def test_killed_stdin_replay_removes_the_spool(tmp_path, long_trace):
                          or proc.poll() is not None)
         assert proc.poll() is None, proc.communicate()
         rc, err = _stop(proc, signal.SIGTERM)
-    assert rc == 143 and err[-1:] == ["pcs: terminated by SIGTERM"], (rc, err)
+    assert rc == 143 and err[-1:] == ["pcs: terminated by SIGTERM"], f"exit {rc}:\n" + "\n".join(err)
     assert "Traceback" not in "\n".join(err)
     assert list(tmp_path.iterdir()) == []
