@@ -579,16 +579,17 @@ class Trace:
         return f"Trace({self.name!r}, format={self.format!r}, block_size={self.block_size})"
 
     def _take_opened(self):
-        """The Parquet file as :func:`open_trace` opened it (:class:`pcs.trace.parquet.Opened`), handed to the first
-        read only -- each later read opens the file again, as every read did before --, else None. One file open and
-        footer read fewer a replay of a path (1x Mooncake, a steady two-tier call: ~0.15 ms of the calling thread,
-        docs/performance.md, "The 1x call's Python glue"). ``dict.pop``: one reader gets it even if two threads begin
-        reading at once."""
+        """The Parquet footer as :func:`open_trace` read it (:class:`pcs.trace.parquet.Opened`: its metadata, schema,
+        block-hash count and the file's stamp; no open file), handed to the first read only -- which uses it while
+        the file is unchanged; each later read reads the footer again, as every read did before --, else None. One
+        footer read fewer a replay of a path (1x Mooncake, a steady two-tier call: ~0.1 ms of the calling thread,
+        docs/performance.md, "The 1x call's Python glue" and its review). ``dict.pop``: one reader gets it even if two
+        threads begin reading at once."""
         return self.__dict__.pop("_opened", None)
 
     def __getstate__(self) -> dict:
-        """The trace's state without the open Parquet reader (:meth:`_take_opened`; it does not pickle): a copy or an
-        unpickled trace opens the file at its first read."""
+        """The trace's state without the kept Parquet footer (:meth:`_take_opened`): a copy or an unpickled trace reads
+        the footer at its first read (a limited view takes its origin's instead: :meth:`limited`)."""
         state = dict(self.__dict__)
         state.pop("_opened", None)
         return state
@@ -628,7 +629,7 @@ class Trace:
         ``limits`` are its own (the same object: :data:`pcs.trace.rowlimits.STEP_LIMITS` twice)."""
         if limits is self.limits:
             return self
-        view = copy.copy(self)       # (without the open Parquet reader: __getstate__) ...
+        view = copy.copy(self)       # (without the kept Parquet footer: __getstate__) ...
         view.limits, view._origin = limits, self if self._origin is None else self._origin
         opened = self._take_opened()  # ... which the view's first read takes instead (one open a replay)
         if opened is not None:

@@ -80,6 +80,6 @@ def test_an_unread_trace_holds_no_file_open(tmp_path):
 def test_a_copy_or_a_pickled_trace_reads_without_the_reader(tmp_path):
     path = _write(tmp_path / "t.parquet")
     trace = open_trace(path)
-    again = pickle.loads(pickle.dumps(trace))  # the open reader does not pickle: left behind
+    again = pickle.loads(pickle.dumps(trace))  # the kept footer is left behind: read again at its first read
     twin = copy.copy(trace)
     assert _rows(again) == WANT and _rows(twin) == WANT and _rows(trace) == WANT
