@@ -532,10 +532,23 @@ def _csv_text(rows: list[dict[str, Any]]) -> str:
 def with_trace_notes(payload: dict[str, Any], trace: Any, fmt: str, quiet: bool) -> tuple[str, ...]:
     """Add the notes about ``trace`` (:func:`pcs.trace.api.trace_notes`: synthetic reuse, skipped lines) to
     ``payload["notes"]`` and, outside the table format and without ``-q``, print them on stderr as
-    ``pcs replay`` does; returns them (the table renderer prints them as ``note:`` lines)."""
+    ``pcs replay`` does; returns them (the table renderer prints them as ``note:`` lines). The skipped lines
+    named go to ``payload["skipped_lines"]`` too (:func:`with_skipped_lines`)."""
     from pcs.trace.api import trace_notes
 
+    with_skipped_lines(payload, trace)
     return add_notes(payload, tuple(trace_notes(trace)), fmt, quiet)
+
+
+def with_skipped_lines(payload: dict[str, Any], trace: Any) -> dict[str, Any]:
+    """``payload`` with ``"skipped_lines"``: the first lines (Parquet: rows) the read of ``trace`` skipped, named
+    (:func:`pcs.trace.api.skipped_lines_json`), when it skipped any (else the key is left out)."""
+    from pcs.trace.api import skipped_lines_json
+
+    named = skipped_lines_json(trace)
+    if named:
+        payload["skipped_lines"] = named
+    return payload
 
 
 def add_notes(payload: dict[str, Any], notes: tuple[str, ...], fmt: str, quiet: bool) -> tuple[str, ...]:

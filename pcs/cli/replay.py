@@ -12,7 +12,8 @@ from pcs import _native, units
 from pcs.choices import BUILTIN_POLICIES, DEFAULT_POLICY, ON_ERROR, POLICY_ALIASES, TIMINGS
 from pcs.choices import TRACE_FORMATS as FORMATS
 from pcs.choices import WRITE_POLICIES
-from pcs.cli.common import Progress, RegistryChoice, apply_options, command, emit, format_option, quiet_option
+from pcs.cli.common import Progress, RegistryChoice, apply_options, command, emit, format_option, quiet_option, \
+    with_skipped_lines
 from pcs.cli.fleet import FLEET_NO_HTML, fleet_options, replay_fleet, wants_fleet
 from pcs.cli.modelarg import is_config_path, model_callback
 from pcs.cli.rerun import replay_command
@@ -113,7 +114,8 @@ def _trace_options() -> list:
         click.option("--sort", is_flag=True, help="Reorder the trace by arrival time instead of rejecting a "
                                                   "decreasing timestamp (holds the trace in memory)."),
         click.option("--on-error", type=Choice(ON_ERROR), default="raise", show_default=True,
-                     help="raise: stop at the first bad trace line (exit 2); skip: skip bad lines (noted)."),
+                     help="raise: stop at the first bad trace line (exit 2); skip: skip bad lines (counted, the first 5 "
+                          "named)."),
         click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), help="Tokens per block: re-blocks a token trace; for a block-hash trace (Mooncake 512, "
                                                      "Bailian 16 by default) it states the size it was recorded "
                                                      "at, unless the ids fit the format's default: then pcs replay "
@@ -582,7 +584,7 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
             click.echo(f"pcs: note: {note}", err=True)
     if requests_out:
         write_requests(result.requests, requests_out)
-    payload = s.to_dict()
+    payload = with_skipped_lines(s.to_dict(), trace)
     rerun = replay_command(click.get_current_context())
     if fmt == "json":             # what pcs report checks before it reads the trace again (pcs.trace.fingerprint)
         from pcs.trace.fingerprint import trace_file

@@ -35,7 +35,8 @@ def trace_input_options(f: Callable) -> Callable:
                      help="Tokens per block. Default: Mooncake 512, Bailian 16, token JSONL 16, Azure and "
                           "BurstGPT 16, Parquet as stored. A block-id trace recorded at another size is rejected."),
         click.option("--on-error", type=Choice(ON_ERROR), default="raise", show_default=True,
-                     help="raise: stop at the first bad line (exit 2); skip: skip bad lines and count them."),
+                     help="raise: stop at the first bad line (exit 2); skip: skip bad lines (counted, the first 5 "
+                          "named)."),
         click.option("--sort", is_flag=True, help="Reorder by arrival time instead of rejecting a decreasing "
                      "timestamp (holds the trace in memory)."),
     ]

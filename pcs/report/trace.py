@@ -38,6 +38,8 @@ def render_stats(st: dict[str, Any]) -> str:
     Returns:
         The table with its title and notes, no trailing newline.
     """
+    from pcs.trace.api import named_skip_notes
+
     rows = []
     for label, key, kind in _STATS_ROWS:
         if key == "skipped" and st["format"] == "parquet":
@@ -62,17 +64,23 @@ def render_stats(st: dict[str, Any]) -> str:
              "that single-sequence ratio is a ceiling, not the hit rate a finite cache reaches on this stream:"
              " pcs replay and pcs curve give the real one"]
     notes = stats_shape_notes(st, notes)
+    notes += named_skip_notes([s["message"] for s in st.get("skipped_lines") or ()], st["skipped"])
     return render_table(["statistic", "value"], rows,
                         title=f"{shown_path(st['trace'])} ({st['format']}, {st['block_size']}-token blocks)",
                         notes=notes)
 
 
 def render_convert(info: dict[str, Any]) -> str:
-    """One line on what ``pcs trace convert`` wrote (:func:`pcs.trace.convert.convert`'s summary)."""
+    """One line on what ``pcs trace convert`` wrote (:func:`pcs.trace.convert.convert`'s summary), then a note for
+    each bad line it skipped and named (:func:`pcs.trace.api.named_skip_notes`)."""
+    from pcs.trace.api import named_skip_notes
+
     return (f"wrote {format_counted(info['requests'], 'request')}, "
             f"{format_counted(info['block_accesses'], 'block access', 'block accesses')} "
             f"({info['format']}, {info['block_size']}-token blocks) to {info['path']}"
             + (f"; skipped {format_counted(info['skipped'], _bad_unit(info))}" if info["skipped"] else "")
+            + "".join(f"\nnote: {n}" for n in named_skip_notes([s["message"] for s in info.get("skipped_lines") or ()],
+                                                               info["skipped"]))
             + (f"\nnote: prefix reuse {info['reuse']}" if str(info.get("reuse", "")).startswith("synth") else ""))
 
 

@@ -32,18 +32,19 @@ class LoadedTrace:
         batches: the :class:`pcs.trace.RequestBatch` es in order (ids numbered from 0).
         reuse: where the ids' sharing comes from (:attr:`pcs.trace.Trace.reuse`).
         skipped: bad lines skipped by the read (``on_error="skip"``).
+        skipped_lines: the first of them named (:attr:`pcs.trace.Trace.skipped_lines`).
         format: the trace format read (:attr:`pcs.trace.Trace.format`; the notes name a command for Azure CSVs).
 
     Memory: the whole trace's columns (about 8 bytes per block hash plus
     40 bytes per request).
     """
 
-    __slots__ = ("path", "name", "block_size", "batches", "reuse", "skipped", "format")
+    __slots__ = ("path", "name", "block_size", "batches", "reuse", "skipped", "format", "skipped_lines")
 
     def __init__(self, path: Path, name: str, block_size: int, batches: list, reuse: str = "recorded",
-                 skipped: int = 0, format: str | None = None) -> None:
+                 skipped: int = 0, format: str | None = None, skipped_lines: tuple = ()) -> None:
         self.path, self.name, self.block_size, self.batches = path, name, block_size, batches
-        self.reuse, self.skipped, self.format = reuse, skipped, format
+        self.reuse, self.skipped, self.format, self.skipped_lines = reuse, skipped, format, skipped_lines
 
     def __repr__(self) -> str:
         return f"LoadedTrace({self.name!r}, block_size={self.block_size}, batches={len(self.batches)})"
@@ -76,7 +77,8 @@ def load_trace(key: tuple) -> LoadedTrace:
         check_input_file(path, "trace")
     trace = open_trace(path, **dict(open_kwargs))
     batches = list(trace.iter_batches())
-    return LoadedTrace(trace.path, trace.name, trace.block_size, batches, trace.reuse, trace.skipped, trace.format)
+    return LoadedTrace(trace.path, trace.name, trace.block_size, batches, trace.reuse, trace.skipped, trace.format,
+                       trace.skipped_lines)
 
 
 @dataclass(frozen=True, slots=True)

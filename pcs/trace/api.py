@@ -32,7 +32,8 @@ from pcs.trace.rowlimits import NO_LIMITS, RowLimits
 from pcs.trace.source import check_source, display_name, is_stream, iter_chunks, iter_lines, peek_lines
 
 __all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format",
-           "synthetic_reuse_note", "skipped_note", "skipped_unit", "trace_notes"]
+           "synthetic_reuse_note", "skipped_note", "skipped_unit", "trace_notes",
+           "skipped_line_notes", "named_skip_notes", "skipped_lines_json"]
 
 #: The bundled sample trace every trace-taking command reads by default
 #: (made by ``pcs trace synth``, see traces/README.md). Resolved relative to
@@ -476,9 +477,38 @@ def skipped_note(trace) -> str | None:
     return f"{format_counted(n, f'bad trace {unit}')} {'was' if n == 1 else 'were'} skipped (--on-error skip)"
 
 
+def skipped_line_notes(trace) -> tuple[str, ...]:
+    """``--on-error skip``: a note for each line (Parquet: row) the last read of the trace names of those it skipped
+    (``trace.skipped_lines``: the first :data:`pcs.trace.hashids.SKIPPED_NAMED`), then one for the rest
+    (:func:`named_skip_notes`); () when none."""
+    return named_skip_notes([s.message for s in getattr(trace, "skipped_lines", ())], getattr(trace, "skipped", 0))
+
+
+def named_skip_notes(messages: list[str], skipped: int) -> tuple[str, ...]:
+    """The notes naming skipped lines: ``skipped FILE:LINE: field 'F': PROBLEM`` for each of ``messages`` (the
+    one-line errors ``--on-error raise`` prints, in file order), then ``skipped ... and N more`` when ``skipped``
+    (all the lines skipped, blank ones included) counts N more than were named; () without ``messages``."""
+    if not messages:
+        return ()
+    more = skipped - len(messages)
+    return tuple(f"skipped {m}" for m in messages) + ((f"skipped ... and {format_count(more)} more",)
+                                                       if more > 0 else ())
+
+
+def skipped_lines_json(trace) -> list[dict[str, Any]]:
+    """``--on-error skip``: the lines (Parquet: rows) the last read of the trace names of those it skipped
+    (``trace.skipped_lines``), as JSON objects ``{"file", "line" (Parquet: "row"), "field", "problem",
+    "message"}``: the trace's name, the 1-based line or row, the field or column (null: none), what is wrong, and
+    the one-line error ``--on-error raise`` prints for it; [] when none."""
+    unit = skipped_unit(getattr(trace, "format", None))
+    return [{"file": s.path, unit: s.line, "field": s.field, "problem": s.problem, "message": s.message}
+            for s in getattr(trace, "skipped_lines", ())]
+
+
 def trace_notes(trace) -> tuple[str, ...]:
-    """The notes every command that reads ``trace`` adds once it has read it: synthetic reuse, skipped lines."""
-    return tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n)
+    """The notes every command that reads ``trace`` adds once it has read it: synthetic reuse, skipped lines (how
+    many, then the first of them named: :func:`skipped_line_notes`)."""
+    return tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n) + skipped_line_notes(trace)
 
 
 def _length_batches(trace: "Trace", state) -> Iterator[RequestBatch]:
@@ -521,6 +551,10 @@ class Trace:
         on_error: ``"raise"`` or ``"skip"``.
         sort: reorder by arrival (stable); holds the whole trace in memory.
         skipped: bad lines skipped in the last complete iteration.
+        skipped_lines: the first of them (at most :data:`pcs.trace.hashids.SKIPPED_NAMED`, 5), in file order, each
+            a :class:`pcs.trace.hashids.SkippedLine` ``(path, line, field, problem)`` -- ``line`` the 1-based line
+            (Parquet: the 1-based row), ``field`` the field (Parquet: column) or None -- as ``on_error="raise"``
+            would have refused it (``.message``: its one-line error); blank lines included. ``()`` when none.
         reuse: where the block hashes' sharing comes from: ``"recorded"`` (the
             trace's own ids), ``"hashed from token ids"``, or for length-only
             formats the ``synthesised: ...`` assumption
@@ -553,6 +587,7 @@ class Trace:
         self.skipped = 0
         self.first_skipped: InputError | None = None
         self.blank_skipped = 0
+        self.skipped_lines: tuple = ()
         self.parquet_metadata: dict[str, str] = {}
         self.parquet_block_hashes: int | None = None
         self.parquet_rows: int | None = None
@@ -616,6 +651,7 @@ class Trace:
                                     side_by_side=side_by_side, each_piece=each_piece, opened=self._take_opened())
         for t in (self,) if self._origin is None else (self, self._origin):   # a limited view's reads: its origin's
             t.skipped, t.first_skipped, t.blank_skipped = state.skipped, state.first_skipped, state.blank
+            t.skipped_lines = state.named
             if state.synthetic_rows:
                 from pcs.trace.hashids import SYNTH_REUSE
 

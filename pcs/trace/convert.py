@@ -240,7 +240,7 @@ def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None =
         PathError: a trace path that is missing, a directory or not readable (:func:`pcs.trace.api.opened`).
         InputError: bad input content.
     """
-    from pcs.trace.api import opened
+    from pcs.trace.api import opened, skipped_lines_json
 
     trace = opened(trace)
     fmt = out_format_for(out_path, fmt)
@@ -255,7 +255,8 @@ def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None =
     synthesised = reuse.startswith("synthesised")
     info = write_trace(trace.iter_batches(), out_path, fmt, block_size=trace.block_size, remap_ids=remap_ids,
                        source_format=trace.format, with_session=with_session, reuse=reuse if synthesised else None)
-    info.update(block_size=trace.block_size, source_format=trace.format, skipped=trace.skipped, reuse=reuse)
+    info.update(block_size=trace.block_size, source_format=trace.format, skipped=trace.skipped, reuse=reuse,
+                skipped_lines=skipped_lines_json(trace))
     return info
 
 

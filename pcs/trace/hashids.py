@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 
@@ -42,8 +42,8 @@ from pcs.trace.source import iter_chunks, iter_lines
 from pcs._dataclass import dataclass
 from pcs.units import format_counted
 
-__all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "BlankLine", "blank_row", "REUSE_VALUES", "SYNTH_REUSE",
-           "read_hashid_jsonl",
+__all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "SkippedLine", "SKIPPED_NAMED", "BlankLine", "blank_row",
+           "REUSE_VALUES", "SYNTH_REUSE", "read_hashid_jsonl",
            "row_is_synthetic", "strict_loads", "check_hashid_line"]
 
 _U64_MAX = (1 << 64) - 1
@@ -78,6 +78,33 @@ BAILIAN = FormatSpec("bailian", 1.0, 16,
                      (("chat_id", "session_id"), ("parent_chat_id", "parent_id"), ("turn", "turn")), True)
 
 
+#: ``on_error="skip"``: how many skipped lines (Parquet: rows) a read names, the first in file order
+#: (:attr:`ReadState.named`, ``Trace.skipped_lines``); the notes say how many more there were. The ``--on-error``
+#: help (pcs/cli/replay.py, pcs/cli/trace.py) and docs/json.md (pcs/report/jsondoc.py) say 5 in words.
+SKIPPED_NAMED = 5
+
+
+class SkippedLine(NamedTuple):
+    """A line (Parquet: row) ``on_error="skip"`` skipped, as ``on_error="raise"`` would have refused it
+    (:class:`InputError`'s parts): ``path`` the name errors use, ``line`` the 1-based line (Parquet: the 1-based row;
+    None: not line-oriented), ``field`` the field (Parquet: column) or None, ``problem`` what is wrong. A tuple, not
+    the error: it pickles and compares."""
+    path: str
+    line: int | None
+    field: str | None
+    problem: str
+
+    @classmethod
+    def of(cls, error: InputError) -> "SkippedLine":
+        """The skipped line of the reader's ``error`` for it."""
+        return cls(error.path, error.line, error.field, error.problem)
+
+    @property
+    def message(self) -> str:
+        """``PATH:LINE: field 'F': PROBLEM``, the one line ``on_error="raise"`` prints for it (:class:`InputError`)."""
+        return str(InputError(*self))
+
+
 @dataclass(slots=True)
 class ReadState:
     """Mutable reader state shared across chunks: skips and the last timestamp.
@@ -86,7 +113,9 @@ class ReadState:
     a trace with no line left names (:meth:`pcs.trace.api.Trace.iter_batches`); None until one is. ``blank``: how
     many of the ``skipped`` lines were blank (:class:`BlankLine`): a blank line is a bad line (docs/traces.md), but
     its message tells nothing of why the others were refused. ``limits``: the run's bounds beyond the reader's own
-    (:class:`pcs.trace.rowlimits.RowLimits`), which every path of the read checks as the authority does."""
+    (:class:`pcs.trace.rowlimits.RowLimits`), which every path of the read checks as the authority does.
+    ``named``: the first :data:`SKIPPED_NAMED` lines (rows) skipped, blank ones included, in file order
+    (:class:`SkippedLine`); every reader's skips come through :meth:`skip`, the one place they are recorded."""
 
     skipped: int = 0
     last_ts: float = -math.inf
@@ -95,15 +124,21 @@ class ReadState:
     first_skipped: InputError | None = None
     blank: int = 0
     limits: RowLimits = NO_LIMITS
+    named: tuple[SkippedLine, ...] = ()
 
-    def skip(self, error: InputError | None, count: int = 1) -> None:
+    def skip(self, error: InputError | None, count: int = 1, errors: tuple[InputError, ...] | None = None) -> None:
         """Count ``count`` bad lines (rows) skipped, ``error`` the first of them (a :class:`BlankLine` is counted in
-        ``blank`` too, and never recorded as ``first_skipped``)."""
+        ``blank`` too, and never recorded as ``first_skipped``); ``errors``: the errors of the first of the
+        ``count`` in order, as many as :attr:`named` still has room for (default: ``error`` alone), recorded there."""
         self.skipped += count
         if isinstance(error, BlankLine):
             self.blank += count
         elif self.first_skipped is None:
             self.first_skipped = error
+        room = SKIPPED_NAMED - len(self.named)
+        if room > 0:
+            given = (error,) if errors is None and error is not None else errors or ()
+            self.named += tuple(SkippedLine.of(e) for e in given[:room])
 
 
 class BlankLine(InputError):

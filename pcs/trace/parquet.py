@@ -33,6 +33,7 @@ import numpy as np
 from pcs._heldimport import held_import
 from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error, ceil_blocks
+from pcs.trace.hashids import SKIPPED_NAMED
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch, join_hashes
 from pcs.trace.rowlimits import NO_LIMITS, RowLimits
 from pcs.units import format_count, format_counted
@@ -461,9 +462,22 @@ def _first_bad(rules: list[tuple[np.ndarray, str, Any]], hashes: np.ndarray,
     found = [(int(np.argmax(mask)), k) for k, (mask, _, _) in enumerate(rules) if mask.any()]
     if not found:
         return None
-    row, k = min(found)
+    return _bad_row(rules, *min(found), hashes, offs)
+
+
+def _bad_row(rules: list[tuple[np.ndarray, str, Any]], row: int, k: int, hashes: np.ndarray,
+             offs: np.ndarray) -> tuple[int, str, str]:
+    """(0-based row, field, problem) of 0-based ``row`` broken by rule ``k`` of ``rules`` (:func:`_first_bad`)."""
     problem = rules[k][2]
     return row, rules[k][1], problem(row) if problem is not None else _repeat_message(hashes[offs[row]:offs[row + 1]])
+
+
+def _first_bads(rules: list[tuple[np.ndarray, str, Any]], bad: np.ndarray, n: int, hashes: np.ndarray,
+                offs: np.ndarray) -> list[tuple[int, str, str]]:
+    """(0-based row, field, problem) of the first ``n`` rows of the batch that break a rule (``bad``: bool (rows,),
+    the rules' masks or-ed), each named as :func:`_first_bad` names the earliest: by the first rule it breaks."""
+    return [_bad_row(rules, row, next(k for k, (m, _, _) in enumerate(rules) if m[row]), hashes, offs)
+            for row in np.flatnonzero(bad)[:n].tolist()]
 
 
 def _repeat_message(ids: np.ndarray) -> str:
@@ -714,12 +728,12 @@ def _checked(c: _Columns, name: str, row0: int, block_size: int, state, on_error
             raise InputError(name, row0 + bad[0], bad[1], bad[2])
     batch = RequestBatch(0, block_size, ts, il, ol, offs, hashes, *c.extras, c.typ)
     if on_error == "skip" and rules is not None:
-        keep = ~np.logical_or.reduce([m for m, _, _ in rules])
-        if not keep.all():
-            bad = _first_bad(rules, hashes, offs) if state.first_skipped is None else None
-            state.skip(None if bad is None else InputError(name, row0 + bad[0], bad[1], bad[2]),
-                       int(len(ts) - keep.sum()))
-            batch = _select(batch, keep)
+        bad = np.logical_or.reduce([m for m, _, _ in rules])
+        if bad.any():
+            n = max(SKIPPED_NAMED - len(state.named), state.first_skipped is None)   # the rows a note names
+            named = tuple(InputError(name, row0 + r, f, p) for r, f, p in _first_bads(rules, bad, n, hashes, offs))
+            state.skip(named[0] if named else None, int(bad.sum()), named)
+            batch = _select(batch, ~bad)
     return batch
 
 

@@ -185,6 +185,10 @@ class ReblockedTrace:
     def skipped(self) -> int:
         return self.source.skipped
 
+    @property
+    def skipped_lines(self) -> tuple:
+        return self.source.skipped_lines
+
     def iter_batches(self) -> Iterator[RequestBatch]:
         """The source's batches re-blocked one by one (ids renumbered by the source)."""
         bound = "lower" if self.bound == "exact" else self.bound
