@@ -197,3 +197,33 @@ def test_token_and_azure_readers_name_theirs(tmp_path):
     assert sum(len(b) for b in t.iter_batches()) == 2 and t.skipped == 1
     assert [(s.line, s.field) for s in t.skipped_lines] == [(3, "ContextTokens")]
     assert t.skipped_lines[0].message.startswith(f"{c}:3: field 'ContextTokens': ")
+
+
+BAD_AT = [2, 3, 15000, 15001, 28000, 29000]     # 1-based; 6 bad: the first 5 named, "... and 1 more"
+
+
+@pytest.mark.parametrize("ahead", [False, True])
+def test_names_span_jsonl_chunks_in_order(tmp_path, ahead):
+    # 30,000 lines of ~90 bytes: 3 chunks of 1 MiB (pcs.trace.source.CHUNK_BYTES), bad lines (input length -1) in
+    # each; ahead: the compiled twin's decode on threads of their own (Trace.iter_batches side_by_side/decode_ahead)
+    p = tmp_path / "c.jsonl"
+    p.write_text("".join(_row(i, i, input_length=-1 if i in BAD_AT else 1024) + "\n" for i in range(1, 30001)))
+    assert p.stat().st_size > 2 * (1 << 20)
+    t = open_trace(p, on_error="skip")
+    assert sum(len(b) for b in t.iter_batches(side_by_side=ahead, decode_ahead=ahead)) == 30000 - 6
+    assert t.skipped == 6 and [s.line for s in t.skipped_lines] == BAD_AT[:5]
+    assert t.skipped_lines[-1].message == f"{p}:28000: field 'input_length': must be >= 0, got -1"
+
+
+@pytest.mark.parametrize("side_by_side", [False, True])
+def test_names_span_parquet_batches_in_order(tmp_path, side_by_side):
+    # 30,000 rows: streamed in batches of 4,096 (parquet.STREAM_ROWS), side by side in pieces joined to 16,384
+    # (READ_ROWS); prompt -1 at BAD_AT
+    n = 30000
+    p = _parquet(tmp_path, [-1 if i in BAD_AT else 512 for i in range(1, n + 1)], [1] * n,
+                 [[i] for i in range(1, n + 1)], [float(i) for i in range(1, n + 1)])
+    t = open_trace(p, on_error="skip")
+    assert sum(len(b) for b in t.iter_batches(side_by_side=side_by_side)) == n - 6
+    assert t.skipped == 6
+    assert list(t.skipped_lines) == [SkippedLine(str(p), r, "prompt_tokens", "must be >= 0, got -1")
+                                     for r in BAD_AT[:5]]
