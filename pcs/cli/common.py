@@ -537,18 +537,26 @@ def with_trace_notes(payload: dict[str, Any], trace: Any, fmt: str, quiet: bool)
     from pcs.trace.api import trace_notes
 
     with_skipped_lines(payload, trace)
-    return add_notes(payload, tuple(trace_notes(trace)), fmt, quiet)
+    return add_notes(payload, tuple(trace_notes(trace, option_names)), fmt, quiet)
 
 
 def with_skipped_lines(payload: dict[str, Any], trace: Any) -> dict[str, Any]:
     """``payload`` with ``"skipped_lines"``: the first lines (Parquet: rows) the read of ``trace`` skipped, named
-    (:func:`pcs.trace.api.skipped_lines_json`), when it skipped any (else the key is left out)."""
+    (:func:`pcs.trace.api.skipped_lines_json`, in the command's words: :func:`option_names`), when it skipped any
+    (else the key is left out)."""
     from pcs.trace.api import skipped_lines_json
 
-    named = skipped_lines_json(trace)
+    named = skipped_lines_json(trace, option_names)
     if named:
         payload["skipped_lines"] = named
     return payload
+
+
+def skipped_lines_in_words(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The skipped lines named by an API result (:func:`pcs.trace.api.skipped_lines_json`'s objects: ``pcs trace
+    stats``, ``pcs trace convert``) with their ``problem`` and ``message`` in the command's words
+    (:func:`option_names`: ``--sort``, not ``sort=``)."""
+    return [{**e, "problem": option_names(e["problem"]), "message": option_names(e["message"])} for e in entries]
 
 
 def add_notes(payload: dict[str, Any], notes: tuple[str, ...], fmt: str, quiet: bool) -> tuple[str, ...]:

@@ -12,8 +12,8 @@ from pcs import _native, units
 from pcs.choices import BUILTIN_POLICIES, DEFAULT_POLICY, ON_ERROR, POLICY_ALIASES, TIMINGS
 from pcs.choices import TRACE_FORMATS as FORMATS
 from pcs.choices import WRITE_POLICIES
-from pcs.cli.common import Progress, RegistryChoice, apply_options, command, emit, format_option, quiet_option, \
-    with_skipped_lines
+from pcs.cli.common import Progress, RegistryChoice, apply_options, command, emit, format_option, option_names, \
+    quiet_option, with_skipped_lines
 from pcs.cli.fleet import FLEET_NO_HTML, fleet_options, replay_fleet, wants_fleet
 from pcs.cli.modelarg import is_config_path, model_callback
 from pcs.cli.rerun import replay_command
@@ -624,7 +624,7 @@ def _with_trace_notes(s: Any, trace: Any, streams: dict | None) -> Any:
         s = dataclasses.replace(s, notes=s.notes + (f"the trace's {streams['exact'].source.block_size}-token ids "
                                                      f"were re-blocked to {streams['exact'].block_size} tokens "
                                                      "(exact)",))
-    return with_replay_notes(s, trace)
+    return with_replay_notes(s, trace, option_names)
 
 
 def _reblocked(kw: dict[str, Any]):

@@ -14,7 +14,8 @@ from typing import Any, Callable
 
 import click
 
-from pcs.cli.common import PcsGroup, Progress, apply_options, counted, emit, format_option, quiet_option
+from pcs.cli.common import PcsGroup, Progress, apply_options, counted, emit, format_option, quiet_option, \
+    skipped_lines_in_words
 from pcs.cli.iofiles import refuse_unwritten_format
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, Choice, Duration, Float, Int
 from pcs.report.trace import render_convert, render_stats, render_synth
@@ -88,6 +89,7 @@ def stats(trace_path, trace_format, block_size, on_error, sort, fmt, quiet) -> N
     t = open_from_options(trace_path, trace_format, block_size, on_error, sort)
     with Progress(quiet, desc="stats", total=t.estimated_requests) as progress:
         st = trace_stats(counted(t, progress))
+    st["skipped_lines"] = skipped_lines_in_words(st["skipped_lines"])
     emit(st, fmt, lambda: render_stats(st), rows_key=None)
 
 
@@ -131,6 +133,7 @@ def convert_cmd(in_path, out_path, out_format, remap_ids, trace_format, block_si
     t = open_from_options(in_path, trace_format, block_size, on_error, sort)
     with Progress(quiet, desc="convert", total=t.estimated_requests) as progress:
         info = convert(counted(t, progress), out_path, out_format, remap_ids=remap_ids)
+    info["skipped_lines"] = skipped_lines_in_words(info["skipped_lines"])
     written_block_size_note(info, quiet)
     emit(info, fmt, lambda: render_convert(info), rows_key=None)
 

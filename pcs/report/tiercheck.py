@@ -121,14 +121,15 @@ def tier_config_notes(s: dict[str, Any]) -> list[str]:
     return notes
 
 
-def with_replay_notes(summary: Any, trace: Any) -> Any:
+def with_replay_notes(summary: Any, trace: Any, words: Any = None) -> Any:
     """The replay summary ``summary`` (:class:`pcs.engine.summary.ReplaySummary`) with the notes ``pcs replay``
     adds after the run, in its order: the trace's own (:func:`pcs.trace.api.trace_notes`: synthetic reuse,
     skipped lines), then the tiers that never received a block (:func:`tier_config_notes`). The one place both
-    ``pcs replay`` and a sweep's replay points make them, so a sweep row holds what ``pcs replay`` prints."""
+    ``pcs replay`` and a sweep's replay points make them, so a sweep row holds what ``pcs replay`` prints.
+    ``words``: the API's words in the interface's, for the skipped lines named (:func:`pcs.trace.api.trace_notes`)."""
     import dataclasses
 
     from pcs.trace.api import trace_notes
 
-    extra = tuple(trace_notes(trace)) + tuple(tier_config_notes(summary.to_dict()))
+    extra = tuple(trace_notes(trace, words)) + tuple(tier_config_notes(summary.to_dict()))
     return dataclasses.replace(summary, notes=summary.notes + extra) if extra else summary

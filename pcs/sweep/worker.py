@@ -217,7 +217,7 @@ def _with_notes(call: str, payload: dict[str, Any], trace: Any) -> dict[str, Any
     if call in ("compare", "curve") and trace is not None:
         from pcs.trace.api import trace_notes
 
-        notes = trace_notes(trace)
+        notes = trace_notes(trace, _plan_words)
         if notes:
             payload = {**payload, "notes": list(payload.get("notes") or []) + list(notes)}
     return payload
@@ -228,7 +228,14 @@ def _replay_summary(summary: Any, trace: LoadedTrace) -> Any:
     received a block: :func:`pcs.report.tiercheck.with_replay_notes`)."""
     from pcs.report.tiercheck import with_replay_notes
 
-    return with_replay_notes(summary, trace)
+    return with_replay_notes(summary, trace, _plan_words)
+
+
+def _plan_words(text: str) -> str:
+    """An API message in a sweep plan's words (``sort = true`` for ``sort=``: :func:`pcs.cli.common.option_names`)."""
+    from pcs.cli.common import option_names
+
+    return option_names(text, plan=True)
 
 
 _TRACES: dict[tuple, LoadedTrace] = {}

@@ -477,11 +477,19 @@ def skipped_note(trace) -> str | None:
     return f"{format_counted(n, f'bad trace {unit}')} {'was' if n == 1 else 'were'} skipped (--on-error skip)"
 
 
-def skipped_line_notes(trace) -> tuple[str, ...]:
+def skipped_line_notes(trace, words: Callable[[str], str] | None = None) -> tuple[str, ...]:
     """``--on-error skip``: a note for each line (Parquet: row) the last read of the trace names of those it skipped
     (``trace.skipped_lines``: the first :data:`pcs.trace.hashids.SKIPPED_NAMED`), then one for the rest
-    (:func:`named_skip_notes`); () when none."""
-    return named_skip_notes([s.message for s in getattr(trace, "skipped_lines", ())], getattr(trace, "skipped", 0))
+    (:func:`named_skip_notes`); () when none. ``words``: the API's words in the interface's (the command's
+    options: ``--sort`` for ``sort=``, :func:`pcs.cli.common.option_names`); None: the API's."""
+    words = words or _same
+    return named_skip_notes([words(s.message) for s in getattr(trace, "skipped_lines", ())],
+                            getattr(trace, "skipped", 0))
+
+
+def _same(text: str) -> str:
+    """``text`` as it is (the API's own words)."""
+    return text
 
 
 def named_skip_notes(messages: list[str], skipped: int) -> tuple[str, ...]:
@@ -495,20 +503,22 @@ def named_skip_notes(messages: list[str], skipped: int) -> tuple[str, ...]:
                                                        if more > 0 else ())
 
 
-def skipped_lines_json(trace) -> list[dict[str, Any]]:
+def skipped_lines_json(trace, words: Callable[[str], str] | None = None) -> list[dict[str, Any]]:
     """``--on-error skip``: the lines (Parquet: rows) the last read of the trace names of those it skipped
     (``trace.skipped_lines``), as JSON objects ``{"file", "line" (Parquet: "row"), "field", "problem",
     "message"}``: the trace's name, the 1-based line or row, the field or column (null: none), what is wrong, and
-    the one-line error ``--on-error raise`` prints for it; [] when none."""
-    unit = skipped_unit(getattr(trace, "format", None))
-    return [{"file": s.path, unit: s.line, "field": s.field, "problem": s.problem, "message": s.message}
+    the one-line error ``--on-error raise`` prints for it; [] when none. ``words``: as :func:`skipped_line_notes`,
+    applied to ``problem`` and ``message``."""
+    unit, words = skipped_unit(getattr(trace, "format", None)), words or _same
+    return [{"file": s.path, unit: s.line, "field": s.field, "problem": words(s.problem), "message": words(s.message)}
             for s in getattr(trace, "skipped_lines", ())]
 
 
-def trace_notes(trace) -> tuple[str, ...]:
+def trace_notes(trace, words: Callable[[str], str] | None = None) -> tuple[str, ...]:
     """The notes every command that reads ``trace`` adds once it has read it: synthetic reuse, skipped lines (how
-    many, then the first of them named: :func:`skipped_line_notes`)."""
-    return tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n) + skipped_line_notes(trace)
+    many, then the first of them named: :func:`skipped_line_notes`, in ``words``)."""
+    return (tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n)
+            + skipped_line_notes(trace, words))
 
 
 def _length_batches(trace: "Trace", state) -> Iterator[RequestBatch]:

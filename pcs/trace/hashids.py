@@ -96,8 +96,9 @@ class SkippedLine(NamedTuple):
 
     @classmethod
     def of(cls, error: InputError) -> "SkippedLine":
-        """The skipped line of the reader's ``error`` for it."""
-        return cls(error.path, error.line, error.field, error.problem)
+        """The skipped line of the reader's ``error`` for it (a blank line's is ``blank line``: its error's advice,
+        to skip blank lines, is what was done)."""
+        return cls(error.path, error.line, error.field, "blank line" if isinstance(error, BlankLine) else error.problem)
 
     @property
     def message(self) -> str:

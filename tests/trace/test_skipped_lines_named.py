@@ -179,16 +179,15 @@ def test_parquet_names_rows_and_columns(tmp_path, monkeypatch, native):
 
 
 def test_token_and_azure_readers_name_theirs(tmp_path):
-    # tokens (block size 2): line 2 without token_ids -> "missing"; line 3 blank (a bad line, counted and named as
-    # --on-error raise names it); lines 1 and 4 fine
+    # tokens (block size 2): line 2 without token_ids -> "missing"; line 3 blank (a bad line, counted and named
+    # "blank line"); lines 1 and 4 fine
     p = tmp_path / "k.jsonl"
     p.write_text('{"timestamp": 0, "token_ids": [1, 2, 3], "output_length": 1}\n{"timestamp": 1, "output_length": 1}\n'
                  '\n{"timestamp": 2, "token_ids": [1, 2, 4], "output_length": 1}\n')
     t = open_trace(p, block_size=2, on_error="skip")
     assert sum(len(b) for b in t.iter_batches()) == 2 and t.skipped == 2
     assert list(t.skipped_lines) == [SkippedLine(str(p), 2, "token_ids", "missing"),
-                                     SkippedLine(str(p), 3, None, "blank line (use on_error='skip' to skip blank "
-                                                                  "lines)")]
+                                     SkippedLine(str(p), 3, None, "blank line")]
     # Azure CSV: line 3's ContextTokens is no integer; lines 2 and 4 fine
     c = tmp_path / "a.csv"
     c.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
@@ -227,3 +226,27 @@ def test_names_span_parquet_batches_in_order(tmp_path, side_by_side):
     assert t.skipped == 6
     assert list(t.skipped_lines) == [SkippedLine(str(p), r, "prompt_tokens", "must be >= 0, got -1")
                                      for r in BAD_AT[:5]]
+
+
+def test_named_lines_use_the_interfaces_words_and_a_blank_line_says_so(tmp_path, monkeypatch):
+    # b.jsonl: line 1 t 5000; line 2 blank; line 3 t 1000 after 5000 (decreasing); line 4 t 6000. A blank line's
+    # raise-mode advice ("use on_error='skip' to skip blank lines") is what skip did: named "blank line" alone. The
+    # decreasing timestamp's advice names the API's keyword (sort=) to an API caller, the option (--sort) on the
+    # command line (as the raise mode's error does there: pcs.cli.common.option_names), the plan's key in a sweep.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "b.jsonl").write_text("\n".join([_row(5000, 0), "", _row(1000, 1), _row(6000, 2)]) + "\n")
+    t = open_trace(tmp_path / "b.jsonl", on_error="skip")
+    assert sum(len(b) for b in t.iter_batches()) == 2
+    assert [(s.line, s.field, s.problem) for s in t.skipped_lines] == [
+        (2, None, "blank line"), (3, "timestamp", "decreases (1000 after 5000); use sort= to reorder")]
+    cli = ["note: skipped b.jsonl:2: blank line",
+           "note: skipped b.jsonl:3: field 'timestamp': decreases (1000 after 5000); use --sort to reorder"]
+    for args in (["replay", "b.jsonl", "--tier", "gpu=100blocks"], ["trace", "stats", "b.jsonl"],
+                 ["compare", "b.jsonl", "--policy", "lru", "--policy", "fifo"]):
+        r = invoke(*args, "--on-error", "skip")
+        assert r.exit_code == 0, r.output
+        assert [ln for ln in r.stdout.splitlines() if ln.startswith("note: skipped")] == cli, args
+    for args in (["replay", "b.jsonl", "--tier", "gpu=100blocks"], ["trace", "stats", "b.jsonl"]):
+        r = invoke(*args, "--on-error", "skip", "--format", "json")
+        assert [s["message"] for s in json.loads(r.stdout)["skipped_lines"]] == [c[len("note: skipped "):]
+                                                                                 for c in cli], args
