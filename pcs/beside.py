@@ -49,7 +49,7 @@ from typing import Any, Callable, Iterator
 from pcs.errors import STOPS, UserError
 
 __all__ = ["Beside", "INLINE_BELOW_BYTES", "INLINE_BELOW_PARQUET_IDS", "THREADS_MODES", "check_threads_setting",
-           "reaped_later", "sized", "small_trace", "threads_wanted", "threads_decision"]
+           "sized", "small_trace", "threads_wanted", "threads_decision"]
 
 #: Values of ``$PCS_THREADS`` (module docstring).
 THREADS_MODES = ("auto", "on", "off")
@@ -313,59 +313,6 @@ def _join_returning(worker: threading.Thread) -> None:
         worker.join()
 
 
-#: The workers a :func:`reaped_later` block of this thread joins at its end (None outside such a block).
-_LATER: contextvars.ContextVar[list | None] = contextvars.ContextVar("pcs_reaped_later", default=None)
-
-
-@contextlib.contextmanager
-def reaped_later() -> Iterator[None]:
-    """For the block (in this thread), a worker told to return (:meth:`Beside.close`, a not-lingering worker's
-    :meth:`Beside.join`) is joined at the block's end instead of at once: its return -- waking, taking the GIL a
-    summary's worker may hold, ending -- overlaps this thread's next work instead of being waited for. Measured on
-    the steady 1x two-tier replay: the scan's worker's join after the run's loop closed took 0.6 ms of the calling
-    thread's critical path (docs/performance.md, "The 1x call's glue beside the loop"). The block's end joins every
-    one of them, whatever ends the block (an exception, a stop signal): none outlives it. Nothing but the moment of
-    the joins changes; outside a block (every caller but :func:`pcs.replay`) a worker is joined at once, as before.
-
-    Raises:
-        KeyboardInterrupt, pcs.errors.Stopped: a stop signal that came during a join at the end (held, then run,
-            once every worker is joined)."""
-    later: list = []
-    token = _LATER.set(later)
-    try:
-        yield
-    finally:
-        _LATER.reset(token)
-        _join_all(later)
-
-
-def _join_all(workers: list) -> None:
-    """Join each of ``workers`` (:func:`_join_returning`), every one even when a join raises (a stop signal held in
-    it); then the first exception is raised."""
-    first = None
-    for worker in workers:
-        try:
-            _join_returning(worker)
-        except BaseException as exc:    # the others joined first
-            first = exc if first is None else first
-    workers.clear()
-    if first is not None:
-        raise first
-
-
-def _returned(worker: threading.Thread) -> None:
-    """A worker told to return, with no call left: joined now, or at the end of this thread's :func:`reaped_later`
-    block when one is open.
-
-    Raises:
-        KeyboardInterrupt, pcs.errors.Stopped: as :func:`_join_returning` (joined now)."""
-    later = _LATER.get()
-    if later is None:
-        _join_returning(worker)
-    else:
-        later.append(worker)
-
-
 def _let_go(go: Any) -> None:
     """The finalizer of a :class:`Beside` collected without :meth:`Beside.close`: release its worker's ``go`` lock
     (held while the worker waits or runs) so the worker finds its Beside gone and returns. A lock already free (a
@@ -532,13 +479,13 @@ class Beside:
 
     def _reap(self) -> None:
         """Join the worker of a finished call (not lingering: it returns after its call) and forget it
-        (:func:`_join_returning`; at the end of this thread's :func:`reaped_later` block when one is open).
+        (:func:`_join_returning`).
 
         Raises:
             KeyboardInterrupt, pcs.errors.Stopped: a stop signal that came during the join (held, then run)."""
         worker, self._thread = self._thread, None
         self._dropped.detach()          # the worker returned after its call: nothing to end when collected
-        _returned(worker)
+        _join_returning(worker)
 
     def _take_done(self) -> None:
         """Wait for the running call to end and mark it taken (``_busy`` False), with no stop signal between the
@@ -574,8 +521,7 @@ class Beside:
 
     def _end(self) -> None:
         """End the worker: a call still in flight (a stop signal cut the wait for it) finishes first, its outcome
-        dropped; then the worker is handed no call, returns and is joined (at the end of this thread's
-        :func:`reaped_later` block when one is open)."""
+        dropped; then the worker is handed no call, returns and is joined."""
         worker, go = self._thread, self._go
         if worker is None:
             return
@@ -585,4 +531,4 @@ class Beside:
         self._err = self._out = None
         self._dropped.detach()          # go released once, here (not again when the Beside is collected)
         go.release()                    # no call: a waiting worker returns
-        _returned(worker)
+        _join_returning(worker)

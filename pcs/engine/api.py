@@ -52,7 +52,7 @@ from pcs.engine.runner import StepSetup, run_oracle, run_replay
 from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
 from pcs.engine.tiercheck import check_tier_spec
 from pcs.engine.timing import TimeModel
-from pcs.beside import Beside, reaped_later
+from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
 from pcs.engine.schedstats import SpanError
 from pcs.errors import ArgumentTypeError, UserError
@@ -737,15 +737,14 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         passes, line = _full_attention_line(source, rules, time_model, frozen, opts, link_specs, bpb, step, context)
         make, bpb = _hybrid_run(plan, spec, bs, tier_specs, bb, (sizes, hopts), opts, tier_policies,
                                 protected_share, context, notes)
-    with reaped_later():     # the workers' ends joined after the summary, not on its path (pcs.beside)
-        out = _blame_longest_output(source, lambda: _run_beside_line(line, context, lambda: run_replay(
-            source if passes is None else passes.source, rules, time_model, make, opts.timing, opts.write_policy,
-            link_specs, bpb, opts.engine, opts.native, progress, step, plan,
-            60.0 if residency_step_s is None else residency_step_s, passes)))
-        if gap_oracle:
-            context["oracle_hit_ratio"] = _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts,
-                                                            link_specs, step)
-        return _result(out, _summarise(out, context, opts), notes, deployment, spec, model is None)
+    out = _blame_longest_output(source, lambda: _run_beside_line(line, context, lambda: run_replay(
+        source if passes is None else passes.source, rules, time_model, make, opts.timing, opts.write_policy,
+        link_specs, bpb, opts.engine, opts.native, progress, step, plan,
+        60.0 if residency_step_s is None else residency_step_s, passes)))
+    if gap_oracle:
+        context["oracle_hit_ratio"] = _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts,
+                                                        link_specs, step)
+    return _result(out, _summarise(out, context, opts), notes, deployment, spec, model is None)
 
 
 def _checked_args(k: Mapping[str, Any]) -> tuple:
