@@ -27,7 +27,7 @@ import click
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
 from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
-from pcs.errors import BUG_REPORT, PathError, Stopped, UserError
+from pcs.errors import BUG_REPORT, STOPS, PathError, Stopped, UserError
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals", "ignore_stop_signals"]
@@ -125,8 +125,9 @@ def unwind_on_signals() -> Iterator[None]:
     :class:`Terminated` is not printed (no "Exception ignored" traceback) and is raised again 1 ms later from a
     one-shot ``ITIMER_REAL`` timer (SIGALRM), again and again until it lands where it propagates: the command stops
     near where the signal arrived, with no output completed after it. Each signal is also recorded, and a block
-    that ends with no :class:`Terminated` raises it at its end: a signal received while inside always ends the
-    command with 128 + the signal. The timer, the SIGALRM handler and ``sys.unraisablehook`` are restored on exit.
+    that ends with no :class:`Terminated` raises it at its end, one that ends with another exception raises it in
+    that one's place (:func:`_stop_replaced`: Python or a library turned the stop into another exception): a signal
+    received while inside always ends the command with 128 + the signal. The timer, the SIGALRM handler and ``sys.unraisablehook`` are restored on exit.
 
     Raises:
         Terminated: a stop signal arrived while inside (raised where it arrived, else soon after, else at the end).
@@ -147,6 +148,11 @@ def unwind_on_signals() -> Iterator[None]:
         yield
         if arrived:        # raised where it arrived but dropped there (see above): the run still stops
             raise _stop_raised(arrived[0])
+    except STOPS:
+        raise
+    except BaseException as exc:
+        _stop_replaced(arrived, exc)
+        raise
     finally:
         restore()
         if arrived and _the_command():
@@ -154,6 +160,24 @@ def unwind_on_signals() -> Iterator[None]:
         else:
             for s, h in old.items():
                 signal.signal(s, h)
+
+
+def _stop_replaced(arrived: list[int], exc: BaseException) -> None:
+    """Raise the stop of the first stop signal in ``arrived`` (:func:`_stop_raised`) in place of ``exc``, the
+    exception leaving :func:`unwind_on_signals`' block, when one arrived; return when none did (``exc`` is raised).
+
+    A stop's exception can reach the block's end as another: Python 3.11 turns an exception raised in a
+    descriptor's ``__set_name__`` -- each dataclass field's, called as a class is made while a module is imported
+    (``pcs replay`` imports its engine after the handlers are in place) -- into ``RuntimeError: Error calling
+    __set_name__ on 'Field' instance ...``, the ``KeyboardInterrupt`` its cause; a library's ``except`` or a
+    ``finally`` may replace it the same way. The signal came, so the command stops as the signal says: exit 130
+    (128 + the signal) and one line, not a bug's traceback and exit 1 (:func:`user_errors`). ``exc`` is kept as the
+    stop's ``__cause__``.
+
+    Raises:
+        KeyboardInterrupt, Terminated: a stop signal arrived while inside."""
+    if arrived:
+        raise _stop_raised(arrived[0]) from exc
 
 
 def _redeliver_dropped(arrived: list[int]) -> Callable[[], None]:
