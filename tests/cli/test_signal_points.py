@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow   # spawns pcs processes (10, ~1 s each)
+
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "traces" / "sample_chat.jsonl"
 REPLAY = ["replay", str(TRACE), "--engine", "general", "--policy", "slru", "--tier", "gpu=20blocks",
