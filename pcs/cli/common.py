@@ -98,9 +98,9 @@ def _the_command() -> bool:
 
 
 def ignore_stop_signals() -> None:
-    """The ``pcs`` command is stopping (a stop signal's exception reached :func:`user_errors`): ignore Ctrl-C and
-    the stop signals from now until the process exits, so however many more come while it removes its temporary
-    files, prints its one line and exits -- also late in the interpreter's finalisation, where Python resets its
+    """The ``pcs`` command is stopping (a stop signal's exception reached :func:`user_errors`) or is over (the end
+    of :func:`unwind_on_signals`' block): ignore Ctrl-C and the stop signals from now until the process exits, so
+    however many more come while it removes its temporary files, prints its one line and exits -- also late in the interpreter's finalisation, where Python resets its
     handlers to the signal's default action (one then killed the process by SIGINT: exit -2) -- it ends as the
     first one said (``pcs: interrupted``, exit 130). A no-op outside the command's process (:func:`_the_command`):
     a library caller or test runner keeps its handlers."""
@@ -112,8 +112,10 @@ def ignore_stop_signals() -> None:
 @contextlib.contextmanager
 def unwind_on_signals() -> Iterator[None]:
     """While inside: Ctrl-C raises ``KeyboardInterrupt`` and SIGTERM / SIGHUP :class:`Terminated`, the first
-    stop signal only (main thread only); the old handlers after -- in the ``pcs`` command's process after a stop,
-    none: every stop signal stays ignored until it exits (:func:`ignore_stop_signals`).
+    stop signal only (main thread only); the old handlers after -- in the ``pcs`` command's process, none: every
+    stop signal stays ignored until it exits (:func:`ignore_stop_signals`), after a stop and after a command that
+    ended without one alike (its outputs are whole and its result printed: under Python's own handlers a signal
+    as it exited ended it by the signal, exit -15, or in click's ``Aborted!``, exit 1).
 
     A second signal while the first one's exception unwinds the command is the same stop, said once: it raises
     nothing (it cut the cleanups the first one runs: a worker's join, a temporary file's removal, or printed an
@@ -155,7 +157,7 @@ def unwind_on_signals() -> Iterator[None]:
         raise
     finally:
         restore()
-        if arrived and _the_command():
+        if _the_command():      # after a stop, or once the command is over: none from now until it exits
             ignore_stop_signals()
         else:
             for s, h in old.items():
