@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow   # spawns pcs processes (10, ~1 s each)
+pytestmark = pytest.mark.slow   # spawns pcs processes (13, ~1 s each)
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "traces" / "sample_chat.jsonl"
@@ -31,18 +31,20 @@ REPLAY = ["replay", str(TRACE), "--engine", "general", "--policy", "slru", "--ti
 OLD = "the old output\n"
 
 #: Runs ``pcs ARGS...`` (argv[4:]) in this process as the console script does, sending itself signal argv[1] at the
-#: first call of the function named argv[2] whose file name ends with argv[3], once release_signals has run.
+#: first call of the function named argv[2] whose file name ends with argv[3], once release_signals has run (and,
+#: for a name written ``NAME@AFTER``, once a function named AFTER has been called).
 DRIVER = r"""
 import signal, sys
 sig, name, file_end, args = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
+name, _, after = name.partition("@")
 sys.argv = ["pcs", *args]
 import pcs.cli.main
 released = []
 
 def tracer(frame, event, arg):
     code = frame.f_code
-    if not released:
-        if code.co_name == "release_signals":
+    if len(released) < 1 + bool(after):
+        if code.co_name == ("release_signals" if not released else after):
             released.append(True)
     elif code.co_name == name and code.co_filename.endswith(file_end):
         sys.settrace(None)
@@ -64,6 +66,7 @@ POINTS = [
     ("close", "pcs/engine/scheduler.py", False),   # the step loop's close
     ("_reserve_temporary", "pcs/outfile.py", False),   # the output's temporary file about to be made
     ("publish", "pcs/outfile.py", False),          # the temporary file, written, about to replace the output
+    ("__init__@publish", "contextlib.py", True),   # the output replaced, its temporary file's removal (suppress)
     ("emit", "pcs/cli/common.py", True),           # the output is complete, the result not yet printed
 ]
 

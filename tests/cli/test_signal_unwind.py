@@ -151,3 +151,28 @@ def test_stop_replaced_raises_the_first_stop_in_the_place_of_the_error():
     assert err.value.signum == signal.SIGHUP and err.value.__cause__ is bug
     with pytest.raises(KeyboardInterrupt):
         _stop_replaced([signal.SIGINT, signal.SIGTERM], bug)
+
+
+
+def test_an_output_replaced_is_named_even_when_a_stop_lands_in_its_cleanup(tmp_path, monkeypatch):
+    # Ctrl-C in the temporary file's removal, after the rename: the output is whole (the new text) and must be in
+    # WRITTEN, which the command's one line names ("complete before it: ..."); it was recorded only after.
+    from pcs import outfile
+
+    out, written = tmp_path / "rows.csv", []
+    out.write_text("old\n")
+    monkeypatch.setattr(outfile, "WRITTEN", written)
+    real_unlink = os.unlink
+
+    def stop_in_unlink(path):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        with outfile.atomic_output(out) as tmp:
+            with open(tmp, "w") as f:
+                f.write("new\n")
+            monkeypatch.setattr(os, "unlink", stop_in_unlink)
+    monkeypatch.setattr(os, "unlink", real_unlink)
+    assert out.read_text() == "new\n"
+    assert written == [str(out)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv"]   # renamed: no temporary file left
