@@ -33,7 +33,7 @@ import os
 import stat
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
-from pcs.errors import UserError
+from pcs.errors import UserError, raise_if_stopped
 from pcs.units import a_or_an
 
 __all__ = ["TEMPORARY", "WRITTEN", "STREAMED", "REFUSED", "atomic_output", "check_outputs", "refuse_dash_folder",
@@ -120,6 +120,7 @@ def _through(tmp: str, path, finish: Callable[[str], None]) -> Iterator[str]:
     replaced); an OSError names ``path``; on any exit remove ``tmp``."""
     try:
         yield tmp
+        raise_if_stopped()         # a stop turned into another exception and caught: nothing published after it
         finish(tmp)
         WRITTEN.append(str(path))
     except OSError as exc:

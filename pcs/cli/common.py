@@ -27,7 +27,7 @@ import click
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
 from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
-from pcs.errors import BUG_REPORT, STOPS, PathError, Stopped, UserError
+from pcs.errors import BUG_REPORT, STOP_CHECKS, STOPS, PathError, Stopped, UserError
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals", "ignore_stop_signals"]
@@ -146,7 +146,12 @@ def unwind_on_signals() -> Iterator[None]:
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGINT, *STOP_SIGNALS)}
     restore = _redeliver_dropped(arrived)
+
+    def stopped() -> BaseException | None:     # pcs.errors.raise_if_stopped: no output published after a stop
+        return _stop_raised(arrived[0]) if arrived else None
+
     try:
+        STOP_CHECKS.append(stopped)
         yield
         if arrived:        # raised where it arrived but dropped there (see above): the run still stops
             raise _stop_raised(arrived[0])
@@ -156,6 +161,8 @@ def unwind_on_signals() -> Iterator[None]:
         _stop_replaced(arrived, exc)
         raise
     finally:
+        with contextlib.suppress(ValueError):
+            STOP_CHECKS.remove(stopped)
         restore()
         if _the_command():      # after a stop, or once the command is over: none from now until it exits
             ignore_stop_signals()
