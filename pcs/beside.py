@@ -277,26 +277,42 @@ def _signals_held() -> Iterator[list]:
                 old[s] = _signal.signal(s, lambda signum, frame: came.append(signum))
         yield came
     finally:
-        for s, handler in old.items():
-            _signal.signal(s, handler)
-        _run_held(came, old)
+        _run_held(came, old, _restore(old))
 
 
-def _run_held(came: list, handlers: dict) -> None:
+def _restore(old: dict) -> BaseException | None:
+    """Put back every handler :func:`_signals_held` replaced (``old``: signal -> handler), all of them even when a
+    handler runs and raises meanwhile -- Python may run a handler put back first between two of the restores, and
+    ``signal.signal`` runs a pending one before it changes a handler: a Ctrl-C that landed there left the later
+    signals' stand-ins in place for good (a program's own SIGTERM handler replaced by one that records into a list
+    nothing reads). Returns the first exception a handler raised meanwhile, else None."""
+    first = None
+    while True:
+        try:
+            for s, handler in old.items():
+                _signal.signal(s, handler)
+            return first
+        except BaseException as exc:    # a signal that came after the hold: all put back again, then raised
+            first = exc if first is None else first
+
+
+def _run_held(came: list, handlers: dict, later: BaseException | None = None) -> None:
     """Run the handler of each held signal that came (:func:`_signals_held`), once each however often it came (as
     the interpreter runs a signal's handler), in the order they came, each given a frame as the interpreter gives
     one (a handler may read it). Every one runs even when an earlier one raises -- a timeout's SIGALRM that raises
     must not drop a service's SIGTERM that came with it and only records itself --, then the first exception is
-    raised (a later one is dropped).
+    raised (a later one is dropped); ``later``, the exception of a handler that ran as the handlers were put back
+    (:func:`_restore`: its signal came after these), only when none of these raised.
 
     Raises:
-        BaseException: the first exception a handler raised."""
+        BaseException: the first exception a handler raised, else ``later``."""
     first = None
     for s in dict.fromkeys(came):
         try:
             handlers[s](s, sys._getframe())
         except BaseException as exc:    # the first is raised once all have run
             first = exc if first is None else first
+    first = later if first is None else first
     if first is not None:
         raise first
 

@@ -98,6 +98,27 @@ class Stopped(BaseException):
 #: ``SystemExit`` too, is the policy's (pcs/cache/policyguard.py ``raised``, pcs/cache/_pol_py.c ``pyhost_fail``).
 STOPS = (KeyboardInterrupt, Stopped)
 
+#: While a command's signal block runs (:func:`pcs.cli.common.unwind_on_signals`, main thread): its check, which
+#: returns the exception of the first stop signal the block received (``KeyboardInterrupt``, ``Terminated``), else
+#: None. :func:`raise_if_stopped` runs them.
+STOP_CHECKS: list = []
+
+
+def raise_if_stopped() -> None:
+    """Raise the stop of a stop signal a command's signal block has received, if one has (:data:`STOP_CHECKS`).
+
+    A stop's exception may not reach the code it lands in as itself: Python turns it into another inside a
+    deferred ``__hash__`` called from C (``TypeError: unhashable type``) or a descriptor's ``__set_name__``
+    (``RuntimeError``), which the code there may catch and go on. The signal still came, so what comes after it
+    must not complete an output: :func:`pcs.outfile.atomic_output` asks here before it publishes (docs/replay.md).
+
+    Raises:
+        KeyboardInterrupt, pcs.cli.common.Terminated: a stop signal arrived in the command's signal block."""
+    for check in STOP_CHECKS:
+        stop = check()
+        if stop is not None:
+            raise stop
+
 
 class UnknownNameError(UserError):
     """A name a registry does not hold (an eviction policy, a preset ...).

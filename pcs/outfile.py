@@ -33,7 +33,7 @@ import os
 import stat
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
-from pcs.errors import UserError
+from pcs.errors import UserError, raise_if_stopped
 from pcs.units import a_or_an
 
 __all__ = ["TEMPORARY", "WRITTEN", "STREAMED", "REFUSED", "atomic_output", "check_outputs", "refuse_dash_folder",
@@ -115,10 +115,14 @@ def _copy_into(tmp: str, path) -> None:
 
 @contextlib.contextmanager
 def _through(tmp: str, path, finish: Callable[[str], None]) -> Iterator[str]:
-    """Yield ``tmp``; on success ``finish(tmp)``; an OSError names ``path``; on any exit remove ``tmp``."""
+    """Yield ``tmp``; on success ``finish(tmp)`` and ``path`` recorded in :data:`WRITTEN` at once (a stop signal
+    that landed in the removal below, after the rename, ended the command without naming the output it had
+    replaced); an OSError names ``path``; on any exit remove ``tmp``."""
     try:
         yield tmp
+        raise_if_stopped()         # a stop turned into another exception and caught: nothing published after it
         finish(tmp)
+        WRITTEN.append(str(path))
     except OSError as exc:
         raise _named(exc, tmp, path) from None
     finally:
@@ -159,7 +163,6 @@ def atomic_output(path) -> Iterator[str]:
         finish = functools.partial(publish, out_path=target)
     with _through(tmp, path, finish) as written:
         yield written
-    WRITTEN.append(str(path))
 
 
 def create_temporary(folder, prefix: str, suffix: str = "") -> tuple[int, str]:

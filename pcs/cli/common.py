@@ -27,7 +27,7 @@ import click
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
 from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
-from pcs.errors import BUG_REPORT, PathError, Stopped, UserError
+from pcs.errors import BUG_REPORT, STOP_CHECKS, STOPS, PathError, Stopped, UserError
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals", "ignore_stop_signals"]
@@ -98,9 +98,9 @@ def _the_command() -> bool:
 
 
 def ignore_stop_signals() -> None:
-    """The ``pcs`` command is stopping (a stop signal's exception reached :func:`user_errors`): ignore Ctrl-C and
-    the stop signals from now until the process exits, so however many more come while it removes its temporary
-    files, prints its one line and exits -- also late in the interpreter's finalisation, where Python resets its
+    """The ``pcs`` command is stopping (a stop signal's exception reached :func:`user_errors`) or is over (the end
+    of :func:`unwind_on_signals`' block): ignore Ctrl-C and the stop signals from now until the process exits, so
+    however many more come while it removes its temporary files, prints its one line and exits -- also late in the interpreter's finalisation, where Python resets its
     handlers to the signal's default action (one then killed the process by SIGINT: exit -2) -- it ends as the
     first one said (``pcs: interrupted``, exit 130). A no-op outside the command's process (:func:`_the_command`):
     a library caller or test runner keeps its handlers."""
@@ -112,8 +112,10 @@ def ignore_stop_signals() -> None:
 @contextlib.contextmanager
 def unwind_on_signals() -> Iterator[None]:
     """While inside: Ctrl-C raises ``KeyboardInterrupt`` and SIGTERM / SIGHUP :class:`Terminated`, the first
-    stop signal only (main thread only); the old handlers after -- in the ``pcs`` command's process after a stop,
-    none: every stop signal stays ignored until it exits (:func:`ignore_stop_signals`).
+    stop signal only (main thread only); the old handlers after -- in the ``pcs`` command's process, none: every
+    stop signal stays ignored until it exits (:func:`ignore_stop_signals`), after a stop and after a command that
+    ended without one alike (its outputs are whole and its result printed: under Python's own handlers a signal
+    as it exited ended it by the signal, exit -15, or in click's ``Aborted!``, exit 1).
 
     A second signal while the first one's exception unwinds the command is the same stop, said once: it raises
     nothing (it cut the cleanups the first one runs: a worker's join, a temporary file's removal, or printed an
@@ -125,8 +127,9 @@ def unwind_on_signals() -> Iterator[None]:
     :class:`Terminated` is not printed (no "Exception ignored" traceback) and is raised again 1 ms later from a
     one-shot ``ITIMER_REAL`` timer (SIGALRM), again and again until it lands where it propagates: the command stops
     near where the signal arrived, with no output completed after it. Each signal is also recorded, and a block
-    that ends with no :class:`Terminated` raises it at its end: a signal received while inside always ends the
-    command with 128 + the signal. The timer, the SIGALRM handler and ``sys.unraisablehook`` are restored on exit.
+    that ends with no :class:`Terminated` raises it at its end, one that ends with another exception raises it in
+    that one's place (:func:`_stop_replaced`: Python or a library turned the stop into another exception): a signal
+    received while inside always ends the command with 128 + the signal. The timer, the SIGALRM handler and ``sys.unraisablehook`` are restored on exit.
 
     Raises:
         Terminated: a stop signal arrived while inside (raised where it arrived, else soon after, else at the end).
@@ -143,17 +146,47 @@ def unwind_on_signals() -> Iterator[None]:
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGINT, *STOP_SIGNALS)}
     restore = _redeliver_dropped(arrived)
+
+    def stopped() -> BaseException | None:     # pcs.errors.raise_if_stopped: no output published after a stop
+        return _stop_raised(arrived[0]) if arrived else None
+
     try:
+        STOP_CHECKS.append(stopped)
         yield
         if arrived:        # raised where it arrived but dropped there (see above): the run still stops
             raise _stop_raised(arrived[0])
+    except STOPS:
+        raise
+    except BaseException as exc:
+        _stop_replaced(arrived, exc)
+        raise
     finally:
+        with contextlib.suppress(ValueError):
+            STOP_CHECKS.remove(stopped)
         restore()
-        if arrived and _the_command():
+        if _the_command():      # after a stop, or once the command is over: none from now until it exits
             ignore_stop_signals()
         else:
             for s, h in old.items():
                 signal.signal(s, h)
+
+
+def _stop_replaced(arrived: list[int], exc: BaseException) -> None:
+    """Raise the stop of the first stop signal in ``arrived`` (:func:`_stop_raised`) in place of ``exc``, the
+    exception leaving :func:`unwind_on_signals`' block, when one arrived; return when none did (``exc`` is raised).
+
+    A stop's exception can reach the block's end as another: Python 3.11 turns an exception raised in a
+    descriptor's ``__set_name__`` -- each dataclass field's, called as a class is made while a module is imported
+    (``pcs replay`` imports its engine after the handlers are in place) -- into ``RuntimeError: Error calling
+    __set_name__ on 'Field' instance ...``, the ``KeyboardInterrupt`` its cause; a library's ``except`` or a
+    ``finally`` may replace it the same way. The signal came, so the command stops as the signal says: exit 130
+    (128 + the signal) and one line, not a bug's traceback and exit 1 (:func:`user_errors`). ``exc`` is kept as the
+    stop's ``__cause__``.
+
+    Raises:
+        KeyboardInterrupt, Terminated: a stop signal arrived while inside."""
+    if arrived:
+        raise _stop_raised(arrived[0]) from exc
 
 
 def _redeliver_dropped(arrived: list[int]) -> Callable[[], None]:

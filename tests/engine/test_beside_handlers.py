@@ -144,3 +144,40 @@ def test_every_held_handler_runs_when_one_raises():
         signal.signal(signal.SIGTERM, old15)
     assert _workers() == []
 
+
+
+def test_a_ctrl_c_while_the_handlers_are_put_back_leaves_every_handler_back(monkeypatch):
+    # A hold (pcs.beside._signals_held) puts each handler back in turn; Python may run the handler put back first
+    # before the next is (signal.signal runs a pending one first). A Ctrl-C there raised out of the restoring and
+    # left SIGTERM's stand-in (a lambda recording into a list no one reads) in place for good: a service's own
+    # SIGTERM handler never ran again. Forced here: SIGINT sent once, just after its handler is back.
+    import _signal
+    from pcs.beside import _signals_held
+
+    shutdown = []
+    service = lambda s, f: shutdown.append(s)   # noqa: E731 - a service's SIGTERM flag
+    real, sent = _signal.signal, []
+
+    def put_back_then_ctrl_c(s, handler):
+        old = real(s, handler)
+        if s == signal.SIGINT and handler is signal.default_int_handler and not sent:
+            sent.append(s)
+            signal.raise_signal(signal.SIGINT)
+        return old
+
+    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    old15 = signal.signal(signal.SIGTERM, service)
+    try:
+        monkeypatch.setattr(_signal, "signal", put_back_then_ctrl_c)
+        with pytest.raises(KeyboardInterrupt):
+            with _signals_held():
+                pass
+        monkeypatch.undo()
+        assert sent == [signal.SIGINT]
+        assert signal.getsignal(signal.SIGTERM) is service and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        signal.raise_signal(signal.SIGTERM)
+        assert shutdown == [signal.SIGTERM]     # the service's handler runs again
+    finally:
+        monkeypatch.undo()
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old15)
