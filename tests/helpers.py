@@ -21,6 +21,7 @@
   ``assert_trace_replays_equal``; step-scheduler twins: ``STEP_TIME_S``, ``step_times``, ``step_setups``,
   ``step_flags``; hybrid groups: ``group_sets``; fleets with a shared tier:
   ``FLEET_TIERS``, ``assert_empty_shared_tier_is_plain``, ``assert_one_instance_is_single_replay``;
+- ``pcs_parquet``: a pcs Parquet trace (Mooncake, 512-token blocks) written from its four columns;
 - process-wide state: ``in_fresh_process`` (a test body run in a new interpreter);
 - the step loops' prefill tables: ``room_spy`` (which of ``pcs.engine.chunks._room``'s calls moved a table).
 """
@@ -1024,3 +1025,21 @@ def spy_compiled_turns(monkeypatch) -> list:
     monkeypatch.setattr(_native, "module", lambda twin: Spy(real_module(twin)) if twin == "turns" else
                         real_module(twin))
     return calls
+
+
+def pcs_parquet(tmp_path, arrival, prompt, output, ids):
+    """``tmp_path / "t.parquet"``: a pcs Parquet trace (schema ``pcs-trace/1``, 512-token blocks, from Mooncake)
+    of the columns given as lists -- ``arrival`` seconds (float64), ``prompt`` and ``output`` tokens (int64),
+    ``ids`` each row's block hashes (list of uint64) -- any values, bad ones too (docs/traces-formats.md)."""
+    import pytest
+
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    meta = {"pcs.schema": "pcs-trace/1", "pcs.block_size": "512", "pcs.source_format": "mooncake"}
+    t = pa.table({"arrival_s": pa.array(arrival, pa.float64()), "prompt_tokens": pa.array(prompt, pa.int64()),
+                  "output_tokens": pa.array(output, pa.int64()),
+                  "block_hashes": pa.array(ids, pa.list_(pa.uint64()))}).replace_schema_metadata(meta)
+    p = tmp_path / "t.parquet"
+    pq.write_table(t, p)
+    return p

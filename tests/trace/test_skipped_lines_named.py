@@ -29,7 +29,7 @@ from pcs import _native
 from pcs.trace import open_trace
 from pcs.trace.hashids import MOONCAKE, SKIPPED_NAMED, ReadState, SkippedLine, read_hashid_jsonl
 from pcs.trace.rowlimits import STEP_LIMITS
-from tests.helpers import invoke
+from tests.helpers import invoke, pcs_parquet
 
 PATHS = [False, "pyarrow", "simdjson"] + (["native"] if _native.built("jsonrows") else [])
 LIMIT = 4611686018427387904          # 2**62, written out
@@ -135,16 +135,7 @@ def test_api_trace_carries_them_and_a_clean_read_clears_them(tmp_path):
 
 
 def _parquet(tmp_path, prompt: list, output: list, ids: list, arrival: list):
-    pa = pytest.importorskip("pyarrow")
-    import pyarrow.parquet as pq
-
-    meta = {"pcs.schema": "pcs-trace/1", "pcs.block_size": "512", "pcs.source_format": "mooncake"}
-    t = pa.table({"arrival_s": pa.array(arrival, pa.float64()), "prompt_tokens": pa.array(prompt, pa.int64()),
-                  "output_tokens": pa.array(output, pa.int64()),
-                  "block_hashes": pa.array(ids, pa.list_(pa.uint64()))}).replace_schema_metadata(meta)
-    p = tmp_path / "t.parquet"
-    pq.write_table(t, p)
-    return p
+    return pcs_parquet(tmp_path, arrival, prompt, output, ids)
 
 
 @pytest.mark.parametrize("native", ["python", "auto"])   # numpy's checks, or the compiled row_checks

@@ -6,6 +6,7 @@ import pytest
 
 from pcs.errors import InputError
 from pcs.trace import open_trace
+from tests.helpers import pcs_parquet
 
 ROW = '{"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [5]}'
 
@@ -53,19 +54,7 @@ def test_json_type_names_in_tokens_rows(tmp_path):
     assert _err(p) == "t.jsonl:1: field 'token_ids': must be a list of integers, got a string"
 
 
-META = {"pcs.schema": "pcs-trace/1", "pcs.block_size": "512", "pcs.source_format": "mooncake"}
-
-
-def _parquet(tmp_path, arrival, prompt, output, ids):
-    pa = pytest.importorskip("pyarrow")
-    import pyarrow.parquet as pq
-
-    t = pa.table({"arrival_s": pa.array(arrival, pa.float64()), "prompt_tokens": pa.array(prompt, pa.int64()),
-                  "output_tokens": pa.array(output, pa.int64()),
-                  "block_hashes": pa.array(ids, pa.list_(pa.uint64()))}).replace_schema_metadata(META)
-    p = tmp_path / "t.parquet"
-    pq.write_table(t, p)
-    return p
+_parquet = pcs_parquet     # (tmp_path, arrival, prompt, output, ids)
 
 
 @pytest.mark.parametrize("arrival,prompt,output,ids,message", [
