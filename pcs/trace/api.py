@@ -899,7 +899,7 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
             ``--block-size``; any size works since pcs hashes the tokens),
             Parquet: the size stored in the file (another size is an error).
         on_error: ``"raise"`` (first bad line -> InputError) or ``"skip"``
-            (skip and count in ``Trace.skipped``).
+            (skip, count in ``Trace.skipped`` and name the first 5 in ``Trace.skipped_lines``).
         sort: stably reorder by arrival time instead of rejecting a decreasing
             timestamp (loads the whole trace into memory).
         reuse: length-only formats (azure, burstgpt): the

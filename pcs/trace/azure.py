@@ -106,7 +106,7 @@ def _count(v: str, field: str, name: str, ln: int) -> int:
 
 
 def read_azure_rows(path, check_order: bool = True, on_bad=None,
-                    reorder: str = "use --sort to reorder",
+                    reorder: str = "use sort= to reorder",
                     name: str | None = None) -> Iterator[tuple[float, int, int, int]]:
     """Yield ``(arrival_s, context_tokens, generated_tokens, num_images)`` per row.
 

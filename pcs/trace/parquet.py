@@ -450,7 +450,7 @@ def _bad_rows(ts: np.ndarray, il: np.ndarray, ol: np.ndarray, lens: np.ndarray, 
             run = np.maximum.accumulate(np.where(other, -np.inf, ts))
             prev = np.maximum(np.concatenate(([prev_ts], run[:-1])), prev_ts)
             rules.append(((ts < prev) & ~other, "arrival_s",
-                          lambda i: f"decreases ({ts[i]:g} after {prev[i]:g}); use --sort to reorder"))
+                          lambda i: f"decreases ({ts[i]:g} after {prev[i]:g}); use sort= to reorder"))
     return rules
 
 

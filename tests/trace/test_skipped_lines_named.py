@@ -154,7 +154,7 @@ def test_parquet_names_rows_and_columns(tmp_path, monkeypatch, native):
         SkippedLine(str(p), 2, "prompt_tokens", "must be >= 0, got -3"),
         SkippedLine(str(p), 3, "block_hashes", "has 2 ids but ceil(512 / block size 512) = 1"),
         SkippedLine(str(p), 4, "output_tokens", STEP_WHY),
-        SkippedLine(str(p), 6, "arrival_s", "decreases (1 after 4); use --sort to reorder"),
+        SkippedLine(str(p), 6, "arrival_s", "decreases (1 after 4); use sort= to reorder"),
         SkippedLine(str(p), 7, "block_hashes", "id 70 repeated at positions 0 and 1")]
     monkeypatch.chdir(tmp_path)
     r = invoke("trace", "stats", "t.parquet", "--on-error", "skip", "--format", "json")

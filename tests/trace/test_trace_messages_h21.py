@@ -62,9 +62,10 @@ _parquet = pcs_parquet     # (tmp_path, arrival, prompt, output, ids)
     ([0.0], [1024], [1], [[5]], "t.parquet:1: field 'block_hashes': has 1 id but ceil(1,024 / block size 512) = 2"),
     ([0.0], [512], [-1], [[5]], "t.parquet:1: field 'output_tokens': must be >= 0, got -1"),
     ([0.0], [-3], [1], [[]], "t.parquet:1: field 'prompt_tokens': must be >= 0, got -3"),
-    # row 2 arrives at 0.5 s after row 1 at 1.5 s
+    # row 2 arrives at 0.5 s after row 1 at 1.5 s; the advice in the API's words as every reader's (sort=; the
+    # command line's --sort: pcs.cli.common.option_names)
     ([1.5, 0.5], [512, 512], [1, 1], [[5], [6]], "t.parquet:2: field 'arrival_s': decreases (0.5 after 1.5); "
-                                                 "use --sort to reorder"),
+                                                 "use sort= to reorder"),
     # row 1's ids 9, 4, 9: 9 at positions 0 and 2
     ([0.0], [1536], [1], [[9, 4, 9]], "t.parquet:1: field 'block_hashes': id 9 repeated at positions 0 and 2"),
 ])
