@@ -97,6 +97,13 @@ def _the_command() -> bool:
     return bool(getattr(main, "COMMAND", False)) and threading.current_thread() is threading.main_thread()
 
 
+def _the_process() -> bool:
+    """Whether this process is the ``pcs`` command itself (:data:`pcs.cli.main.PROCESS`: the console script, ``python
+    -m pcs``), which exits once its command is over -- not a program that called :func:`pcs.cli.main.main`."""
+    main = sys.modules.get("pcs.cli.main")
+    return bool(getattr(main, "PROCESS", False))
+
+
 def ignore_stop_signals() -> None:
     """The ``pcs`` command is stopping (a stop signal's exception reached :func:`user_errors`) or is over (the end
     of :func:`unwind_on_signals`' block): ignore Ctrl-C and the stop signals from now until the process exits, so
@@ -113,9 +120,11 @@ def ignore_stop_signals() -> None:
 def unwind_on_signals() -> Iterator[None]:
     """While inside: Ctrl-C raises ``KeyboardInterrupt`` and SIGTERM / SIGHUP :class:`Terminated`, the first
     stop signal only (main thread only); the old handlers after -- in the ``pcs`` command's process, none: every
-    stop signal stays ignored until it exits (:func:`ignore_stop_signals`), after a stop and after a command that
-    ended without one alike (its outputs are whole and its result printed: under Python's own handlers a signal
-    as it exited ended it by the signal, exit -15, or in click's ``Aborted!``, exit 1).
+    stop signal stays ignored until it exits (:func:`ignore_stop_signals`), after a stop and, in the ``pcs``
+    process itself (:func:`_the_process`), after a command that ended without one too (its outputs are whole and
+    its result printed: under Python's own handlers a signal as it exited ended it by the signal, exit -15, or in
+    click's ``Aborted!``, exit 1); a program that called :func:`pcs.cli.main.main` and goes on has its handlers
+    back.
 
     A second signal while the first one's exception unwinds the command is the same stop, said once: it raises
     nothing (it cut the cleanups the first one runs: a worker's join, a temporary file's removal, or printed an
@@ -164,7 +173,7 @@ def unwind_on_signals() -> Iterator[None]:
         with contextlib.suppress(ValueError):
             STOP_CHECKS.remove(stopped)
         restore()
-        if _the_command():      # after a stop, or once the command is over: none from now until it exits
+        if _the_command() and (arrived or _the_process()):  # after a stop; or over, the pcs process about to exit
             ignore_stop_signals()
         else:
             for s, h in old.items():
@@ -589,7 +598,13 @@ def skipped_lines_in_words(entries: list[dict[str, Any]]) -> list[dict[str, Any]
     """The skipped lines named by an API result (:func:`pcs.trace.api.skipped_lines_json`'s objects: ``pcs trace
     stats``, ``pcs trace convert``) with their ``problem`` and ``message`` in the command's words
     (:func:`option_names`: ``--sort``, not ``sort=``)."""
-    return [{**e, "problem": option_names(e["problem"]), "message": option_names(e["message"])} for e in entries]
+    from pcs.trace.hashids import SkippedLine
+
+    def worded(e: dict[str, Any]) -> dict[str, Any]:     # the problem re-worded, the path as the user gave it
+        problem = option_names(e["problem"])
+        line = e["row"] if "row" in e else e["line"]
+        return {**e, "problem": problem, "message": SkippedLine(e["file"], line, e["field"], problem).message}
+    return [worded(e) for e in entries]
 
 
 def add_notes(payload: dict[str, Any], notes: tuple[str, ...], fmt: str, quiet: bool) -> tuple[str, ...]:

@@ -39,7 +39,11 @@ def _held_at_import() -> bool:
     return True
 
 
-_held_at_import()
+#: True when this process is the ``pcs`` command itself (the console script or ``python -m pcs``, by ``sys.argv[0]``:
+#: :func:`_held_at_import`), which exits when its command is over: from then on it ignores stop signals
+#: (:func:`pcs.cli.common.unwind_on_signals`); False for a program that calls :func:`main` and goes on, whose own
+#: handlers are back once the command is over (children it starts later inherit them).
+PROCESS = _held_at_import()
 
 import gc  # noqa: E402  (after the signals are held)
 import os  # noqa: E402

@@ -482,14 +482,14 @@ def skipped_line_notes(trace, words: Callable[[str], str] | None = None) -> tupl
     (``trace.skipped_lines``: the first :data:`pcs.trace.hashids.SKIPPED_NAMED`), then one for the rest
     (:func:`named_skip_notes`); () when none. ``words``: the API's words in the interface's (the command's
     options: ``--sort`` for ``sort=``, :func:`pcs.cli.common.option_names`); None: the API's."""
-    words = words or _same
-    return named_skip_notes([words(s.message) for s in getattr(trace, "skipped_lines", ())],
+    return named_skip_notes([_worded(s, words).message for s in getattr(trace, "skipped_lines", ())],
                             getattr(trace, "skipped", 0))
 
 
-def _same(text: str) -> str:
-    """``text`` as it is (the API's own words)."""
-    return text
+def _worded(skipped, words: Callable[[str], str] | None):
+    """The :class:`pcs.trace.hashids.SkippedLine` ``skipped`` with its problem in ``words`` (None: as it is); the
+    path is the user's, never re-worded (a folder named ``block_size=16`` stays so)."""
+    return skipped if words is None else skipped._replace(problem=words(skipped.problem))
 
 
 def named_skip_notes(messages: list[str], skipped: int) -> tuple[str, ...]:
@@ -508,10 +508,10 @@ def skipped_lines_json(trace, words: Callable[[str], str] | None = None) -> list
     (``trace.skipped_lines``), as JSON objects ``{"file", "line" (Parquet: "row"), "field", "problem",
     "message"}``: the trace's name, the 1-based line or row, the field or column (null: none), what is wrong, and
     the one-line error ``--on-error raise`` prints for it; [] when none. ``words``: as :func:`skipped_line_notes`,
-    applied to ``problem`` and ``message``."""
-    unit, words = skipped_unit(getattr(trace, "format", None)), words or _same
-    return [{"file": s.path, unit: s.line, "field": s.field, "problem": words(s.problem), "message": words(s.message)}
-            for s in getattr(trace, "skipped_lines", ())]
+    applied to the problem (``message`` is made of the parts)."""
+    unit = skipped_unit(getattr(trace, "format", None))
+    return [{"file": s.path, unit: s.line, "field": s.field, "problem": s.problem, "message": s.message}
+            for s in (_worded(s, words) for s in getattr(trace, "skipped_lines", ()))]
 
 
 def trace_notes(trace, words: Callable[[str], str] | None = None) -> tuple[str, ...]:

@@ -103,3 +103,33 @@ def test_a_stop_once_the_command_is_over_changes_nothing(tmp_path, sig):
     rc, err = _stopped_at(tmp_path, sig, "remove_temporary", "pcs/outfile.py")
     assert (rc, err) == (0, ["pcs-test: sent"]), f"exit {rc}:\n" + "\n".join(err)
     assert [p.name for p in tmp_path.iterdir()] == ["rows.csv"] and (tmp_path / "rows.csv").read_text() != OLD
+
+
+#: A program (not the pcs process: its argv[0] is its own) that runs `pcs footprint` in-process twice through
+#: pcs.cli.main.main (click's SystemExit caught), then prints its handlers and a child's fate under SIGTERM.
+PROGRAM = r"""
+import signal, subprocess, sys
+import pcs.cli.main
+for _ in range(2):
+    sys.argv = ["my-service", "footprint", "--model", "llama-2-70b", "--tokens", "1024", "-q"]
+    try:
+        pcs.cli.main.main()
+    except SystemExit as e:
+        assert e.code in (0, None), e.code
+print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)
+child = subprocess.Popen(["sleep", "5"])
+child.send_signal(signal.SIGTERM)
+print(child.wait())
+"""
+
+
+def test_a_program_that_ran_a_command_gets_its_handlers_back(tmp_path):
+    # A program's Ctrl-C and SIGTERM are Python's defaults (default_int_handler, SIG_DFL) before and must be after
+    # the command: a review found them ignored for the rest of the program, and in every child it started later
+    # (an ignored signal stays ignored across exec: the child's SIGTERM did nothing, so `sleep 5` ran out -> 0;
+    # killed by it -> -15).
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", PROGRAM], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[-3:] == ["True", "True", "-15"]     # after the two tables
