@@ -27,7 +27,7 @@ import click
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
 from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
-from pcs.errors import BUG_REPORT, STOP_CHECKS, STOPS, PathError, Stopped, UserError
+from pcs.errors import BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, Stopped, UserError
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals", "ignore_stop_signals"]
@@ -321,6 +321,16 @@ def _written_before_stop(written: list[str]) -> str:
     return f"; complete before it: {shown} (no other output was written)"
 
 
+def _in_option_words(exc: UserError, first: str) -> str:
+    """``first``, the first line of ``exc``, in the command's words (:func:`option_names`) -- but for the file an
+    :class:`pcs.errors.InputError` names at its start, which is the user's path as given (a folder named
+    ``block_size=16`` is no option)."""
+    path = getattr(exc, "path", None)
+    if isinstance(exc, InputError) and path and first.startswith(path):
+        return path + option_names(first[len(path):])
+    return option_names(first)
+
+
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
     """Grade what escapes a command: user errors as one line (exit 2), bugs with a traceback (exit 1).
@@ -362,7 +372,7 @@ def user_errors() -> Iterator[None]:
         raise PcsUsageError(f"{exc.path}: {exc.problem}") from None
     except UserError as exc:     # a sweep plan's refusal is in the plan's words already (pcs.sweep.kinds.PlanError)
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise PcsUsageError(first if getattr(exc, "plan_words", False) else option_names(first)) from None
+        raise PcsUsageError(first if getattr(exc, "plan_words", False) else _in_option_words(exc, first)) from None
     except ValueError as exc:
         if "embedded null byte" not in str(exc):   # os.stat/open of a path holding "\0" (API or test runner argv)
             raise PcsInternalError(exc) from None

@@ -89,7 +89,10 @@ def release_gc() -> None:
 
 
 def main() -> None:
-    """Console-script entry point: hold the stop signals and the garbage collector, load the group, run it."""
+    """Console-script entry point: hold the stop signals and the garbage collector, load the group, run it; on the
+    way out the collector is back on and, for a program that called it (not :data:`PROCESS`), the signals are
+    released -- also after an option that ends before any command runs (``--version``, ``--help``), which
+    released neither (a program's Ctrl-C and SIGTERM stayed blocked, and in every child it started)."""
     global _gc_held, COMMAND
     COMMAND = True
     if hasattr(signal, "SIG_BLOCK"):
@@ -99,7 +102,12 @@ def main() -> None:
         _gc_held = True
     from pcs.cli.group import cli
 
-    cli(prog_name="pcs")
+    try:
+        cli(prog_name="pcs")
+    finally:    # an option that ends before the command runs (--version, --help) released neither
+        release_gc()
+        if not PROCESS:     # a program that called main() goes on: its signals delivered again (the pcs process exits)
+            release_signals()
 
 
 def __getattr__(name: str) -> Any:

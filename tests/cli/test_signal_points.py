@@ -133,3 +133,31 @@ def test_a_program_that_ran_a_command_gets_its_handlers_back(tmp_path):
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split()[-3:] == ["True", "True", "-15"]     # after the two tables
+
+
+EAGER = r"""
+import gc, signal, subprocess, sys
+import pcs.cli.main
+sys.argv = ["my-service", sys.argv[1]]
+try:
+    pcs.cli.main.main()
+except SystemExit as e:
+    assert e.code in (0, None), e.code
+print(sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])), gc.isenabled())
+child = subprocess.Popen(["sleep", "5"])
+child.send_signal(signal.SIGTERM)
+print(child.wait())
+"""
+
+
+@pytest.mark.parametrize("option", ["--version", "--help"])
+def test_a_program_gets_its_signals_and_collector_back_after_an_eager_option(tmp_path, option):
+    # main() blocks SIGINT/SIGTERM/SIGHUP and holds the garbage collector off until the command's handlers are in
+    # place; a top-level --version or --help ends before that, and left a program with its stop signals blocked
+    # (and every child it started: sleep ignored SIGTERM and ran out, exit 0) and its collector off. Now nothing is
+    # blocked after it ([] ), the collector is on (True), the child dies by SIGTERM (-15).
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", EAGER, option], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-2:] == ["[] True", "-15"]

@@ -279,3 +279,21 @@ def test_a_sweep_rows_and_a_reblocked_trace_name_them(tmp_path):
     t = reblock(open_trace(tmp_path / "b.jsonl", on_error="skip"), 1024, check=False)["exact"]   # 512 -> 1024
     assert sum(len(b) for b in t.iter_batches()) == 2
     assert [(s.line, s.field) for s in t.skipped_lines] == [(2, "timestamp")]
+
+
+def test_raise_mode_keeps_the_path_and_every_reader_advises_in_the_callers_words(tmp_path, monkeypatch):
+    # The raise mode's one line re-worded the path too ("runs/--block-size 16/b.jsonl:2: ..."); the advice alone
+    # is the command's (--sort). In Python every reader says sort= (the Azure reader said --sort).
+    folder = tmp_path / "runs" / "block_size=16"
+    folder.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    (folder / "b.jsonl").write_text("\n".join([_row(5000, 0), _row(1000, 1)]) + "\n")
+    r = invoke("trace", "stats", "runs/block_size=16/b.jsonl")
+    assert r.exit_code == 2
+    assert r.stderr.strip() == ("pcs: error: runs/block_size=16/b.jsonl:2: field 'timestamp': decreases (1000 after "
+                                "5000); use --sort to reorder")
+    c = tmp_path / "a.csv"        # Azure: line 3 before line 2
+    c.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:47.0000000,374,44\n"
+                 "2023-11-16 18:15:46.0000000,100,4\n")
+    with pytest.raises(Exception, match=r"a\.csv:3: field 'TIMESTAMP': decreases \(use sort= to reorder\)"):
+        list(open_trace(c).iter_batches())
