@@ -28,6 +28,15 @@ class UserError(ValueError):
     A ``ValueError`` raised by anything else is a bug (see the module docstring).
     """
 
+    def __reduce__(self):
+        """Pickled as made: a subclass whose ``__init__`` takes its own arguments keeps them in ``_made`` (set after
+        its ``super().__init__``), and unpickling calls it with them -- Python's default calls the class with
+        ``args``, the message alone, which such an ``__init__`` refuses: an :class:`InputError` raised by
+        ``pcs.replay`` in a ``concurrent.futures.ProcessPoolExecutor`` worker broke the pool (``BrokenProcessPool``)
+        instead of reaching the caller (Python docs, ``object.__reduce__``; ``pickle``'s exception support)."""
+        made = getattr(self, "_made", None)
+        return super().__reduce__() if made is None else (type(self), made, self.__dict__)
+
 
 class ArgumentTypeError(UserError, TypeError):
     """An API argument of the wrong type (``pcs.replay(5)``, ``tiers=[None]``, ``shared_tier=['remote=1TB']``):
@@ -58,6 +67,7 @@ class InputError(UserError):
         where = self.path if line is None else f"{self.path}:{line}"
         what = f"field '{field}': {problem}" if field else problem
         super().__init__(f"{where}: {what}")
+        self._made = (path, line, field, problem)
 
 
 class PathError(InputError):
@@ -76,6 +86,7 @@ class PathError(InputError):
         super().__init__(path, None, None, problem)
         self.keyword = keyword
         self.args = (f"{keyword}={self.path!r}: {problem}",)
+        self._made = (path, keyword, problem)
 
 
 class PolicyError(UserError):
@@ -147,3 +158,4 @@ class UnknownNameError(UserError):
         plural = "es" if len(self.aliases) > 1 else ""
         super().__init__(f"unknown {kind} {name!r}; valid: {', '.join(self.choices)}"
                          + (f" (alias{plural} {alias})" if alias else "") + (f" ({hint})" if hint else ""))
+        self._made = (kind, name, self.choices, self.aliases, hint)
