@@ -29,13 +29,18 @@ class UserError(ValueError):
     """
 
     def __reduce__(self):
-        """Pickled as made: a subclass whose ``__init__`` takes its own arguments keeps them in ``_made`` (set after
-        its ``super().__init__``), and unpickling calls it with them -- Python's default calls the class with
-        ``args``, the message alone, which such an ``__init__`` refuses: an :class:`InputError` raised by
-        ``pcs.replay`` in a ``concurrent.futures.ProcessPoolExecutor`` worker broke the pool (``BrokenProcessPool``)
-        instead of reaching the caller (Python docs, ``object.__reduce__``; ``pickle``'s exception support)."""
-        made = getattr(self, "_made", None)
-        return super().__reduce__() if made is None else (type(self), made, self.__dict__)
+        """Pickled as it is, never re-made by its ``__init__``: :func:`_remade` gives a new instance its ``args``,
+        then its attributes (``__dict__``) are restored. Python's default calls the class with ``args`` (the message
+        alone), which a subclass whose ``__init__`` takes its own arguments refuses or misreads: an
+        :class:`InputError` raised by ``pcs.replay`` in a ``concurrent.futures.ProcessPoolExecutor`` worker broke the
+        pool (``BrokenProcessPool``) instead of reaching the caller (Python docs, ``object.__reduce__``)."""
+        return _remade, (type(self), self.args), self.__dict__ or None
+
+
+def _remade(cls: type, args: tuple) -> BaseException:
+    """A ``cls`` error with ``args`` and no ``__init__`` run (``BaseException.__new__`` sets ``args``): how
+    :meth:`UserError.__reduce__` re-makes a pickled error before its attributes are restored."""
+    return cls.__new__(cls, *args)
 
 
 class ArgumentTypeError(UserError, TypeError):
@@ -67,7 +72,6 @@ class InputError(UserError):
         where = self.path if line is None else f"{self.path}:{line}"
         what = f"field '{field}': {problem}" if field else problem
         super().__init__(f"{where}: {what}")
-        self._made = (path, line, field, problem)
 
 
 class PathError(InputError):
@@ -86,7 +90,6 @@ class PathError(InputError):
         super().__init__(path, None, None, problem)
         self.keyword = keyword
         self.args = (f"{keyword}={self.path!r}: {problem}",)
-        self._made = (path, keyword, problem)
 
 
 class PolicyError(UserError):
@@ -158,4 +161,3 @@ class UnknownNameError(UserError):
         plural = "es" if len(self.aliases) > 1 else ""
         super().__init__(f"unknown {kind} {name!r}; valid: {', '.join(self.choices)}"
                          + (f" (alias{plural} {alias})" if alias else "") + (f" ({hint})" if hint else ""))
-        self._made = (kind, name, self.choices, self.aliases, hint)

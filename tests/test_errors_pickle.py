@@ -10,6 +10,7 @@ its docstring states, then compared field by field after the round trip.
 from __future__ import annotations
 
 import concurrent.futures
+import copy
 import pickle
 
 import pytest
@@ -30,11 +31,37 @@ CASES = [
 ]
 
 
+class _OneArgument(InputError):
+    """A user's own subclass with another ``__init__`` (a review: re-making it with InputError's four arguments
+    raised TypeError)."""
+
+    def __init__(self, problem):
+        super().__init__("my.file", None, None, problem)
+
+
+class _ExtraArgument(InputError):
+    """Another order of arguments (a review: re-made with InputError's, its message came back 't:3: None')."""
+
+    def __init__(self, path, line, problem, extra=None):
+        super().__init__(path, line, None, problem)
+        self.extra = extra
+
+
+CASES += [(_OneArgument("oops"), "my.file: oops"), (_ExtraArgument("t", 3, "bad", extra=7), "t:3: bad")]
+
+
 @pytest.mark.parametrize("error, message", CASES, ids=[type(e).__name__ + str(i) for i, (e, _) in enumerate(CASES)])
-def test_each_error_survives_a_pickle_round_trip(error, message):
-    back = pickle.loads(pickle.dumps(error))
-    assert type(back) is type(error) and str(back) == message
-    assert vars(back) == vars(error) and back.args == error.args
+@pytest.mark.parametrize("how", ["pickle", "copy"])
+def test_each_error_survives_a_round_trip(error, message, how):
+    back = pickle.loads(pickle.dumps(error)) if how == "pickle" else copy.deepcopy(error)
+    assert type(back) is type(error) and str(back) == message and back.args == (message,)
+    assert vars(back) == vars(error)
+
+
+def test_args_changed_after_the_error_was_made_are_kept():
+    e = InputError("t.jsonl", 3, "f", "p")
+    e.args = ("new message",)
+    assert pickle.loads(pickle.dumps(e)).args == ("new message",)
 
 
 def _replay(path: str):

@@ -148,7 +148,6 @@ class BlankLine(InputError):
 
     def __init__(self, name: str, ln: int):
         super().__init__(name, ln, None, "blank line (use on_error='skip' to skip blank lines)")
-        self._made = (name, ln)     # pickled as made (pcs.errors.UserError.__reduce__)
 
 
 def blank_row(row: list[str]) -> bool:
