@@ -171,14 +171,21 @@ def _run_locked(plan: str, out: str, jobs: int | None, ray_address: str | None, 
                              quiet=quiet)
     except (Terminated, KeyboardInterrupt):   # pcs's own handler then says why and exits 143 / 130
         ids = {p.point_id for p in prep.plan.points}
-        click.echo(f"pcs: sweep stopped: {len(ids & done_ids(out))} of {format_counted(len(ids), 'point')} {'is' if len(ids & done_ids(out)) == 1 else 'are'} in {out}; "
-                   "run it again to do the rest", err=True)
+        click.echo(stopped_line(len(ids & done_ids(out)), len(ids), out), err=True)
         WRITTEN.clear()                       # the line above counts the point files; the stop line names none
         raise
     summary = summarize(out, objective)
     payload = {**result.to_dict(), "summary": summary.to_dict()}
     emit(payload, fmt, lambda: render_run(result, summary), rows_key=None)
     _fail(result)
+
+
+def stopped_line(done: int, points: int, out: str) -> str:
+    """The line a stopped sweep prints: how many of the plan's ``points`` are in ``out`` (``done``), and what running
+    it again does -- the rest, or with every point in (the stop came after the last one's file), the summary."""
+    then = "run it again to do the rest" if done < points else "run it again for the summary (nothing left to run)"
+    return (f"pcs: sweep stopped: {done} of {format_counted(points, 'point')} {'is' if done == 1 else 'are'} in "
+            f"{out}; {then}")
 
 
 @sweep.command("summarize")

@@ -177,3 +177,14 @@ def test_pool_from_a_script_that_is_not_a_file_is_refused(monkeypatch, tmp_path)
             run_sweep(plan, tmp_path / "pool", jobs=2)
     assert not list((tmp_path / "pool").glob("*.parquet"))
     assert run_sweep(plan, tmp_path / "one", jobs=1).ran == 6
+
+
+def test_the_stopped_line_says_what_running_again_does():
+    # A sweep stopped after its last point's file was written said "run it again to do the rest" with nothing left
+    # (a review); running it again then only summarizes (every point is in: none to run).
+    from pcs.cli.sweep import stopped_line
+
+    assert stopped_line(1, 2, "sw") == "pcs: sweep stopped: 1 of 2 points is in sw; run it again to do the rest"
+    assert stopped_line(0, 1, "sw") == "pcs: sweep stopped: 0 of 1 point are in sw; run it again to do the rest"
+    assert stopped_line(2, 2, "sw") == ("pcs: sweep stopped: 2 of 2 points are in sw; run it again for the summary "
+                                        "(nothing left to run)")
