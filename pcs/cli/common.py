@@ -173,11 +173,18 @@ def unwind_on_signals() -> Iterator[None]:
         with contextlib.suppress(ValueError):
             STOP_CHECKS.remove(stopped)
         restore()
-        if _the_command() and (arrived or _the_process()):  # after a stop; or over, the pcs process about to exit
-            ignore_stop_signals()
-        else:
-            for s, h in old.items():
-                signal.signal(s, h)
+        _handlers_after(arrived, old)
+
+
+def _handlers_after(arrived: list[int], old: dict) -> None:
+    """The stop signals' handlers once :func:`unwind_on_signals`' block is over: ignored in the command's process
+    after a stop (``arrived``), and in the ``pcs`` process itself always (it is about to exit:
+    :func:`ignore_stop_signals`); else ``old`` (signal -> handler) put back."""
+    if _the_command() and (arrived or _the_process()):
+        ignore_stop_signals()
+    else:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def _stop_replaced(arrived: list[int], exc: BaseException) -> None:

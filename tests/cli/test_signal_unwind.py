@@ -157,25 +157,31 @@ def test_stop_replaced_raises_the_first_stop_in_the_place_of_the_error():
 def test_an_output_replaced_is_named_even_when_a_stop_lands_in_its_cleanup(tmp_path, monkeypatch):
     # Ctrl-C in the temporary file's removal, after the rename: the output is whole (the new text) and must be in
     # WRITTEN, which the command's one line names ("complete before it: ..."); it was recorded only after.
+    def stop_in_unlink(path):
+        raise KeyboardInterrupt
+
+    text, written, names = _output_stopped_in(tmp_path, monkeypatch, "unlink", stop_in_unlink)
+    assert (text, written) == ("new\n", [str(tmp_path / "rows.csv")])
+    assert names == ["rows.csv"]   # renamed: no temporary file left
+
+
+def _output_stopped_in(tmp_path, monkeypatch, call: str, stand_in):
+    """Write "new" through ``atomic_output`` over rows.csv holding "old", with ``os.<call>`` replaced by
+    ``stand_in`` (which raises the stop) once the text is written; returns (rows.csv's text, the outputs recorded
+    as written, the folder's file names)."""
     from pcs import outfile
 
     out, written = tmp_path / "rows.csv", []
     out.write_text("old\n")
     monkeypatch.setattr(outfile, "WRITTEN", written)
-    real_unlink = os.unlink
-
-    def stop_in_unlink(path):
-        raise KeyboardInterrupt
-
+    real = getattr(os, call)
     with pytest.raises(KeyboardInterrupt):
         with outfile.atomic_output(out) as tmp:
             with open(tmp, "w") as f:
                 f.write("new\n")
-            monkeypatch.setattr(os, "unlink", stop_in_unlink)
-    monkeypatch.setattr(os, "unlink", real_unlink)
-    assert out.read_text() == "new\n"
-    assert written == [str(out)]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv"]   # renamed: no temporary file left
+            monkeypatch.setattr(os, call, stand_in)
+    monkeypatch.setattr(os, call, real)
+    return out.read_text(), written, sorted(p.name for p in tmp_path.iterdir())
 
 
 class _HashSendsSignal:
@@ -233,11 +239,6 @@ def test_an_output_renamed_as_a_stop_lands_is_named(tmp_path, monkeypatch, after
     # Ctrl-C sent then is raised as the call returns, before WRITTEN.append: the command said "pcs: interrupted"
     # with no "complete before it: rows.csv" while rows.csv held the new rows (review, 3 of 3 SIGINT at +0-2 ms).
     # A stop before the rename leaves the old file, not named.
-    from pcs import outfile
-
-    out, written = tmp_path / "rows.csv", []
-    out.write_text("old\n")
-    monkeypatch.setattr(outfile, "WRITTEN", written)
     real_replace = os.replace
 
     def stopped_replace(src, dst):
@@ -245,12 +246,7 @@ def test_an_output_renamed_as_a_stop_lands_is_named(tmp_path, monkeypatch, after
             real_replace(src, dst)
         raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
-        with outfile.atomic_output(out) as tmp:
-            with open(tmp, "w") as f:
-                f.write("new\n")
-            monkeypatch.setattr(os, "replace", stopped_replace)
-    monkeypatch.setattr(os, "replace", real_replace)
-    assert out.read_text() == ("new\n" if after else "old\n")
-    assert written == ([str(out)] if after else [])
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv"]
+    text, written, names = _output_stopped_in(tmp_path, monkeypatch, "replace", stopped_replace)
+    assert text == ("new\n" if after else "old\n")
+    assert written == ([str(tmp_path / "rows.csv")] if after else [])
+    assert names == ["rows.csv"]
