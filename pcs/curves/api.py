@@ -111,8 +111,15 @@ class LruCurve:
         return self.hit_tokens_cum[self._index(capacity_blocks)]
 
     def hit_ratio(self, capacity_blocks):
-        """Hit tokens / prompt tokens at capacity(ies) in blocks (float64)."""
-        return self.hit_tokens(capacity_blocks) / max(self.prompt_tokens, 1)
+        """Hit tokens / prompt tokens at capacity(ies) in blocks (float64, the shape of ``capacity_blocks``).
+
+        A trace with no prompt tokens has 0 / 0 at every capacity: undefined, NaN here (an array keeps its
+        float64 type), as ``CurveRow`` and the JSON give None / null (docs/semantics.md §12).
+        """
+        hits = self.hit_tokens(capacity_blocks)
+        if not self.prompt_tokens:
+            return np.full(np.shape(hits), np.nan)[()]
+        return hits / self.prompt_tokens
 
     def block_misses(self, capacity_blocks):
         """Sum over requests of ``n - lead`` (block misses before the last-token cap)."""
@@ -280,12 +287,12 @@ def _capacities(lru: LruCurve, capacities: Sequence[int] | None, points: int | N
 
 
 def _rows(lru: LruCurve, caps: list[int], bel: dict, bb: int | None, prompt: int,
-          ceiling: float) -> tuple[CurveRow, ...]:
-    """One :class:`CurveRow` per capacity."""
+          ceiling: float | None) -> tuple[CurveRow, ...]:
+    """One :class:`CurveRow` per capacity; its ratios None when ``prompt`` is 0 (0/0, docs/semantics.md §12)."""
     return tuple(CurveRow(
         capacity_blocks=c, capacity_bytes=None if bb is None else c * bb,
-        lru_hit_ratio=float(lru.hit_ratio(c)),
-        belady_hit_ratio=bel[c].hit_tokens / prompt if c in bel and prompt else (0.0 if c in bel else None),
+        lru_hit_ratio=float(lru.hit_ratio(c)) if prompt else None,
+        belady_hit_ratio=bel[c].hit_tokens / prompt if c in bel and prompt else None,
         ceiling_hit_ratio=ceiling, lru_block_misses=int(np.rint(lru.block_misses(c))),
         belady_block_misses=bel[c].block_misses if c in bel else None) for c in caps)
 
@@ -404,7 +411,9 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
             (the stack-depth kernel that ran) beside ``engine`` and ``engine_reason``.
         progress: called with 1 after each capacity's Belady pass (the slow part), or None.
     Returns:
-        :class:`CurveResult`.
+        :class:`CurveResult`. A trace with no prompt tokens (every prompt 0 tokens) has 0 / 0 for every ratio:
+        ``ceiling_hit_ratio`` and each row's ``lru_hit_ratio``, ``belady_hit_ratio`` and ``ceiling_hit_ratio``
+        are None (JSON null, ``-`` in the table) and ``lru.hit_ratio(...)`` is NaN (docs/semantics.md §12).
     Raises:
         UserError: (a ValueError naming the parameter, :func:`_checked_args`) both or bad capacities/points,
             a bad sample rate, seed, exact_head_blocks or native/kernel, ``native`` and ``kernel`` that differ,
@@ -422,7 +431,7 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
     prompt = flat.prompt_tokens
     exact = sample_rate == 1.0
     bel = _belady(flat, caps, progress) if belady and exact else {}
-    ceiling = float(lru.ceiling_hit_tokens / prompt) if prompt else 0.0
+    ceiling = float(lru.ceiling_hit_tokens / prompt) if prompt else None     # 0/0: undefined (semantics §12)
     engine, reason = _engine(mode, lru.kernel, float(sample_rate))
     return CurveResult(trace=name, block_size=flat.block_size, requests=flat.num_requests,
                        block_accesses=flat.block_accesses, cacheable_blocks=flat.num_accesses,

@@ -25,9 +25,12 @@ class CurveRow:
     capacity_blocks: int = field("blocks", "cache size")
     capacity_bytes: int | None = field("bytes", "capacity_blocks x the model's reserved bytes per block",
                                        omit=_NO_MODEL)
-    lru_hit_ratio: float = field("ratio", "exact (or SHARDS-estimated) LRU hit ratio, one tier, sequential")
-    belady_hit_ratio: float | None = field("ratio", "offline optimum (Belady's MIN); null when not computed")
-    ceiling_hit_ratio: float = field("ratio", "single-sequence hit ratio (infinite cache)")
+    lru_hit_ratio: float | None = field("ratio", "exact (or SHARDS-estimated) LRU hit ratio, one tier, sequential; "
+                                                 "null when the trace has no prompt tokens (0/0)")
+    belady_hit_ratio: float | None = field("ratio", "offline optimum (Belady's MIN); null when not computed or "
+                                                    "when the trace has no prompt tokens (0/0)")
+    ceiling_hit_ratio: float | None = field("ratio", "single-sequence hit ratio (infinite cache); null when the "
+                                                     "trace has no prompt tokens (0/0)")
     lru_block_misses: int = field("blocks", "LRU block misses (sum over requests of blocks - prefix-hit blocks)")
     belady_block_misses: int | None = field("blocks", "Belady block misses; null when not computed")
 
@@ -68,7 +71,9 @@ class CurveResult:
                                     "native")
     model: str | None = field("-", "model preset name; null without a model")
     block_bytes: int | None = field("bytes", "the model's reserved bytes per block; null without a model")
-    ceiling_hit_ratio: float = field("ratio", "single-sequence (infinite-cache) hit ratio")
+    ceiling_hit_ratio: float | None = field("ratio", "single-sequence (infinite-cache) hit ratio; null when the "
+                                                     "trace has no prompt tokens (0/0: every ratio of the curve "
+                                                     "is then null)")
     knee: dict[str, CurveKnee] = field("-", "knees keyed p50, p90, p99")
     rows: tuple[CurveRow, ...] = field("-", "one row per capacity, ascending")
     lru: Any = field("-", "the full one-pass LRU curve, every capacity (pcs.curves.api.LruCurve)", json=False,

@@ -143,7 +143,8 @@ def curve_figure(result: Any, model_name: str | None, trace: str | None = None) 
         model_name: named on the x axis when bytes were asked for, else None.
         trace: the trace's name for the title (default: the result's).
     Returns:
-        A ``matplotlib.figure.Figure`` (Agg backend); the caller saves and closes it.
+        A ``matplotlib.figure.Figure`` (Agg backend); the caller saves and closes it. A trace with no prompt
+        tokens (every ratio None: 0/0) gets empty axes saying so.
     Raises:
         ImportError: matplotlib is not installed (the ``plot`` extra).
     """
@@ -159,7 +160,11 @@ def curve_figure(result: Any, model_name: str | None, trace: str | None = None) 
     bel = [(r.capacity_blocks, r.belady_hit_ratio) for r in result.rows if r.belady_hit_ratio is not None]
     if bel:
         ax.plot([c for c, _ in bel], [b * 100 for _, b in bel], "o--", label="Belady (offline optimum)")
-    ax.axhline(result.ceiling_hit_ratio * 100, color="grey", ls=":", label="ceiling (infinite cache)")
+    if result.ceiling_hit_ratio is not None:
+        ax.axhline(result.ceiling_hit_ratio * 100, color="grey", ls=":", label="ceiling (infinite cache)")
+    else:       # no prompt tokens: every ratio is 0/0, undefined (docs/semantics.md §12): no line, and why
+        ax.text(0.5, 0.5, "no prompt tokens: every hit ratio is undefined (0/0)", ha="center", va="center",
+                transform=ax.transAxes)
     ax.set_xscale("log")
     ax.set_xlabel(f"capacity (blocks of {format_counted(result.block_size, 'token')}, log scale)")
     bb = result.block_bytes
@@ -170,7 +175,8 @@ def curve_figure(result: Any, model_name: str | None, trace: str | None = None) 
                  f"block {result.block_size} tokens)", fontsize=10)
     ax.set_ylabel("hit ratio (% of prompt tokens)")
     ax.set_ylim(bottom=0)
-    ax.legend(loc="upper left")
+    if result.ceiling_hit_ratio is not None:
+        ax.legend(loc="upper left")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig

@@ -298,7 +298,8 @@ def _curve_nulls(payload: dict) -> list[tuple[tuple[Any, ...], Any, str]]:
     """The fields of a curve JSON that may be null only under a condition its other fields deny (docs/json.md,
     as :func:`pcs.curves.api.curve` writes them), each as (its keys from the top, e.g. ``("knee", "p50",
     "capacity_blocks")`` or ``("rows", 2, "capacity_bytes")``; its type but null; when a number is due): the
-    distinct count is null only for a sampled curve; a knee only when the ceiling is 0; ``block_bytes`` only
+    distinct count is null only for a sampled curve; the ceiling and a row's LRU and ceiling ratios only when
+    ``prompt_tokens`` is 0 (0/0); a knee only when the ceiling is 0; ``block_bytes`` only
     without a model; a ``capacity_bytes`` (written with a model) only beside a null ``capacity_blocks`` (a
     knee's). (A number where null is due is another kind, not checked.) Keys are kept whole, never split on a dot."""
     due: list[tuple[tuple[Any, ...], Any, str]] = []
@@ -306,6 +307,12 @@ def _curve_nulls(payload: dict) -> list[tuple[tuple[Any, ...], Any, str]]:
         due.append((("distinct_cacheable_blocks",), int, "when sample_rate is 1.0 (null only for a sampled curve)"))
     if payload.get("model") is not None:
         due.append((("block_bytes",), int, "when model is named (null only without a model)"))
+    prompt = payload.get("prompt_tokens")
+    if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt > 0:
+        why = "when prompt_tokens is above 0 (null only for 0/0: a trace with no prompt tokens)"
+        due.append((("ceiling_hit_ratio",), float, why))
+        due += [(("rows", i, k), float, why) for i in range(len(payload.get("rows") or ()))
+                for k in ("lru_hit_ratio", "ceiling_hit_ratio")]
     knee = payload.get("knee") if isinstance(payload.get("knee"), dict) else {}
     ceiling = payload.get("ceiling_hit_ratio")
     if isinstance(ceiling, (int, float)) and ceiling > 0:

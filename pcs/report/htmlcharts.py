@@ -239,8 +239,11 @@ def curve_chart(curve: dict, marks: Sequence[dict] = (), chart_id: str = "curve"
             optionally ``"hit_ratio"`` (the run's real hit ratio, a point).
         chart_id: element id / file stem.
     Returns:
-        the chart, or None when the curve has no positive capacity.
+        the chart, or None when the curve has no positive capacity or no defined ratio (a trace with no prompt
+        tokens: every ratio 0/0, null, docs/semantics.md §12).
     """
+    if curve.get("ceiling_hit_ratio") is None:
+        return None
     rows = [r for r in curve["rows"] if r["capacity_blocks"] >= 1]
     dense, every = _lru_points(curve, rows)
     if not dense:

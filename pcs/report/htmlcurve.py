@@ -47,12 +47,13 @@ def lru_line(lru: Any, top_blocks: int, exact: Any = ()) -> list[list]:
         top_blocks: the largest capacity of interest (blocks, >= 1).
         exact: capacities (blocks) the line must pass through; those < 1 are left out.
     Returns:
-        the points in increasing capacity, hit ratios as floats in [0, 1].
+        the points in increasing capacity, hit ratios as floats in [0, 1]; an undefined (NaN) ratio is left out,
+        so a trace with no prompt tokens (every ratio 0/0, docs/semantics.md §12) has none: nothing to draw.
     """
     caps = np.rint(np.geomspace(1, max(1, top_blocks) * LINE_REACH, DENSE_POINTS)).astype(np.int64)
     extra = np.asarray([int(c) for c in exact if c is not None and int(c) >= 1], dtype=np.int64)
     caps = np.unique(np.concatenate([caps, extra]))
-    return [[int(c), float(h)] for c, h in zip(caps, lru.hit_ratio(caps))]
+    return [[int(c), float(h)] for c, h in zip(caps, lru.hit_ratio(caps)) if not np.isnan(h)]
 
 
 def exact_capacities(curve: dict) -> list[int]:
@@ -83,7 +84,7 @@ def replay_curve(trace: Any, s: dict, *, oracle: bool = True) -> tuple[dict | No
         ``knee``, ``ceiling_hit_ratio``, ``block_size``, ``trace``) plus
         ``lru_dense`` ([[capacity_blocks, lru_hit_ratio], ...]) and
         ``bytes_per_block`` (the GPU tier's, per TP group); ``oracle`` is
-        ``{"capacity_blocks", "hit_ratio"}`` or None. A hybrid model's run (``s["hybrid"]``) gives ``(None, None)``:
+        ``{"capacity_blocks", "hit_ratio"}`` (``hit_ratio`` None when the trace has no prompt tokens: 0/0) or None. A hybrid model's run (``s["hybrid"]``) gives ``(None, None)``:
         the one-pass curve and Belady apply the all-full-attention rules and its tiers count pages, not blocks, so
         they would draw another model's curve with the run's pages as blocks (docs/hybrid.md "Not on hybrid
         models", as ``pcs curve --model`` refuses one and ``pcs compare --curve-capacities`` leaves them out).
@@ -109,8 +110,8 @@ def replay_curve(trace: Any, s: dict, *, oracle: bool = True) -> tuple[dict | No
     from pcs.curves.belady import belady_hits, plan_belady
 
     hits = belady_hits(plan_belady(flat), total).hit_tokens
-    ratio = hits / flat.prompt_tokens if flat.prompt_tokens else 0.0
+    ratio = hits / flat.prompt_tokens if flat.prompt_tokens else None     # 0/0: undefined (semantics §12)
     for row in res["rows"]:
         if row["capacity_blocks"] == total:
             row["belady_hit_ratio"] = ratio
-    return res, {"capacity_blocks": total, "hit_ratio": float(ratio)}
+    return res, {"capacity_blocks": total, "hit_ratio": None if ratio is None else float(ratio)}

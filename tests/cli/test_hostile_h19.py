@@ -107,7 +107,8 @@ def test_every_mistyped_field_is_one_line_or_a_page_never_a_bug(tmp_path, real_j
     ("replay", "ideal_hit_ratio", None, "field 'ideal_hit_ratio': must be a ratio in [0, 1] when hit_ratio is one"),
     ("replay", "sequential_hit_ratio", None, "field 'sequential_hit_ratio': must be a ratio in [0, 1] when"),
     ("curve", "knee", None, "field 'knee': must be an object, got null"),
-    ("curve", "ceiling_hit_ratio", None, "field 'ceiling_hit_ratio': must be a ratio in [0, 1], got null"),
+    # null only for 0/0 (no prompt tokens, docs/semantics.md §12): the file's prompt_tokens are above 0
+    ("curve", "ceiling_hit_ratio", None, "field 'ceiling_hit_ratio': must be a ratio in [0, 1] when prompt_tokens is"),
     ("curve", "rows", "x", "field 'rows': must be a list, got \"x\""),
     ("compare", "variants", {"a": 1}, "field 'variants': must be a list, got {\"a\": 1}"),
     ("footprint", "components", 12345, "field 'components': must be a list, got 12345"),

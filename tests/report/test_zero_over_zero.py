@@ -77,3 +77,64 @@ def test_fleet_instance_with_no_prompt_tokens(tmp_path):
 def test_trace_stats_single_sequence_is_null(zero):
     s = invoke_json("trace", "stats", zero)
     assert s["single_sequence_hit_ratio"] is None and s["single_sequence_hit_tokens"] == 0
+
+
+# pcs curve: one 0-token prompt, so every ratio of the curve is 0 hit tokens / 0 prompt tokens at any capacity
+# (LRU, Belady, the ceiling): undefined, as in replay -- null / "-" / an empty CSV cell / NaN in the Python
+# arrays, never 0.0. The block misses stay defined (0 blocks looked up, 0 missed).
+def test_curve_json_csv_and_table_give_no_ratio(zero):
+    c = invoke_json("curve", zero, "--capacities", "0blocks,10blocks")
+    assert c["prompt_tokens"] == 0 and c["ceiling_hit_ratio"] is None
+    for row in c["rows"]:
+        assert (row["lru_hit_ratio"], row["belady_hit_ratio"], row["ceiling_hit_ratio"]) == (None, None, None)
+        assert (row["lru_block_misses"], row["belady_block_misses"]) == (0, 0)
+    assert {k["lru_hit_ratio"] for k in c["knee"].values()} == {None}
+    csv = invoke("curve", zero, "--capacities", "0blocks,10blocks", "--format", "csv").stdout.splitlines()
+    assert csv[1:] == ["0,,,,0,0", "10,,,,0,0"]
+    text = invoke("curve", zero, "--capacities", "0blocks,10blocks").stdout
+    rows = [line.split() for line in text.splitlines() if line.strip().startswith(("0 ", "10 "))]
+    assert [r[1:4] for r in rows] == [["-", "-", "-"]] * 2 and "0.0 %" not in text
+
+
+def test_curve_python_api_gives_none_and_nan(zero):
+    import math
+
+    import numpy as np
+
+    import pcs
+
+    r = pcs.curve(str(zero), capacities=[0, 10])
+    assert r.ceiling_hit_ratio is None
+    assert [(x.lru_hit_ratio, x.belady_hit_ratio, x.ceiling_hit_ratio) for x in r.rows] == [(None, None, None)] * 2
+    assert math.isnan(r.lru.hit_ratio(10))
+    arr = r.lru.hit_ratio(np.array([0, 1, 10]))
+    assert arr.shape == (3,) and arr.dtype == np.float64 and np.isnan(arr).all()
+
+
+def test_curve_plot_html_and_report_take_the_nulls(zero, tmp_path):
+    pytest.importorskip("matplotlib")
+    r = invoke("curve", zero, "--capacities", "0blocks,10blocks", "--plot", tmp_path / "c.png",
+               "--html", tmp_path / "c.html")
+    assert r.exit_code == 0, r.output
+    js = tmp_path / "c.json"
+    js.write_text(invoke("curve", zero, "--capacities", "0blocks,10blocks", "--format", "json").stdout)
+    r = invoke("report", js, "-o", tmp_path / "r.html")
+    assert r.exit_code == 0 and ": 0 charts," in r.output, r.output      # no curve drawn of undefined ratios
+
+
+def test_curve_report_refuses_a_null_ratio_beside_prompt_tokens(zero, tmp_path):
+    c = invoke_json("curve", zero, "--capacities", "0blocks,10blocks")
+    c["prompt_tokens"] = 1024           # prompt tokens, so the ratios are defined: a null one is no pcs curve's
+    js = tmp_path / "c.json"
+    js.write_text(json.dumps(c))
+    r = invoke("report", js, "-o", tmp_path / "r.html")
+    assert r.exit_code == 2 and "'ceiling_hit_ratio'" in r.output and "prompt_tokens is above 0" in r.output
+
+
+def test_replay_page_oracle_of_zero_prompts_is_null(zero):
+    from pcs.report.htmlcurve import replay_curve
+
+    s = invoke_json("replay", zero, "--tier", "gpu=10blocks")
+    curve, oracle = replay_curve(str(zero), s)
+    assert oracle == {"capacity_blocks": 10, "hit_ratio": None}
+    assert curve["ceiling_hit_ratio"] is None and curve["lru_dense"] == []
