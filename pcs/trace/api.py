@@ -730,6 +730,10 @@ class Trace:
         read again: a corrupt gzip stream's own error stands)."""
         if error.path != self.name or error.line is None or self.format == "parquet":
             return error
+        if error.field == "hash_ids":      # a count of ids: a block size that fits the lines before it too
+            from pcs.trace.bshint import rehinted
+
+            return rehinted(error, self.path, self.format)
         try:
             return format_hint(self.path, self.name, self.format, error, self.given_block_size)
         except InputError:

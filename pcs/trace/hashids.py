@@ -300,6 +300,68 @@ def _likely_block_size(prompt: int, n: int) -> str:
     return f"was the trace recorded at another block size? (block_size={powers[0] if powers else lo} fits)"
 
 
+def block_size_range(prompt: int, n: int) -> tuple[int, int]:
+    """The block sizes B in 1..:data:`pcs.argcheck.MAX_BLOCK_SIZE` under which ``n`` ids cover ``prompt`` tokens,
+    ``ceil(prompt / B) == n``, as ``(lo, hi)``, inclusive: ``prompt / n <= B < prompt / (n - 1)``; every B for an
+    empty prompt with no ids; empty (``lo > hi``) when no B fits (ids for an empty prompt, none for tokens).
+
+    >>> block_size_range(1024, 2), block_size_range(5000, 1), block_size_range(0, 0), block_size_range(0, 1)
+    ((512, 1023), (5000, 1048576), (1, 1048576), (1048577, 1048576))
+    """
+    from pcs.argcheck import MAX_BLOCK_SIZE
+
+    if prompt <= 0 or n <= 0:
+        return (1, MAX_BLOCK_SIZE) if prompt <= 0 and n <= 0 else (MAX_BLOCK_SIZE + 1, MAX_BLOCK_SIZE)
+    lo = -(-prompt // n)
+    hi = min((prompt - 1) // (n - 1) if n > 1 else MAX_BLOCK_SIZE, MAX_BLOCK_SIZE)
+    return lo, hi
+
+
+def _fitting(lo: int, hi: int) -> int:
+    """The block size a hint names in ``lo..hi`` (not empty): 16 (vLLM's and Bailian's), else the smallest power
+    of two, else ``lo``."""
+    powers = [b for b in (16, *(1 << k for k in range(31))) if lo <= b <= hi]
+    return powers[0] if powers else lo
+
+
+def block_size_hint(prompt: int, n: int, ln: int, before: Any) -> str:
+    """:func:`_likely_block_size` of line ``ln`` (``n`` ids for ``prompt`` tokens) that holds for every line read
+    before it too: ``before`` yields ``(line, prompt, ids)`` of those lines, and each line's block sizes
+    (:func:`block_size_range`, an interval) are intersected, so the size named fits every line from the first
+    to ``ln`` (``fits lines 1 to 7``; on line 1 just ``fits``, the line's own hint); when none does, the two lines that no single block size fits (the earlier one whose bound the
+    line crosses), each with its range.
+
+    >>> block_size_hint(5000, 1, 2, [(1, 1024, 2)])
+    'no single block size fits both line 1 (2 ids for 1,024 tokens: block size 512..1,023) and line 2 (1 id for 5,000 tokens: block size 5,000..1,048,576)'
+    >>> block_size_hint(1024, 2, 2, [(1, 1000, 2)])
+    'was the trace recorded at another block size? (block_size=512 fits lines 1 to 2)'
+    """
+    lo, hi = block_size_range(prompt, n)
+    if lo > hi:
+        return _likely_block_size(prompt, n)
+    low_at = high_at = (ln, prompt, n)          # the line setting each bound of the intersection so far
+    for row in before:
+        a, b = block_size_range(row[1], row[2])
+        if a > hi or b < lo:                    # disjoint from the line whose bound it crosses
+            return _no_single_size(row, high_at if a > hi else low_at)
+        if a > lo:
+            lo, low_at = a, row
+        if b < hi:
+            hi, high_at = b, row
+    lines = f" lines 1 to {ln}" if ln > 1 else ""       # line 1: the line's own hint, as check_ids words it
+    return f"was the trace recorded at another block size? (block_size={_fitting(lo, hi)} fits{lines})"
+
+
+def _no_single_size(*rows: tuple[int, int, int]) -> str:
+    """The hint of two lines (``(line, prompt, ids)`` each) no single block size fits."""
+    def one(row: tuple[int, int, int]) -> str:
+        a, b = block_size_range(row[1], row[2])
+        return (f"line {row[0]} ({format_counted(row[2], 'id')} for {format_counted(row[1], 'token')}: "
+                f"block size {a:,}..{b:,})")
+    first, second = sorted(rows)
+    return f"no single block size fits both {one(first)} and {one(second)}"
+
+
 def check_ids(ids: Any, prompt: int, bs: int, name: str, ln: int, key: str = "hash_ids") -> list[int]:
     """Validate a block-id list: uint64 ints, ceil(prompt/bs) of them, no repeats.
 
