@@ -259,7 +259,7 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
       pcs trace synth az.jsonl --azure-csv AzureLLMInferenceTrace_conv.csv
     """
     from pcs.outfile import atomic_output, check_outputs
-    from pcs.trace.convert import out_format_for, write_trace
+    from pcs.trace.convert import open_jsonl_text, out_format_for, refuse_token_output_name, write_trace
     from pcs.trace.hashids import SYNTH_REUSE
     from pcs.trace.synth import SynthSpec, synth_batches, synth_requests
 
@@ -268,6 +268,8 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
                                  param_hint="'--requests'")
     check_outputs({"OUT": out_path, "--tokens-out": tokens_out}, {"--azure-csv": azure_csv})
     refuse_unwritten_format(out_path, out_format)
+    if tokens_out:
+        refuse_token_output_name(tokens_out, "--tokens-out")
     ofmt = out_format_for(out_path, out_format)
     spec = SynthSpec(num_requests=MAX_SYNTH_REQUESTS if num_requests is None else num_requests, seed=seed,
                      rate_rps=rate_rps, mix=_parse_mix(mix), chat_think_s=think_s, chat_turns_mean=turns_mean,
@@ -279,7 +281,7 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
     with contextlib.ExitStack() as outputs, Progress(quiet, desc="synth", total=total) as progress:
         if tokens_out:  # published after OUT is written, removed if anything fails
             tmp = outputs.enter_context(atomic_output(tokens_out))
-            reqs = _token_tee(reqs, outputs.enter_context(open(tmp, "w", encoding="utf-8")))
+            reqs = _token_tee(reqs, outputs.enter_context(open_jsonl_text(tmp, tokens_out)))
         info = write_trace(_progressed(synth_batches(reqs, block_size), progress), out_path, ofmt,
                            block_size=block_size, remap_ids=True, source_format="synth", with_session=True,
                            reuse=SYNTH_REUSE)

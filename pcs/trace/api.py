@@ -29,7 +29,8 @@ from pcs.units import a_or_an, format_count, format_counted
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
 from pcs.trace.hashids import BlankLine, invalid_json, not_an_object, strict_loads
 from pcs.trace.rowlimits import NO_LIMITS, RowLimits
-from pcs.trace.source import check_source, display_name, is_stream, iter_chunks, iter_lines, peek_lines
+from pcs.trace.source import (check_source, check_suffix, display_name, is_stream, iter_chunks, iter_lines,
+                              last_line_unended, peek_lines)
 
 __all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format",
            "synthetic_reuse_note", "skipped_note", "skipped_unit", "trace_notes",
@@ -734,6 +735,9 @@ class Trace:
             from pcs.trace.bshint import rehinted
 
             return rehinted(error, self.path, self.format)
+        if error.problem.startswith("invalid JSON") and last_line_unended(self.path, error.line, self.name):
+            return InputError(error.path, error.line, error.field, error.problem + "; it is the file's last line "
+                              "and ends without a newline: the file looks cut short (truncated)")
         try:
             return format_hint(self.path, self.name, self.format, error, self.given_block_size)
         except InputError:
@@ -975,7 +979,9 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
 
     A text file of blank/whitespace lines only is an empty trace whether the format is detected or given
     (``--trace-format mooncake`` used to say "line 1: blank line" where detection said empty);
-    a blank line before data stays a bad line of its own ("FILE:1: blank line")."""
+    a blank line before data stays a bad line of its own ("FILE:1: blank line"); a name ending ``.gz`` (or another
+    compression's suffix) whose bytes are not that compression is refused first (:func:`pcs.trace.source.check_suffix`)."""
+    check_suffix(path, name)
     fmt, first_line = (format, None) if format else _detected(path, name, on_error)
     if fmt != "parquet" and format is not None and _sniff_parquet(path):
         raise InputError(name, None, None, f"a Parquet file (it starts with PAR1) given as format={fmt!r}: drop "

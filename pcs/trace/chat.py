@@ -328,11 +328,17 @@ def chat_to_token_rows(requests, tokenizer, template: Callable[..., str],
 
 
 def write_token_rows(rows, out_path) -> dict:
-    """Write token rows as JSON Lines atomically (temp file + rename); returns counts."""
-    from pcs.outfile import atomic_output
+    """Write token rows as JSON Lines atomically (temp file + rename), gzipped for a ``.gz`` name; returns counts.
 
+    Raises:
+        UserError: ``out_path`` named as CSV or Parquet (:func:`pcs.trace.convert.refuse_token_output_name`).
+    """
+    from pcs.outfile import atomic_output
+    from pcs.trace.convert import open_jsonl_text, refuse_token_output_name
+
+    refuse_token_output_name(out_path, "OUT")
     n = tokens = 0
-    with atomic_output(out_path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+    with atomic_output(out_path) as tmp, open_jsonl_text(tmp, out_path) as f:
         for row in rows:
             f.write(json.dumps(row, separators=(", ", ": "), ensure_ascii=False) + "\n")
             n, tokens = n + 1, tokens + len(row["token_ids"])

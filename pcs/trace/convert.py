@@ -29,7 +29,7 @@ from pcs.outfile import atomic_output, publish  # noqa: F401 - publish: the name
 from pcs.trace.request import RequestBatch
 
 __all__ = ["OUT_FORMATS", "IdRemapper", "write_trace", "convert", "out_format_for", "publish", "ms_stamp",
-           "block_size_note"]
+           "block_size_note", "open_jsonl_text", "refuse_token_output_name"]
 
 OUT_FORMATS = ("mooncake", "bailian", "parquet")
 
@@ -167,6 +167,57 @@ def block_size_note(fmt: str, block_size: int, path: Any) -> str | None:
             "block size)")
 
 
+#: Names a token-id JSONL output cannot take (:func:`refuse_token_output_name`): pcs writes no CSV trace, and no
+#: token-id Parquet (its Parquet schema holds block hashes, docs/traces.md).
+_NOT_TOKEN_JSONL = (".csv", ".tsv", ".parquet", ".pq", ".parq")
+
+
+def refuse_token_output_name(out_path, option: str) -> None:
+    """Refuse a token-id JSONL output (``pcs trace from-chat OUT``, ``synth --tokens-out``) named as another format
+    (:data:`_NOT_TOKEN_JSONL`, ``.gz`` aside, any case): it would be JSONL under a CSV or Parquet name.
+
+    Raises:
+        UserError: ``--tokens-out t.parquet: the token-id trace is JSONL (pcs writes no CSV and no token-id
+            Parquet): name it .jsonl, or .jsonl.gz for gzip``.
+    """
+    name = str(out_path).lower().removesuffix(".gz")
+    suffix = next((s for s in _NOT_TOKEN_JSONL if name.endswith(s)), None)
+    if suffix is not None:
+        raise UserError(f"{option} {out_path}: the token-id trace is JSONL (pcs writes no CSV and no token-id "
+                        "Parquet): name it .jsonl, or .jsonl.gz for gzip")
+
+
+def open_jsonl_text(tmp, out_path):
+    """A text file to write JSONL into at ``tmp`` (the temporary file of ``out_path``, :func:`pcs.outfile.
+    atomic_output`), gzipped (mtime 0, as :func:`write_trace`) when ``out_path`` ends ``.gz``: pcs reads a
+    ``.gz`` name only as gzip (:func:`pcs.trace.source.check_suffix`). Closing it closes the file."""
+    if Path(str(out_path)).suffix.lower() != ".gz":
+        return open(tmp, "w", encoding="utf-8")
+    raw = open(tmp, "wb")  # noqa: SIM115 - closed by the wrapper's close
+    return _GzipText(raw, gzip_sink(raw, out_path))
+
+
+def gzip_sink(raw, out_path) -> gzip.GzipFile:
+    """A gzip stream into the open binary file ``raw``, its bytes a function of the data alone: mtime 0 and the
+    header's name ``out_path``'s (``t.jsonl`` for ``t.jsonl.gz``, as gzip(1) writes it), never the temporary file's
+    random name. Closing it leaves ``raw`` open."""
+    return gzip.GzipFile(filename=Path(str(out_path)).name, mode="wb", fileobj=raw, mtime=0)
+
+
+class _GzipText(io.TextIOWrapper):
+    """Text into a :func:`gzip_sink`; closing it closes the stream, then the file under it."""
+
+    def __init__(self, raw, sink: gzip.GzipFile):
+        super().__init__(sink, encoding="utf-8")
+        self._file = raw
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._file.close()
+
+
 def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_size: int,
                 remap_ids: bool = False, source_format: str = "mooncake", with_session: bool = False,
                 reuse: str | None = None) -> dict:
@@ -212,7 +263,7 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
                 _write_group(w, group, schema, final=True)
         else:
             with open(tmp, "wb") as raw:
-                sink = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if out_path.suffix == ".gz" else raw
+                sink = gzip_sink(raw, out_path) if out_path.suffix == ".gz" else raw
                 for b in batches:
                     sink.write(_jsonl_lines(b, fmt, remap, reuse is not None).encode())
                     n, m = n + len(b), m + b.block_hashes.size

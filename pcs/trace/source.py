@@ -52,6 +52,9 @@ _GZIP_MAGIC = b"\x1f\x8b"
 #: Compressions pcs does not read, by their magic bytes (zstd: RFC 8878 §3.1.1; xz: the .xz file format
 #: spec §2.1.1.1; bzip2: "BZh"), so that such a file gets a clear error rather than "not JSON".
 _OTHER_MAGIC = ((b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"))
+#: A name's compression suffix -> the compression it promises (:func:`_suffix_problem`: a file whose bytes are not
+#: that compression is refused, not read as something else).
+_SUFFIXES = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd", ".xz": "xz", ".bz2": "bzip2"}
 
 
 def display_name(path) -> str:
@@ -128,7 +131,9 @@ def open_binary(path) -> BinaryIO:
 
     Raises:
         PathError: missing, a directory or not readable (:func:`check_source`).
-        InputError: a device, or a terminal or device on stdin (:func:`check_source`).
+        InputError: a device, or a terminal or device on stdin (:func:`check_source`); a name ending in a
+            compression suffix whose bytes are not that compression (:func:`_suffix_problem`); zstd, xz or
+            bzip2 bytes (not read).
     """
     check_source(path)
     if str(path) == "-":
@@ -138,6 +143,10 @@ def open_binary(path) -> BinaryIO:
     else:
         raw = _open_raw(path)
     head = raw.peek(6)[:6] if hasattr(raw, "peek") else b""
+    problem = _suffix_problem(path, head)
+    if problem is not None:
+        raw.close()
+        raise InputError(display_name(path), None, None, problem)
     if head[:2] == _GZIP_MAGIC:
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     for magic, kind in _OTHER_MAGIC:
@@ -146,6 +155,76 @@ def open_binary(path) -> BinaryIO:
             raise InputError(display_name(path), None, None, f"{kind}-compressed input is not supported; "
                              "gzip is (recompress with gzip, or decompress it first)")
     return raw
+
+
+def _compression(head: bytes) -> str | None:
+    """The compression ``head`` (a file's first 6 bytes) starts with by its magic bytes, or None."""
+    if head[:2] == _GZIP_MAGIC:
+        return "gzip"
+    for magic, kind in _OTHER_MAGIC:
+        if head.startswith(magic) and not (kind == "bzip2" and head[3:4] not in b"123456789"):
+            return kind
+    return None
+
+
+def _suffix_problem(path: Any, head: bytes) -> str | None:
+    """Why a file named as compressed (``.gz``, ``.zst``, ``.xz``, ``.bz2``: :data:`_SUFFIXES`) is not what its
+    name says, from its first bytes ``head``, or None (another name, stdin, or the bytes agree). Without it a
+    ``.gz`` file of plain text was read on, to a format-detection error about its first line.
+
+    >>> _suffix_problem("t.jsonl.gz", b"notgzi")
+    "is named .gz but is not gzip: its first bytes are 6e 6f 74 67, not gzip's 1f 8b (cut short, or another file renamed); rename it to what it holds"
+    >>> _suffix_problem("t.jsonl.gz", bytes([31, 139, 8, 0, 0, 0])) is None, _suffix_problem("t.jsonl", b"no") is None
+    (True, True)
+    """
+    if str(path) == "-":
+        return None
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    kind = _SUFFIXES.get(suffix)
+    if kind is None or _compression(head) == kind:
+        return None
+    if not head:
+        return f"is named {suffix} but is empty: no {kind} stream (not even its header)"
+    want = {"gzip": _GZIP_MAGIC, **{k: m for m, k in _OTHER_MAGIC}}[kind]
+    shown = " ".join(f"{b:02x}" for b in head[:4])
+    return (f"is named {suffix} but is not {kind}: its first bytes are {shown}, not {kind}'s "
+            f"{' '.join(f'{b:02x}' for b in want)} (cut short, or another file renamed); rename it to what it holds")
+
+
+def check_suffix(path: Any, name: str | None = None) -> None:
+    """Refuse a regular file whose name promises a compression its bytes lack (:func:`_suffix_problem`), before a
+    reader that does not go through :func:`open_binary` (Parquet, sniffed by its ``PAR1``) takes it; a name with
+    no compression suffix is not opened.
+
+    Raises:
+        InputError: ``FILE: is named .gz but is not gzip: ...``.
+    """
+    if str(path) == "-" or os.path.splitext(os.fspath(path))[1].lower() not in _SUFFIXES or is_stream(path):
+        return
+    with open(path, "rb") as f:
+        problem = _suffix_problem(path, f.read(6))
+    if problem is not None:
+        raise InputError(name or display_name(path), None, None, problem)
+
+
+def last_line_unended(path: Any, line: int, name: str | None = None) -> bool:
+    """Whether line ``line`` (1-based) is a file's last and has no newline at its end: a file cut short (a gzip
+    stream whose text was cut before it was compressed, a copy stopped mid-write). Reads the file up to one
+    chunk past that line (only once a line has failed); False for a stream (it cannot be read twice) or an
+    unreadable file.
+    """
+    if str(path) == "-" or is_stream(path):
+        return False
+    seen, tail = 0, b"\n"
+    try:
+        for _, chunk in iter_chunks(path, name=name):
+            seen += count_newlines(chunk)
+            if seen >= line:
+                return False
+            tail = bytes(chunk[-1:]) or tail
+    except (InputError, OSError):
+        return False
+    return seen == line - 1 and tail != b"\n"
 
 
 def _read(stream: BinaryIO, size: int, name: str, line: int) -> bytes:
