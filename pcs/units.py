@@ -613,13 +613,24 @@ def _apportion(units: list[int], scaled: list[float], target: int) -> None:
         left = target - sum(units)
 
 
+def _unsigned_zero(text: str) -> str:
+    """``text``, a formatted number, without its minus sign when every digit is 0: a value that rounds to zero
+    prints without a sign (``-0.00`` -> ``0.00``), as :func:`format_points` prints ``0.0 pts``.
+
+    >>> _unsigned_zero("-0.00"), _unsigned_zero("-0.01"), _unsigned_zero("-1,000.00")
+    ('0.00', '-0.01', '-1,000.00')
+    """
+    return text[1:] if text.startswith("-") and not text.strip("-0.,") else text
+
+
 def _scaled(value: float, units: list[tuple[float, str]], digits: int) -> str:
-    """``value`` in the first unit it reaches (thousands grouped, as :func:`format_count`: ``3,289.81 s``)."""
+    """``value`` in the first unit it reaches (thousands grouped, as :func:`format_count`: ``3,289.81 s``); a
+    negative value that rounds to zero in the smallest unit without its sign (``0.00 ns``, never ``-0.00 ns``)."""
     for mult, name in units:
         if abs(value) >= mult:
             return f"{value / mult:,.{digits}f} {name}"
     mult, name = units[-1]
-    return f"{value / mult:,.{digits}f} {name}"
+    return f"{_unsigned_zero(f'{value / mult:,.{digits}f}')} {name}"
 
 
 def _absent_or_inf(value: float | None) -> str | None:
@@ -632,7 +643,7 @@ def _absent_or_inf(value: float | None) -> str | None:
 def format_bytes(num_bytes: float, digits: int = 2) -> str:
     """Format bytes with decimal units: ``1_500_000_000`` -> ``'1.50 GB'``."""
     if abs(num_bytes) < 1000:
-        return f"{int(num_bytes)} B" if float(num_bytes).is_integer() else f"{num_bytes:.{digits}f} B"
+        return f"{int(num_bytes)} B" if float(num_bytes).is_integer() else f"{_unsigned_zero(f'{num_bytes:.{digits}f}')} B"
     return _scaled(num_bytes, [(1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")], digits)
 
 
@@ -661,7 +672,7 @@ def format_percent(ratio: float | None, digits: int = 1) -> str:
     as the report tables print every undefined value."""
     if ratio is None or (isinstance(ratio, float) and math.isnan(ratio)):
         return "-"
-    return f"{100.0 * ratio:.{digits}f} %"
+    return f"{_unsigned_zero(f'{100.0 * ratio:.{digits}f}')} %"
 
 
 def plural(n: float, noun: str, many: str | None = None) -> str:

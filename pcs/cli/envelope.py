@@ -14,6 +14,7 @@ from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, r
 from pcs.errors import UserError
 from pcs.model import KV_DTYPES, get_layout
 from pcs.report.envelope import envelope_notes, render_envelope
+from pcs.units import format_bandwidth
 
 __all__ = ["envelope"]
 
@@ -206,7 +207,7 @@ def _restore_bytes(kw: dict[str, Any], from_tokens: int | None) -> int:
 @click.option("--bandwidth", "bandwidths", multiple=True,
               help="B_eff: effective restore bandwidth, e.g. 20GB/s, of one GPU's link when D comes from "
                    "--restore-tokens (D is then per GPU: pcs replay's link figures are tp links together). "
-                   "Repeatable.")
+                   "Repeatable: a row each; one bandwidth given twice is refused.")
 @click.option("--overlap", help="W: independent compute overlapping the load, e.g. 20ms; adds exposed_wait_s.")
 @click.option("--link", help="Link preset of one GPU, as pcs replay and pcs budget take it (list: pcs hardware): "
                               "its bandwidth is a --bandwidth row and its setup the default --overhead.")
@@ -283,14 +284,33 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     emit(payload, fmt, lambda: render_envelope(result, {**times, **scope, **why, **named}))
 
 
+def _once(bandwidths: list[float], given: list[str]) -> None:
+    """Each ``--bandwidth`` once: a row per bandwidth, a repeat refused as ``--capacities`` and ``--policy`` refuse
+    theirs (not a second row alike). ``given``: how each was given, in the order of ``bandwidths``. (A ``--link``
+    row beside an equal ``--bandwidth`` stays: it is marked with the link's name and sets the overhead.)
+
+    Raises:
+        UserError: ``--bandwidth 10GB/s and --bandwidth 10000MB/s are the same bandwidth (10.00 GB/s); give each
+            bandwidth once``.
+    """
+    first: dict[float, str] = {}
+    for bps, how in zip(bandwidths, given):
+        if bps in first:
+            raise UserError(f"{first[bps]} and {how} are the same bandwidth ({format_bandwidth(bps)}); give each "
+                            "bandwidth once")
+        first[bps] = how
+
+
 def _bandwidths(kw: dict[str, Any], table: Any) -> tuple[Any, list[float], float]:
     """(the --link preset or None, the bandwidths in bytes/s: each --bandwidth then the link's, T_overhead in s:
     --overhead, else the link's setup time, else 0).
 
     Raises:
-        UserError: a bandwidth or duration that does not parse, an unknown link (naming the option)."""
+        UserError: a bandwidth or duration that does not parse, an unknown link (naming the option); one bandwidth
+            given twice (:func:`_once`)."""
     link = _link(kw, table)
     bandwidths = [option_bandwidth(b, "--bandwidth") for b in kw["bandwidths"]]
+    _once(bandwidths, [f"--bandwidth {b}" for b in kw["bandwidths"]])
     bandwidths += [link.bandwidth_bps] if link is not None else []
     overhead = option_duration(kw["overhead"], typed_flag("--overhead", "--setup")) \
         if kw["overhead"] is not None else (link.setup_s if link is not None else 0.0)

@@ -14,7 +14,7 @@ from pcs.analysis.budget import RATIO_NOTE
 from pcs.report.table import render_table
 
 __all__ = ["render_budget", "render_budget_table", "render_transfer_table", "budget_csv_rows", "budget_notes",
-           "BUDGET_NOTES", "TRANSFER_NOTES"]
+           "transfer_notes", "BUDGET_NOTES", "TRANSFER_NOTES"]
 
 
 def render_budget_table(rows: list[dict[str, Any]], overall: dict[str, Any] | None) -> str:
@@ -49,15 +49,23 @@ BUDGET_NOTES = (
     "a KV capacity need from a single-sequence hit ratio is a ceiling, not what a finite shared cache"
     " keeps (pcs replay); and halving payload bytes halves the reserved need only when the scales sit outside"
     " the pages (vLLM fp8; not fp8_per_token_head, nor whole blocks or fixed state: pcs footprint)")
-#: The transfer table's notes (text and JSON ``notes``).
+#: The transfer table's notes (text and JSON ``notes``), each with the row it is about (:func:`transfer_notes`).
 TRANSFER_NOTES = (
     "average bandwidth is not restore latency: one restore on the critical path still takes size/bandwidth",
     "IOPS x I/O size is reachable only if queue depth and concurrency allow it")
+#: The key of the transfer row each of :data:`TRANSFER_NOTES` is about.
+_NOTE_ROWS = ("restore_avg_bps", "iops_bps")
+
+
+def transfer_notes(t: dict[str, Any]) -> list[str]:
+    """The :data:`TRANSFER_NOTES` about a row ``t`` holds: the average-bandwidth note with --restores-per-s and
+    --restore-size, the IOPS note with --iops and --io-size (none about a figure the user did not ask for)."""
+    return [note for note, key in zip(TRANSFER_NOTES, _NOTE_ROWS) if key in t]
 
 
 def budget_notes(rows: list[dict[str, Any]], transfers: dict[str, Any]) -> list[str]:
     """Every note the text of ``pcs budget`` prints, in its order (the JSON's ``notes``)."""
-    return (list(BUDGET_NOTES) if rows else []) + (list(TRANSFER_NOTES) if transfers else [])
+    return (list(BUDGET_NOTES) if rows else []) + transfer_notes(transfers)
 
 
 def render_transfer_table(t: dict[str, Any]) -> str:
@@ -74,7 +82,7 @@ def render_transfer_table(t: dict[str, Any]) -> str:
     if "iops_bps" in t:
         rows.append([f"IOPS bandwidth: {units.format_count(t['iops'])} IOPS x {units.format_count(t['io_size_bytes'])} B",
                      units.format_bandwidth(t["iops_bps"])])
-    return render_table(["transfer arithmetic", "value"], rows, notes=list(TRANSFER_NOTES))
+    return render_table(["transfer arithmetic", "value"], rows, notes=transfer_notes(t))
 
 
 def render_budget(rows: list[dict[str, Any]], overall: dict[str, Any] | None, transfers: dict[str, Any]) -> str:

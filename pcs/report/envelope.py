@@ -28,6 +28,12 @@ def _bandwidth(bps: float | None) -> str:
     return units.format_bandwidth(bps, digits=2 - exponent)
 
 
+def _computed(n: int) -> str:
+    """``N are computed`` (tokens), ``1 is computed``: the verb agrees with the count (:func:`pcs.units.plural`'s
+    rule for the noun)."""
+    return f"{units.format_count(n)} {'is' if n == 1 else 'are'} computed"
+
+
 def _scope_text(r: EnvelopeResult, extra: dict[str, Any]) -> str:
     """`` per GPU (TP 8: 7.05 GB for the TP group; bandwidths per GPU link ...)`` when D is one GPU's share (one TP
     rank's: JSON ``restore_bytes_scope`` ``per_rank``); "per GPU" as docs/semantics.md names one GPU's link (§9) and
@@ -36,18 +42,18 @@ def _scope_text(r: EnvelopeResult, extra: dict[str, Any]) -> str:
         return ""
     tp, asked, kept = extra["tp"], extra.get("restore_tokens"), extra.get("restored_tokens")
     cap, prompt, every = extra.get("hit_cap_tokens"), extra.get("prompt_tokens"), extra.get("checkpoint_tokens")
-    state = f"a hit ends at a state checkpoint, every {units.format_count(every)} tokens" if every else ""
+    state = f"a hit ends at a state checkpoint, every {units.format_counted(every, 'token')}" if every else ""
     if kept is None or kept == (asked if asked is not None else prompt):
         whole = ""
     elif asked is None:      # the default restore: the whole prompt, as a full hit
-        best = f" at the state checkpoints, every {units.format_count(every)} tokens" if every else ""
-        whole = (f" = {units.format_count(kept)} tokens, the best-case hit of the {units.format_count(prompt)}-token "
-                 f"prompt{best} (the other {units.format_count(prompt - kept)} are computed)")
+        best = f" at the state checkpoints, every {units.format_counted(every, 'token')}" if every else ""
+        whole = (f" = {units.format_counted(kept, 'token')}, the best-case hit of the {units.format_count(prompt)}-token "
+                 f"prompt{best} (the other {_computed(prompt - kept)})")
     else:
         why = state or ("the last-token cap" if cap is not None and asked > cap
                         else "whole blocks: only full blocks are cached")
-        whole = (f" = {units.format_count(kept)} of the {units.format_count(asked)} tokens ({why}, the other "
-                 f"{units.format_count(asked - kept)} are computed)")
+        whole = (f" = {units.format_count(kept)} of the {units.format_counted(asked, 'token')} ({why}, the other "
+                 f"{_computed(asked - kept)})")
     kv = f" of {extra['layout']} KV" if extra.get("layout") else ""    # the layout that runs (fp8_ds_mla, not fp8)
     kv += f" in {extra['block_size']}-token blocks" if extra.get("block_size") else ""     # the deployment assumed
     return (f"{whole}{kv} per GPU (TP {tp}: {units.format_bytes(r.restore_bytes * tp)} for the TP group; bandwidths per "
@@ -137,13 +143,19 @@ def _cap_note(extra: dict[str, Any]) -> list[str]:
     if cap is None or extra.get("restored_tokens") is None or (asked if asked is not None else prompt) <= cap:
         return []
     n = units.format_count
+
+    def t(count: int) -> str:
+        return units.format_counted(count, "token")
+
     what = (f"restore: a full hit of the {n(prompt)}-token prompt, capped" if asked is None else
             f"--restore-tokens {n(asked)} capped at the {n(prompt)}-token prompt's hit cap")
     kept, every = extra["restored_tokens"], extra.get("checkpoint_tokens")
     if every and kept < cap:   # a hybrid model's state group: the hit rounds down to its last checkpoint (§3.1)
-        return [f"{what}: ((T - 1) // B) x B = (({n(prompt)} - 1) // {n(bs)}) x {n(bs)} = {n(cap)} tokens, and the "
-                f"state checkpoint every {n(every)} tokens ends the hit at {n(kept)} tokens restored: the other "
-                f"{n(prompt - kept)} are computed, as pcs replay counts a hit (docs/semantics.md §3.1, §4)"]
-    return [f"{what}: ((T - 1) // B) x B = (({n(prompt)} - 1) // {n(bs)}) x {n(bs)} = {n(cap)} tokens restored; the "
-            f"last prompt token is recomputed for the first output's logits, so {n(prompt - cap)} tokens (from the "
-            "last whole block on) are computed, as pcs replay counts a hit (docs/semantics.md §4)"]
+        return [f"{what}: ((T - 1) // B) x B = (({n(prompt)} - 1) // {n(bs)}) x {n(bs)} = {t(cap)}, and the "
+                f"state checkpoint every {t(every)} ends the hit at {t(kept)} restored: the other "
+                f"{_computed(prompt - kept)}, as pcs replay counts a hit (docs/semantics.md §3.1, §4)"]
+    rest = prompt - cap
+    return [f"{what}: ((T - 1) // B) x B = (({n(prompt)} - 1) // {n(bs)}) x {n(bs)} = {t(cap)} restored; the "
+            f"last prompt token is recomputed for the first output's logits, so {t(rest)} (from the "
+            f"last whole block on) {'is' if rest == 1 else 'are'} computed, as pcs replay counts a hit "
+            "(docs/semantics.md §4)"]
