@@ -599,13 +599,17 @@ def with_trace_notes(payload: dict[str, Any], trace: Any, fmt: str, quiet: bool)
     return add_notes(payload, tuple(trace_notes(trace, option_names)), fmt, quiet)
 
 
-def with_skipped_lines(payload: dict[str, Any], trace: Any) -> dict[str, Any]:
-    """``payload`` with ``"skipped_lines"``: the first lines (Parquet: rows) the read of ``trace`` skipped, named
-    (:func:`pcs.trace.api.skipped_lines_json`, in the command's words: :func:`option_names`), when it skipped any
-    (else the key is left out)."""
+def with_skipped_lines(payload: dict[str, Any], trace: Any,
+                       words: Callable[[str], str] | None = None) -> dict[str, Any]:
+    """``payload`` with ``"skipped"``, how many lines (Parquet: rows) the read of ``trace`` skipped
+    (``Trace.skipped``; always present, 0 for a clean read, the key and count of ``pcs trace stats``), and
+    ``"skipped_lines"``: the first of them named (:func:`pcs.trace.api.skipped_lines_json`, in ``words``: None,
+    the command's, :func:`option_names`; a sweep point's, its plan's), when it skipped any (else that key is left
+    out)."""
     from pcs.trace.api import skipped_lines_json
 
-    named = skipped_lines_json(trace, option_names)
+    payload["skipped"] = int(getattr(trace, "skipped", 0))
+    named = skipped_lines_json(trace, words or option_names)
     if named:
         payload["skipped_lines"] = named
     return payload

@@ -204,12 +204,19 @@ def run_task(task: Any, trace: Any = None, with_requests: bool = False) -> Outco
 
 def _payload(task: Any, typed: Any, trace: Any) -> dict[str, Any]:
     """The point's JSON object as its command prints it: a footprint's with its notes
-    (:func:`pcs.report.footprint.footprint_payload`), the others through :func:`_with_notes`."""
+    (:func:`pcs.report.footprint.footprint_payload`), the others with the count of the lines their read skipped
+    and the first of them named (``skipped``, ``skipped_lines``: :func:`pcs.cli.common.with_skipped_lines`, in the
+    plan's words) and the trace's notes (:func:`_with_notes`)."""
     if task.call == "footprint":
         from pcs.report.footprint import footprint_payload
 
         return footprint_payload(typed, task.kwargs["model"], task.kwargs.get("dtype"))
-    return _with_notes(task.call, typed.to_dict(), trace)
+    payload = typed.to_dict()
+    if trace is not None:
+        from pcs.cli.common import with_skipped_lines
+
+        with_skipped_lines(payload, trace, _plan_words)
+    return _with_notes(task.call, payload, trace)
 
 
 def _with_notes(call: str, payload: dict[str, Any], trace: Any) -> dict[str, Any]:
