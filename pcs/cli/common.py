@@ -27,13 +27,13 @@ import click
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
 from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
-from pcs.errors import BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, Stopped, UserError
+from pcs.errors import BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, PickledAsIs, Stopped, UserError
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals", "ignore_stop_signals"]
 
 
-class PcsUsageError(click.ClickException):
+class PcsUsageError(PickledAsIs, click.ClickException):
     """A user error: printed as one line ``pcs: error: ...``, exit code 2."""
 
     exit_code = 2
@@ -42,7 +42,7 @@ class PcsUsageError(click.ClickException):
         click.echo(f"pcs: error: {self.format_message()}", err=True)
 
 
-class PcsInternalError(click.ClickException):
+class PcsInternalError(PickledAsIs, click.ClickException):
     """A bug in pcs: the traceback, then one line saying it is a bug and where to report it; exit code 1."""
 
     exit_code = 1
@@ -58,7 +58,7 @@ class PcsInternalError(click.ClickException):
         click.echo(f"pcs: internal error: {BUG_REPORT}", err=True)
 
 
-class PcsStopped(click.ClickException):
+class PcsStopped(PickledAsIs, click.ClickException):
     """Ctrl-C (exit 130) or SIGTERM / SIGHUP (exit 128 + the signal): one line, temporary files removed."""
 
     def __init__(self, message: str, exit_code: int) -> None:
