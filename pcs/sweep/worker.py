@@ -67,15 +67,18 @@ def load_trace(key: tuple) -> LoadedTrace:
 
     Raises:
         PathError: the trace is missing, a directory or not readable (named as the plan's ``trace``).
-        InputError / UserError: as :func:`pcs.trace.open_trace` and its readers.
+        InputError / UserError: as :func:`pcs.trace.open_trace` and its readers (with the step scheduler's row
+            bounds when the key says so: an output length of 2**62 tokens or more, named by file, line and field).
     """
     from pcs.trace import open_trace
     from pcs.trace.pathcheck import check_input_file
+    from pcs.trace.rowlimits import STEP_LIMITS
 
-    path, open_kwargs = key
+    path, open_kwargs, step = key
     if path is not None:
         check_input_file(path, "trace")
     trace = open_trace(path, **dict(open_kwargs))
+    trace = trace.limited(STEP_LIMITS) if step else trace     # the step scheduler's row bounds, as pcs replay reads
     batches = list(trace.iter_batches())
     return LoadedTrace(trace.path, trace.name, trace.block_size, batches, trace.reuse, trace.skipped, trace.format,
                        trace.skipped_lines)
