@@ -15,23 +15,23 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-__all__ = ["UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT"]
+__all__ = ["PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT"]
 
 #: Where the CLI's last line after an internal error sends the user.
 BUG_REPORT = ("this is a bug in pcs, not in your input: please report it on the pcs issue tracker "
               "with the command line and the traceback above")
 
 
-class UserError(ValueError):
-    """Bad user input (an option, an argument, an API parameter): the CLI prints ``str(err)`` as one line, exit 2.
+class PickledAsIs:
+    """Mixin of every exception class pcs defines (before the exception base: ``class E(PickledAsIs, ValueError)``):
+    pickled and deep-copied as it is (tests/test_errors_pickle_all.py walks the package for them)."""
 
-    A ``ValueError`` raised by anything else is a bug (see the module docstring).
-    """
+    __slots__ = ()
 
     def __reduce__(self):
         """Pickled as it is, never re-made by its ``__init__``: :func:`_remade` gives a new instance its ``args``,
         then its attributes (``__dict__``) are restored. Python's default calls the class with ``args`` (the message
-        alone), which a subclass whose ``__init__`` takes its own arguments refuses or misreads: an
+        alone), which a class whose ``__init__`` takes its own arguments refuses or misreads: an
         :class:`InputError` raised by ``pcs.replay`` in a ``concurrent.futures.ProcessPoolExecutor`` worker broke the
         pool (``BrokenProcessPool``) instead of reaching the caller (Python docs, ``object.__reduce__``)."""
         return _remade, (type(self), self.args), self.__dict__ or None
@@ -39,8 +39,15 @@ class UserError(ValueError):
 
 def _remade(cls: type, args: tuple) -> BaseException:
     """A ``cls`` error with ``args`` and no ``__init__`` run (``BaseException.__new__`` sets ``args``): how
-    :meth:`UserError.__reduce__` re-makes a pickled error before its attributes are restored."""
+    :meth:`PickledAsIs.__reduce__` re-makes a pickled error before its attributes are restored."""
     return cls.__new__(cls, *args)
+
+
+class UserError(PickledAsIs, ValueError):
+    """Bad user input (an option, an argument, an API parameter): the CLI prints ``str(err)`` as one line, exit 2.
+
+    A ``ValueError`` raised by anything else is a bug (see the module docstring).
+    """
 
 
 class ArgumentTypeError(UserError, TypeError):
@@ -101,7 +108,7 @@ class PolicyError(UserError):
     """
 
 
-class Stopped(BaseException):
+class Stopped(PickledAsIs, BaseException):
     """The run was stopped from outside (a signal: ``pcs.cli.common.Terminated``), never by the code it was in.
 
     A ``BaseException`` like ``KeyboardInterrupt``, so ``except Exception`` does not swallow it.

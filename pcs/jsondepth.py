@@ -19,6 +19,8 @@ import re
 import sys
 from typing import Any
 
+from pcs.errors import PickledAsIs
+
 __all__ = ["MAX_JSON_DEPTH", "TOO_DEEP", "TooDeepError", "NumberTooLongError", "DuplicateKeyError", "duplicate_place", "long_integer",
            "too_long_text", "no_duplicate_keys", "loads"]
 
@@ -29,14 +31,14 @@ TOO_DEEP = (f"nested too deeply: more than {MAX_JSON_DEPTH} levels of arrays/obj
             "itself may be valid)")
 
 
-class TooDeepError(ValueError):
+class TooDeepError(PickledAsIs, ValueError):
     """A JSON document nested deeper than :data:`MAX_JSON_DEPTH` (its text is :data:`TOO_DEEP`)."""
 
     def __init__(self) -> None:
         super().__init__(TOO_DEEP)
 
 
-class NumberTooLongError(ValueError):
+class NumberTooLongError(PickledAsIs, ValueError):
     """An integer with more digits than Python converts (``sys.get_int_max_str_digits()``, 4,300 by default):
     ``json.loads`` refuses it with advice for programmers (``sys.set_int_max_str_digits``); this names the
     number's place instead.
@@ -124,7 +126,7 @@ def _depth(obj: Any) -> int:
     return deepest
 
 
-class DuplicateKeyError(ValueError):
+class DuplicateKeyError(PickledAsIs, ValueError):
     """A key given twice in one JSON object (``key``): ``json.loads`` keeps the last one silently, so
     ``"num_hidden_layers": 32, "num_hidden_layers": 16`` would read as 16 and a hand-edited ``"hit_ratio"`` given
     twice would draw one of its two values. RFC 8259 §4: the names within an object SHOULD be unique.

@@ -27,13 +27,13 @@ import click
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
 from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
-from pcs.errors import BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, Stopped, UserError
+from pcs.errors import BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, PickledAsIs, Stopped, UserError
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals", "ignore_stop_signals"]
 
 
-class PcsUsageError(click.ClickException):
+class PcsUsageError(PickledAsIs, click.ClickException):
     """A user error: printed as one line ``pcs: error: ...``, exit code 2."""
 
     exit_code = 2
@@ -42,7 +42,7 @@ class PcsUsageError(click.ClickException):
         click.echo(f"pcs: error: {self.format_message()}", err=True)
 
 
-class PcsInternalError(click.ClickException):
+class PcsInternalError(PickledAsIs, click.ClickException):
     """A bug in pcs: the traceback, then one line saying it is a bug and where to report it; exit code 1."""
 
     exit_code = 1
@@ -58,7 +58,7 @@ class PcsInternalError(click.ClickException):
         click.echo(f"pcs: internal error: {BUG_REPORT}", err=True)
 
 
-class PcsStopped(click.ClickException):
+class PcsStopped(PickledAsIs, click.ClickException):
     """Ctrl-C (exit 130) or SIGTERM / SIGHUP (exit 128 + the signal): one line, temporary files removed."""
 
     def __init__(self, message: str, exit_code: int) -> None:
@@ -275,21 +275,49 @@ _PLAN_PHRASE_OF = {"engine='auto'": 'engine = "auto"', "native 'auto'": 'native 
 _LINK_PATTERN = r"links\['([^'\\]*)'\] = '([^'\\]*)'"
 
 
+#: A value a message quotes from the user's input (a trace's field, a Parquet metadata value, a sweep plan's value) as
+#: the messages show it: Python's repr or JSON's, ``'...'`` or ``"..."`` with backslash escapes inside; the opening
+#: quote not after a letter or digit (an apostrophe: ``the trace's``); a value cut short (``json.dumps(v)[:40]``,
+#: ``{v!r:.60}``) lost its closing quote and runs to the end of the message.
+_QUOTED_PATTERN = r"""(?<!\w)(?:'(?:[^'\\]|\\.)*(?:'|\\?\Z)|"(?:[^"\\]|\\.)*(?:"|\\?\Z))"""
+
+
 @functools.cache
-def _patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern, re.Pattern]:
-    """The field, link, phrase and keyword patterns of :func:`option_names`, compiled on first use: only an error
-    message needs them (~1 ms of start-up on every command otherwise, benchmarks/bench_startup.py)."""
-    return (re.compile(_FIELD_PATTERN), re.compile(_LINK_PATTERN),
-            re.compile("|".join(re.escape(p) for p in _PHRASE_OF)), re.compile(_KWARG_PATTERN))
+def _patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern, re.Pattern, re.Pattern]:
+    """The field, link, phrase and keyword patterns of :func:`option_names`, then its scan for the quoted values it
+    leaves alone (the advice the code wrote, whose own quotes belong to it, first: ``engine='auto'``), compiled on
+    first use: only an error message needs them (~1 ms of start-up on every command otherwise,
+    benchmarks/bench_startup.py)."""
+    phrase = "|".join(re.escape(p) for p in _PHRASE_OF)
+    scan = f"(?:{phrase}|{_LINK_PATTERN}|{_KWARG_PATTERN})|(?P<quoted>{_QUOTED_PATTERN})"
+    return (re.compile(_FIELD_PATTERN), re.compile(_LINK_PATTERN), re.compile(phrase), re.compile(_KWARG_PATTERN),
+            re.compile(scan, re.S))
 
 
 def option_names(message: str, plan: bool = False) -> str:
     """``message`` with the API's keyword names replaced by their command-line options (an error raised by the
     API reaches a CLI user naming what they typed: ``--max-num-seqs``, not ``max_num_seqs``; ``--engine auto``,
     not ``engine='auto'``); with ``plan``, by a sweep plan's option names (the error of a sweep point, whose
-    options are the plan's: ``max-num-seqs``, ``engine = "auto"``; docs/sweep.md)."""
+    options are the plan's: ``max-num-seqs``, ``engine = "auto"``; docs/sweep.md).
+
+    Only the text the code wrote is re-worded: a value the message quotes from the user's input (``got
+    "block_size=16"``: a trace's field, a Parquet metadata value, a plan's value; :data:`_QUOTED_PATTERN`) comes
+    back byte for byte."""
+    scan = _patterns()[4]
+    out, at = [], 0
+    for m in scan.finditer(message):
+        if m.group("quoted") is not None:
+            out += [_reworded(message[at:m.start()], plan), m.group()]
+            at = m.end()
+    return "".join(out) + _reworded(message[at:], plan)
+
+
+def _reworded(message: str, plan: bool) -> str:
+    """:func:`option_names` on text the code wrote (no quoted value of the user's in it)."""
+    if not message:
+        return message
     phrases, cut = (_PLAN_PHRASE_OF, 2) if plan else (_PHRASE_OF, 0)
-    field_re, link_re, phrase_re, kwarg_re = _patterns()
+    field_re, link_re, phrase_re, kwarg_re, _ = _patterns()
     message = field_re.sub(lambda m: _OPTION_OF[m.group(1)][cut:], message)
     message = link_re.sub(lambda m: f"{'--link'[cut:]} {m.group(1)}={m.group(2)}", message)
     message = phrase_re.sub(lambda m: phrases[m.group(0)], message)
@@ -599,13 +627,17 @@ def with_trace_notes(payload: dict[str, Any], trace: Any, fmt: str, quiet: bool)
     return add_notes(payload, tuple(trace_notes(trace, option_names)), fmt, quiet)
 
 
-def with_skipped_lines(payload: dict[str, Any], trace: Any) -> dict[str, Any]:
-    """``payload`` with ``"skipped_lines"``: the first lines (Parquet: rows) the read of ``trace`` skipped, named
-    (:func:`pcs.trace.api.skipped_lines_json`, in the command's words: :func:`option_names`), when it skipped any
-    (else the key is left out)."""
+def with_skipped_lines(payload: dict[str, Any], trace: Any,
+                       words: Callable[[str], str] | None = None) -> dict[str, Any]:
+    """``payload`` with ``"skipped"``, how many lines (Parquet: rows) the read of ``trace`` skipped
+    (``Trace.skipped``; always present, 0 for a clean read, the key and count of ``pcs trace stats``), and
+    ``"skipped_lines"``: the first of them named (:func:`pcs.trace.api.skipped_lines_json`, in ``words``: None,
+    the command's, :func:`option_names`; a sweep point's, its plan's), when it skipped any (else that key is left
+    out)."""
     from pcs.trace.api import skipped_lines_json
 
-    named = skipped_lines_json(trace, option_names)
+    payload["skipped"] = int(getattr(trace, "skipped", 0))
+    named = skipped_lines_json(trace, words or option_names)
     if named:
         payload["skipped_lines"] = named
     return payload

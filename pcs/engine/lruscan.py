@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from pcs import _native
-from pcs.errors import UserError
+from pcs.errors import PickledAsIs, UserError
 
 __all__ = ["NotChained", "SequentialLru", "REASONS"]
 
@@ -44,7 +44,7 @@ REASONS = {1: "a block hash repeats within a request (not chained hashes)",
            3: "more than 2**31 - 1 block stamps or requests"}
 
 
-class NotChained(ValueError):
+class NotChained(PickledAsIs, ValueError):
     """The ids break the fast path's premise (the message says how)."""
 
 

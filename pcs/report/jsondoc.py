@@ -70,12 +70,16 @@ _SKIPPED_LINES = ("skipped_lines", "array of object", "-",
                   "omitted unless `--on-error skip` skipped a bad trace line (Parquet: row): the first 5 skipped, "
                   "in file order, each as `--on-error raise` would refuse it -- `file` (the trace's name), `line` "
                   "(Parquet: `row`; 1-based), `field` (Parquet: the column; null: none), `problem`, `message` (the "
-                  "one-line error, `FILE:LINE: field 'F': PROBLEM`); how many were skipped in all is the notes' "
-                  "count (pcs.trace.api.skipped_lines_json, docs/traces.md)")
+                  "one-line error, `FILE:LINE: field 'F': PROBLEM`); how many were skipped in all is `skipped` "
+                  "(pcs.trace.api.skipped_lines_json, docs/traces.md)")
+_SKIPPED = ("skipped", "int", "count",
+            "how many bad trace lines (Parquet: rows) `--on-error skip` skipped, blank ones included; always "
+            "present, 0 when none was (or under `--on-error raise`) -- the key and count of `pcs trace stats` "
+            "(`Trace.skipped` in the Python API; pcs.cli.common.with_skipped_lines)")
 CLI_KEYS = {
-    "pcs replay": (_TRACE_FILE, _REPLAY_COMMAND, _SKIPPED_LINES),
-    "pcs replay --instances N": (_TRACE_FILE, _REPLAY_COMMAND, _SKIPPED_LINES),
-    "pcs compare --router": (_SKIPPED_LINES,),
+    "pcs replay": (_TRACE_FILE, _REPLAY_COMMAND, _SKIPPED, _SKIPPED_LINES),
+    "pcs replay --instances N": (_TRACE_FILE, _REPLAY_COMMAND, _SKIPPED, _SKIPPED_LINES),
+    "pcs compare --router": (_SKIPPED, _SKIPPED_LINES),
     "pcs curve": (("dtype", "string | null", "-", "the `--dtype` option (KV dtype of `--model`'s bytes) "
                                                   "by its layout's one name (`fp4` -> `nvfp4`); null without it. Appended after the result; `trace` is `-` "
                                                   "for stdin"),
@@ -86,12 +90,12 @@ CLI_KEYS = {
                    "the HTML page say; pcs.report.curve.sampled_note; an exact curve has none), then a sampled "
                    "curve's warning when its sample is too small to "
                    "trust (fewer than 1,000 distinct sampled blocks beyond the exact heads: "
-                   "pcs.curves.api.small_sample_note, docs/curves.md). Appended last"), _SKIPPED_LINES),
+                   "pcs.curves.api.small_sample_note, docs/curves.md). Appended last"), _SKIPPED, _SKIPPED_LINES),
     "pcs compare": (("variants[].tier_capacities", "object of object of int", "blocks, bytes",
                      "`--format json` only: each variant's tiers by name, GPU first, as the text table's tiers row "
                      "(`199.98 GB = 1,192 blk`): `capacity_blocks` and `capacity_bytes` (blocks x the tier's bytes "
                      "per block; a hybrid model's pages), from its summary's tiers; absent for a variant without one"),
-                    _NOTES, _SKIPPED_LINES),
+                    _NOTES, _SKIPPED, _SKIPPED_LINES),
 }
 
 #: Objects a command prints from keys of its own (no typed result of the Python API): command -> (description,

@@ -69,8 +69,9 @@ class Task:
         options: the point's options as written (the dataset's option columns).
         call: the ``pcs`` function to call (``replay`` ...).
         kwargs: its keyword arguments.
-        trace_key: ``(path or None, ((open_trace keyword, value), ...))``: the
-            trace to pass first, loaded once per key; None for footprint.
+        trace_key: ``(path or None, ((open_trace keyword, value), ...), step)``: the
+            trace to pass first, loaded once per key (``step``: read with the step scheduler's row
+            bounds, :func:`_trace_key`); None for footprint.
     """
 
     point_id: str
@@ -242,8 +243,17 @@ def _parse(kind: str, options: dict[str, Any], base: Path) -> dict[str, Any]:
     return dict(ctx.params)
 
 
-def _trace_key(kw: dict[str, Any]) -> tuple:
-    return kw.get("trace"), tuple((_OPEN_KEYWORDS[k], kw[k]) for k in _OPEN_KEYWORDS if k in kw)
+def _trace_key(kind: str, kw: dict[str, Any]) -> tuple:
+    """The shared read a point takes (:attr:`Task.trace_key`): its trace, how it is opened, and whether the read
+    checks the step scheduler's row bounds -- as ``pcs replay`` and ``pcs compare`` read it for a run that scheduler
+    times (:func:`pcs.engine.api.row_limits`: modeled timing, compute mode ``step``; a plan names no compute model),
+    so a row past them is refused naming file, line and field, or skipped with ``on-error = "skip"``, where the
+    scheduler could only say that some output length is too long."""
+    from pcs.engine.api import row_limits
+    from pcs.trace.rowlimits import STEP_LIMITS
+
+    step = kind in ("replay", "compare") and row_limits(kw.get("timing"), kw.get("compute_mode"), None) is STEP_LIMITS
+    return kw.get("trace"), tuple((_OPEN_KEYWORDS[k], kw[k]) for k in _OPEN_KEYWORDS if k in kw), step
 
 
 def _no_reblock(kw: dict[str, Any]) -> None:
@@ -392,7 +402,7 @@ def build_task(kind: str, point: Any, base_dir: Path | str = ".",
     builder, takes_trace = _BUILDERS[kind]
     try:
         kw = _parse(kind, point.options, Path(base_dir))
-        kwargs = builder(kw, lambda: (load or load_trace)(_trace_key(kw)))
+        kwargs = builder(kw, lambda: (load or load_trace)(_trace_key(kind, kw)))
     except click.ClickException as exc:
         raise PlanError(f"point {point.point_id} ({_label(point.options)}): {exc.format_message()}") from None
     except ValueError as exc:   # an API message (max_num_seqs, tiers=[...]) in the plan's words
@@ -401,7 +411,7 @@ def build_task(kind: str, point: Any, base_dir: Path | str = ".",
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         msg = msg if isinstance(exc, PlanError) else option_names(msg, plan=True)
         raise PlanError(f"point {point.point_id} ({_label(point.options)}): {msg}") from None
-    return Task(point.point_id, kind, point.options, kind, kwargs, _trace_key(kw) if takes_trace else None)
+    return Task(point.point_id, kind, point.options, kind, kwargs, _trace_key(kind, kw) if takes_trace else None)
 
 
 def _label(options: dict[str, Any]) -> str:

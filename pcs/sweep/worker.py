@@ -67,15 +67,18 @@ def load_trace(key: tuple) -> LoadedTrace:
 
     Raises:
         PathError: the trace is missing, a directory or not readable (named as the plan's ``trace``).
-        InputError / UserError: as :func:`pcs.trace.open_trace` and its readers.
+        InputError / UserError: as :func:`pcs.trace.open_trace` and its readers (with the step scheduler's row
+            bounds when the key says so: an output length of 2**62 tokens or more, named by file, line and field).
     """
     from pcs.trace import open_trace
     from pcs.trace.pathcheck import check_input_file
+    from pcs.trace.rowlimits import STEP_LIMITS
 
-    path, open_kwargs = key
+    path, open_kwargs, step = key
     if path is not None:
         check_input_file(path, "trace")
     trace = open_trace(path, **dict(open_kwargs))
+    trace = trace.limited(STEP_LIMITS) if step else trace     # the step scheduler's row bounds, as pcs replay reads
     batches = list(trace.iter_batches())
     return LoadedTrace(trace.path, trace.name, trace.block_size, batches, trace.reuse, trace.skipped, trace.format,
                        trace.skipped_lines)
@@ -204,12 +207,19 @@ def run_task(task: Any, trace: Any = None, with_requests: bool = False) -> Outco
 
 def _payload(task: Any, typed: Any, trace: Any) -> dict[str, Any]:
     """The point's JSON object as its command prints it: a footprint's with its notes
-    (:func:`pcs.report.footprint.footprint_payload`), the others through :func:`_with_notes`."""
+    (:func:`pcs.report.footprint.footprint_payload`), the others with the count of the lines their read skipped
+    and the first of them named (``skipped``, ``skipped_lines``: :func:`pcs.cli.common.with_skipped_lines`, in the
+    plan's words) and the trace's notes (:func:`_with_notes`)."""
     if task.call == "footprint":
         from pcs.report.footprint import footprint_payload
 
         return footprint_payload(typed, task.kwargs["model"], task.kwargs.get("dtype"))
-    return _with_notes(task.call, typed.to_dict(), trace)
+    payload = typed.to_dict()
+    if trace is not None:
+        from pcs.cli.common import with_skipped_lines
+
+        with_skipped_lines(payload, trace, _plan_words)
+    return _with_notes(task.call, payload, trace)
 
 
 def _with_notes(call: str, payload: dict[str, Any], trace: Any) -> dict[str, Any]:

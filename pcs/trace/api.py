@@ -24,7 +24,7 @@ import numpy as np
 from pcs import jsondepth
 from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
-from pcs.errors import InputError, UserError
+from pcs.errors import InputError, PickledAsIs, UserError
 from pcs.units import a_or_an, format_count, format_counted
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
 from pcs.trace.hashids import BlankLine, invalid_json, not_an_object, strict_loads
@@ -135,7 +135,7 @@ SKIP_SNIFF_LINES = 1000
 SKIP_SNIFF_BYTES = 16 << 20
 
 
-class _BadLine(Exception):
+class _BadLine(PickledAsIs, Exception):
     """A line detection cannot read, which ``on_error="skip"`` passes over as the readers skip it.
 
     ``error``: what detection says of it; ``reader``: True for a line meant as JSON (their own ``FILE:LINE``

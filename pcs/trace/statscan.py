@@ -27,12 +27,12 @@ import numpy as np
 
 from pcs import _native
 from pcs.blocks import BlockRules, SingleSequenceResult
-from pcs.errors import UserError
+from pcs.errors import PickledAsIs, UserError
 
 __all__ = ["linear_percentile", "scan_stats", "TooLarge"]
 
 
-class TooLarge(ValueError):
+class TooLarge(PickledAsIs, ValueError):
     """More than 2**31 - 1 block accesses or requests: the kernel's 32-bit records cannot hold them."""
 
 

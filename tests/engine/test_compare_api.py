@@ -76,6 +76,7 @@ def test_cli_json_and_csv_are_the_api_result():
     printed = json.loads(out.stdout)
     # the CLI adds "notes" about the trace (docs/json.md, "Keys pcs compare adds"): the bundled sample is synthetic
     assert any("prefix reuse is synthetic" in n for n in printed.pop("notes"))
+    assert printed.pop("skipped") == 0      # and how many bad lines the read skipped (same section): none here
     # and each variant's "tier_capacities" (same section): the one 300-block GPU tier, in whole blocks of bytes
     for row in printed["variants"]:
         caps = row.pop("tier_capacities")

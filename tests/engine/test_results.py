@@ -85,6 +85,7 @@ def test_cli_prints_to_dict(default_run):
     # and the trace file it read, for pcs report to check (docs/json.md "Keys pcs replay adds")
     assert printed.pop("trace_file")["path"] == str(Path(api["trace"]).resolve())
     assert printed.pop("replay_command").startswith("pcs replay --tier gpu=400GB")   # and the command that reruns it
+    assert printed.pop("skipped") == 0      # and how many bad lines its read skipped: none in the sample
     # pcs replay appends the notes about the trace it read (pcs.trace.api.trace_notes): the sample is synthetic
     extra = printed["notes"][len(api["notes"]):]
     assert len(extra) == 1 and "prefix reuse is synthetic" in extra[0]

@@ -19,6 +19,7 @@ def test_replay_instances_one_json_holds_todays_summary():
     plain = json.loads(_run("replay", "--format", "json", "--quiet").stdout)
     plain.pop("trace_file")   # the trace's identity for pcs report: a one-instance replay's top level, not its summary
     plain.pop("replay_command")  # the command that reruns it: the same top level
+    assert plain.pop("skipped") == 0   # the lines the read skipped (none): the top level too
     r = _run("replay", "--instances", "1", "--router", "cache-aware", "--format", "json", "--quiet")
     assert r.exit_code == 0, r.output
     fleet = json.loads(r.stdout)

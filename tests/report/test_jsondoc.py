@@ -63,9 +63,10 @@ def sections():
 
 def test_replay_output_is_documented(sections):
     s = _run("replay", "--quiet", "--tier", "gpu=400GB", "--tier", "cpu=2TB", "--tier-policy", "cpu=protected")
-    assert list(s)[-2:] == ["trace_file", "replay_command"]   # the keys the CLI adds, documented below the tables
-    _check({k: v for k, v in s.items() if k not in ("trace_file", "replay_command")}, sections["ReplaySummary"],
-           "replay")
+    # the keys the CLI adds, documented below the tables (skipped: always, 0 for a clean read)
+    assert list(s)[-3:] == ["skipped", "trace_file", "replay_command"] and s["skipped"] == 0
+    _check({k: v for k, v in s.items() if k not in ("skipped", "trace_file", "replay_command")},
+           sections["ReplaySummary"], "replay")
     for t in s["tiers"]:
         _check(t, sections["TierSummary"], "tiers[]")
     assert "protected_share" in s["tiers"][1]
@@ -79,8 +80,8 @@ def test_replay_output_is_documented(sections):
 def test_compare_output_is_documented(sections):
     c = _run("compare", "--quiet", "--policy", "lru", "--policy", "fifo", "--tier", "gpu=300blocks",
              "--curve-capacities", "100blocks,300blocks")
-    assert list(c)[-1] == "notes"                             # the key the CLI adds (synthetic sample)
-    _check({k: v for k, v in c.items() if k != "notes"}, sections["CompareResult"], "compare")
+    assert list(c)[-2:] == ["skipped", "notes"]               # the keys the CLI adds (notes: synthetic sample)
+    _check({k: v for k, v in c.items() if k not in ("skipped", "notes")}, sections["CompareResult"], "compare")
     # the key the CLI adds to each variant, last and documented below the tables
     assert list(c["variants"][0])[-1] == "tier_capacities"
     assert "`variants[].tier_capacities`" in (Path(__file__).resolve().parents[2] / "docs" / "json.md").read_text(
@@ -95,8 +96,8 @@ def test_compare_output_is_documented(sections):
 def test_curve_output_is_documented(sections, model):
     c = _run("curve", "--capacities", "100blocks,300blocks", *model)
     # the keys the CLI adds, documented below the tables (notes: the bundled sample's reuse is synthetic)
-    assert list(c)[-2:] == ["dtype", "notes"]
-    _check({k: v for k, v in c.items() if k not in ("dtype", "notes")}, sections["CurveResult"], "curve")
+    assert list(c)[-3:] == ["dtype", "skipped", "notes"]
+    _check({k: v for k, v in c.items() if k not in ("dtype", "skipped", "notes")}, sections["CurveResult"], "curve")
     _check(c["rows"][0], sections["CurveRow"], "rows[]")
     _check(c["knee"]["p50"], sections["CurveKnee"], "knee")
     assert ("capacity_bytes" in c["rows"][0]) == bool(model)
