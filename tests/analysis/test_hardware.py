@@ -164,8 +164,8 @@ def test_load_hardware_file_toml_and_json(tmp_path):
 
 @pytest.mark.parametrize("text,field", [
     ('[gpu.my-gpu]\nhbm_bytes = "96GB"\n', "gpu.my-gpu"),                 # missing fields
-    ('[gpu.h100-sxm]\nhbm_bps = "3XB/s"\n', "gpu.h100-sxm"),              # bad unit
-    ('[link.pcie-gen5-x16]\nspeed = "1GB/s"\n', "link.pcie-gen5-x16"),    # unknown field
+    ('[gpu.h100-sxm]\nhbm_bps = "3XB/s"\n', "gpu.h100-sxm.hbm_bps"),      # bad unit: the field itself
+    ('[link.pcie-gen5-x16]\nspeed = "1GB/s"\n', "link.pcie-gen5-x16.speed"),  # unknown field
     ('[cpu.x]\na = 1\n', "cpu"),                                           # unknown section
     # one entry twice: under gpu and gpus, or by its name and its alias (ALIASES: h100 -> h100-sxm,
     # nvme -> nvme-gen4); before, the later one silently won (1.0 TB/s here)
