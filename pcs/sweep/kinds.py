@@ -166,8 +166,12 @@ def _text(name: str, value: Any) -> str:
 
 
 def _resolve(name: str, p: click.Parameter, value: str, base: Path) -> str:
-    """A relative path option, from the plan's directory (``model`` only when it names a file there)."""
-    is_path = isinstance(p.type, click.Path) or name == "model"
+    """A relative path option, from the plan's directory (``model`` only when it names a file there); the
+    options of :data:`pcs.sweep.plan.PATH_OPTIONS` whatever their click type (``replay --model-config`` is a
+    plain string: it was read from the current directory)."""
+    from pcs.sweep.plan import PATH_OPTIONS
+
+    is_path = isinstance(p.type, click.Path) or name in PATH_OPTIONS
     if not is_path or value == "-" or Path(value).is_absolute():
         return value
     joined = base / value

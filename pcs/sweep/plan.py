@@ -30,11 +30,11 @@ import datetime
 import hashlib
 import itertools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
-from pcs.errors import UserError
+from pcs.errors import InputError, UserError
 from pcs.sweep.axes import expand_axis
 
 __all__ = ["Plan", "PlanKeyError", "Point", "load_plan", "make_plan", "point_id", "input_files", "KINDS", "MAX_POINTS"]
@@ -70,6 +70,10 @@ class Plan:
         kind: one of :data:`KINDS`.
         axes: the axis names in order (the options that vary).
         points: every point, in expansion order.
+        lines: where the plan file's keys are written (:class:`pcs.configfile.KeyLines`; None in memory).
+        path_fields: ``(option, value as written) -> the key's path in the plan`` (``fixed.trace``,
+            ``axes.trace[1]``) for every value of a :data:`PATH_OPTIONS` option but ``model`` (:func:`load_plan`):
+            a missing file is named by the plan's line and field (:func:`check_paths`).
     """
 
     source: str
@@ -77,6 +81,8 @@ class Plan:
     kind: str
     axes: tuple[str, ...]
     points: tuple[Point, ...]
+    lines: Any = field(default=None, compare=False, repr=False)
+    path_fields: Any = field(default_factory=dict, compare=False, repr=False)
 
 
 def _name(key: str) -> str:
@@ -293,7 +299,7 @@ def load_plan(path: str | Path) -> Plan:
     path = Path(path)
     data, lines = read_mapping_lines(path)
     try:
-        return make_plan(data, str(path), path.parent)
+        return replace(make_plan(data, str(path), path.parent), lines=lines, path_fields=_path_fields(data))
     except PlanKeyError as exc:     # the line where its key is written, after the plan's name
         line, text = lines.line(exc.field), str(exc)
         if line is None or not text.startswith(str(path)):
@@ -304,6 +310,52 @@ def load_plan(path: str | Path) -> Plan:
 
 #: plan options that name a file a point reads (relative to the plan's folder; ``model`` only when a file is there)
 PATH_OPTIONS = ("trace", "model", "model_config", "hardware_file", "workloads", "prefill_csv")
+
+
+def _path_fields(data: dict[str, Any]) -> dict[tuple[str, Any], str]:
+    """:attr:`Plan.path_fields` of a plan's parsed text (the first place a value is written)."""
+    out: dict[tuple[str, Any], str] = {}
+    for table, many in (("fixed", False), ("axes", True)):
+        for key, value in (data.get(table) or {}).items():
+            name = _name(str(key))
+            if name not in PATH_OPTIONS or name == "model":
+                continue
+            values = value if isinstance(value, list) else [value]
+            for i, v in enumerate(values):
+                if isinstance(v, str):
+                    out.setdefault((name, v), f"{table}.{key}[{i}]" if many or isinstance(value, list) else f"{table}.{key}")
+    return out
+
+
+def check_paths(plan: Plan, points: Iterable[Point]) -> None:
+    """Refuse a file the ``points`` name that cannot be read (missing, a directory, not readable), before any
+    point is built: a relative path is read from the plan's folder (:attr:`Plan.base_dir`, docs/sweep.md).
+
+    Raises:
+        InputError: naming the plan, the line and field of the value (:attr:`Plan.path_fields`; the field alone
+            when its line is not found), the path as written and as resolved, and the problem
+            (``p.toml:3: field 'fixed.trace': 'gone.jsonl' (from the plan's folder: runs/gone.jsonl): No such
+            file or directory``).
+    """
+    from pcs.trace.pathcheck import check_input_file
+
+    checked: set[tuple[str, str]] = set()
+    for point in points:
+        for (name, written), where in plan.path_fields.items():
+            if (name, written) in checked or written in ("", "-") or not _uses(point.options.get(name), written):
+                continue
+            checked.add((name, written))
+            resolved = written if Path(written).is_absolute() else str(plan.base_dir / written)
+            try:
+                check_input_file(resolved, name)
+            except InputError as exc:
+                how = "" if resolved == written else f" (from the plan's folder: {resolved})"
+                line = plan.lines.line(where) if plan.lines is not None else None
+                raise InputError(plan.source, line, where, f"{written!r}{how}: {exc.problem}") from None
+
+
+def _uses(value: Any, written: str) -> bool:
+    return value == written or (isinstance(value, list) and written in value)
 
 
 def input_files(path: str | Path) -> list[tuple[str, str]]:
