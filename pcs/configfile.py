@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
 from pcs import jsondepth
+from pcs.choices import did_you_mean
 from pcs.errors import InputError, UserError
 
 __all__ = ["MAX_SETTINGS_BYTES", "read_text", "read_mapping", "read_mapping_lines", "read_json_object",
@@ -280,4 +281,4 @@ def refuse_unknown_keys(path: str | Path, where: str | None, table: dict[str, An
     for key in table:
         if key not in known:
             field = f"{where}.{key}" if where else str(key)
-            raise InputError(str(path), None, field, f"unknown key; valid: {', '.join(known)}")
+            raise InputError(str(path), None, field, f"unknown key; {did_you_mean(key, known)}valid: {', '.join(known)}")

@@ -27,6 +27,7 @@ from typing import Any
 
 from pcs import units
 from pcs.configfile import read_mapping_lines
+from pcs.choices import did_you_mean
 from pcs.errors import InputError, UnknownNameError, UserError
 from pcs._dataclass import dataclass
 
@@ -456,8 +457,8 @@ def _entry(path: Path, where: str, cls: type, name: str, preset: Any, fields_: d
     """Build one overridden or new entry, locating any error by file and field."""
     for key, value in fields_.items():     # each value alone first: an error names its own field (and line)
         if key not in _FIELD_NAMES[cls]:
-            raise InputError(str(path), None, f"{where}.{key}", f"unknown {cls.__name__} field {key!r}; known: "
-                             f"{', '.join(sorted(_FIELD_NAMES[cls]))}")
+            raise InputError(str(path), None, f"{where}.{key}", f"unknown {cls.__name__} field {key!r}; "
+                             f"{did_you_mean(key, _FIELD_NAMES[cls])}known: {', '.join(sorted(_FIELD_NAMES[cls]))}")
         if key != "source":
             try:
                 _parse_field(key, value)

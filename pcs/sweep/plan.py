@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
+from pcs.choices import did_you_mean
 from pcs.errors import InputError, UserError
 from pcs.sweep.axes import expand_axis
 
@@ -232,10 +233,11 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
         raise UserError(f"{source}: the plan is empty; a plan has {', '.join(_TOP_KEYS)} (docs/sweep.md)")
     unknown = [k for k in data if k not in _TOP_KEYS]
     if unknown:
-        raise PlanKeyError(f"{source}: unknown key {unknown[0]!r}; a plan has {', '.join(_TOP_KEYS)}", str(unknown[0]))
+        raise PlanKeyError(f"{source}: unknown key {unknown[0]!r}; {did_you_mean(unknown[0], _TOP_KEYS)}a plan has "
+                           f"{', '.join(_TOP_KEYS)}", str(unknown[0]))
     kind = data.get("kind", "replay")
     if kind not in KINDS:
-        raise PlanKeyError(f"{source}: unknown kind {kind!r}; valid: {', '.join(KINDS)}", "kind")
+        raise PlanKeyError(f"{source}: unknown kind {kind!r}; {did_you_mean(kind, KINDS)}valid: {', '.join(KINDS)}", "kind")
     if pair_options is None:
         from pcs.sweep.kinds import pair_options as _po
 
