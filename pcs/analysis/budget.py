@@ -150,7 +150,10 @@ def total(workloads: Iterable[Workload], name: str = "all together") -> Workload
 
 def name_problem(name: Any) -> str | None:
     """Why ``name`` cannot name a workload (its row is told apart by it), or None: it must be text, not blank,
-    on one line (no newline or other control character).
+    on one line (no newline or other control character), and valid Unicode, so UTF-8 output can hold it: bytes
+    that are not UTF-8 (``--name $'\\xff\\xfe'`` reaches Python as the lone surrogates ``\\udcff\\udcfe``, which a
+    table printed as 12 characters and JSON as ``"\\udcff"``, text no UTF-8 reader takes) are refused as a
+    newline is.
 
     ``"A"`` -> None; ``""`` -> ``expected a non-empty text name, got ''``.
     """
@@ -158,6 +161,8 @@ def name_problem(name: Any) -> str | None:
         return f"expected a non-empty text name, got {name!r}"
     if any(ord(c) < 32 or ord(c) == 127 for c in name):
         return f"expected a name on one line (no newline or control character), got {name!r}"
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in name):
+        return f"expected a name of UTF-8 text, got {name!r} (bytes that are not UTF-8)"
     return None
 
 
