@@ -209,6 +209,21 @@ def _refuse_wrong_shapes(kind: str, fixed: dict[str, Any], axes: dict[str, Any],
                                 f"axes.{key}[{i - 1}]")
 
 
+def _expanded_axes(axes: dict[str, Any], names: list[str], source: str) -> list[list[Any]]:
+    """Each axis's values (:func:`pcs.sweep.axes.expand_axis`), in order; ``names``: the keys stripped.
+
+    Raises:
+        PlanKeyError: a bad axis, at its key (``axes.tier.cpu``).
+    """
+    values = []
+    for n, k in zip(names, axes):
+        try:
+            values.append(expand_axis(n, axes[k]))
+        except ValueError as exc:
+            raise PlanKeyError(f"{source}: {exc}", f"axes.{k}") from None
+    return values
+
+
 def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str = ".",
               pair_options: dict[str, frozenset[str]] | None = None) -> Plan:
     """Expand a parsed plan.
@@ -259,12 +274,7 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     clash = [k for n, k in zip(names, axes) if "." not in n and _name(n) in base]
     if clash:
         raise PlanKeyError(f"{source}: option {clash[0].strip()!r} is both fixed and an axis", f"axes.{clash[0]}")
-    values = []
-    for n, k in zip(names, axes):
-        try:
-            values.append(expand_axis(n, axes[k]))
-        except ValueError as exc:
-            raise PlanKeyError(f"{source}: {exc}", f"axes.{k}") from None
+    values = _expanded_axes(axes, names, source)
     total = 1
     for v in values:
         total *= len(v)
