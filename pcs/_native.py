@@ -30,7 +30,7 @@ from __future__ import annotations
 import importlib
 import os
 from types import ModuleType
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 
 __all__ = ["MODES", "HELP", "TWINS", "SLOWER", "module", "loaded", "built", "resolve", "default_mode", "missing",
            "missing_note"]
@@ -140,7 +140,7 @@ def resolve(mode: str | None, twin: str, option: str = "native") -> str:
     """
     mode = default_mode() if mode is None else mode
     if mode not in MODES:
-        raise UserError(f"unknown {option} {mode!r}; valid: {', '.join(MODES)}")
+        raise UnknownNameError(option, mode, MODES)
     if mode == "python":
         return "python"
     if built(twin):

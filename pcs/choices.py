@@ -13,7 +13,7 @@ from __future__ import annotations
 
 __all__ = ["WRITE_POLICIES", "TIMINGS", "TRACE_FORMATS", "LENGTH_ONLY_FORMATS", "ON_ERROR", "MAX_INSTANCES", "MAX_STALE_S",
            "BUILTIN_POLICIES", "POLICY_ALIASES", "DEFAULT_POLICY", "MAX_BLOCK_SIZE",
-           "DEFAULT_TOKEN_BLOCK_SIZE"]
+           "DEFAULT_TOKEN_BLOCK_SIZE", "CLOSE_CUTOFF", "did_you_mean"]
 
 #: ``back``: evicted blocks move down one tier; ``through``: computed blocks are
 #: copied to every lower tier at once and evictions drop (docs/semantics.md §7; :mod:`pcs.cache.hierarchy`).
@@ -52,3 +52,36 @@ BUILTIN_POLICIES: tuple[str, ...] = ("lru", "slru", "fifo", "arc", "s3fifo", "si
 POLICY_ALIASES: dict[str, str] = {"protected": "slru"}
 #: The policy used when none is named (vLLM's prefix cache and offloading default to LRU).
 DEFAULT_POLICY = "lru"
+
+#: How close a mistyped name must be to a known one to be suggested: ``difflib``'s ratio (twice the matching
+#: characters over both lengths, case ignored) at least 0.6, click's cutoff for a mistyped ``--option`` (and
+#: difflib's default): ``fifox`` -> ``fifo`` (0.89), ``llama-2-70`` -> ``llama-2-70b`` (0.95), ``h200x`` ->
+#: ``h200`` (0.89); ``around`` is near neither ``back`` nor ``through`` (0.4, 0.46). At most 3 names.
+CLOSE_CUTOFF = 0.6
+
+
+def did_you_mean(name: object, words: Iterable[str], aliases: Mapping[str, str] | None = None) -> str:  # noqa: F821
+    """The one "did you mean" of every unknown name (models, GPUs, links, dtypes, policies, admissions, routers,
+    engines, trace formats, a sweep plan's options ...): ``"did you mean 'fifo'? "``, ``"did you mean one of:
+    'a', 'b'? "`` when several are close (the closest first, difflib's order), or ``""`` when none is within
+    :data:`CLOSE_CUTOFF`. ``aliases`` (alias -> name) are candidates too, but one name is suggested once by one
+    spelling: ``h100-sx`` gets ``h100-sxm`` and ``h200-sxm``, not ``h100`` (an alias of ``h100-sxm``) besides.
+    The annotations are text only (``from __future__ import annotations``): this module imports nothing.
+
+    >>> did_you_mean("fifox", ["lru", "fifo", "arc"])
+    "did you mean 'fifo'? "
+    """
+    import difflib
+
+    aliases = dict(aliases or {})
+    spelled = {str(w).lower(): str(w) for w in (*words, *aliases)}
+    found = difflib.get_close_matches(str(name).strip().lower(), list(spelled), n=3 + len(aliases),
+                                      cutoff=CLOSE_CUTOFF)
+    close: list[str] = []
+    for word in (spelled[c] for c in found):
+        if len(close) < 3 and aliases.get(word, word) not in {aliases.get(c, c) for c in close}:
+            close.append(word)
+    if not close:
+        return ""
+    meant = repr(close[0]) if len(close) == 1 else "one of: " + ", ".join(repr(c) for c in close)
+    return f"did you mean {meant}? "

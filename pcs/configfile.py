@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
-from typing import Any, Iterable
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
 
 from pcs import jsondepth
+from pcs.choices import did_you_mean
 from pcs.errors import InputError, UserError
 
-__all__ = ["MAX_SETTINGS_BYTES", "read_text", "read_mapping", "read_json_object", "refuse_unknown_keys"]
+__all__ = ["MAX_SETTINGS_BYTES", "read_text", "read_mapping", "read_mapping_lines", "read_json_object",
+           "read_json_object_lines", "KeyLines", "refuse_unknown_keys"]
 
 #: Largest settings file read, bytes (a model config is a few kB; 16 MiB leaves room for anything real).
 MAX_SETTINGS_BYTES = 16 << 20
@@ -53,6 +57,50 @@ def read_text(path: str | Path, keyword: str = "path") -> str:
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
         raise InputError(str(path), line, None, f"not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
+
+
+class KeyLines:
+    """Where the keys of one settings file are written (:mod:`pcs.keylines`), worked out from its text on the
+    first question (after an error), never on a good file's way through.
+
+    Attributes:
+        path: the file as the user named it (as :class:`InputError` names it).
+        prefixes: where a field is looked for, in order: ``("text_config.", "")`` for a Hugging Face config whose
+            ``text_config`` overrides the top level (the reader's field ``sliding_window`` is then
+            ``text_config.sliding_window`` when written there); ``("",)`` by default.
+    """
+
+    def __init__(self, path: str | Path, text: str, kind: str):
+        self.path = str(path)
+        self.prefixes: tuple[str, ...] = ("",)
+        self._text, self._kind, self._lines = text, kind, None
+
+    def line(self, field: str) -> int | None:
+        """The 1-based line where ``field`` (``workload[1].capacity_need``) is written, or None when it cannot be
+        found (then a message names the field without a line, never a wrong line)."""
+        if self._lines is None:
+            from pcs.keylines import json_lines, toml_lines
+
+            self._lines = (json_lines if self._kind == "json" else toml_lines)(self._text)
+        return next((self._lines[p + field] for p in self.prefixes if p + field in self._lines), None)
+
+    def at(self, field: str) -> str:
+        """``PATH:LINE`` of ``field``, or ``PATH`` when its line is not found: the start of a message."""
+        line = self.line(field)
+        return self.path if line is None else f"{self.path}:{line}"
+
+    @contextmanager
+    def located(self) -> Iterator[None]:
+        """Give an :class:`InputError` about this file raised in the block, with a field and no line, its line."""
+        try:
+            yield
+        except InputError as exc:
+            if type(exc) is not InputError or exc.line is not None or not exc.field or Path(exc.path) != Path(self.path):
+                raise
+            line = self.line(exc.field)
+            if line is None:
+                raise
+            raise InputError(exc.path, line, exc.field, exc.problem) from None
 
 
 def _finite(text: str) -> float:
@@ -91,7 +139,8 @@ def _lone_surrogate(value: Any, where: str = "") -> tuple[str, str] | None:
 def _loads_json(path: Path, text: str) -> Any:
     data = _parse_json(path, text)
     if (bad := _lone_surrogate(data)) is not None:
-        raise InputError(str(path), None, bad[0], f"a lone surrogate {bad[1]} is not text (not valid Unicode)")
+        line = KeyLines(path, text, "json").line(bad[0])
+        raise InputError(str(path), line, bad[0], f"a lone surrogate {bad[1]} is not text (not valid Unicode)")
     return data
 
 
@@ -106,8 +155,27 @@ def _parse_json(path: Path, text: str) -> Any:
         raise InputError(str(path), exc.lineno, exc.field, str(exc)) from None
     except jsondepth.DuplicateKeyError as exc:    # its line and the object's path (jsondepth.duplicate_place)
         raise InputError(str(path), exc.lineno, exc.field, str(exc)) from None
-    except ValueError as exc:  # _finite / _no_constant / jsondepth.no_duplicate_keys
-        raise InputError(str(path), None, None, f"invalid JSON: {exc}") from None
+    except ValueError as exc:  # _finite / _no_constant: NaN, Infinity, 1e999
+        line, field = _not_finite_place(text)
+        raise InputError(str(path), line, field, f"invalid JSON: {exc}") from None
+
+
+def _not_finite_place(text: str) -> tuple[int | None, str | None]:
+    """``(line, field)`` of the first ``NaN`` / ``Infinity`` / number overflowing to infinity in the JSON
+    ``text`` (:func:`pcs.keylines.json_values`), ``(None, None)`` if not found (the field None at the top level)."""
+    from pcs.keylines import json_values
+
+    for path, line, tok in json_values(text):
+        if tok in ("NaN", "Infinity", "-Infinity") or (tok[0] in "-0123456789" and _overflows(tok)):
+            return line, path or None
+    return None, None
+
+
+def _overflows(tok: str) -> bool:
+    try:
+        return not math.isfinite(float(tok))
+    except ValueError:
+        return False
 
 
 def read_json_object(path: str | Path, keyword: str = "path") -> dict[str, Any]:
@@ -117,11 +185,22 @@ def read_json_object(path: str | Path, keyword: str = "path") -> dict[str, Any]:
         PathError: as :func:`read_text` (naming ``keyword``).
         InputError: see the module docstring.
     """
+    return read_json_object_lines(path, keyword)[0]
+
+
+def read_json_object_lines(path: str | Path, keyword: str = "path") -> tuple[dict[str, Any], KeyLines]:
+    """:func:`read_json_object`, and where its keys are written: a reader that finds a value bad runs its checks
+    in ``lines.located()`` so that the error names the line (``c.json:5: field 'head_dim': ...``).
+
+    Raises:
+        PathError, InputError: as :func:`read_json_object`.
+    """
     path = Path(path)
-    data = _loads_json(path, read_text(path, keyword))
+    text = read_text(path, keyword)
+    data = _loads_json(path, text)
     if not isinstance(data, dict):
         raise InputError(str(path), None, None, "top level must be a JSON object")
-    return data
+    return data, KeyLines(path, text, "json")
 
 
 def read_mapping(path: str | Path, keyword: str = "path") -> dict[str, Any]:
@@ -131,6 +210,15 @@ def read_mapping(path: str | Path, keyword: str = "path") -> dict[str, Any]:
         PathError: as :func:`read_text` (naming ``keyword``), before the suffix is looked at.
         InputError: see the module docstring (with the line where known).
         UserError: another suffix, or TOML without a parser available.
+    """
+    return read_mapping_lines(path, keyword)[0]
+
+
+def read_mapping_lines(path: str | Path, keyword: str = "path") -> tuple[dict[str, Any], KeyLines]:
+    """:func:`read_mapping`, and where its keys are written (as :func:`read_json_object_lines`).
+
+    Raises:
+        PathError, InputError, UserError: as :func:`read_mapping`.
     """
     from pcs.trace.pathcheck import check_input_file
 
@@ -153,8 +241,10 @@ def read_mapping(path: str | Path, keyword: str = "path") -> dict[str, Any]:
                                  "use a .json file instead") from None
         try:
             data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(str(path), None, None, f"invalid TOML: {exc}") from None
+        except tomllib.TOMLDecodeError as exc:    # its message ends "(at line 3, column 5)": the line to the front
+            at = re.search(r" \(at line (\d+), column (\d+)\)$", str(exc))
+            problem = str(exc)[:at.start()] + f" at column {at.group(2)}" if at else str(exc)
+            raise InputError(str(path), int(at.group(1)) if at else None, None, f"invalid TOML: {problem}") from None
         except RecursionError:
             raise InputError(str(path), None, None, "TOML nested too deeply for Python's TOML reader (the TOML "
                                                     "itself may be valid)") from None
@@ -162,7 +252,7 @@ def read_mapping(path: str | Path, keyword: str = "path") -> dict[str, Any]:
             raise _toml_number_error(path, text, exc) from None
     if not isinstance(data, dict):
         raise InputError(str(path), None, None, "top level must be a table/object")
-    return data
+    return data, KeyLines(path, text, "json" if suffix == ".json" else "toml")
 
 
 def _toml_number_error(path: Path, text: str, exc: ValueError) -> InputError:
@@ -170,8 +260,6 @@ def _toml_number_error(path: Path, text: str, exc: ValueError) -> InputError:
     its line and key (``key = 999...``) as the JSON reader names them (located by
     :func:`pcs.jsondepth.long_integer`), instead of Python's advice for programmers; any other ValueError of the
     TOML reader as invalid TOML."""
-    import re
-
     m = jsondepth.long_integer(text)
     if m is None:
         return InputError(str(path), None, None, f"invalid TOML: {exc}")
@@ -193,4 +281,4 @@ def refuse_unknown_keys(path: str | Path, where: str | None, table: dict[str, An
     for key in table:
         if key not in known:
             field = f"{where}.{key}" if where else str(key)
-            raise InputError(str(path), None, field, f"unknown key; valid: {', '.join(known)}")
+            raise InputError(str(path), None, field, f"unknown key; {did_you_mean(key, known)}valid: {', '.join(known)}")

@@ -151,7 +151,8 @@ class UnknownNameError(UserError):
         aliases: alias -> registered name, accepted as well.
         hint: optional other spelling that works, appended in parentheses.
 
-    ``str(err)`` is ``"unknown KIND 'NAME'; valid: A, B, C (alias X = A)"``:
+    ``str(err)`` is ``"unknown KIND 'NAME'; valid: A, B, C (alias X = A)"``, with ``did you mean 'B'? `` before
+    ``valid`` when a name or alias is close (:func:`pcs.choices.did_you_mean`, one rule for every kind of name):
     the one-line message the CLI prints.
 
     >>> str(UnknownNameError("eviction policy", "arcc", ["lru", "slru"], {"protected": "slru"}))
@@ -166,5 +167,8 @@ class UnknownNameError(UserError):
         self.aliases = dict(aliases or {})
         alias = "; ".join(f"{a} = {t}" for a, t in self.aliases.items())
         plural = "es" if len(self.aliases) > 1 else ""
-        super().__init__(f"unknown {kind} {name!r}; valid: {', '.join(self.choices)}"
+        from pcs.choices import did_you_mean
+
+        close = did_you_mean(name, self.choices, self.aliases)
+        super().__init__(f"unknown {kind} {name!r}; {close}valid: {', '.join(self.choices)}"
                          + (f" (alias{plural} {alias})" if alias else "") + (f" ({hint})" if hint else ""))

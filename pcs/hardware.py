@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from pcs import units
-from pcs.configfile import read_mapping
+from pcs.configfile import read_mapping_lines
+from pcs.choices import did_you_mean
 from pcs.errors import InputError, UnknownNameError, UserError
 from pcs._dataclass import dataclass
 
@@ -418,7 +419,13 @@ def load_hardware_file(path: str | Path, base: HardwareTable | None = None) -> H
         PathError: ``path`` is missing, a directory or not readable (naming ``path=``).
     """
     path = Path(path)
-    data = read_mapping(path)
+    data, lines = read_mapping_lines(path)
+    with lines.located():
+        return _table_from(path, data, base)
+
+
+def _table_from(path: Path, data: dict[str, Any], base: HardwareTable | None) -> HardwareTable:
+    """:func:`load_hardware_file` of the parsed file ``data`` (errors without their lines)."""
     table = base if base is not None else HardwareTable()
     gpus, links = dict(table.gpus), dict(table.links)
     seen: dict[tuple[str, str], str] = {}  # (kind, name) -> the section.entry that set it
@@ -431,7 +438,7 @@ def load_hardware_file(path: str | Path, base: HardwareTable | None = None) -> H
         target, cls = (gpus, GPUSpec) if kind == "gpu" else (links, LinkSpec)
         for raw_name, fields_ in section.items():
             name = _norm(raw_name)
-            where = f"{kind}.{raw_name}"
+            where = f"{key}.{raw_name}"      # the key the user wrote (gpu or gpus), where its line is found
             if not isinstance(fields_, dict):
                 raise InputError(str(path), None, where, "must be a table of fields")
             if (kind, name) in seen:  # gpu/gpus, or a name and its alias: the later would win silently
@@ -442,8 +449,21 @@ def load_hardware_file(path: str | Path, base: HardwareTable | None = None) -> H
     return HardwareTable(gpus=gpus, links=links)
 
 
+#: the fields a hardware file may set, by entry class (``name`` is the entry's key)
+_FIELD_NAMES = {cls: frozenset(f.name for f in dataclasses.fields(cls) if f.name != "name") for cls in (GPUSpec, LinkSpec)}
+
+
 def _entry(path: Path, where: str, cls: type, name: str, preset: Any, fields_: dict[str, Any]) -> Any:
     """Build one overridden or new entry, locating any error by file and field."""
+    for key, value in fields_.items():     # each value alone first: an error names its own field (and line)
+        if key not in _FIELD_NAMES[cls]:
+            raise InputError(str(path), None, f"{where}.{key}", f"unknown {cls.__name__} field {key!r}; "
+                             f"{did_you_mean(key, _FIELD_NAMES[cls])}known: {', '.join(sorted(_FIELD_NAMES[cls]))}")
+        if key != "source":
+            try:
+                _parse_field(key, value)
+            except ValueError as exc:
+                raise InputError(str(path), None, f"{where}.{key}", str(exc)) from None
     try:
         if preset is not None:
             return override(preset, note=f"overridden by {path.name}", **fields_)

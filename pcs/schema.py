@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from typing import Any, Sequence, TypeVar
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 from pcs._dataclass import dataclass
 
 __all__ = ["UNITS", "COMMON_FIELDS", "field", "common", "bytes_of", "result", "to_dict", "json_fields", "FieldInfo",
@@ -98,7 +98,7 @@ def field(unit: str, doc: str, *, key: str | None = None, omit_none: bool = Fals
         UserError: an unknown unit.
     """
     if unit not in UNITS:
-        raise UserError(f"unknown unit {unit!r}; valid: {', '.join(UNITS)}")
+        raise UnknownNameError("unit", unit, UNITS)
     meta = {"unit": unit, "doc": doc, "key": key, "omit_none": omit_none, "omit": omit, "json": json}
     return dataclasses.field(default=default, metadata=meta)
 

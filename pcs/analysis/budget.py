@@ -21,7 +21,7 @@ from typing import Any, Iterable
 from pcs import units
 from pcs.analysis.envelope import json_number
 from pcs.argcheck import check_byte_count, check_real
-from pcs.configfile import read_mapping, refuse_unknown_keys
+from pcs.configfile import read_mapping_lines, refuse_unknown_keys
 from pcs.errors import InputError, UserError
 
 __all__ = [
@@ -150,7 +150,10 @@ def total(workloads: Iterable[Workload], name: str = "all together") -> Workload
 
 def name_problem(name: Any) -> str | None:
     """Why ``name`` cannot name a workload (its row is told apart by it), or None: it must be text, not blank,
-    on one line (no newline or other control character).
+    on one line (no newline or other control character), and valid Unicode, so UTF-8 output can hold it: bytes
+    that are not UTF-8 (``--name $'\\xff\\xfe'`` reaches Python as the lone surrogates ``\\udcff\\udcfe``, which a
+    table printed as 12 characters and JSON as ``"\\udcff"``, text no UTF-8 reader takes) are refused as a
+    newline is.
 
     ``"A"`` -> None; ``""`` -> ``expected a non-empty text name, got ''``.
     """
@@ -158,6 +161,8 @@ def name_problem(name: Any) -> str | None:
         return f"expected a non-empty text name, got {name!r}"
     if any(ord(c) < 32 or ord(c) == 127 for c in name):
         return f"expected a name on one line (no newline or control character), got {name!r}"
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in name):
+        return f"expected a name of UTF-8 text, got {name!r} (bytes that are not UTF-8)"
     return None
 
 
@@ -226,11 +231,18 @@ def load_workloads(path: str | Path, auto: list[int] | None = None) -> tuple[dic
         (device, workloads): device maps ``capacity_have_bytes`` /
         ``bandwidth_have_bps`` to parsed values for the keys present.
     Raises:
-        InputError: bad content, naming the file, the entry and the field; a
-            key the format does not have (a typo is not silently ignored).
+        InputError: bad content, naming the file, the line, the entry and the field
+            (:meth:`pcs.configfile.KeyLines.located`); a key the format does not have (a typo is not silently
+            ignored).
     """
     path = Path(path)
-    data = read_mapping(path)
+    data, lines = read_mapping_lines(path)
+    with lines.located():
+        return _workloads_from(path, data, auto)
+
+
+def _workloads_from(path: Path, data: dict[str, Any], auto: list[int] | None) -> tuple[dict[str, Any], list[Workload]]:
+    """:func:`load_workloads` of the parsed file ``data`` (errors without their lines)."""
     refuse_unknown_keys(path, None, data, ("device", "workload", "workloads"))
     device = _load_device(path, data.get("device", {}))
     if "workload" in data and "workloads" in data:  # one list would be dropped silently, its verdict with it

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Sequence
 
 from pcs.cache.policies import spec_value
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 
 __all__ = ["AdmissionPolicy", "CountingAdmission", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
            "admission_kinds", "NO_ADMISSION", "apply_admission", "needs_context"]
@@ -162,7 +162,7 @@ def parse_admission(text: str) -> tuple[str, dict[str, Any]]:
         raise UserError(f"bad admission {text!r}: nothing after ':'; give {kind} alone for its defaults")
     kinds = admission_kinds()
     if kind not in kinds:
-        raise UserError(f"unknown admission {kind!r}; valid: {', '.join(ADMISSION_KINDS)} (e.g. cpu=reuse:2)")
+        raise UnknownNameError("admission", kind, ADMISSION_KINDS, hint="e.g. cpu=reuse:2")
     opts: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, value = part.partition("=")

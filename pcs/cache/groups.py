@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from typing import Callable
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 from pcs._dataclass import dataclass
 
 __all__ = ["RULES", "CacheGroup", "fixed_point", "window_blocks", "window_hold_blocks", "chunk_hold_blocks",
@@ -123,7 +123,7 @@ class CacheGroup:
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
-            raise UserError(f"unknown cache group rule {self.rule!r}; valid: {', '.join(RULES)}")
+            raise UnknownNameError("cache group rule", self.rule, RULES)
         if self.rule != "full" and self.span_tokens < 1:
             raise UserError(f"group {self.name}: rule {self.rule} needs a span >= 1 token")
         if not 1 <= self.pages < 1 << 16:

@@ -38,7 +38,7 @@ from typing import Sequence
 
 from pcs.cache.tier import Tier
 from pcs.choices import WRITE_POLICIES  # write-back / write-through (docs/semantics.md §7)
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 
 __all__ = ["Hierarchy", "Admission", "WRITE_POLICIES", "check_hierarchy_args"]
 
@@ -114,7 +114,7 @@ def check_write_policy(write_policy: str) -> None:
         UserError: ``write_policy`` is not one of :data:`WRITE_POLICIES` (the message lists them).
     """
     if write_policy not in WRITE_POLICIES:
-        raise UserError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
+        raise UnknownNameError("write policy", write_policy, WRITE_POLICIES)
 
 
 def check_distinct(names: Sequence[str], what: str) -> None:

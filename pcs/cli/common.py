@@ -600,7 +600,11 @@ def to_jsonable(obj: Any) -> Any:
 
 
 def _csv_text(rows: list[dict[str, Any]]) -> str:
+    """The CSV of ``rows`` (the columns in first-seen order), every text cell and column name through the
+    formula guard (:func:`pcs.csvcells.guard_cell`: ``=cmd|x`` is written ``'=cmd|x``; numbers unchanged)."""
     import csv   # --format csv only
+
+    from pcs.csvcells import guard_cell
 
     buf = io.StringIO()
     if rows:
@@ -610,9 +614,9 @@ def _csv_text(rows: list[dict[str, Any]]) -> str:
                 if k not in fields:
                     fields.append(k)
         w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-        w.writeheader()
+        w.writerow({k: guard_cell(k) for k in fields})
         for row in rows:
-            w.writerow({k: ("" if v is None else v) for k, v in to_jsonable(row).items()})
+            w.writerow({k: ("" if v is None else guard_cell(v)) for k, v in to_jsonable(row).items()})
     return buf.getvalue()
 
 

@@ -164,7 +164,18 @@ class Choice(click.Choice):
         super().__init__(list(choices), case_sensitive=False)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        return super().convert(value.strip() if isinstance(value, str) else value, param, ctx)
+        """The canonical spelling; an unknown value is click's refusal with the nearest choices
+        (:func:`pcs.choices.did_you_mean`): ``'modelled' is not one of 'modeled', 'sequential'; did you mean
+        'modeled'?``."""
+        try:
+            return super().convert(value.strip() if isinstance(value, str) else value, param, ctx)
+        except click.BadParameter as exc:
+            from pcs.choices import did_you_mean
+
+            close = did_you_mean(value, self.choices).strip()
+            if not close:
+                raise
+            self.fail(f"{exc.message.rstrip('.')}; {close}", param, ctx)
 
 
 def _flagged(parse, text: str, flag: str, kind: str):

@@ -523,8 +523,9 @@ def write_requests(table: Any, path: str) -> None:
                 pq.write_table(table, tmp)
             else:
                 pcsv = held_import("pyarrow.csv")
+                from pcs.csvcells import guard_table   # text cells as no formula (=, +, -, @ ...)
 
-                pcsv.write_csv(table, tmp)
+                pcsv.write_csv(guard_table(table), tmp)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), f"--requests-out {path}") from None
 

@@ -8,14 +8,14 @@ The rule, one for every tier: a tier is named with a name pcs knows, or a name o
   default restore link, :data:`pcs.hardware.TIER_LINKS`), or any other name given its link with ``--link
   NAME=...`` (an LMCache-style backend of your own).
 
-So a typo (``gpuu``, ``cpuu``) is refused with click's "did you mean" (``difflib.get_close_matches``, cutoff 0.6),
+So a typo (``gpuu``, ``cpuu``) is refused with click's "did you mean" (:func:`pcs.choices.did_you_mean`, cutoff 0.6),
 where it used to run as a GPU tier named ``gpuu`` or fail asking for a link.
 """
 from __future__ import annotations
 
-import difflib
 from typing import Sequence
 
+from pcs.choices import did_you_mean
 from pcs.errors import UserError
 
 #: The GPU tier's name (the first tier).
@@ -23,9 +23,8 @@ GPU_TIER = "gpu"
 
 
 def _meant(name: str, known: Sequence[str]) -> str:
-    """Click's suggestion for a mistyped option, for a tier name: the closest known one, or ""."""
-    close = difflib.get_close_matches(name.lower(), list(known))
-    return f"did you mean {close[0]!r}? " if close else ""
+    """The suggestion for a mistyped tier name (:func:`pcs.choices.did_you_mean`, click's rule), or ""."""
+    return did_you_mean(name, known)
 
 
 def check_tier_names(tiers: Sequence[str], links: Sequence[str] = (), option: str | None = None) -> None:

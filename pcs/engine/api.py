@@ -55,7 +55,7 @@ from pcs.engine.timing import TimeModel
 from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
 from pcs.engine.schedstats import SpanError
-from pcs.errors import ArgumentTypeError, UserError
+from pcs.errors import ArgumentTypeError, UnknownNameError, UserError
 from pcs.trace.batches import as_batches, reiterable, with_limits
 from pcs.trace.rowlimits import NO_LIMITS, STEP_LIMITS, RowLimits
 from pcs._dataclass import dataclass
@@ -548,9 +548,9 @@ def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None
     check_write_policy(write_policy)
     select.canonical(engine)
     if native is not None and native not in _native.MODES:
-        raise UserError(f"unknown native {native!r}; valid: {', '.join(_native.MODES)}")
+        raise UnknownNameError("native", native, _native.MODES)
     if compute_mode is not None and compute_mode not in COMPUTE_MODES:
-        raise UserError(f"unknown compute mode {compute_mode!r}; valid: {', '.join(COMPUTE_MODES)}")
+        raise UnknownNameError("compute mode", compute_mode, COMPUTE_MODES)
     policy = canonical_spec(policy or DEFAULTS["policy"])      # an alias is input only (the JSON names slru)
     return _Options(timing, policy, write_policy, tp, engine, native, compute_mode)
 

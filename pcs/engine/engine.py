@@ -46,7 +46,7 @@ from pcs.engine.chunks import LIST_COLUMNS, Chunk
 from pcs.engine.series import Sampler
 from pcs.engine.restores import link_restores
 from pcs.engine.timing import TimeModel  # noqa: F401  (re-exported)
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 from pcs._dataclass import dataclass
 
 __all__ = ["ReplayEngine", "EngineResult", "TimeModel", "TIMINGS"]
@@ -99,7 +99,7 @@ def check_timing(timing: str) -> None:
         UserError: ``timing`` is not one of :data:`TIMINGS` (the message lists them).
     """
     if timing not in TIMINGS:
-        raise UserError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
+        raise UnknownNameError("timing", timing, TIMINGS)
 
 
 class ReplayEngine:

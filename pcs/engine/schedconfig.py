@@ -33,7 +33,7 @@ import math
 
 from pcs.argcheck import MAX_COUNT, MAX_TOKENS, check_flag, check_int
 from pcs.engine.restores import RESTORE_POLICIES
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 from pcs._dataclass import dataclass
 
 __all__ = ["SchedulerConfig", "COMPUTE_MODES", "CACHE_BLOCKS_AT", "vllm_batch_defaults", "DEFAULT_MAX_PREEMPTIONS"]
@@ -124,9 +124,9 @@ class SchedulerConfig:
         if self.cache_decode_blocks is not None:
             object.__setattr__(self, "cache_decode_blocks", check_flag(self.cache_decode_blocks, "cache_decode_blocks"))
         if self.restore_policy not in RESTORE_POLICIES:
-            raise UserError(f"unknown restore policy {self.restore_policy!r}; valid: {', '.join(RESTORE_POLICIES)}")
+            raise UnknownNameError("restore policy", self.restore_policy, RESTORE_POLICIES)
         if self.cache_blocks_at not in CACHE_BLOCKS_AT:
-            raise UserError(f"unknown cache_blocks_at {self.cache_blocks_at!r}; valid: {', '.join(CACHE_BLOCKS_AT)}")
+            raise UnknownNameError("cache_blocks_at", self.cache_blocks_at, CACHE_BLOCKS_AT)
         _seconds(self.restore_timeout_s, "restore_timeout_s")
         _seconds(self.restore_timeout_per_token_s, "restore_timeout_per_token_s", allow_none=True)
         if self.max_preemptions is None:

@@ -86,7 +86,7 @@ import importlib
 from typing import Any, Callable, Sequence
 
 from pcs import _native
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 from pcs._dataclass import dataclass
 
 __all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS", "HYBRID_ROWS",
@@ -397,7 +397,7 @@ def canonical(requested: str) -> str:
     """
     name = ALIASES.get(requested, requested)
     if name != "auto" and name not in ENGINE_NAMES:
-        raise UserError(f"unknown engine {requested!r}; valid: {', '.join(REQUESTS)}")
+        raise UnknownNameError("engine", requested, REQUESTS)
     return name
 
 

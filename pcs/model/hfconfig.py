@@ -260,8 +260,11 @@ def load_hf_config(path: str | os.PathLike) -> ModelSpec:
         InputError (a ValueError): not JSON, or a field missing/malformed; the
             message names the file and the field.
     """
-    from pcs.configfile import read_json_object  # bounded, UTF-8 and finite numbers checked, errors name the file
+    from pcs.configfile import read_json_object_lines  # bounded, UTF-8, finite numbers; errors name file and line
 
     path = os.fspath(path)
-    cfg = read_json_object(path)
-    return build_spec(cfg, name=config_name(cfg), source=path, path=path)
+    cfg, lines = read_json_object_lines(path)
+    if isinstance(cfg.get("text_config"), dict):    # its fields override the top level's (Fields.of): looked for first
+        lines.prefixes = ("text_config.", "")
+    with lines.located():
+        return build_spec(cfg, name=config_name(cfg), source=path, path=path)

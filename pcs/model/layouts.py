@@ -32,7 +32,7 @@ MLA latent does here.
 from __future__ import annotations
 
 
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 from pcs.model.quant import QuantScales
 from pcs._dataclass import dataclass
 
@@ -157,7 +157,7 @@ def get_layout(name: str) -> KVLayout:
     key = _ALIASES.get(key, key)
     key = SHORT_NAMES.get(key, key)
     if key not in LAYOUTS:
-        raise UserError(f"unknown dtype {name!r}; valid dtypes: {', '.join(LAYOUT_NAMES)}")
+        raise UnknownNameError("dtype", name, LAYOUT_NAMES)
     return LAYOUTS[key]
 
 

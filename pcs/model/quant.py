@@ -5,7 +5,7 @@ dtypes; which scales an engine stores, and where, is :mod:`pcs.model.layouts`.
 """
 from __future__ import annotations
 
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 from pcs._dataclass import dataclass
 
 __all__ = ["DTYPE_BITS", "VALUE_DTYPES", "normalize_dtype", "row_bytes", "QuantScales"]
@@ -34,7 +34,7 @@ def normalize_dtype(dtype: str) -> str:
     key = str(dtype).strip().lower()
     key = _ALIASES.get(key, key)
     if key not in DTYPE_BITS:
-        raise UserError(f"unknown dtype {dtype!r}; valid dtypes: {', '.join(VALUE_DTYPES)}")
+        raise UnknownNameError("dtype", dtype, VALUE_DTYPES)
     return key
 
 

@@ -12,7 +12,7 @@ from typing import Union
 
 import numpy as np
 
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 from pcs.model.components import KVComponent
 from pcs.model.layouts import KVLayout, get_layout
 from pcs._dataclass import dataclass
@@ -32,7 +32,7 @@ def check_mode(mode: str) -> str:
         UserError: unknown mode, listing the valid ones.
     """
     if mode not in BYTE_MODES:
-        raise UserError(f"unknown byte accounting mode {mode!r}; valid modes: {', '.join(BYTE_MODES)}")
+        raise UnknownNameError("byte accounting mode", mode, BYTE_MODES)
     return mode
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 from pcs.extras import missing_extra
 
 __all__ = ["PLOT_FORMATS", "require_vl_convert", "write_plots"]
@@ -51,7 +51,7 @@ def write_plots(charts: Sequence, directory: str | Path, formats: Sequence[str] 
     vlc = require_vl_convert()
     bad = [f for f in formats if f not in PLOT_FORMATS]
     if bad:
-        raise UserError(f"unknown plot format {bad[0]!r}; valid: {', '.join(PLOT_FORMATS)}")
+        raise UnknownNameError("plot format", bad[0], PLOT_FORMATS)
     out = Path(directory)
     if out.exists() and not out.is_dir():
         raise UserError(f"--plot {directory}: not a directory")

@@ -17,7 +17,7 @@ from typing import Callable
 from pcs.errors import UserError
 from pcs.sweep.backends import default_jobs, run_local, run_ray
 from pcs.sweep.kinds import PlanError, Task, build_task
-from pcs.sweep.plan import Plan, load_plan
+from pcs.sweep.plan import Plan, check_paths, load_plan
 from pcs.sweep.result import SweepRun
 from pcs.sweep.store import done_ids, write_point
 from pcs.sweep.worker import LoadedTrace, Outcome, load_trace
@@ -90,6 +90,7 @@ def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False,
             traces[key] = load_trace(key)
         return traces[key]
 
+    check_paths(plan, (p for p in plan.points if p.point_id not in done))
     try:
         tasks = tuple(_built(build_task(plan.kind, p, plan.base_dir, load), progress)
                       for p in plan.points if p.point_id not in done)

@@ -167,8 +167,12 @@ def _text(name: str, value: Any) -> str:
 
 
 def _resolve(name: str, p: click.Parameter, value: str, base: Path) -> str:
-    """A relative path option, from the plan's directory (``model`` only when it names a file there)."""
-    is_path = isinstance(p.type, click.Path) or name == "model"
+    """A relative path option, from the plan's directory (``model`` only when it names a file there); the
+    options of :data:`pcs.sweep.plan.PATH_OPTIONS` whatever their click type (``replay --model-config`` is a
+    plain string: it was read from the current directory)."""
+    from pcs.sweep.plan import PATH_OPTIONS
+
+    is_path = isinstance(p.type, click.Path) or name in PATH_OPTIONS
     if not is_path or value == "-" or Path(value).is_absolute():
         return value
     joined = base / value
@@ -222,14 +226,13 @@ def unknown_option(name: str, kind: str, valid: list[str]) -> str:
     >>> unknown_option("teir", "replay", ["tier", "tier_policy", "timing"])
     "unknown option 'teir' for pcs replay; did you mean 'tier'? (valid: tier, tier-policy, timing)"
     """
-    import difflib
+    from pcs.choices import did_you_mean
 
     words = sorted({plan_word(v) for v in valid})
-    close = difflib.get_close_matches(plan_word(name), words)
+    close = did_you_mean(plan_word(name), words)
     if not close:
         return f"unknown option {name!r} for pcs {kind}; valid: {', '.join(words)}"
-    meant = repr(close[0]) if len(close) == 1 else "one of: " + ", ".join(repr(c) for c in sorted(close))
-    return f"unknown option {name!r} for pcs {kind}; did you mean {meant}? (valid: {', '.join(words)})"
+    return f"unknown option {name!r} for pcs {kind}; {close}(valid: {', '.join(words)})"
 
 
 def _parse(kind: str, options: dict[str, Any], base: Path) -> dict[str, Any]:

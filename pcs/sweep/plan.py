@@ -30,14 +30,15 @@ import datetime
 import hashlib
 import itertools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
-from pcs.errors import UserError
+from pcs.choices import did_you_mean
+from pcs.errors import InputError, UserError
 from pcs.sweep.axes import expand_axis
 
-__all__ = ["Plan", "Point", "load_plan", "make_plan", "point_id", "input_files", "KINDS", "MAX_POINTS"]
+__all__ = ["Plan", "PlanKeyError", "Point", "load_plan", "make_plan", "point_id", "input_files", "KINDS", "MAX_POINTS"]
 
 #: Point kinds: each runs one public API call (:mod:`pcs.sweep.kinds`).
 KINDS = ("replay", "compare", "curve", "footprint")
@@ -70,6 +71,10 @@ class Plan:
         kind: one of :data:`KINDS`.
         axes: the axis names in order (the options that vary).
         points: every point, in expansion order.
+        lines: where the plan file's keys are written (:class:`pcs.configfile.KeyLines`; None in memory).
+        path_fields: ``(option, value as written) -> the key's path in the plan`` (``fixed.trace``,
+            ``axes.trace[1]``) for every value of a :data:`PATH_OPTIONS` option but ``model`` (:func:`load_plan`):
+            a missing file is named by the plan's line and field (:func:`check_paths`).
     """
 
     source: str
@@ -77,6 +82,8 @@ class Plan:
     kind: str
     axes: tuple[str, ...]
     points: tuple[Point, ...]
+    lines: Any = field(default=None, compare=False, repr=False)
+    path_fields: Any = field(default_factory=dict, compare=False, repr=False)
 
 
 def _name(key: str) -> str:
@@ -98,8 +105,19 @@ def point_id(kind: str, options: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
-def _pairs(name: str, value: Any, where: str) -> dict[str, Any]:
-    """A ``NAME=VALUE`` option as an ordered dict (a table, or a list of "NAME=VALUE" strings)."""
+class PlanKeyError(UserError):
+    """A plan's problem at one of its keys. ``str(err)`` starts with the plan's name, as every plan message;
+    ``field`` is the key's path in the plan (``fixed.trace``, ``axes.tier.cpu``, ``axes.policy[1]``), by which
+    :func:`load_plan` puts the line where it is written after the name (``p.toml:9: ...``)."""
+
+    def __init__(self, message: str, field: str):
+        super().__init__(message)
+        self.field = field
+
+
+def _pairs(name: str, value: Any, where: str, field: str) -> dict[str, Any]:
+    """A ``NAME=VALUE`` option as an ordered dict (a table, or a list of "NAME=VALUE" strings); ``field``: its key's
+    path in the plan, for a :class:`PlanKeyError`."""
     if isinstance(value, dict):
         entries = [(str(k), v) for k, v in value.items()]
     else:
@@ -107,18 +125,18 @@ def _pairs(name: str, value: Any, where: str) -> dict[str, Any]:
         for item in value if isinstance(value, list) else [value]:
             k, sep, v = str(item).partition("=")
             if not sep or not k.strip() or not v.strip():
-                raise UserError(f"{where}: {name} entry {item!r}: expected NAME=VALUE, or give {name} as a table")
+                raise PlanKeyError(f"{where}: {name} entry {item!r}: expected NAME=VALUE, or give {name} as a table", field)
             entries.append((k, v.strip()))
     out: dict[str, Any] = {}
     for k, v in entries:
         key = k.strip().lower()
         if key in out:          # pcs replay refuses --tier cpu=.. --tier CPU=.. too: names are case-folded
-            raise UserError(f"{where}: {name} entry {key!r} is given twice; give each entry once")
+            raise PlanKeyError(f"{where}: {name} entry {key!r} is given twice; give each entry once", field)
         out[key] = v
     return out
 
 
-def _refuse_same_option(keys, where: str) -> None:
+def _refuse_same_option(keys, where: str, table: str) -> None:
     """UserError when two keys of one table name the same option (``write-policy`` and ``write_policy``) or the
     same entry of a NAME=VALUE option (``tier.cpu`` and ``tier.CPU``): as ``pcs replay`` refuses an option or a
     tier given twice, a plan may not keep the last one silently."""
@@ -127,28 +145,29 @@ def _refuse_same_option(keys, where: str) -> None:
         name, dot, entry = str(key).partition(".")
         norm = (_name(name), entry.strip().lower() if dot else "")
         if norm in seen:
-            raise UserError(f"{where}: {seen[norm]!r} and {key!r} are the same option; give it once")
+            raise PlanKeyError(f"{where}: {seen[norm]!r} and {key!r} are the same option; give it once", f"{table}.{key}")
         seen[norm] = key
 
 
-def _set(options: dict[str, Any], key: str, value: Any, pair_options: frozenset[str], where: str) -> None:
-    """Set option ``key`` (``NAME`` or ``NAME.ENTRY`` of a NAME=VALUE option) in ``options``."""
+def _set(options: dict[str, Any], key: str, value: Any, pair_options: frozenset[str], where: str, table: str) -> None:
+    """Set option ``key`` (``NAME`` or ``NAME.ENTRY`` of a NAME=VALUE option) in ``options``; ``table``: the plan's
+    table it is written in (``fixed``, ``axes``), for a :class:`PlanKeyError`."""
     name, dot, entry = key.partition(".")
     name = _name(name)
     if dot:
         if name not in pair_options:
-            raise UserError(f"{where}: {key!r}: only NAME=VALUE options ({', '.join(sorted(pair_options))}) "
-                             "take an entry after a dot")
+            raise PlanKeyError(f"{where}: {key!r}: only NAME=VALUE options ({', '.join(sorted(pair_options))}) "
+                            "take an entry after a dot", f"{table}.{key}")
         table = dict(options.get(name) or {})
         table[entry.strip().lower()] = value
         options[name] = table
     elif name in pair_options:
-        options[name] = _pairs(name, value, where)
+        options[name] = _pairs(name, value, where, f"{table}.{key}")
     else:
         options[name] = value
 
 
-def _no_dates(value: Any, where: str, key: str = "") -> None:
+def _no_dates(value: Any, where: str, table: str, key: str = "") -> None:
     """Refuse a TOML date, time or date-time (``tomllib`` gives datetime objects) anywhere in an option's value:
     no option takes one, and the point id's canonical JSON could not hold it.
 
@@ -157,13 +176,13 @@ def _no_dates(value: Any, where: str, key: str = "") -> None:
     """
     if isinstance(value, dict):
         for k, v in value.items():
-            _no_dates(v, where, f"{key}.{k}" if key else str(k))
+            _no_dates(v, where, table, f"{key}.{k}" if key else str(k))
     elif isinstance(value, list):
         for v in value:
-            _no_dates(v, where, key)
+            _no_dates(v, where, table, key)
     elif isinstance(value, (datetime.date, datetime.time)):     # datetime.datetime is a date
-        raise UserError(f"{where}: option {key!r}: a TOML date/time ({value.isoformat()}) is not an option value; "
-                        "write the value as a string (a duration such as \"2s\", a size such as \"10GB\")")
+        raise PlanKeyError(f"{where}: option {key!r}: a TOML date/time ({value.isoformat()}) is not an option value; "
+                        "write the value as a string (a duration such as \"2s\", a size such as \"10GB\")", f"{table}.{key}")
 
 
 def _refuse_wrong_shapes(kind: str, fixed: dict[str, Any], axes: dict[str, Any], source: str) -> None:
@@ -179,14 +198,30 @@ def _refuse_wrong_shapes(kind: str, fixed: dict[str, Any], axes: dict[str, Any],
     for key, value in fixed.items():
         problem = shape(key) and shape_problem(shape(key), value)
         if problem:
-            raise UserError(f"{source} [fixed] {key!r}: {problem}")
+            raise PlanKeyError(f"{source} [fixed] {key!r}: {problem}", f"fixed.{key}")
     for key, spec in axes.items():
         if not isinstance(spec, list):
             continue                    # a range table, or not a list: expand_axis says what an axis is
         for i, value in enumerate(spec, start=1):
             problem = shape(key) and shape_problem(shape(key), value)
             if problem:
-                raise UserError(f"{source} [axes] {key!r}: value {i} of the axis (one point's value): {problem}")
+                raise PlanKeyError(f"{source} [axes] {key!r}: value {i} of the axis (one point's value): {problem}",
+                                f"axes.{key}[{i - 1}]")
+
+
+def _expanded_axes(axes: dict[str, Any], names: list[str], source: str) -> list[list[Any]]:
+    """Each axis's values (:func:`pcs.sweep.axes.expand_axis`), in order; ``names``: the keys stripped.
+
+    Raises:
+        PlanKeyError: a bad axis, at its key (``axes.tier.cpu``).
+    """
+    values = []
+    for n, k in zip(names, axes):
+        try:
+            values.append(expand_axis(n, axes[k]))
+        except ValueError as exc:
+            raise PlanKeyError(f"{source}: {exc}", f"axes.{k}") from None
+    return values
 
 
 def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str = ".",
@@ -213,10 +248,11 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
         raise UserError(f"{source}: the plan is empty; a plan has {', '.join(_TOP_KEYS)} (docs/sweep.md)")
     unknown = [k for k in data if k not in _TOP_KEYS]
     if unknown:
-        raise UserError(f"{source}: unknown key {unknown[0]!r}; a plan has {', '.join(_TOP_KEYS)}")
+        raise PlanKeyError(f"{source}: unknown key {unknown[0]!r}; {did_you_mean(unknown[0], _TOP_KEYS)}a plan has "
+                           f"{', '.join(_TOP_KEYS)}", str(unknown[0]))
     kind = data.get("kind", "replay")
     if kind not in KINDS:
-        raise UserError(f"{source}: unknown kind {kind!r}; valid: {', '.join(KINDS)}")
+        raise PlanKeyError(f"{source}: unknown kind {kind!r}; {did_you_mean(kind, KINDS)}valid: {', '.join(KINDS)}", "kind")
     if pair_options is None:
         from pcs.sweep.kinds import pair_options as _po
 
@@ -226,22 +262,19 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     fixed, axes = data.get("fixed", {}), data.get("axes", {})
     for what, table in (("fixed", fixed), ("axes", axes)):
         if not isinstance(table, dict):
-            raise UserError(f"{source}: [{what}] must be a table of options")
-        _no_dates(table, f"{source} [{what}]")
-    _refuse_same_option(fixed, f"{source} [fixed]")
-    _refuse_same_option(axes, f"{source} [axes]")
+            raise PlanKeyError(f"{source}: [{what}] must be a table of options", what)
+        _no_dates(table, f"{source} [{what}]", what)
+    _refuse_same_option(fixed, f"{source} [fixed]", "fixed")
+    _refuse_same_option(axes, f"{source} [axes]", "axes")
     _refuse_wrong_shapes(kind, fixed, axes, source)
     base: dict[str, Any] = {}
     for k, v in fixed.items():
-        _set(base, k, v, pairs, f"{source} [fixed]")
+        _set(base, k, v, pairs, f"{source} [fixed]", "fixed")
     names = [k.strip() for k in axes]
-    clash = [n for n in names if "." not in n and _name(n) in base]
+    clash = [k for n, k in zip(names, axes) if "." not in n and _name(n) in base]
     if clash:
-        raise UserError(f"{source}: option {clash[0]!r} is both fixed and an axis")
-    try:
-        values = [expand_axis(n, axes[k]) for n, k in zip(names, axes)]
-    except ValueError as exc:
-        raise UserError(f"{source}: {exc}") from None
+        raise PlanKeyError(f"{source}: option {clash[0].strip()!r} is both fixed and an axis", f"axes.{clash[0]}")
+    values = _expanded_axes(axes, names, source)
     total = 1
     for v in values:
         total *= len(v)
@@ -257,7 +290,7 @@ def _points(kind: str, base: dict[str, Any], names: list[str], values: list[list
     for combo in itertools.product(*values):
         opts = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
         for n, v in zip(names, combo):
-            _set(opts, n, v, pairs, f"{source} [axes]")
+            _set(opts, n, v, pairs, f"{source} [axes]", "axes")
         pid = point_id(kind, opts)
         if pid in seen:
             raise UserError(f"{source}: two points have the same options {opts!r}")
@@ -273,14 +306,68 @@ def load_plan(path: str | Path) -> Plan:
         PathError: ``path`` is missing, a directory or not readable (naming ``path=``).
         InputError / UserError: bad TOML/JSON, or as :func:`make_plan`.
     """
-    from pcs.configfile import read_mapping
+    from pcs.configfile import read_mapping_lines
 
     path = Path(path)
-    return make_plan(read_mapping(path), str(path), path.parent)
+    data, lines = read_mapping_lines(path)
+    try:
+        return replace(make_plan(data, str(path), path.parent), lines=lines, path_fields=_path_fields(data))
+    except PlanKeyError as exc:     # the line where its key is written, after the plan's name
+        line, text = lines.line(exc.field), str(exc)
+        if line is None or not text.startswith(str(path)):
+            raise
+        rest = text[len(str(path)):]
+        raise PlanKeyError(f"{path}:{line}{':' if rest.startswith(' [') else ''}{rest}", exc.field) from None
 
 
 #: plan options that name a file a point reads (relative to the plan's folder; ``model`` only when a file is there)
 PATH_OPTIONS = ("trace", "model", "model_config", "hardware_file", "workloads", "prefill_csv")
+
+
+def _path_fields(data: dict[str, Any]) -> dict[tuple[str, Any], str]:
+    """:attr:`Plan.path_fields` of a plan's parsed text (the first place a value is written)."""
+    out: dict[tuple[str, Any], str] = {}
+    for table, many in (("fixed", False), ("axes", True)):
+        for key, value in (data.get(table) or {}).items():
+            name = _name(str(key))
+            if name not in PATH_OPTIONS or name == "model":
+                continue
+            values = value if isinstance(value, list) else [value]
+            for i, v in enumerate(values):
+                if isinstance(v, str):
+                    out.setdefault((name, v), f"{table}.{key}[{i}]" if many or isinstance(value, list) else f"{table}.{key}")
+    return out
+
+
+def check_paths(plan: Plan, points: Iterable[Point]) -> None:
+    """Refuse a file the ``points`` name that cannot be read (missing, a directory, not readable), before any
+    point is built: a relative path is read from the plan's folder (:attr:`Plan.base_dir`, docs/sweep.md).
+
+    Raises:
+        InputError: naming the plan, the line and field of the value (:attr:`Plan.path_fields`; the field alone
+            when its line is not found), the path as written and as resolved, and the problem
+            (``p.toml:3: field 'fixed.trace': 'gone.jsonl' (from the plan's folder: runs/gone.jsonl): No such
+            file or directory``).
+    """
+    from pcs.trace.pathcheck import check_input_file
+
+    checked: set[tuple[str, str]] = set()
+    for point in points:
+        for (name, written), where in plan.path_fields.items():
+            if (name, written) in checked or written in ("", "-") or not _uses(point.options.get(name), written):
+                continue
+            checked.add((name, written))
+            resolved = written if Path(written).is_absolute() else str(plan.base_dir / written)
+            try:
+                check_input_file(resolved, name)
+            except InputError as exc:
+                how = "" if resolved == written else f" (from the plan's folder: {resolved})"
+                line = plan.lines.line(where) if plan.lines is not None else None
+                raise InputError(plan.source, line, where, f"{written!r}{how}: {exc.problem}") from None
+
+
+def _uses(value: Any, written: str) -> bool:
+    return value == written or (isinstance(value, list) and written in value)
 
 
 def input_files(path: str | Path) -> list[tuple[str, str]]:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from pcs._heldimport import held_import
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 from pcs.sweep.result import SweepBest, SweepFrontPoint, SweepSummary
 from pcs.sweep.store import misplaced_row, point_file_problem, unreadable_point
 
@@ -171,7 +171,7 @@ def summarize(out: str | Path, objective: str = "hit-ratio") -> SweepSummary:
             another table).
     """
     if objective not in OBJECTIVES:
-        raise UserError(f"unknown objective {objective!r}; valid: {', '.join(OBJECTIVES)}")
+        raise UnknownNameError("objective", objective, OBJECTIVES)
     column, direction = OBJECTIVES[objective]
     n_all, tiers, varying, front = 0, {}, _Varying(), _Front(-1.0 if direction == "max" else 1.0)
     best: dict[str, tuple] = {}

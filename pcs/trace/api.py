@@ -24,7 +24,7 @@ import numpy as np
 from pcs import jsondepth
 from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
-from pcs.errors import InputError, PickledAsIs, UserError
+from pcs.errors import InputError, PickledAsIs, UnknownNameError, UserError
 from pcs.units import a_or_an, format_count, format_counted
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
 from pcs.trace.hashids import BlankLine, invalid_json, not_an_object, strict_loads
@@ -887,9 +887,9 @@ def _checked_open_options(format, on_error, block_size, sort) -> tuple[int | Non
 
     sort = check_flag(sort, "sort")          # True or False: "no" is not True (as curve(belady=))
     if format is not None and format not in FORMATS:
-        raise UserError(f"unknown trace format {format!r}; valid: {', '.join(FORMATS)}")
+        raise UnknownNameError("trace format", format, FORMATS)
     if on_error not in ON_ERROR:
-        raise UserError(f"unknown on_error {on_error!r}; valid: {', '.join(ON_ERROR)}")
+        raise UnknownNameError("on_error", on_error, ON_ERROR)
     if block_size is not None:
         block_size = check_int(block_size, "block size (tokens)", 1, MAX_BLOCK_SIZE)
     return block_size, sort

@@ -24,7 +24,7 @@ from typing import Iterable
 import numpy as np
 
 from pcs._heldimport import held_import
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 from pcs.outfile import atomic_output, publish  # noqa: F401 - publish: the name pcs.trace.chat once imported
 from pcs.trace.request import RequestBatch
 
@@ -144,7 +144,7 @@ def out_format_for(path, requested: str | None) -> str:
         UserError: ``requested`` is not one of ``OUT_FORMATS``."""
     if requested is not None:
         if requested not in OUT_FORMATS:
-            raise UserError(f"unknown output format {requested!r}; valid: {', '.join(OUT_FORMATS)}")
+            raise UnknownNameError("output format", requested, OUT_FORMATS)
         return requested
     return "parquet" if str(path).lower().endswith(PARQUET_SUFFIXES) else "mooncake"
 
@@ -240,7 +240,7 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
             trace: ``empty trace (no requests)``), nothing written.
     """
     if fmt not in OUT_FORMATS:
-        raise UserError(f"unknown output format {fmt!r}; valid: {', '.join(OUT_FORMATS)}")
+        raise UnknownNameError("output format", fmt, OUT_FORMATS)
     out_path = Path(out_path)
     remap = IdRemapper() if remap_ids else None
     n = m = 0

@@ -33,7 +33,7 @@ from typing import Any, Iterator, NamedTuple
 import numpy as np
 
 from pcs import jsondepth
-from pcs.errors import InputError, UserError
+from pcs.errors import InputError, UnknownNameError, UserError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import REUSE_VALUES, lone_surrogate  # REUSE_VALUES: the optional per-row ``reuse`` field
 from pcs.trace.request import RequestBatch
@@ -506,7 +506,7 @@ def _shortcut(fast: bool | str) -> str | None:
             return "native"
         return next(p for p in PARSERS[1:] if available(p))
     if fast not in PARSERS:
-        raise UserError(f"unknown JSONL parser {fast!r}; valid: auto, {', '.join(PARSERS)}")
+        raise UnknownNameError("JSONL parser", fast, ("auto", *PARSERS))
     if not available(fast):
         why = ("the compiled pcs.trace._jsonrows is not built (reinstall with a C++ compiler: pip install -e .)"
                if fast == "native" else f"is not installed ({install_hint('fast')})")

@@ -39,7 +39,7 @@ from typing import Iterator
 
 import numpy as np
 
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 from pcs.trace.idmix import mix64
 from pcs.trace.request import RequestBatch
 from pcs._dataclass import dataclass
@@ -128,7 +128,7 @@ def reblock_batch(b: RequestBatch, block_size: int, bound: str = "lower") -> Req
     """
     bs = b.block_size
     if bound not in BOUNDS:
-        raise UserError(f"unknown bound {bound!r}; valid: {', '.join(BOUNDS)}")
+        raise UnknownNameError("bound", bound, BOUNDS)
     if block_size == bs:
         return b
     if block_size % bs == 0:

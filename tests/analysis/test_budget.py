@@ -169,6 +169,24 @@ def test_budget_name_flag_follows_the_file_rule(name, message):
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
 
 
+@pytest.mark.parametrize("args, message", [
+    # bytes ff fe reach Python as the lone surrogates \udcff \udcfe (surrogateescape): refused as a newline is
+    (["--capacity-need", "1GB", "--bandwidth-need", "1GB/s", "--name", "\udcff\udcfe"],
+     "pcs: error: --name: expected a name of UTF-8 text, got '\\udcff\\udcfe' (bytes that are not UTF-8)"),
+    (["--workload", "\udcff:1GB:1GB/s"],
+     "pcs: error: invalid workload '\\udcff:1GB:1GB/s': expected a name of UTF-8 text, got '\\udcff'"),
+])
+def test_a_name_that_is_not_utf8_is_refused(args, message):
+    r = _budget(*args)
+    assert r.exit_code == 2 and r.stderr.strip().startswith(message), r.output
+
+
+def test_a_name_in_utf8_beyond_ascii_is_taken():
+    # guard: the rule refuses bytes that are not UTF-8, not text beyond ASCII
+    r = _budget("--capacity-need", "1GB", "--bandwidth-need", "1GB/s", "--name", "débit", "--format", "json", "-q")
+    assert r.exit_code == 0 and json.loads(r.stdout)["name"] == "débit", r.output      # one workload: its dict
+
+
 def test_a_workload_name_with_a_newline_is_refused():
     r = _budget("--workload", "a\nb:1GB:1GB/s")
     assert r.exit_code == 2 and "on one line" in r.output, r.output

@@ -52,16 +52,17 @@ def test_the_iops_product_at_the_bound_is_taken():
     assert r.exit_code == 0, r.output
 
 
-@pytest.mark.parametrize("text, message", [
-    ("[link.nvme-gen4]\niops = 1e-300\n", "iops must be at least 1 operations/s"),
-    ("[link.nvme-gen4]\nio_size_bytes = 4\n", "4 (no unit) reads as 4 B: an I/O size under a 512 B sector"),
-    ('[link.nvme-gen4]\nio_size_bytes = "4B"\n', "io_size_bytes must be at least 512 bytes"),
+@pytest.mark.parametrize("text, where, message", [     # the entry's bounds at its header (line 1); a value alone at its own line
+    ("[link.nvme-gen4]\niops = 1e-300\n", "1: field 'link.nvme-gen4'", "iops must be at least 1 operations/s"),
+    ("[link.nvme-gen4]\nio_size_bytes = 4\n", "2: field 'link.nvme-gen4.io_size_bytes'",
+     "4 (no unit) reads as 4 B: an I/O size under a 512 B sector"),
+    ('[link.nvme-gen4]\nio_size_bytes = "4B"\n', "1: field 'link.nvme-gen4'", "io_size_bytes must be at least 512 bytes"),
 ])
-def test_a_hardware_file_link_iops_is_held_to_plausible_figures(tmp_path, text, message):
+def test_a_hardware_file_link_iops_is_held_to_plausible_figures(tmp_path, text, where, message):
     p = tmp_path / "hw.toml"
     p.write_text(text)
     line = _line(["hardware", "--hardware-file", str(p)])
-    assert line.startswith(f"pcs: error: {p}: field 'link.nvme-gen4'") and message in line, line
+    assert line.startswith(f"pcs: error: {p}:{where}") and message in line, line
 
 
 @pytest.mark.parametrize("tp", [True, False, 2.0, "2"])

@@ -49,7 +49,7 @@ def test_f4_hardware_rates_outside_bounds_name_file_and_field(tmp_path, field, v
     hw.write_text(f"[gpu.h100-sxm]\n{field} = {value}\n", encoding="utf-8")
     for extra in ((), ("--compute", "infinite"), ("--timing", "sequential")):
         assert_one_line_error(invoke("replay", SMALL_TRACE, "--hardware-file", hw, *extra, "-q"),
-                              "hw.toml: field 'gpu.h100-sxm'", needle)
+                              "hw.toml:1: field 'gpu.h100-sxm'", needle)    # the entry's bounds: its header's line
 
 
 def test_f4_rates_at_the_bounds_run(tmp_path):
@@ -82,7 +82,7 @@ def test_f1_a_model_with_no_cache_layer_is_refused_at_load_by_every_command(tmp_
     # F1: Nemotron-H '-' (MLP) and 'E' (MoE) layers hold no cache: 52 of them give 0 bytes per block, which
     # crashed replay (IndexError), deploy and curve (ZeroDivisionError) and printed 0 B in footprint.
     f = _config(tmp_path, "nemotron_h.json", "nh.json", hybrid_override_pattern=pattern)
-    needles = ("nh.json: field 'hybrid_override_pattern'", "none of the 52 layers holds a KV cache", "nothing to cache")
+    needles = ("nh.json:1: field 'hybrid_override_pattern'", "none of the 52 layers holds a KV cache", "nothing to cache")
     for args in (["replay", SMALL_TRACE, "--model", f, "--tp", "1"], ["deploy", "--model", f, "--tp", "1"],
                  ["curve", SMALL_TRACE, "--model", f, "--capacities", "10GB"],
                  ["footprint", "--model-config", f, "--tokens", "8192"]):
@@ -107,7 +107,7 @@ def test_f2_toml_dates_in_a_sweep_plan_are_refused_with_file_and_key(tmp_path, t
     other = "axes" if table == "fixed" else "fixed"
     plan.write_text(f'kind = "replay"\n[{other}]\ntrace = "t.jsonl"\n[{table}]\n{line}\n', encoding="utf-8")
     r = invoke("sweep", "run", plan, "-o", tmp_path / "out", "--jobs", "1", "-q")
-    assert_one_line_error(r, "plan.toml " + needle, 'write the value as a string')
+    assert_one_line_error(r, "plan.toml:5: " + needle, 'write the value as a string')    # the key's line
     assert not (tmp_path / "out").exists()
 
 
@@ -119,7 +119,7 @@ def test_f7_chunk_and_window_fields_have_one_rule(tmp_path, base, field, value, 
     # F7: the chunk size and the window are refused alike: >= 1 and <= 2^20 = 1,048,576 (Fields.MAX_INT)
     f = _config(tmp_path, base, "c.json", **{field: value})
     assert_one_line_error(invoke("footprint", "--model-config", f, "--tokens", "16", "-q"),
-                          f"c.json: field '{field}'", needle)
+                          f"c.json:1: field '{field}'", needle)
 
 
 def test_f7_a_top_level_field_text_config_overrides_is_said(tmp_path):
@@ -141,4 +141,4 @@ def test_f7_pattern_and_period_fields_are_bounded_as_windows(tmp_path, base, fie
     # the layer-pattern integers had no upper bound where windows have 2^20 = 1,048,576 (Fields.MAX_INT)
     f = _config(tmp_path, base, "p.json", **{field: 10 ** 15})
     assert_one_line_error(invoke("footprint", "--model-config", f, "--tokens", "16", "-q"),
-                          f"p.json: field '{field}'", "must be <= 1,048,576 (pcs's bound), got 1,000,000,000,000,000")
+                          f"p.json:1: field '{field}'", "must be <= 1,048,576 (pcs's bound), got 1,000,000,000,000,000")

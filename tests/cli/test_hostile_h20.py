@@ -23,7 +23,7 @@ def test_workload_and_workloads_together_are_refused(tmp_path):
     p = tmp_path / "w.toml"
     p.write_text(DEVICE + A + '[[workloads]]\nname = "B"\ncapacity_need = "300GB"\nbandwidth_need = "1GB/s"\n')
     assert _err(invoke("budget", "--workloads", p)).endswith(
-        f"{p}: field 'workloads': give workload or workloads, not both "
+        f"{p}:8: field 'workloads': give workload or workloads, not both "    # line 8: [[workloads]]
         '([[workload]] in TOML, "workloads": [...] in JSON)')
     j = tmp_path / "w.json"
     j.write_text(json.dumps({"workload": [{"name": "A", "capacity_need": "1GB", "bandwidth_need": "1GB/s"}],
@@ -63,7 +63,7 @@ def test_a_device_of_zero_capacity_in_a_file_names_file_and_field(tmp_path):
     p = tmp_path / "w.toml"
     p.write_text(DEVICE.replace('"80GB"', '"0GB"') + A)
     assert _err(invoke("budget", "--workloads", p)).endswith(
-        f"{p}: field 'device.capacity_have': must be at least 1 B (a device with no room holds nothing), got '0GB'")
+        f"{p}:2: field 'device.capacity_have': must be at least 1 B (a device with no room holds nothing), got '0GB'")
 
 
 @pytest.mark.parametrize("args,message", [
@@ -104,7 +104,7 @@ def test_hardware_file_plain_numbers_no_device_has_are_refused(tmp_path, section
     p = tmp_path / "hw.toml"
     p.write_text(f"[{section}]\n{field} = {value}\n")
     text = _err(invoke("hardware", "--hardware-file", p))
-    assert str(p) in text and f"field '{field}'" in text and text.endswith(message)
+    assert f"{p}:2: field '{section}.{field}': " in text and text.endswith(message)     # the value's own line
 
 
 def test_hardware_file_plausible_plain_numbers_and_units_are_taken(tmp_path):

@@ -142,7 +142,7 @@ def test_mamba2_n_groups_not_dividing_the_heads_is_refused(work):
         if ok:
             assert r.exit_code == 0, r.output
         else:
-            assert_one_line_error(r, "c.json: field 'n_groups':", f"{groups} does not divide mamba_num_heads 128")
+            assert_one_line_error(r, "c.json:1: field 'n_groups':", f"{groups} does not divide mamba_num_heads 128")
 
 
 # -- F8: an integer past Python's 4,300-digit limit: FILE:LINE: field: number too long -----------------------------

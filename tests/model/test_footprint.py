@@ -191,7 +191,7 @@ def test_cli_model_config(tmp_path):
 
 @pytest.mark.parametrize("args, expect", [
     (["--model", "llama-9", "--tokens", "1"], "valid: llama-3.1-8b"),
-    (["--model", "llama-3.1-8b", "--tokens", "1", "--dtype", "fp9"], "valid dtypes: bf16"),
+    (["--model", "llama-3.1-8b", "--tokens", "1", "--dtype", "fp9"], "valid: bf16"),
     (["--tokens", "1"], "give --model"),
     (["--model", "llama-3.1-8b", "--model-config", "x.json", "--tokens", "1"], "not both"),
     (["--model", "llama-3.1-70b", "--tokens", "1", "--tp", "3"], "tensor-parallel size 3"),

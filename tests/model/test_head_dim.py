@@ -64,14 +64,14 @@ def test_llama_rule_derives_head_dim_without_a_note(tmp_path):
 
 def test_head_dim_zero_is_refused_with_file_and_field(tmp_path):
     p = _write(tmp_path, "gpt_oss", head_dim=0)
-    with pytest.raises(InputError, match=r"gpt_oss\.json: field 'head_dim': must be an integer >= 1, got 0"):
+    with pytest.raises(InputError, match=r"gpt_oss\.json:1: field 'head_dim': must be an integer >= 1, got 0"):
         load_hf_config(p)
 
 
 def test_derived_head_dim_zero_is_refused_naming_hidden_size(tmp_path):
     # 16 // 32 heads = 0: no KV bytes at all; refused (before: ZeroDivisionError / 0-byte blocks)
     p = _write(tmp_path, "llama", hidden_size=16)
-    with pytest.raises(InputError, match=r"llama\.json: field 'hidden_size': 16 // 32 attention heads gives head_dim 0"):
+    with pytest.raises(InputError, match=r"llama\.json:1: field 'hidden_size': 16 // 32 attention heads gives head_dim 0"):
         load_hf_config(p)
     for cmd in (["footprint", "--model", str(p), "--tokens", "100"], ["deploy", "--model", str(p)]):
         r = CliRunner().invoke(cli, cmd)
@@ -91,9 +91,9 @@ def test_fp8_ds_mla_is_refused_off_its_mla_shape(tmp_path):
 
 
 def test_state_and_torch_dtypes_name_file_and_field(tmp_path):
-    with pytest.raises(InputError, match=r"qwen3_next\.json: field 'mamba_ssm_dtype': unknown dtype 'banana'"):
+    with pytest.raises(InputError, match=r"qwen3_next\.json:1: field 'mamba_ssm_dtype': unknown dtype 'banana'"):
         load_hf_config(_write(tmp_path, "qwen3_next", mamba_ssm_dtype="banana"))
-    with pytest.raises(InputError, match=r"llama\.json: field 'torch_dtype': 'int4' is not a torch dtype"):
+    with pytest.raises(InputError, match=r"llama\.json:1: field 'torch_dtype': 'int4' is not a torch dtype"):
         load_hf_config(_write(tmp_path, "llama", torch_dtype="int4"))
     # torch.float8_e4m3fn is fp8: llama 32 x 8 x 128 x 2 (K,V) x 1 B = 65,536 B/token of fp8 KV
     assert _per_token(_write(tmp_path, "llama", torch_dtype="float8_e4m3fn"))[0] == 65_536

@@ -79,7 +79,7 @@ def test_every_layout_is_documented():
 
 
 def test_unknown_layout_lists_the_valid_ones():
-    with pytest.raises(ValueError, match="valid dtypes: bf16, fp16"):
+    with pytest.raises(ValueError, match="valid: bf16, fp16"):
         get_model(LLAMA8B).with_dtype("fp8_e3m4")
 
 

@@ -132,7 +132,7 @@ def test_fp4_nvfp4_scales():
 def test_dtype_aliases_and_errors():
     assert normalize_dtype("bfloat16") == "bf16"
     assert normalize_dtype("FP8_E4M3") == "fp8"
-    with pytest.raises(ValueError, match="valid dtypes: " + ", ".join(KV_DTYPES)):
+    with pytest.raises(ValueError, match="valid: " + ", ".join(KV_DTYPES)):
         get_model("llama-3.1-8b").with_dtype("fp9")
 
 

@@ -158,5 +158,5 @@ def test_model_config_with_a_lone_surrogate_exits_2(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     r = _run("replay", "-q", "--tp", "1", "--model", tmp_path / "config.json")
     assert r.exit_code == 2 and "Traceback" not in r.output
-    assert r.output.strip() == (f"pcs: error: {tmp_path / 'config.json'}: field '_name_or_path': a lone surrogate "
+    assert r.output.strip() == (f"pcs: error: {tmp_path / 'config.json'}:1: field '_name_or_path': a lone surrogate "
                                 "\\ud800 is not text (not valid Unicode)")

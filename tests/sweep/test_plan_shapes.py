@@ -45,7 +45,7 @@ def test_the_file_is_named(tmp_path):
     plan.write_text('[axes]\npolicy = [["lru"]]\n')
     with pytest.raises(UserError) as err:
         load_plan(plan)
-    assert str(err.value) == f"{plan} [axes] 'policy': value 1 of the axis (one point's value): {ONE}, got a list [\"lru\"]"
+    assert str(err.value) == f"{plan}:2: [axes] 'policy': value 1 of the axis (one point's value): {ONE}, got a list [\"lru\"]"
 
 
 def test_an_in_memory_point_with_a_list_for_one_value_is_refused():

@@ -80,7 +80,7 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
     ("[fixed]\nhtml = 'r.html'\n", "option 'html' shapes a command's output only"),
     ("kind = 'curve'\n[fixed]\nplot = 'c.png'\n", "option 'plot' shapes a command's output only"),
     ("[fixed]\ncache_partial_blocks = 'yes'\n", "is a flag"),
-    ("[fixed]\ntrace = 'missing.jsonl'\n", "missing.jsonl: No such file"),
+    ("[fixed]\ntrace = 'missing.jsonl'\n", "p.toml:2: field 'fixed.trace': 'missing.jsonl' (from the plan's folder: "),
     ("kind = 'curve'\n[fixed]\ncapacities = '40GB'\n", "a size in bytes needs --model"),
     ("kind = 'compare'\n[fixed]\npolicy = ['slru', 'protected']\n", "name the same policy"),
     # one duration in two spellings (2 s = 2,000 ms): two equal points ran

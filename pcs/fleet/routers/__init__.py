@@ -14,7 +14,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 from pcs.choices import MAX_STALE_S
-from pcs.errors import UserError
+from pcs.choices import did_you_mean
+from pcs.errors import UnknownNameError, UserError
 
 __all__ = ["ROUTERS", "Request", "Router", "parse_router", "router_names", "stale_view_applies"]
 
@@ -76,7 +77,7 @@ class Router:
         for k, v in options.items():
             if k not in self.OPTIONS:
                 valid = ", ".join(self.OPTIONS) or "none"
-                raise UserError(f"router {self.name!r} has no option {k!r}; valid: {valid}")
+                raise UserError(f"router {self.name!r} has no option {k!r}; {did_you_mean(k, self.OPTIONS)}valid: {valid}")
         self.options = {k: options.get(k, d) for k, (_, d, _) in self.OPTIONS.items()}
 
     def choose(self, req: Request, index: Any, load: Any) -> int:
@@ -143,7 +144,8 @@ def _parse_options(name: str, cls: type, rest: str) -> dict[str, Any]:
         key, sep, text = part.partition("=")
         if not sep or key not in cls.OPTIONS:
             valid = ", ".join(f"{k}=" for k in cls.OPTIONS) or "none"
-            raise UserError(f"router {name!r}: bad option {part!r}; valid: {valid}")
+            raise UserError(f"router {name!r}: bad option {part!r}; {did_you_mean(key, cls.OPTIONS) if sep else ''}"
+                            f"valid: {valid}")
         if key in options:
             raise UserError(f"router {name!r}: option {key} given twice")
         if text != text.strip() or "_" in text:      # exact values: ' 1' and '1_000' are refused
@@ -166,7 +168,7 @@ def parse_router(spec: str | Router, instances: int) -> Router:
 
     name, colon, rest = check_text(spec, "router", "a router name (or a Router)").partition(":")
     if name not in ROUTERS:     # exact names, as every other choice of pcs (--compute, --restore-policy)
-        raise UserError(f"unknown router {name!r}; valid: {', '.join(ROUTERS)}")
+        raise UnknownNameError("router", name, ROUTERS)
     cls = importlib.import_module(f"pcs.fleet.routers.{ROUTERS[name]}").ROUTER
     options = _parse_options(name, cls, rest) if colon else {}
     return cls(instances, **options)
