@@ -39,6 +39,8 @@ from pcs.cache.tier import TierStats
 
 from pcs import _native
 from pcs.errors import UserError
+from pcs.cache.admission import CombinedAdmission, admission_kinds
+from pcs.cache.admission_retention import RetainingPolicy
 
 _lruhier = _native.module("lruhier")    # None when the optional extension did not compile
 
@@ -181,8 +183,6 @@ def gate_specs(admission: Any) -> list[tuple[str, int, int]] | None:
     """The compiled gates of one tier's admission policy (a :class:`pcs.cache.admission.CombinedAdmission`
     gives one per part; None: no admission, an empty list; ``retain`` parts: none, the policy carries them),
     or None when a part has no compiled twin."""
-    from pcs.cache.admission import CombinedAdmission, admission_kinds
-
     if admission is None:
         return []
     parts = admission.parts if type(admission) is CombinedAdmission else [admission]
@@ -201,8 +201,6 @@ def gate_specs(admission: Any) -> list[tuple[str, int, int]] | None:
 
 def _unwrap(policy: Any) -> tuple[Any, Any]:
     """(the eviction policy, its ``RetentionAdmission`` or None) of a tier's policy object."""
-    from pcs.cache.admission_retention import RetainingPolicy
-
     if type(policy) is RetainingPolicy:
         return policy.inner, policy.retention
     return policy, None
@@ -217,8 +215,6 @@ def retain_spec(policy: Any) -> tuple[Any, float, Any] | None:
         UserError: a retain that cannot run compiled (several on one tier, a policy not in
             :data:`RETAIN_POLICIES`).
     """
-    import numpy as np
-
     inner, retention = _unwrap(policy)
     if retention is None:
         return None
@@ -227,8 +223,8 @@ def retain_spec(policy: Any) -> tuple[Any, float, Any] | None:
     oracle = retention.context.oracle
     keys, depth, bs = oracle.keys, oracle.key_depth, oracle.block_size     # TraceOracle.depth's arrays
     keep = (depth * bs < retention.hi) & ((depth + 1) * bs > retention.lo)
-    return (np.ascontiguousarray(keys[keep]), float(retention.duration_s),
-            np.asarray(oracle.arrival_s, dtype=np.float64))
+    return (_np.ascontiguousarray(keys[keep]), float(retention.duration_s),
+            _np.asarray(oracle.arrival_s, dtype=_np.float64))
 
 
 def _retain_ok(policy: Any) -> bool:

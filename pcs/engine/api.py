@@ -59,6 +59,22 @@ from pcs.errors import ArgumentTypeError, UnknownNameError, UserError
 from pcs.trace.batches import as_batches, reiterable, with_limits
 from pcs.trace.rowlimits import NO_LIMITS, STEP_LIMITS, RowLimits
 from pcs._dataclass import dataclass
+from pcs import _native
+from pcs.cache import admission
+from pcs.cache.admission import apply_admission, parse_admit_option
+from pcs.cache.policies import needs_context, parse_policy_spec
+from pcs.cache.policies.context import PolicyContext, TraceOracle, block_cost_from
+from pcs.compute import ComputeModel
+from pcs.engine.chunks import iter_chunks
+from pcs.engine.deployment import resolve_gpu_tier
+from pcs.engine import hybrid as _hybrid, summary as _summary
+from pcs.engine.runparts import LatencyParts, latency_parts
+from pcs.engine.schedresult import saturation_note
+from pcs.engine.schedstats import scheduler_summary
+from pcs.engine.truncation import truncated_timing_note, truncation_note
+from pcs.hardware import TIER_LINKS, GPUSpec, LinkSpec, default_link_for_tier, get_gpu, get_link
+from pcs.model import get_model, group_bytes_per_token
+import numpy as np
 
 __all__ = ["replay", "check_replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment", "DEFAULTS", "DEFAULT_TIERS"]
 
@@ -235,8 +251,6 @@ def _link_bandwidth(tier: str, link: str) -> float:
 
 def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
     """The effective link of a lower tier for a TP group (bandwidth x tp)."""
-    from pcs.hardware import LinkSpec, default_link_for_tier, get_link
-
     if isinstance(link, LinkSpec):
         base = link
     elif link is None:
@@ -269,8 +283,6 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
 def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tier_policies: Mapping[str, str],
                  protected_share: float | None, context: Any = None,
                  admit: Mapping[str, Sequence[str]] | None = None) -> list[Tier]:
-    from pcs.cache.admission import apply_admission
-
     caps = [units.capacity_to_blocks(s.capacity_bytes, s.capacity_blocks, b, f"tier {s.name!r}")
             for s, b in zip(specs, bpb)]
     names = _policy_names(specs, policy, tier_policies)
@@ -285,8 +297,6 @@ def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tie
 
 def _admit_map(admit: Any, specs: Sequence[TierSpec]) -> dict[str, list[str]]:
     """``admit`` of :func:`replay` (strings ``TIER=KIND`` or a mapping) -> tier name -> kinds, checked."""
-    from pcs.cache.admission import parse_admit_option
-
     if not admit:
         return {}
     if not isinstance(admit, (str, Mapping, list, tuple)):
@@ -307,11 +317,6 @@ def _policy_context(names: Sequence[str], source: Any, rules: BlockRules, comput
                     admit: Mapping[str, Sequence[str]] | None = None, oracle: bool = False):
     """The trace pre-pass for policies that read the trace (gdsf, belady; admission retain; the gap
     split's oracle run), or None when nothing needs it."""
-    from pcs.cache import admission
-    from pcs.cache.policies import needs_context
-    from pcs.cache.policies.context import PolicyContext, TraceOracle, block_cost_from
-    from pcs.engine.chunks import iter_chunks
-
     needs = {n for name in names for n in needs_context(name)}
     if oracle:
         needs.add("future")
@@ -364,7 +369,6 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     if not specs:
         raise UserError("at least one tier is needed, e.g. tiers=['gpu=400GB']")
     names = [t.name for t in specs]
-    from pcs.hardware import TIER_LINKS
 
     if names[0].lower() in TIER_LINKS:
         raise UserError(f"the GPU tier comes first in tiers=, but the first is named {names[0]!r} (a lower tier); "
@@ -389,9 +393,6 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
 
 def _model_and_gpu(model, dtype, hardware, table, tp: int = 1):
     """The model split over ``tp`` ranks (``with_tp``: byte figures per rank) and the GPU."""
-    from pcs.hardware import GPUSpec, get_gpu
-    from pcs.model import get_model
-
     spec = model if hasattr(model, "components") else get_model(model or DEFAULTS["model"])
     if dtype:
         spec = spec.with_dtype(dtype)
@@ -402,8 +403,6 @@ def _model_and_gpu(model, dtype, hardware, table, tp: int = 1):
 def _tier_bytes_and_links(spec, gpu, bs: int, tier_specs, links, tp: int, table, util=None, reserve=None):
     """The tiers with the GPU tier sized, the group's bytes per block per tier (GPU Reserved, lower
     Serialized), each lower tier's link, and the deployment summary (:mod:`pcs.engine.deployment`)."""
-    from pcs.engine.deployment import resolve_gpu_tier
-
     layouts = ["reserved"] + ["serialized"] * (len(tier_specs) - 1)
     bb = [kept_group_block_bytes(spec, bs, lay) for lay in layouts]
     tier_specs, deployment = resolve_gpu_tier(spec, gpu, tp, tier_specs, bb[0].total_bytes, util, reserve)
@@ -420,8 +419,6 @@ def _block_bytes(spec, bs: int, layout: str):
 
 def _bytes_per_token(spec) -> int:
     """The TP group's Reference bytes per token (``spec`` is the ``with_tp`` spec)."""
-    from pcs.model import group_bytes_per_token
-
     return group_bytes_per_token(spec, "reference")
 
 
@@ -460,8 +457,6 @@ def _scheduler_summary(out, ordered: dict, no_cache_parts, run):
     :class:`pcs.engine.runparts.RunParts` made on a worker (:func:`_run_parts`), or None."""
     if out.scheduler is None:
         return None
-    from pcs.engine.runparts import LatencyParts
-    from pcs.engine.schedstats import scheduler_summary
 
     cfg, stats, no_cache, no_cache_stats = out.scheduler
     return scheduler_summary(out.result.columns, stats, cfg, (no_cache.columns, no_cache_stats),
@@ -482,7 +477,6 @@ def _no_cache_parts(out):
     closed it (``EngineResult.latency``), else here; None without that run."""
     if out.scheduler is None:
         return None
-    from pcs.engine.runparts import latency_parts
 
     no_cache = out.scheduler[2]
     return no_cache.latency if no_cache.latency is not None else latency_parts(no_cache.columns)
@@ -539,8 +533,6 @@ def _check_api_args(args: dict[str, Any]) -> None:
 
 def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None) -> _Options:
     """Fill in :data:`DEFAULTS` and check each option (UserError naming the option and its valid values)."""
-    from pcs import _native
-
     timing = timing or DEFAULTS["timing"]
     check_timing(timing)
     tp = check_int(DEFAULTS["tp"] if tp is None else tp, "tp", lo=1, hi=MAX_TP)
@@ -605,7 +597,6 @@ def _step_setup(opts: _Options, scheduler, time_model, gpu) -> StepSetup | None:
     if step_cost is None:
         raise UserError("compute_mode 'step' needs a compute model with step_cost() (pcs.compute.ComputeModel); "
                          "use compute_mode='infinite' with measured prefill times")
-    from pcs.compute import ComputeModel
 
     try:
         cost = _kept_step_cost(time_model.compute) if type(time_model.compute) is ComputeModel else step_cost()
@@ -676,8 +667,6 @@ def refuse_two_shares(policy: str, tier_policies: Mapping[str, str] | None, prot
     Raises:
         UserError: naming both places and both values.
     """
-    from pcs.cache.policies import parse_policy_spec
-
     if protected_share is None:
         return
     specs = [("policy", policy)] + [(f"tier_policies entry {t!r}:", p) for t, p in (tier_policies or {}).items()]
@@ -794,7 +783,6 @@ def _past_context_note(spec, columns, default_model: bool) -> list[str]:
     ctx = getattr(spec, "max_context_tokens", None)
     if not ctx or not len(columns["prompt_tokens"]):
         return []
-    import numpy as np
 
     prompt = np.asarray(columns["prompt_tokens"], dtype=np.int64)
     total = prompt + np.asarray(columns["output_tokens"], dtype=np.int64)
@@ -950,20 +938,18 @@ def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) 
     Raises:
         UserError: naming the keyword (and its flag) and why it does not apply.
     """
-    from pcs.engine.hybrid import DEFAULT_MANAGER, cache_groups, is_hybrid
-
-    groups = cache_groups(spec, block_size, block_size, False)
+    groups = _hybrid.cache_groups(spec, block_size, block_size, False)
     rules = {g.rule for g in groups}
-    manager = given.get("hybrid_kv_cache_manager") or DEFAULT_MANAGER
+    manager = given.get("hybrid_kv_cache_manager") or _hybrid.DEFAULT_MANAGER
     notes = []
-    if given.get("hybrid_kv_cache_manager") not in (None, "disabled") and not is_hybrid(groups):
+    if given.get("hybrid_kv_cache_manager") not in (None, "disabled") and not _hybrid.is_hybrid(groups):
         notes.append(f"hybrid KV cache manager {manager!r}: no effect, {spec.name} has no hybrid cache groups "
                      "(one full-attention group, replayed alike by every manager)")
     for key, (managers, needs) in _HYBRID_OPTIONS.items():
         if given.get(key) is None or key == "hybrid_kv_cache_manager":
             continue   # the manager alone never changes a non-hybrid model's run (the note above)
         what = key   # the CLI names the flag (pcs.cli.common.option_names)
-        if not is_hybrid(groups):
+        if not _hybrid.is_hybrid(groups):
             raise UserError(f"{what} applies to hybrid models, and {spec.name} replays as one full-attention "
                              "cache group")
         if managers is not None and manager not in managers:
@@ -1005,8 +991,6 @@ def _load_notes(summary, out) -> list[str]:
     docs/semantics.md §5, every timing) and, under the step scheduler, the timing comparison's caveat when most
     requests were truncated (:func:`pcs.engine.truncation.truncated_timing_note`) and saturation
     (:func:`pcs.engine.schedresult.saturation_note`)."""
-    from pcs.engine.truncation import truncated_timing_note, truncation_note
-
     sc = summary.scheduler
     outgrown = out.scheduler[1].requests_outgrown if sc is not None else 0
     unit, capacity = "pages" if summary.hybrid is not None else "blocks", summary.tiers[0].capacity_blocks
@@ -1016,7 +1000,6 @@ def _load_notes(summary, out) -> list[str]:
         return notes
     note = truncated_timing_note(summary.requests_truncated, summary.requests, capacity, unit)
     notes += [note] if note else []
-    from pcs.engine.schedresult import saturation_note
 
     note = saturation_note(sc.utilisation_over_time, sc.utilisation_bin_s)
     return notes + [note] if note else notes
@@ -1034,11 +1017,9 @@ def _sizes_and_empty_plan(spec, bs: int, tier_specs, bb, opts: tuple) -> tuple[l
     """(:func:`_hybrid_sizes`, whether the plan it made of empty tiers was None): ``plan_hybrid`` returns None
     for a model that is not hybrid, or with the manager ``disabled``, whatever the tiers' names and sizes, so
     :func:`_hybrid_plan` then skips its second plan (False when no plan was made: every tier in bytes)."""
-    from pcs.engine.hybrid import plan_hybrid
-
     if all(t.capacity_bytes is not None for t in tier_specs):
         return [(t.capacity_bytes, None) for t in tier_specs], False
-    empty = plan_hybrid(spec, bs, [t.name for t in tier_specs], bb, [(0, None)] * len(tier_specs), *opts)
+    empty = _hybrid.plan_hybrid(spec, bs, [t.name for t in tier_specs], bb, [(0, None)] * len(tier_specs), *opts)
     if empty is None:           # not hybrid: the plan is None whatever the sizes
         return [(t.capacity_bytes, t.capacity_blocks) for t in tier_specs], True
     from pcs.units import capacity_to_blocks
@@ -1072,13 +1053,11 @@ def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode) -> tu
     model that is not hybrid; the tiers' bytes it was sized with (:func:`_hybrid_sizes`: a tier given in blocks
     holds that many padded blocks of the model), made once for the comparison line's tiers and the other dtype's
     plan too; the options as :func:`pcs.engine.hybrid.check_hybrid_options` filled them in."""
-    from pcs.engine.hybrid import check_hybrid_options, plan_hybrid
-
-    opts = check_hybrid_options(manager, swa, mamba, mode)
+    opts = _hybrid.check_hybrid_options(manager, swa, mamba, mode)
     sizes, not_hybrid = _sizes_and_empty_plan(spec, bs, tier_specs, bb, opts)
     if not_hybrid:      # the plan of empty tiers was None: so is this one (made once, not twice)
         return None, sizes, opts
-    return plan_hybrid(spec, bs, [t.name for t in tier_specs], bb, sizes, *opts), sizes, opts
+    return _hybrid.plan_hybrid(spec, bs, [t.name for t in tier_specs], bb, sizes, *opts), sizes, opts
 
 
 def _alt_plan(spec, bs: int, tier_specs, bb, sizes: list, opts: tuple):
@@ -1097,8 +1076,6 @@ def _alt_plan(spec, bs: int, tier_specs, bb, sizes: list, opts: tuple):
 def _summarise(out, context: dict, opts: _Options):
     """The typed summary of one run (:func:`pcs.engine.summary.build_summary`), engines named; the TTFT columns
     sorted once for the CDFs and every percentile of them (:func:`pcs.engine.summary.ordered_columns`)."""
-    from pcs.engine.summary import build_summary, ordered_columns
-
     if out.result.ledger.num_requests == 0:
         raise UserError("the trace has no requests")
     no_cache = _no_cache_parts(out)
@@ -1115,8 +1092,9 @@ def _summarise(out, context: dict, opts: _Options):
         # the run's sorts (made on a worker as its loop closed) waited for here, after the summary's parts that
         # need none of them are made (build_summary's ``then``)
         run = _run_parts(out)
-        ordered = ordered_columns(out.result.columns, None if no_cache is None else no_cache.ttft_ordered, run)
+        ordered = _summary.ordered_columns(out.result.columns,
+                                           None if no_cache is None else no_cache.ttft_ordered, run)
         context.update(scheduler=_scheduler_summary(out, ordered, no_cache, run), ordered=ordered)
 
-    return build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context,
+    return _summary.build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context,
                          then=ordered_and_scheduler)

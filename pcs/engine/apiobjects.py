@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from pcs.errors import UserError
+from pcs.blocks import BlockRules
+from pcs.hardware import HardwareTable
 
 __all__ = ["check_api_objects"]
 
@@ -20,9 +22,6 @@ def check_api_objects(rules: Any, hardware_table: Any, progress: Any) -> None:
     Raises:
         UserError: naming the keyword, what it takes and the type given.
     """
-    from pcs.blocks import BlockRules
-    from pcs.hardware import HardwareTable
-
     if not isinstance(rules, BlockRules):
         raise UserError(f"rules= takes a pcs.blocks.BlockRules (e.g. BlockRules(cache_partial_blocks=True)), "
                         f"got {type(rules).__name__}")

@@ -9,11 +9,15 @@ ints from one ``tolist()`` per chunk.
 """
 from __future__ import annotations
 
+import threading
+from collections import deque
 from typing import Any, Iterator
 
 import numpy as np
 
 from pcs.blocks import BlockRules
+from pcs.engine.decoded import first_cap
+from pcs.engine.turns import requests_hint
 from pcs.trace.batches import BATCH_REQUESTS, as_batches, ceil_blocks
 
 __all__ = ["Chunk", "ChunkPieces", "iter_chunks", "rule_columns", "table_entries_bound", "CHUNK_REQUESTS"]
@@ -182,9 +186,6 @@ class ChunkPieces:
     groups_ahead = 1
 
     def __init__(self, rules: BlockRules, timing: Any, entries: int = 0) -> None:
-        import threading
-        from collections import deque
-
         self.rules, self.timing = rules, timing
         self._left = entries if entries > 0 else None   # entries the bound leaves after the pieces made so far
         self._groups: list = []   # per joined batch: [[(cacheable, max hit, extra, table offsets)], table, used]
@@ -269,8 +270,6 @@ def table_entries_bound(source: Any) -> int:
     the block hashes plus the rows a Parquet trace's footer counts (a row's max hit is at most its block hashes,
     :meth:`pcs.blocks.BlockRules.columns`), or 0 when not known (another source; a footer without the counts). A
     size hint: a wrong count changes no result."""
-    from pcs.engine.turns import requests_hint
-
     rows, ids = requests_hint(source), getattr(source, "parquet_block_hashes", None)
     return 0 if not rows or ids is None else int(ids) + rows
 
@@ -287,8 +286,6 @@ def _group_estimate(need: int, rows: int) -> int:
     batch's rows: tests/engine/test_long_request_memory.py) and never less than ``need``; so that the pieces after
     it rarely move the table (a move copies every entry written). Only the pages the entries fill become resident
     (the rest of ``numpy.empty``'s allocation is address space)."""
-    from pcs.engine.decoded import first_cap
-
     most = first_cap()
     if rows <= 0 or rows >= most:
         return need

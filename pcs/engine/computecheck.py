@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from pcs.errors import UserError
+from pcs.compute import ComputeModel
 
 __all__ = ["checked_compute", "CheckedCompute"]
 
@@ -27,8 +28,6 @@ def checked_compute(compute: Any) -> Any:
     Raises:
         UserError: ``compute`` lacks ``prefill_s`` or ``decode_s_per_token`` (or one is not callable).
     """
-    from pcs.compute import ComputeModel
-
     if compute is None or type(compute) is ComputeModel or isinstance(compute, CheckedCompute):
         return compute
     for name in _METHODS:

@@ -16,6 +16,8 @@ from typing import Any, Sequence
 from pcs import units
 from pcs.argcheck import check_int
 from pcs.errors import UserError
+from pcs.model.deploy import size_deployment
+from pcs.model.parallel import tp_placement
 
 __all__ = ["resolve_gpu_tier"]
 
@@ -60,8 +62,6 @@ def resolve_gpu_tier(spec, gpu, tp: int, tier_specs: Sequence, gpu_bb: int, util
         UserError: the weights do not fit when the GPU tier is to be derived (one line);
             a bad utilisation or reserve.
     """
-    from pcs.model.deploy import size_deployment
-
     specs, first = list(tier_specs), tier_specs[0]
     derived = first.capacity_bytes is None and first.capacity_blocks is None
     reserve = _reserve(reserve)
@@ -80,8 +80,6 @@ def resolve_gpu_tier(spec, gpu, tp: int, tier_specs: Sequence, gpu_bb: int, util
 
 
 def _summary(spec, dep, tp: int, derived: bool, notes: list[str]) -> dict[str, Any]:
-    from pcs.model.parallel import tp_placement
-
     placement = tp_placement(spec)
     notes.append(f"KV layout {spec.kv_layout.describe()}; {placement.note()}")
     notes += [f"assumed: {a}" for a in spec.assumptions]

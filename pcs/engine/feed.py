@@ -6,15 +6,17 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from pcs import _native
 from pcs.blocks import BlockRules
 from pcs.beside import Beside, threads_wanted
-from pcs.engine.chunks import iter_chunks
+from pcs.engine.chunks import ChunkPieces, iter_chunks, table_entries_bound
 from pcs.engine.decoded import Decoded
 from pcs.engine.engine import ReplayEngine
 from pcs.engine.loops import HierarchyAhead, _event_loops, _presize_samplers
 from pcs.engine.passes import SharedPasses
 from pcs.engine.placement import StepSetup
 from pcs.engine.scanjoin import _ScanJoin, _no_cache_side
+from pcs.engine.turns import TurnWalk, requests_hint
 from pcs.trace.batches import read_ahead
 from pcs.trace.parquet import expected_block_hashes
 
@@ -87,10 +89,6 @@ def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str,
         return source
     walk = pieces = None
     if step is not None and timing == "modeled" and step.config.cache_decode_blocks is not False:
-        from pcs import _native
-        from pcs.engine.chunks import ChunkPieces, table_entries_bound
-        from pcs.engine.turns import TurnWalk, requests_hint
-
         if _native.resolve(native, "turns") == "c":
             walk = TurnWalk(threads_wanted(), requests_hint(source))
             pieces = None if time_model is None else ChunkPieces(rules, time_model, table_entries_bound(source))

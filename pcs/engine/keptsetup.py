@@ -19,6 +19,8 @@ import threading
 from typing import Any, Callable
 
 import numpy as np
+from pcs.model import group_block_bytes
+from pcs.model.footprint import BlockBytes
 
 __all__ = ["kept_with_tp", "kept_group_block_bytes", "kept_tier", "cdf_indexes"]
 
@@ -74,8 +76,6 @@ def _with_tp(spec, tp: int):
 
 
 def _group_block_bytes(spec, block_size: int, layout: str):
-    from pcs.model import group_block_bytes
-
     return group_block_bytes(spec, block_size, layout)
 
 
@@ -93,8 +93,6 @@ def kept_group_block_bytes(spec, block_size: int, layout: str):
     """:func:`pcs.model.group_block_bytes` of (``spec``, ``block_size``, ``layout``), kept per (this spec object,
     block size, layout): a fresh :class:`pcs.model.footprint.BlockBytes` each call, its ``per_component`` a copy of
     the kept one's dict (a caller may change its own). Raises as ``group_block_bytes``."""
-    from pcs.model.footprint import BlockBytes
-
     bb = _KEPT_BLOCK_BYTES(spec, block_size, layout)
     return BlockBytes(bb.total_bytes, dict(bb.per_component))
 

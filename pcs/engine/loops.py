@@ -15,6 +15,9 @@ from pcs.engine.decoded import Decoded
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.placement import _Plan
 from pcs.engine.summary import cache_state
+from pcs.engine.scheduler import StepEngine
+from pcs.engine.stepnative import NativeStepEngine, unsupported
+from pcs.engine.runparts import latency_parts
 
 
 def _hybrid_kwargs(hybrid: Any, block_bytes: Sequence[int], step_s: float, gpu_only: bool = False) -> dict:
@@ -94,9 +97,6 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
     The ``hybrid`` row gets the plan's groups and pools (:class:`pcs.engine.hybrid.HybridPlan`) and, with
     ``step``, :class:`pcs.engine.hybridstep.HybridStepEngine`; its no-cache StepEngine runs the GPU level's pools.
     """
-    from pcs.engine.scheduler import StepEngine
-    from pcs.engine.stepnative import NativeStepEngine
-
     loop_cls = NativeStepEngine if plans[0].row.name == "compiled-step" else StepEngine
     out: list = []
     for plan in plans:
@@ -136,9 +136,6 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
 def _native_step_or_fallback(plan: _Plan, hierarchy: Any, links: Sequence, cost: Any, cfg: Any) -> type:
     """:class:`pcs.engine.stepnative.NativeStepEngine`, or -- when it finds what the table could not see (a link
     that is not a LinkSpec, more tiers than it takes) -- the Python StepEngine, the plan moved to the next row."""
-    from pcs.engine.scheduler import StepEngine
-    from pcs.engine.stepnative import NativeStepEngine, unsupported
-
     why = unsupported(hierarchy, links, cost, cfg)
     if why is None:
         return NativeStepEngine
@@ -163,8 +160,6 @@ def _presize_samplers(source: Any, loops: list) -> None:
     """Start each step scheduler's time-series sampler at the step the trace's arrival span needs (the same
     samples, fewer calls: :meth:`pcs.engine.series.Sampler.presize`; its first sample is at the first
     arrival and its last at or after the last). One pass over the decoded arrivals; none for other sources."""
-    from pcs.engine.scheduler import StepEngine
-
     if not isinstance(source, Decoded):
         return
     arrivals = [b.arrival_s for b in source.batches if len(b.arrival_s)]
@@ -201,8 +196,6 @@ def _close_beside(loop: ReplayEngine) -> EngineResult:
     per-request columns only :data:`_NO_CACHE_KEPT` are kept (no table prints the no-cache run's rows): the rest --
     some twenty columns of 8 B per request, 19 MB at 10x Mooncake -- go with the loop once the replay returns
     instead of living through the summary."""
-    from pcs.engine.runparts import latency_parts
-
     res = _close(loop, None)
     return dataclasses.replace(res, columns={k: res.columns[k] for k in _NO_CACHE_KEPT},
                                latency=latency_parts(res.columns))

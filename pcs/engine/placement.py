@@ -12,6 +12,9 @@ from pcs.engine import fastpath, select
 from pcs.engine.decoded import Decoded
 from pcs.engine.passes import SharedPasses
 from pcs._dataclass import dataclass
+from pcs.engine.chunkattn import chunk_terms
+from pcs.engine.turns import decode_blocks
+from pcs import beside
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +47,6 @@ def _scheduler_label(step: StepSetup | None) -> str | None:
     """:attr:`pcs.engine.select.RunConfig.scheduler` of a run with ``step`` (None: instant compute)."""
     if step is None:
         return None
-    from pcs.engine.chunkattn import chunk_terms
 
     summed = step.cost.attn_pair_s is not None or chunk_terms(step.cost) is not None    # the C loop sums it
     at = step.config.cache_blocks_at
@@ -87,7 +89,6 @@ def _resolve_step(step: StepSetup | None, timing: str, source: Any, rules: Block
     ``native``: which next-turn search runs (:func:`pcs.engine.turns.decode_blocks`; made once per ``passes``)."""
     if step is None or timing != "modeled":
         return None
-    from pcs.engine.turns import decode_blocks
 
     decode = None
     if step.config.cache_decode_blocks is not False:
@@ -114,7 +115,5 @@ def _engines(run: _Plan, baseline: _Plan) -> dict:
     """The summary's engine keys (:data:`pcs.engine.select.ENGINE_KEYS`) of the run and its baseline, and
     ``threads``: whether the side work ran on worker threads (:func:`pcs.beside.threads_decision`; called within
     the replay's :func:`pcs.beside.sized` block, it is the decision the run's side calls were given)."""
-    from pcs.beside import threads_decision
-
     return {**dict(zip(select.ENGINE_KEYS, (run.row.name, run.reason, baseline.row.name, baseline.reason))),
-            "threads": threads_decision()}
+            "threads": beside.threads_decision()}

@@ -9,8 +9,12 @@ run's counters and its summary), no behaviour changed.
 """
 from __future__ import annotations
 
+import threading
+from collections import deque
+
 import numpy as np
 
+from pcs import beside
 from pcs.engine.schedresult import Percentiles
 from pcs.percentiles import finite_percentiles, sorted_finite, sorted_linear_percentiles
 from pcs._dataclass import dataclass
@@ -122,9 +126,7 @@ class PendingParts:
                  threaded: bool | None = None) -> None:
         """``threaded``: the worker's mode (:class:`pcs.beside.Beside`); None: as
         :func:`pcs.beside.threads_wanted` says."""
-        from pcs.beside import Beside, threads_wanted
-
-        self._side = Beside(threads_wanted() if threaded is None else threaded, linger=False)
+        self._side = beside.Beside(beside.threads_wanted() if threaded is None else threaded, linger=False)
         self._value, self._done, self._gate, self._split = None, False, None, False
         if columns is not None:
             self._side.start(run_parts, _read_columns(columns), prefill_no_cache_ordered)
@@ -137,8 +139,6 @@ class PendingParts:
         thread start for both, where a worker of its own for each waited twice for a thread to begin on the
         caller's critical path. Threaded whatever ``$PCS_THREADS`` says (the caller asks for it only with threads:
         inline, the wait could never end); :meth:`open` or :meth:`settle` must follow."""
-        import threading
-
         self = cls(None, threaded=True)     # one Beside, made threaded (no second threads_wanted())
         self._split = True
         self._gate, self._cols = threading.Lock(), None
@@ -165,8 +165,6 @@ class PendingParts:
     def open(self, columns: dict) -> None:
         """The run's final columns (:meth:`gated`): the worker goes on to :func:`run_parts` of its own dict of them
         (its ``ttft_s`` sort, then the percentiles :meth:`get` has not taken)."""
-        from collections import deque
-
         self._cols = _read_columns(columns)
         self._todo, self._made = deque(_REST), {}
         self._gate.release()

@@ -6,6 +6,7 @@ split out of it.
 from __future__ import annotations
 
 import dataclasses
+import queue
 import threading
 from typing import Any, Callable, Sequence
 
@@ -66,8 +67,6 @@ class _Tail:
     ends the worker's wait at once."""
 
     def __init__(self) -> None:
-        import queue
-
         self._q = queue.SimpleQueue()
 
     def put(self, item: Any) -> None:

@@ -7,6 +7,7 @@ envelope), §11 (where each is counted), and ``docs/scheduler.md``.
 from __future__ import annotations
 
 from pcs.schema import field, result
+from pcs.units import format_count
 
 __all__ = ["Percentiles", "LatencySummary", "SchedulerSummary", "SATURATED", "SATURATION_NOTE_START", "saturation_note"]
 
@@ -97,8 +98,6 @@ def saturation_note(utilisation_over_time, bin_s: float) -> str | None:
     (docs/scheduler.md), which the reader should know before reading any TTFT.
     Counts and a whole bin width carry thousands separators (:func:`pcs.units.format_count`).
     """
-    from pcs.units import format_count
-
     bins = list(utilisation_over_time)
     full = sum(1 for u in bins if u >= SATURATED)
     if not bins or full < 0.5 * len(bins):

@@ -398,7 +398,18 @@ def _final_step(t0: float, last_s: float, base_step_s: float = BASE_STEP_S, max_
 def _per_step(cum: np.ndarray, admitted: np.ndarray) -> np.ndarray:
     """Sums of a per-request column over the requests admitted between consecutive samples (first: 0)."""
     at = cum[admitted]
-    return np.diff(at, prepend=at[:1])
+    return _steps(at, at[0] if len(at) else 0)
+
+
+def _steps(values: np.ndarray, first: Any) -> np.ndarray:
+    """``np.diff(values, prepend=first)`` of a 1-D array (same dtype and shape): ``values[0] - first``, then each
+    value less the one before -- the same subtractions, so the same values, without ``np.diff``'s wrapper (its
+    prepend made an array, broadcast and concatenated: ~4 us a call, three a time series)."""
+    out = np.empty_like(values)
+    if len(values):
+        out[0] = values[0] - first
+        np.subtract(values[1:], values[:-1], out=out[1:])
+    return out
 
 
 def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.ndarray, finish_s: np.ndarray,
@@ -443,7 +454,7 @@ def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.n
         resident_bytes_by_component={
             t["name"]: {c: _times(resident[j], b) for c, b in t["bytes_per_block_by_component"].items()}
             for j, t in enumerate(tiers) if len(t["bytes_per_block_by_component"]) > 1},
-        restore_bps={tiers[j]["name"]: tuple((np.diff(_array(cols[4][j], np.float64), prepend=0.0)
+        restore_bps={tiers[j]["name"]: tuple((_steps(_array(cols[4][j], np.float64), 0.0)
                                               / sampler.step_s).tolist()) for j in lower},
         link_bandwidth_bps={tiers[j]["name"]: tiers[j]["link_bandwidth_bps"] for j in lower},
         waiting_requests=tuple(cols[2]), running_requests=tuple(running.tolist()),

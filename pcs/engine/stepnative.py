@@ -25,6 +25,11 @@ from pcs.engine.scheduler import StepEngine, check_output_tokens
 from pcs.engine.schedstats import SpanError
 from pcs.engine.series import Sampler
 from pcs.errors import UserError
+from pcs.hardware import LinkSpec
+from pcs.cache import native as _cache_native
+from pcs.engine.chunkattn import chunk_terms
+from pcs import beside
+from pcs.engine.runparts import PendingParts
 
 __all__ = ["NativeStepEngine", "unsupported", "loop_unsupported", "new_loop", "MAX_TIERS", "span_limit", "LEAN_COLUMNS"]
 
@@ -78,8 +83,6 @@ _LINK_FIELDS = ("restores", "restored_blocks", "restored_bytes", "restore_s", "t
 def _link_params(link) -> tuple[float, float, float] | None:
     """(setup_s, bandwidth_bps, iops or 0) of a :class:`pcs.hardware.LinkSpec`, (0, 0, 0) for None (instant),
     or None for a link the C loop does not model."""
-    from pcs.hardware import LinkSpec
-
     if link is None:
         return 0.0, 0.0, 0.0
     if type(link) is not LinkSpec or not link.bandwidth_bps > 0 or (link.iops is not None and not link.iops > 0):
@@ -94,11 +97,9 @@ def unsupported(hierarchy, links, cost, config, no_cache: bool = False) -> str |
         hierarchy: the tiers; links: per tier a LinkSpec or None; cost: :class:`pcs.compute.StepCost`;
         config: the resolved :class:`pcs.engine.schedconfig.SchedulerConfig`.
     """
-    from pcs.cache.native import NativeHierarchy
-
     if _stepsched is None:
         return f"the compiled {_native.TWINS['stepsched']} is not built"
-    if type(hierarchy) is not NativeHierarchy:
+    if type(hierarchy) is not _cache_native.NativeHierarchy:
         return "the tiers are not on the compiled all-lru hierarchy"
     return loop_unsupported(len(hierarchy.tiers), links, cost, config)
 
@@ -107,8 +108,6 @@ def loop_unsupported(tiers: int, links, cost, config) -> str | None:
     """None when the C loop models this run (whatever the hierarchy), else the reason it cannot: at most
     :data:`MAX_TIERS` tiers, ``layerwise`` restores, per-pair prefill attention or attention terms the C loop
     sums (:func:`pcs.engine.chunkattn.chunk_terms`), LinkSpec links."""
-    from pcs.engine.chunkattn import chunk_terms
-
     if tiers > MAX_TIERS:
         return f"more than {MAX_TIERS} tiers"
     if config.restore_policy != "layerwise":
@@ -126,8 +125,6 @@ def new_loop(engine: StepEngine, resident, recompute_last_token: bool, no_cache:
     """The C loop (``_stepsched.StepScheduler``) for a :class:`StepEngine` already set up (its hierarchy, links,
     block bytes, cost, config, sampler); ``resident``: tier index -> resident blocks now (for the samples).
     A prefill attention that is not per pair is given as :func:`pcs.engine.chunkattn.chunk_terms`."""
-    from pcs.engine.chunkattn import chunk_terms
-
     params = [_link_params(lk) for lk in engine.links]
     cost, config = engine.cost, engine.config
     s = _stepsched.StepScheduler(
@@ -289,9 +286,7 @@ class NativeStepEngine(StepEngine):
         inline, or no warm-up -- for the no-cache run, a loop that keeps the GIL, or threads off. Chosen at the first
         feed; :meth:`close` waits for its last call."""
         if first and not self.no_cache and self.releases_gil:
-            from pcs.beside import Beside, threads_wanted
-
-            self._side = Beside(True, linger=False) if threads_wanted() else None
+            self._side = beside.Beside(True, linger=False) if beside.threads_wanted() else None
         return self._side
 
     def settle(self) -> None:
@@ -365,10 +360,8 @@ class NativeStepEngine(StepEngine):
         columns are final), or None when this run's parts are not made beside."""
         if self.no_cache or not self.releases_gil:
             return None
-        from pcs.beside import threads_wanted
-        from pcs.engine.runparts import PendingParts
 
-        if not threads_wanted() or not len(self._cols["prefill_no_cache_s"]):
+        if not beside.threads_wanted() or not len(self._cols["prefill_no_cache_s"]):
             return None
         return PendingParts.gated(np.frombuffer(self._cols["prefill_no_cache_s"], np.float64))
 

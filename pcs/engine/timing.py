@@ -11,6 +11,9 @@ from typing import Any
 import numpy as np
 
 from pcs import _native
+from pcs.compute import ComputeModel
+from pcs.model.components import FullAttention
+from pcs.model.spec import ModelSpec
 
 __all__ = ["TimeModel", "causal_terms", "prefill_table_numpy"]
 
@@ -23,8 +26,6 @@ def _counted(compute: Any, prompt: np.ndarray):
     """``compute.prefill_s_of_counts`` when ``compute`` is a :class:`pcs.compute.ComputeModel` whose
     ``prefill_s`` and ``prefill_flops`` are the class's own (what that method mirrors) and every count of the
     chunk is exact in float64 (``prompt`` below 2**53), else None (``prefill_s`` with int64 arrays)."""
-    from pcs.compute import ComputeModel
-
     cls = type(compute)
     if (not isinstance(compute, ComputeModel) or cls.prefill_s is not ComputeModel.prefill_s
             or cls.prefill_flops is not ComputeModel.prefill_flops or (len(prompt) and int(prompt.max()) >= 1 << 53)):
@@ -115,10 +116,6 @@ def causal_terms(compute: Any) -> tuple[float, float, tuple[float, ...]] | None:
     ``prefill_s(n, c) = (a2 n + sum_j ks[j] causal_pairs(n, c)) / flops_per_s`` with a2 = 2 x active_params
     (:meth:`pcs.compute.ComputeModel.prefill_flops`), each k read exactly as ``attention_flops(1, 0)``
     (causal_pairs(1, 0) = 1), the terms summed in the components' order (:meth:`ModelSpec.attention_flops`)."""
-    from pcs.compute import ComputeModel
-    from pcs.model.components import FullAttention
-    from pcs.model.spec import ModelSpec
-
     mla = sys.modules.get("pcs.model.mla")   # not loaded (pcs.model.hfconfig loads it for MLA models): none here
     kinds = (FullAttention,) if mla is None else (FullAttention, mla.IndexerKeys, mla.MLALatent)
 

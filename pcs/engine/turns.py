@@ -26,10 +26,12 @@ least :data:`DETECT_SHARE` of its requests (:attr:`DecodeBlocks.detected`).
 from __future__ import annotations
 
 import heapq
+import threading
 from typing import Any, Callable
 
 import numpy as np
 
+from pcs import _native, beside
 from pcs.trace.batches import as_batches
 
 __all__ = ["DecodeBlocks", "TurnWalk", "decode_blocks", "decode_blocks_python", "requests_hint", "DETECT_SHARE"]
@@ -184,15 +186,10 @@ class TurnWalk:
     """
 
     def __init__(self, threaded: bool, requests: int = 0) -> None:
-        import threading
-
-        from pcs import _native
-        from pcs.beside import Beside
-
         self._tn = _native.module("turns")
         if self._tn is None:
             raise RuntimeError(f"the compiled {_native.TWINS['turns']} is not built")
-        self._state, self._n, self._side = self._tn.new(int(requests)), 0, Beside(threaded)
+        self._state, self._n, self._side = self._tn.new(int(requests)), 0, beside.Beside(threaded)
         self._queued = False                     # batches queued for the compiled walk thread (_tn.queue), not drained
         self._kept = False                       # the worker left idle by result(keep=True), not yet taken
         self._pending: list = []                 # batches added while the worker was busy, in order

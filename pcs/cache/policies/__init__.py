@@ -51,6 +51,7 @@ from pcs.cache.policies.twoq import TwoQPolicy
 from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
 from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
 from pcs.errors import UnknownNameError, UserError
+from pcs.cache.policyguard import check_initialised, is_own, raised
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
            "policy_defaults", "parse_policy_spec", "needs_context", "registered_names", "POLICY_NAMES",
@@ -335,7 +336,6 @@ def make_policy(name: str, capacity_blocks: int, context: PolicyContext | None =
             # rewriting (pcs/cli/common.py) leaves a name followed by '=' as it is
             raise UserError(f"eviction policy {cls.name!r} takes no option {key!r}; "
                              f"its options: {', '.join(f'{t}=' for t in takes) or 'none'}")
-    from pcs.cache.policyguard import check_initialised, is_own, raised
     try:
         policy = cls(capacity_blocks, context=context, **given) if cls.needs else cls(capacity_blocks, **given)
     except Exception as err:
