@@ -366,8 +366,10 @@ def _checked_args(capacities: Any, points: Any, sample_rate: Any, seed: Any, exa
     1..2^20); capacities as a list of ints >= 0, each once (a str is refused, not iterated; :func:`_once`).
 
     Raises:
-        UserError: naming the parameter.
+        UserError: naming the parameter; both ``capacities`` and ``points`` given.
     """
+    if capacities is not None and points is not None:
+        raise UserError("give capacities or points, not both")
     caps = None if capacities is None else _once(check_number_list(capacities, "capacities",
                                                                    lambda v, n: check_int(v, n, lo=0)))
     points = None if points is None else check_int(points, "points", lo=1, hi=MAX_POINTS)
@@ -419,8 +421,6 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
             a bad sample rate, seed, exact_head_blocks or native/kernel, ``native`` and ``kernel`` that differ,
             unknown model, a hybrid model; InputError for bad trace content.
     """
-    if capacities is not None and points is not None:
-        raise UserError("give capacities or points, not both")
     capacities, points, sample_rate, seed, exact_head_blocks, belady = _checked_args(
         capacities, points, sample_rate, seed, exact_head_blocks, belady, block_size)
     mode = _native_mode(kernel, native)
@@ -428,8 +428,7 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
     lru = lru_curve(flat, mode, sample_rate, seed, exact_head_blocks)
     caps = _capacities(lru, capacities, points)
     model_name, bb = _block_bytes(model, flat.block_size) if model is not None else (None, None)
-    prompt = flat.prompt_tokens
-    exact = sample_rate == 1.0
+    prompt, exact = flat.prompt_tokens, sample_rate == 1.0
     bel = _belady(flat, caps, progress) if belady and exact else {}
     ceiling = float(lru.ceiling_hit_tokens / prompt) if prompt else None     # 0/0: undefined (semantics §12)
     engine, reason = _engine(mode, lru.kernel, float(sample_rate))

@@ -227,6 +227,17 @@ def _lru_points(curve: dict, rows: Sequence[dict]) -> tuple[list, bool]:
     return sorted(at.items()), False
 
 
+def _belady_point(bel: list, layers: list, datasets: dict, xs: dict) -> int:
+    """With one Belady capacity in ``bel`` ([(capacity_blocks, hit_ratio)]), its point and label added to
+    ``layers`` and ``datasets`` (a point, not a line); the number of legend series added (2, or 0)."""
+    if len(bel) != 1:
+        return 0
+    datasets["belady"] = [{"x": bel[0][0], "y": bel[0][1], "label": f"Belady {100 * bel[0][1]:.1f} %"}]
+    layers += _labelled_points("belady", xs, {"shape": "diamond", "filled": True, "size": 90, "color": "#e69f00"},
+                               {"align": "right", "dx": -8, "dy": -8, "color": "#b07800"})
+    return 2
+
+
 def curve_chart(curve: dict, marks: Sequence[dict] = (), chart_id: str = "curve") -> Chart | None:
     """Hit ratio against capacity: LRU, Belady, the ceiling, the knees and the run's capacities.
 
@@ -265,12 +276,7 @@ def curve_chart(curve: dict, marks: Sequence[dict] = (), chart_id: str = "curve"
                                  "ceiling": [{"y": curve["ceiling_hit_ratio"], "label": "single-sequence ceiling "
                                               f"{100 * curve['ceiling_hit_ratio']:.1f} %"}]}
     layers += _hrule("ceiling", {"strokeDash": [2, 2], "color": "#666"}, {})
-    series = len(names) + 2
-    if len(bel) == 1:  # one Belady capacity: a point, not a line
-        datasets["belady"] = [{"x": bel[0][0], "y": bel[0][1], "label": f"Belady {100 * bel[0][1]:.1f} %"}]
-        layers += _labelled_points("belady", xs, {"shape": "diamond", "filled": True, "size": 90, "color": "#e69f00"},
-                                   {"align": "right", "dx": -8, "dy": -8, "color": "#b07800"})
-        series += 2
+    series = len(names) + 2 + _belady_point(bel, layers, datasets, xs)
     knees = [{"x": k["capacity_blocks"], "y": k["lru_hit_ratio"], "label": f"{k['percent_of_ceiling']} %"}
              for k in curve.get("knee", {}).values() if k.get("capacity_blocks")]
     if knees:
