@@ -23,7 +23,7 @@ __all__ = ["FORMULA_STARTS", "guard_cell", "guard_table"]
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 #: A plain decimal number written as text: left as it is (its sign is no formula).
-_NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 _NUMBER_RE = re.compile(_NUMBER)
 
 

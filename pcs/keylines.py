@@ -85,6 +85,15 @@ _LITERAL = re.compile(r"'[^'\n]*'")
 _SCALAR = re.compile(r"[^,\]}\n#]*")
 
 
+def _escaped(t: str, j: int, start: int) -> bool:
+    """Whether the character at ``t[j]`` is escaped in a TOML basic string whose content begins at ``start``: an
+    odd run of backslashes before it (``\\"`` is an escaped quote, ``\\\\"`` a backslash then the quote)."""
+    k = j
+    while k > start and t[k - 1] == "\\":
+        k -= 1
+    return (j - k) % 2 == 1
+
+
 class _Toml:
     """One pass over TOML text recording key paths (:func:`toml_lines`); :class:`_Lost` where it cannot follow."""
 
@@ -130,7 +139,7 @@ class _Toml:
         for quote in ('"""', "'''"):
             if t.startswith(quote, i):
                 end = t.find(quote, i + 3)
-                while end >= 0 and quote == '"""' and t[end - 1] == "\\":
+                while end >= 0 and quote == '"""' and _escaped(t, end, i + 3):
                     end = t.find(quote, end + 1)
                 if end < 0:
                     raise _Lost(i)

@@ -10,8 +10,9 @@ names a size that fits all of them, or the two lines no single size fits
 
 Cost: one ``json.loads`` per line before the failing one (5.2 us of CPU a line on the Mooncake conversation
 trace, 12,032 lines re-read in 0.062 s: about 5 s per million), at most
-:data:`REREAD_LINES` of them; past that the hint of the failing line alone stands, saying so; for a stream
-(stdin, which cannot be read twice) it stands as it is.
+:data:`REREAD_LINES` of them; past that the hint of the failing line alone stands, saying so. Stdin and FIFOs are
+re-read from the copy :func:`pcs.trace.api._spool` made before the read; a stream handed here unspooled keeps the
+failing line's hint as it is.
 """
 from __future__ import annotations
 
@@ -42,14 +43,16 @@ def rehinted(error: InputError, path: Any, fmt: str) -> InputError:
     """
     if fmt not in HASH_ID_JSONL or error.field != "hash_ids" or error.line is None or is_stream(path):
         return error
+    if error.line > REREAD_LINES:            # decided before any line is read: nothing re-read to throw away
+        if error.problem.endswith(" fits)"):
+            return InputError(error.path, error.line, error.field, error.problem[:-1]
+                              + f" this line; the lines before it, more than {REREAD_LINES:,}, not re-read)")
+        return error
     try:
-        rows = list(_id_counts(path, error.path, min(error.line, REREAD_LINES + 1)))
+        rows = list(_id_counts(path, error.path, error.line))
     except (InputError, OSError, ValueError):
         return error
     if not rows or rows[-1][0] != error.line:
-        if error.line > REREAD_LINES and error.problem.endswith(" fits)"):
-            return InputError(error.path, error.line, error.field, error.problem[:-1]
-                              + f" this line; the lines before it, more than {REREAD_LINES:,}, not re-read)")
         return error
     ln, prompt, n = rows[-1]
     old = _likely_block_size(prompt, n)

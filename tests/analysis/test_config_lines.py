@@ -127,6 +127,22 @@ def test_toml_locator_follows_headers_dotted_quoted_inline_and_multiline_text():
         "arr[1].sub[0].w": 15, "arr[1].tab.u": 17}
 
 
+@pytest.mark.parametrize("first, lines", [
+    # an escaped backslash ends the string at its first three quotes: e's string (lines 3-5) holds 'f = 2'
+    ('a = """x\\\\"""', {"a": 1, "d": 2, "e": 3, "f": 6}),
+    # an escaped quote: the string is x" and ends at the next three quotes, on the same line
+    ('a = """x\\""""', {"a": 1, "d": 2, "e": 3, "f": 6}),
+    # three backslashes: an escaped backslash, then an escaped quote; the string ends two quotes later
+    ('a = """x\\\\\\""""', {"a": 1, "d": 2, "e": 3, "f": 6}),
+])
+def test_toml_locator_counts_the_backslashes_before_a_closing_quote(first, lines):
+    import tomllib
+
+    text = first + '\nd = 1\ne = """\nf = 2\n"""\nf = 9\n'
+    assert tomllib.loads(text)["f"] == 9          # the text is TOML, and f is the one on line 6
+    assert toml_lines(text) == lines
+
+
 def test_json_locator_names_nested_keys_and_array_elements():
     got = json_lines('{"a": [1,\n {"b\\"c": {"d":\n 2}}],\n "e": null}')
     assert got == {"a": 1, "a[0]": 1, "a[1]": 2, 'a[1].b"c': 2, 'a[1].b"c.d': 2, "e": 4}

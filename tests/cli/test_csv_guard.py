@@ -71,3 +71,16 @@ def test_json_output_is_not_guarded():
     r = invoke("budget", "--workload", "=cmd|x:1GB:1GB/s", "--capacity-have", "80GB", "--bandwidth-have", "1TB/s",
                "--format", "json", "-q")
     assert json.loads(r.stdout)["name"] == "=cmd|x"
+
+
+def test_the_cell_and_table_guards_agree_on_non_ascii_digits():
+    # '-٣' (Arabic-Indic three) is no number a spreadsheet reads: a text cell starting with '-', guarded by both
+    # the per-cell rule (Python's re) and the per-column rule (pyarrow's RE2), which read \d differently
+    import pyarrow as pa
+
+    from pcs.csvcells import guard_cell, guard_table
+
+    cells = ["-\u0663", "+\u0661.5", "-3", "-1e5"]
+    want = ["'-\u0663", "'+\u0661.5", "-3", "-1e5"]
+    assert [guard_cell(c) for c in cells] == want
+    assert guard_table(pa.table({"c": cells})).column("c").to_pylist() == want

@@ -73,3 +73,19 @@ def test_gzip_and_python_api_say_the_same(tmp_path):
         list(pcs.open_trace(str(p)))
     assert e.value.line == 3 and e.value.problem.endswith("(block_size=700 fits lines 1 to 3)")
 
+
+
+def test_past_the_cap_nothing_is_re_read(tmp_path, monkeypatch):
+    # line 3 fails with the cap at 2 lines: the hint is line 3's own (700 tokens in 1 id: the powers of two from
+    # 700 up fit, 1,024 the first) and says the lines before were not re-read; no line is read to be thrown away
+    from pcs.trace import bshint
+
+    reads = []
+    real = bshint._id_counts
+    monkeypatch.setattr(bshint, "REREAD_LINES", 2)
+    monkeypatch.setattr(bshint, "_id_counts", lambda *a: reads.append(a) or real(*a))
+    p = tmp_path / "narrow.jsonl"
+    p.write_text(_lines(MC, NARROW))
+    assert _error("trace", "stats", p).endswith(
+        "(--block-size 1024 fits this line; the lines before it, more than 2, not re-read)")
+    assert reads == []

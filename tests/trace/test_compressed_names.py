@@ -86,3 +86,17 @@ def test_a_last_line_cut_short_says_so(tmp_path, gz):
     mid = tmp_path / "mid.jsonl"                  # a broken line with lines after it is no cut file
     mid.write_text('{"timestamp": \n' + ROW % 2)
     assert "cut short" not in _error("trace", "stats", mid, "--trace-format", "mooncake")
+
+
+@pytest.mark.parametrize("suffix, kind, magic", [
+    # each format's magic bytes from its specification: gzip RFC 1952 §2.3.1 (1f 8b), zstd RFC 8878 §3.1.1
+    # (28 b5 2f fd), xz ("The .xz File Format" §2.1.1.1: fd 37 7a 58 5a 00), bzip2 ("BZh" = 42 5a 68)
+    (".gz", "gzip", "1f 8b"), (".gzip", "gzip", "1f 8b"), (".GZ", "gzip", "1f 8b"), (".zst", "zstd", "28 b5 2f fd"),
+    (".zstd", "zstd", "28 b5 2f fd"), (".xz", "xz", "fd 37 7a 58 5a 00"), (".bz2", "bzip2", "42 5a 68"),
+])
+def test_every_compression_suffix_is_checked(tmp_path, suffix, kind, magic):
+    p = tmp_path / f"t.jsonl{suffix}"
+    p.write_text(ROW % 1)          # plain JSONL: its first bytes are '{"ti' = 7b 22 74 69
+    assert _error("trace", "stats", p).endswith(
+        f"is named {suffix.lower()} but is not {kind}: its first bytes are 7b 22 74 69, not {kind}'s {magic} "
+        "(cut short, or another file renamed); rename it to what it holds")
