@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib
 import os
 from types import ModuleType
+from pcs.choices import close_tail
 from pcs.errors import UnknownNameError, UserError
 
 __all__ = ["MODES", "HELP", "TWINS", "SLOWER", "module", "loaded", "built", "resolve", "default_mode", "missing",
@@ -124,7 +125,7 @@ def default_mode() -> str:
     mode = raw.strip().lower() or "auto"
     if mode not in MODES:
         raise UserError(f"environment variable PCS_NATIVE={raw!r} is not one of {', '.join(MODES)}: unset it or "
-                        "set one of those")
+                        f"set one of those{close_tail(mode, MODES)}")
     return mode
 
 

@@ -46,6 +46,7 @@ import weakref
 import _signal
 from typing import Any, Callable, Iterator
 
+from pcs.choices import close_tail
 from pcs.errors import STOPS, UserError
 
 __all__ = ["Beside", "INLINE_BELOW_BYTES", "INLINE_BELOW_PARQUET_IDS", "THREADS_MODES", "check_threads_setting",
@@ -205,7 +206,8 @@ def _mode() -> str:
     mode = THREADS_ALIASES.get(mode, mode)
     if mode not in THREADS_MODES:
         raise UserError(f"environment variable PCS_THREADS={raw!r} is not one of {', '.join(THREADS_MODES)} "
-                        f"(or {', '.join(THREADS_ALIASES)}): unset it or set one of those")
+                        f"(or {', '.join(THREADS_ALIASES)}): unset it or set one of those"
+                        f"{close_tail(mode, THREADS_MODES, THREADS_ALIASES)}")
     return mode
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 __all__ = ["WRITE_POLICIES", "TIMINGS", "TRACE_FORMATS", "LENGTH_ONLY_FORMATS", "ON_ERROR", "MAX_INSTANCES", "MAX_STALE_S",
            "BUILTIN_POLICIES", "POLICY_ALIASES", "DEFAULT_POLICY", "MAX_BLOCK_SIZE",
-           "DEFAULT_TOKEN_BLOCK_SIZE", "CLOSE_CUTOFF", "did_you_mean"]
+           "DEFAULT_TOKEN_BLOCK_SIZE", "CLOSE_CUTOFF", "did_you_mean", "close_tail"]
 
 #: ``back``: evicted blocks move down one tier; ``through``: computed blocks are
 #: copied to every lower tier at once and evictions drop (docs/semantics.md §7; :mod:`pcs.cache.hierarchy`).
@@ -85,3 +85,14 @@ def did_you_mean(name: object, words: Iterable[str], aliases: Mapping[str, str] 
         return ""
     meant = repr(close[0]) if len(close) == 1 else "one of: " + ", ".join(repr(c) for c in close)
     return f"did you mean {meant}? "
+
+
+def close_tail(name: object, words: Iterable[str], aliases: Mapping[str, str] | None = None) -> str:  # noqa: F821
+    """:func:`did_you_mean` for the end of a message: ``"; did you mean 'fifo'?"``, or ``""`` when no name is
+    close (a message that ends in its list of valid names: ``must be one of a, b, got 'x'; did you mean 'a'?``).
+
+    >>> close_tail("tokns", ["requests", "tokens"])
+    "; did you mean 'tokens'?"
+    """
+    close = did_you_mean(name, words, aliases).strip()
+    return f"; {close}" if close else ""

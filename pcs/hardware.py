@@ -111,7 +111,8 @@ class GPUSpec:
             if self.fp8_flops is None:
                 raise UserError(f"GPU {self.name!r} has no FP8 tensor cores; use the compute dtype bf16")
             return self.fp8_flops
-        raise UserError(f"unknown compute dtype {dtype!r}; expected one of bf16, fp16, fp8")
+        raise UserError(f"unknown compute dtype {dtype!r}; {did_you_mean(dtype, ('bf16', 'fp16', 'fp8'))}"
+                        "expected one of bf16, fp16, fp8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,7 +381,8 @@ def override(spec: GPUSpec | LinkSpec, note: str = "overridden", **changes: Any)
         if value is None:
             continue
         if key not in names:
-            raise UserError(f"unknown {type(spec).__name__} field {key!r}; known: {', '.join(sorted(names))}")
+            raise UserError(f"unknown {type(spec).__name__} field {key!r}; {did_you_mean(key, sorted(names))}"
+                            f"known: {', '.join(sorted(names))}")
         try:
             parsed[key] = _parse_field(key, value)
         except ValueError as exc:
@@ -432,7 +434,8 @@ def _table_from(path: Path, data: dict[str, Any], base: HardwareTable | None) ->
     for key, section in data.items():
         kind = {"gpu": "gpu", "gpus": "gpu", "link": "link", "links": "link"}.get(key)
         if kind is None:
-            raise InputError(str(path), None, key, "unknown section; expected gpu or link")
+            raise InputError(str(path), None, key, f"unknown section; {did_you_mean(key, ('gpu', 'link'))}"
+                             "expected gpu or link")
         if not isinstance(section, dict):
             raise InputError(str(path), None, key, "must be a table of named entries")
         target, cls = (gpus, GPUSpec) if kind == "gpu" else (links, LinkSpec)

@@ -106,3 +106,122 @@ def test_file_keys_say_the_nearest(tmp_path):
     plan = tmp_path / "p.toml"
     plan.write_text('kind = "replai"\n')                            # replay 10/12 = 0.83
     assert "unknown kind 'replai'; did you mean 'replay'? valid: " in _message(load_plan, plan)
+
+
+# Review 44c: the remaining refusals over a fixed set of names, each with the nearest names by the same rule.
+
+def _policy_option(spec):
+    from pcs.cache.policies import make_policy
+    return make_policy(spec, 10)
+
+
+def _admission_option(spec):
+    from pcs.cache.admission import make_admission
+    return make_admission(spec)
+
+
+def _tenant_mode(mode):
+    from pcs.trace.transform import TransformSpec
+    return TransformSpec(tenants=2, tenant_mode=mode)
+
+
+def _layer_type(name):
+    from pcs.model.families import _from_layer_types
+    return _from_layer_types([name], 1, "config.json")
+
+
+def _compute_dtype(dtype):
+    from pcs.hardware import get_gpu
+    return get_gpu("h100-sxm").peak_flops(dtype)
+
+
+def _override_field(key):
+    from pcs.hardware import get_link, override
+    return override(get_link("nvme-gen4"), **{key: "1GB/s"})
+
+
+def _router_by(by):
+    from pcs.fleet.routers import parse_router
+    return parse_router(f"least-loaded:by={by}", 2)
+
+
+def _chat_template(name):
+    from pcs.trace.chat import load_template
+    return load_template(name)
+
+
+@pytest.mark.parametrize("call,name,expected", [
+    # protected_share: M = 14 of 14 + 15 -> 0.97
+    (_policy_option, "slru:protected_shar=0.5",
+     "eviction policy 'slru' takes no option 'protected_shar'; did you mean 'protected_share'? its options: "),
+    # n: M = 1 of 2 + 1 -> 0.67
+    (_admission_option, "reuse:mn=2", "admission 'reuse' takes no option 'mn'; did you mean 'n'? its options: n"),
+    # dynamic: 12/13 = 0.92; none: 'n' -> 2/10
+    (_policy_option, "lfu:aging=dynamc", "got 'dynamc'; did you mean 'dynamic'?"),
+    # split 8/9 = 0.89; copy 'p' -> 2/8
+    (_tenant_mode, "splt", "tenant_mode must be one of copy, split, got 'splt'; did you mean 'split'?"),
+    # sliding 'slidng': 12/13 = 0.92; sliding_window 12/20 = 0.6 (exactly the cutoff); sliding_attention 12/23
+    (_layer_type, "slidng", "unknown layer type 'slidng'; did you mean one of: 'sliding', 'sliding_window'? known: "),
+    # fp8 4/6 = 0.67; fp16 'fp' 4/7 = 0.57; bf16 'f' 2/7
+    (_compute_dtype, "fp9", "unknown compute dtype 'fp9'; did you mean 'fp8'? expected one of "),
+    # bandwidth_bps: 24/25 = 0.96
+    (_override_field, "bandwith_bps", "unknown LinkSpec field 'bandwith_bps'; did you mean 'bandwidth_bps'? known: "),
+    # tokens 10/11 = 0.91; requests 'k'? no: 'o' + 's' -> 4/13 = 0.31
+    (_router_by, "tokns", "by='tokns'; did you mean 'tokens'? valid: requests, tokens"),
+    # chatml 10/11 = 0.91; llama3 'a' + 'm' -> 4/11 = 0.36
+    (_chat_template, "chatm", "chat template 'chatm' is neither a built-in (chatml, llama3) nor a file; "
+                              "did you mean 'chatml'?"),
+])
+def test_an_unknown_option_or_value_says_the_nearest(call, name, expected):
+    assert expected in _message(call, name)
+
+
+def test_a_mistyped_link_preset_says_the_nearest():
+    # pcie-gen5-x16: 12 of 12 + 13 -> 0.96; pcie-gen4-x16: 'pcie-gen' + 'x16' = 11 -> 0.88; the rest below 0.6
+    assert_one_line_error(invoke("replay", SMALL_TRACE, "--tier", "gpu=100blocks", "--tier", "cpu=100blocks",
+                                 "--link", "cpu=pcie-gen5x16", "-q"),
+                          "nor a bandwidth like 25GB/s; did you mean one of: 'pcie-gen5-x16', 'pcie-gen4-x16'?")
+
+
+def test_a_link_near_nothing_keeps_the_message():
+    line = assert_one_line_error(invoke("replay", SMALL_TRACE, "--tier", "gpu=100blocks", "--tier", "cpu=100blocks",
+                                        "--link", "cpu=zzz", "-q"), "nor a bandwidth like 25GB/s")
+    assert line.endswith("25GB/s"), line
+
+
+def test_an_enumerated_report_option_says_the_nearest(tmp_path):
+    # warn 6/8 = 0.75; refuse: one 'r' -> 2/10
+    assert_one_line_error(invoke("report", tmp_path / "a.json", "--changed-trace", "warm"), "did you mean 'warn'?")
+
+
+@pytest.mark.parametrize("var,value,needle", [
+    ("PCS_THREADS", "of", "; did you mean 'off'?"),     # off 4/5 = 0.8; on 'o' 2/4 = 0.5
+    ("PCS_NATIVE", "pyton", "; did you mean 'python'?"),  # python 10/11 = 0.91
+])
+def test_an_environment_mode_says_the_nearest(monkeypatch, var, value, needle):
+    from pcs import _native, beside
+
+    monkeypatch.setenv(var, value)
+    with pytest.raises(UserError) as err:
+        (beside._mode if var == "PCS_THREADS" else _native.default_mode)()
+    assert str(err.value).endswith(needle), str(err.value)
+
+
+def test_file_values_say_the_nearest(tmp_path):
+    from pcs.hardware import load_hardware_file
+    from pcs.trace.api import open_trace
+    from pcs.trace.kvevents import read_kv_events
+
+    hw = tmp_path / "hw.toml"
+    hw.write_text('[linkz.nvme-gen4]\nsetup_s = "10us"\n')           # link 8/9 = 0.89; gpu 0
+    assert "unknown section; did you mean 'link'? expected gpu or link" in _message(load_hardware_file, hw)
+    ev = tmp_path / "e.jsonl"
+    # BlockStored 'BlockSt' + 'ord' = 10 -> 20/21 = 0.95; BlockRemoved 'Block' + 'o' + 'd' = 7 -> 14/22 = 0.64;
+    # AllBlocksCleared 'Blocks' + 'r' + 'd' = 8 -> 16/26 = 0.62: all three, the closest first
+    ev.write_text('{"ts": 1, "events": [{"type": "BlockStord", "block_hashes": [1]}]}\n')
+    assert "unknown event type 'BlockStord'; did you mean one of: 'BlockStored', 'BlockRemoved', 'AllBlocksCleared'?" in \
+        _message(lambda p: list(read_kv_events(p)), ev)
+    tr = tmp_path / "t.jsonl"
+    # synthetic 16/17 = 0.94; recorded 'e' + 'r'... 4/16 = 0.25
+    tr.write_text('{"timestamp": 1, "input_length": 3, "output_length": 1, "hash_ids": [1], "reuse": "synthetc"}\n')
+    assert "got \"synthetc\"; did you mean 'synthetic'?" in _message(lambda p: list(open_trace(p)), tr)

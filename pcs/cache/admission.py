@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Sequence
 
 from pcs.cache.policies import spec_value
+from pcs.choices import did_you_mean
 from pcs.errors import UnknownNameError, UserError
 
 __all__ = ["AdmissionPolicy", "CountingAdmission", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
@@ -189,7 +190,8 @@ def make_admission(text: str, context: Any = None) -> AdmissionPolicy:
     takes = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "context")]
     for key in opts:
         if key not in takes:
-            raise UserError(f"admission {kind!r} takes no option {key!r}; its options: {', '.join(takes)}")
+            raise UserError(f"admission {kind!r} takes no option {key!r}; {did_you_mean(key, takes)}"
+                            f"its options: {', '.join(takes)}")
     return cls(**opts, context=context) if "context" in inspect.signature(cls.__init__).parameters else cls(**opts)
 
 

@@ -17,6 +17,7 @@ import click
 
 from pcs import jsondepth
 from pcs.cli.common import command, emit, format_option, quiet_option
+from pcs.cli.params import Choice
 from pcs.errors import UserError
 from pcs.units import a_or_an, format_counted
 
@@ -341,7 +342,7 @@ def _refuse_trace_output(html_path: str | None, payloads: Sequence[dict]) -> Non
               help="Also write every figure as DIR/<figure>.png and .svg (pip install -e '.[plot]').")
 @click.option("--no-curve", is_flag=True,
               help="Do not read a replay's trace for the hit-rate curve and the oracle (Belady).")
-@click.option("--changed-trace", type=click.Choice(["refuse", "warn"]), default="refuse", show_default=True,
+@click.option("--changed-trace", type=Choice(["refuse", "warn"]), default="refuse", show_default=True,
               help="When the replay's trace file is not the one the run read (size or a hash of its first and "
                    "last MiB differ, recorded as trace_file): refuse, or warn and draw the curve and oracle from "
                    "the file as it is now.")

@@ -224,14 +224,17 @@ def _block_size(source: Any) -> int:
     return int(bs)
 
 
-def _link_bandwidth(tier: str, link: str) -> float:
-    """Bytes/s of a ``--link TIER=BANDWIDTH`` that names no preset.
+def _link_bandwidth(tier: str, link: str, table: Any = None) -> float:
+    """Bytes/s of a ``--link TIER=BANDWIDTH`` that names no preset of ``table`` (a HardwareTable, None: the
+    built-in presets).
 
     Raises:
         UserError: naming ``--link TIER=...`` and the real reason: bits, negative, not finite,
-            too large, zero (a link that moves nothing), or neither a preset nor a bandwidth.
+            too large, zero (a link that moves nothing), or neither a preset nor a bandwidth (with the
+            nearest preset names, :func:`pcs.choices.did_you_mean`).
     """
-    from pcs.hardware import LINK_NAMES
+    from pcs.choices import did_you_mean
+    from pcs.hardware import LINKS, aliases_of
 
     where = f"links[{tier!r}] = {link!r}"     # the CLI says --link TIER=VALUE (pcs.cli.common.option_names)
     try:
@@ -242,8 +245,9 @@ def _link_bandwidth(tier: str, link: str) -> float:
             raise UserError(f"{where}: {msg}") from None
         if re.match(r"\s*[+-]?(nan|inf)", link, re.IGNORECASE):
             raise UserError(f"{where}: a bandwidth must be a finite number of bytes/s") from None
-        raise UserError(f"{where}: neither a preset ({', '.join(LINK_NAMES)}) "
-                         "nor a bandwidth like 25GB/s") from None
+        presets = LINKS if table is None else table.links
+        raise UserError(f"{where}: neither a preset ({', '.join(presets)}) nor a bandwidth like 25GB/s; "
+                        f"{did_you_mean(link, presets, aliases_of(presets))}".rstrip("; ")) from None
     if bps <= 0:
         raise UserError(f"{where}: a bandwidth must be > 0 (a link that moves nothing never finishes a transfer)")
     return bps
@@ -263,7 +267,7 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
         try:
             base = get_link(str(link), table)
         except ValueError:
-            bps = _link_bandwidth(tier, str(link))
+            bps = _link_bandwidth(tier, str(link), table)
             try:
                 setup = default_link_for_tier(tier, table).setup_s
             except ValueError:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+from pcs.choices import did_you_mean
 from pcs.errors import InputError
 from pcs._dataclass import dataclass
 
@@ -177,7 +178,8 @@ def _from_layer_types(raw: Any, n: int, path: str) -> tuple[str, ...]:
     for t in raw:
         if not isinstance(t, str) or t not in LAYER_TYPE_NAMES:
             raise InputError(path, None, "layer_types",
-                             f"unknown layer type {t!r}; known: " + ", ".join(sorted(LAYER_TYPE_NAMES)))
+                             f"unknown layer type {t!r}; {did_you_mean(t, sorted(LAYER_TYPE_NAMES))}known: "
+                             + ", ".join(sorted(LAYER_TYPE_NAMES)))
     return tuple(LAYER_TYPE_NAMES[t] for t in raw)
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from pcs.choices import close_tail
 from pcs.errors import InputError, UserError
 from pcs.extras import missing_extra
 from pcs.trace.batches import arrival_error
@@ -205,7 +206,8 @@ def load_template(spec: str) -> Callable[..., str]:
         return BUILTIN_TEMPLATES[spec]
     p = Path(spec)
     if not p.exists():
-        raise UserError(f"chat template {spec!r} is neither a built-in ({', '.join(BUILTIN_TEMPLATES)}) nor a file")
+        raise UserError(f"chat template {spec!r} is neither a built-in ({', '.join(BUILTIN_TEMPLATES)}) nor a file"
+                        f"{close_tail(spec, BUILTIN_TEMPLATES)}")
     from pcs.configfile import read_json_object, read_text
 
     bos = eos = ""

@@ -33,6 +33,7 @@ from typing import Any, Iterator, NamedTuple
 import numpy as np
 
 from pcs import jsondepth
+from pcs.choices import close_tail
 from pcs.errors import InputError, UnknownNameError, UserError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import REUSE_VALUES, lone_surrogate  # REUSE_VALUES: the optional per-row ``reuse`` field
@@ -269,7 +270,7 @@ def row_is_synthetic(obj: dict, name: str, ln: int) -> bool:
         return False
     if v not in REUSE_VALUES:
         raise InputError(name, ln, "reuse", f"must be one of {', '.join(map(json.dumps, REUSE_VALUES))}, "
-                         f"got {json.dumps(v)[:40]}")
+                         f"got {json.dumps(v)[:40]}{close_tail(v, REUSE_VALUES) if isinstance(v, str) else ''}")
     return v == "synthetic"
 
 

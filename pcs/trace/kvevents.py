@@ -40,6 +40,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from pcs import jsondepth
+from pcs.choices import did_you_mean
 from pcs.errors import InputError, UserError
 from pcs.extras import missing_extra
 from pcs.trace.batches import arrival_error
@@ -106,7 +107,8 @@ def _fields(ev: Any, name: str, ln: int) -> tuple[str, dict]:
     else:
         raise InputError(name, ln, "events", f"an event must be an object or a tagged array, got {json.dumps(ev)[:60]}")
     if tag not in KINDS:
-        raise InputError(name, ln, "events", f"unknown event type {tag!r}; expected one of {', '.join(KINDS)}")
+        raise InputError(name, ln, "events", f"unknown event type {tag!r}; {did_you_mean(tag, KINDS)}"
+                         f"expected one of {', '.join(KINDS)}")
     return tag, body
 
 

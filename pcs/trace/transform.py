@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from pcs.choices import close_tail
 from pcs.errors import UserError
 from pcs.trace.idmix import mix64
 from pcs.trace.request import RequestBatch
@@ -84,7 +85,8 @@ class TransformSpec:
         if isinstance(self.tenants, bool) or not isinstance(self.tenants, int) or self.tenants < 1:
             raise UserError(f"tenants must be an integer >= 1, got {self.tenants!r}")
         if self.tenant_mode not in TENANT_MODES:
-            raise UserError(f"tenant_mode must be one of {', '.join(TENANT_MODES)}, got {self.tenant_mode!r}")
+            raise UserError(f"tenant_mode must be one of {', '.join(TENANT_MODES)}, got {self.tenant_mode!r}"
+                            f"{close_tail(self.tenant_mode, TENANT_MODES)}")
         for k in ("max_input_tokens", "max_output_tokens"):
             v = getattr(self, k)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):

@@ -33,6 +33,7 @@ from collections import OrderedDict
 from typing import Iterable, Sequence
 
 from pcs.cache.policies.base import EvictionPolicy
+from pcs.choices import close_tail
 from pcs.errors import UserError
 
 __all__ = ["LFUPolicy", "LFU_AGINGS", "check_aging"]
@@ -48,7 +49,7 @@ def check_aging(aging: str) -> str:
         UserError: another value, listing the valid ones.
     """
     if aging not in LFU_AGINGS:
-        raise UserError(f"lfu aging must be one of {', '.join(LFU_AGINGS)}, got {aging!r}")
+        raise UserError(f"lfu aging must be one of {', '.join(LFU_AGINGS)}, got {aging!r}{close_tail(aging, LFU_AGINGS)}")
     return aging
 
 

@@ -7,6 +7,7 @@ counts it.
 """
 from __future__ import annotations
 
+from pcs.choices import did_you_mean
 from pcs.errors import UserError
 from pcs.fleet.routers import Router
 
@@ -23,7 +24,9 @@ class LeastLoaded(Router):
     def __init__(self, instances: int, **options) -> None:
         super().__init__(instances, **options)
         if self.options["by"] not in ("requests", "tokens"):
-            raise UserError(f"router 'least-loaded': by={self.options['by']!r}; valid: requests, tokens")
+            by = self.options["by"]
+            raise UserError(f"router 'least-loaded': by={by!r}; {did_you_mean(by, ('requests', 'tokens'))}"
+                            "valid: requests, tokens")
 
     def choose(self, req, index, load) -> int:
         counts = load.requests if self.options["by"] == "requests" else load.tokens
