@@ -248,10 +248,12 @@ TIER_LINKS: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class HardwareTable:
-    """Presets after overrides: ``gpus`` and ``links`` by name (see :func:`load_hardware_file`)."""
+    """Presets after overrides: ``gpus`` and ``links`` by name (see :func:`load_hardware_file`); ``notes``: what
+    the file did that may not be what was meant (a new entry named close to a preset), each ``PATH:LINE: ...``."""
 
     gpus: dict[str, GPUSpec] = field(default_factory=lambda: dict(GPUS))
     links: dict[str, LinkSpec] = field(default_factory=lambda: dict(LINKS))
+    notes: tuple[str, ...] = ()
 
 
 #: Other names accepted wherever a preset name is; an alias names its preset, which is the one name printed
@@ -423,13 +425,16 @@ def load_hardware_file(path: str | Path, base: HardwareTable | None = None) -> H
     path = Path(path)
     data, lines = read_mapping_lines(path)
     with lines.located():
-        return _table_from(path, data, base)
+        return _table_from(path, data, base, lines.at)
 
 
-def _table_from(path: Path, data: dict[str, Any], base: HardwareTable | None) -> HardwareTable:
-    """:func:`load_hardware_file` of the parsed file ``data`` (errors without their lines)."""
+def _table_from(path: Path, data: dict[str, Any], base: HardwareTable | None,
+                at: Any = None) -> HardwareTable:
+    """:func:`load_hardware_file` of the parsed file ``data`` (errors without their lines; ``at``: field ->
+    ``PATH:LINE`` for a note, :meth:`pcs.configfile.KeyLines.at`)."""
     table = base if base is not None else HardwareTable()
     gpus, links = dict(table.gpus), dict(table.links)
+    notes: list[str] = list(table.notes)
     seen: dict[tuple[str, str], str] = {}  # (kind, name) -> the section.entry that set it
     for key, section in data.items():
         kind = {"gpu": "gpu", "gpus": "gpu", "link": "link", "links": "link"}.get(key)
@@ -448,16 +453,23 @@ def _table_from(path: Path, data: dict[str, Any], base: HardwareTable | None) ->
                 raise InputError(str(path), None, f"{key}.{raw_name}", f"names the same {kind} as {seen[kind, name]} "
                                  f"({name}); give each entry once")
             seen[kind, name] = f"{key}.{raw_name}"
-            target[name] = _entry(path, where, cls, name, target.get(name), fields_)
-    return HardwareTable(gpus=gpus, links=links)
+            presets = table.gpus if kind == "gpu" else table.links
+            close = "" if name in target else did_you_mean(raw_name, presets, aliases_of(presets))
+            target[name] = _entry(path, where, cls, name, target.get(name), fields_, close)
+            if close:   # a complete new entry: kept (a user's own part), said in case a preset was meant
+                notes.append(f"{at(where) if at else path}: {where} is a new {kind} entry, not a change "
+                             f"to a preset ({close.strip()} a preset's name changes that preset)")
+    return HardwareTable(gpus=gpus, links=links, notes=tuple(notes))
 
 
 #: the fields a hardware file may set, by entry class (``name`` is the entry's key)
 _FIELD_NAMES = {cls: frozenset(f.name for f in dataclasses.fields(cls) if f.name != "name") for cls in (GPUSpec, LinkSpec)}
 
 
-def _entry(path: Path, where: str, cls: type, name: str, preset: Any, fields_: dict[str, Any]) -> Any:
-    """Build one overridden or new entry, locating any error by file and field."""
+def _entry(path: Path, where: str, cls: type, name: str, preset: Any, fields_: dict[str, Any],
+           close: str = "") -> Any:
+    """Build one overridden or new entry, locating any error by file and field; ``close``: the "did you mean" of
+    a new entry's name (:func:`pcs.choices.did_you_mean` over the presets), said when it lacks fields."""
     for key, value in fields_.items():     # each value alone first: an error names its own field (and line)
         if key not in _FIELD_NAMES[cls]:
             raise InputError(str(path), None, f"{where}.{key}", f"unknown {cls.__name__} field {key!r}; "
@@ -473,7 +485,8 @@ def _entry(path: Path, where: str, cls: type, name: str, preset: Any, fields_: d
         required = [f.name for f in dataclasses.fields(cls) if f.name not in ("name", "source")]
         missing = [f for f in required if f not in fields_ and f not in ("fp8_flops", "iops", "io_size_bytes")]
         if missing:
-            raise UserError(f"new entry needs fields {', '.join(missing)}")
+            raise UserError(f"new entry needs fields {', '.join(missing)}"
+                            + (f" ({close}a preset's name changes only the fields given)" if close else ""))
         unknown = set(fields_) - set(required) - {"source"}
         if unknown:
             raise UserError(f"unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(required)}")

@@ -42,7 +42,8 @@ def deploy(model_name: str | None, model_config: str | None, gpu: str, tp: int, 
       pcs deploy --model llama-3.1-70b --gpu h100-sxm --tp 8 --request-tokens 32768
       pcs deploy --model deepseek-v3 --gpu h200 --tp 8 --dtype fp8 --format json
     """
-    from pcs.hardware import get_gpu, load_hardware_file
+    from pcs.cli.presets import hardware_table
+    from pcs.hardware import get_gpu
     from pcs.model.capacity import plan_deployment
     from pcs.model.deploy import size_deployment
     from pcs.report.deploy import render_deploy
@@ -51,7 +52,7 @@ def deploy(model_name: str | None, model_config: str | None, gpu: str, tp: int, 
 
     spec = load_model(model_name, model_config, quiet)
     spec = (spec.with_dtype(dtype) if dtype else spec).with_tp(tp)
-    table = load_hardware_file(hardware_file) if hardware_file else None
+    table = hardware_table(hardware_file)
     reserve = None if kv_reserve is None else parse_bytes(kv_reserve_option(kv_reserve))
     dep = size_deployment(spec, get_gpu(gpu, table), tp, gpu_memory_utilization, reserve)
     try:

@@ -96,8 +96,17 @@ def refuse_unused(command: str, kw: dict[str, Any], options: Sequence[str | tupl
 
 
 def hardware_table(hardware_file: str | None) -> HardwareTable | None:
-    """Presets with the file's overrides, or None (the built-in presets) without a file."""
-    return load_hardware_file(hardware_file) if hardware_file else None
+    """Presets with the file's overrides, or None (the built-in presets) without a file; the file's notes (a new
+    entry named close to a preset, :attr:`pcs.hardware.HardwareTable.notes`) on stderr as ``pcs: note: ...``
+    unless the command runs with ``--quiet`` (``pcs replay`` has its own: the notes of its summary and JSON)."""
+    if not hardware_file:
+        return None
+    table = load_hardware_file(hardware_file)
+    ctx = click.get_current_context(silent=True)
+    if not (ctx is not None and ctx.params.get("quiet")):
+        for note in table.notes:
+            click.echo(f"pcs: note: {note}", err=True)
+    return table
 
 
 def resolve_gpu(kwargs: dict[str, Any], table: HardwareTable | None = None) -> GPUSpec | None:

@@ -703,6 +703,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     (protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio, mamba_full_memory_ratio,
      residency_step_s) = numbers
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
+    notes += list(getattr(hardware_table, "notes", ()))     # a hardware file's (pcs.hardware.HardwareTable)
     source = reiterable(trace)
     bs = _block_size(source)
     tier_specs, bb, bpb, link_specs, deployment = _tier_bytes_and_links(

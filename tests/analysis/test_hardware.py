@@ -177,3 +177,61 @@ def test_load_hardware_file_toml_and_json(tmp_path):
 ])
 def test_load_hardware_file_errors_name_file_and_field(tmp_path, text, field):
     assert_file_error_names(tmp_path, "hw.toml", text, load_hardware_file, field)
+
+
+# A hardware file's new entry named close to a preset (Review 44c): with fields missing the error names the nearest
+# presets; complete, it is kept (a user's own part) with a note at its line. Ratios by difflib's rule (>= 0.6).
+
+def test_an_incomplete_entry_near_a_gpu_preset_names_it(tmp_path):
+    # h100sxm / h100-sxm: 7 matching of 7 + 8 -> 0.93; h200-sxm (the alias of h200) 'h', '00', 'sxm' = 6 -> 0.8
+    hw = tmp_path / "hw.toml"
+    hw.write_text('[gpu.h100sxm]\nhbm_bps = "3.0TB/s"\n')
+    with pytest.raises(ValueError) as err:
+        load_hardware_file(hw)
+    assert ("hw.toml:1: field 'gpu.h100sxm': new entry needs fields hbm_bytes, bf16_flops (did you mean one of: "
+            "'h100-sxm', 'h200-sxm'" in str(err.value))
+
+
+def test_an_incomplete_entry_near_a_link_preset_names_it(tmp_path):
+    # pcie-gen5x16 / pcie-gen5-x16: 12 of 12 + 13 -> 0.96; pcie-gen4-x16 'pcie-gen' + 'x16' = 11 -> 0.88
+    hw = tmp_path / "hw.toml"
+    hw.write_text('# mine\n[link.pcie-gen5x16]\nbandwidth_bps = "45GB/s"\n')
+    with pytest.raises(ValueError) as err:
+        load_hardware_file(hw)
+    assert ("hw.toml:2: field 'link.pcie-gen5x16': new entry needs fields setup_s (did you mean one of: "
+            "'pcie-gen5-x16', 'pcie-gen4-x16'? " in str(err.value))
+
+
+def test_an_incomplete_entry_near_nothing_keeps_its_message(tmp_path):
+    hw = tmp_path / "hw.toml"
+    hw.write_text('[link.zzz]\nbandwidth_bps = "45GB/s"\n')
+    with pytest.raises(ValueError) as err:
+        load_hardware_file(hw)
+    assert str(err.value).endswith("new entry needs fields setup_s")
+
+
+def test_a_complete_entry_near_a_preset_is_kept_with_a_note(tmp_path):
+    hw = tmp_path / "hw.toml"
+    hw.write_text('[gpu.my-gpu]\nhbm_bytes = "96GB"\nhbm_bps = "4TB/s"\nbf16_flops = 989.4e12\n\n'
+                  '[link.pcie-gen5x16]\nbandwidth_bps = "45GB/s"\nsetup_s = "15us"\n'
+                  '[gpu.h100sxm]\nhbm_bytes = "80GB"\nhbm_bps = "3TB/s"\nbf16_flops = 989.4e12\n')
+    table = load_hardware_file(hw)
+    assert table.links["pcie-gen5x16"].bandwidth_bps == 45e9                     # the new entry, as written
+    assert table.links["pcie-gen5-x16"] == get_link("pcie-gen5-x16")             # the preset unchanged
+    assert table.gpus["h100-sxm"] == get_gpu("h100-sxm")
+    # my-gpu is near no preset (my-gpu / gh200: 'g' -> 2/11): no note; the two others at their header lines, by
+    # section (TOML gathers [gpu.*] into one table, written first) then entry
+    assert [n.split(" is a new ")[0] for n in table.notes] == [f"{hw}:9: gpu.h100sxm", f"{hw}:6: link.pcie-gen5x16"]
+    assert "new link entry, not a change to a preset (did you mean one of: 'pcie-gen5-x16', " in table.notes[1]
+
+
+def test_the_note_reaches_the_command_line_and_the_replay_json(tmp_path):
+    from helpers import SMALL_TRACE, invoke
+
+    hw = tmp_path / "hw.toml"
+    hw.write_text('[link.nvme-gen44]\nbandwidth_bps = "5GB/s"\nsetup_s = "50us"\n')   # nvme-gen4 18/19 = 0.95
+    r = invoke("hardware", "--hardware-file", hw, "--link", "nvme-gen44")
+    assert r.exit_code == 0 and f"pcs: note: {hw}:1: link.nvme-gen44 is a new link entry" in r.stderr, r.output
+    r = invoke("replay", SMALL_TRACE, "--tier", "gpu=100blocks", "--hardware-file", hw, "--format", "json", "-q")
+    assert r.exit_code == 0, r.output
+    assert any(n.startswith(f"{hw}:1: link.nvme-gen44 is a new link entry") for n in json.loads(r.stdout)["notes"])
