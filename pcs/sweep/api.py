@@ -17,7 +17,7 @@ from typing import Callable
 from pcs.errors import UserError
 from pcs.sweep.backends import default_jobs, run_local, run_ray
 from pcs.sweep.kinds import PlanError, Task, build_task
-from pcs.sweep.plan import Plan, check_paths, load_plan
+from pcs.sweep.plan import Plan, Point, check_paths, load_plan, value_field
 from pcs.sweep.result import SweepRun
 from pcs.sweep.store import done_ids, write_point
 from pcs.sweep.worker import LoadedTrace, Outcome, load_trace
@@ -42,6 +42,14 @@ class Prepared:
     tasks: tuple[Task, ...]
     skipped: int
     traces: dict
+
+
+def _at(plan: Plan, point: Point | None, option: str | None) -> str:
+    """``PLAN:LINE`` where ``point``'s value of ``option`` is written (:func:`pcs.sweep.plan.value_field`: a
+    ``[fixed]`` key, an axis list's element, a range axis's key), or ``PLAN`` when that is not known."""
+    field = value_field(plan, option, point.options[option]) if point is not None and option else None
+    line = plan.lines.line(field) if field is not None and plan.lines is not None else None
+    return plan.source if line is None else f"{plan.source}:{line}"
 
 
 def _built(task: Task, progress: Callable[[int], None] | None) -> Task:
@@ -91,14 +99,16 @@ def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False,
         return traces[key]
 
     check_paths(plan, (p for p in plan.points if p.point_id not in done))
+    point, built = None, []
     try:
-        tasks = tuple(_built(build_task(plan.kind, p, plan.base_dir, load), progress)
-                      for p in plan.points if p.point_id not in done)
+        for point in (p for p in plan.points if p.point_id not in done):
+            built.append(_built(build_task(plan.kind, point, plan.base_dir, load), progress))
     except ValueError as exc:   # in the plan's words: a point's refusal is already (PlanError), an API one is made so
         from pcs.cli.common import option_names
 
         msg = str(exc) if isinstance(exc, PlanError) else option_names(str(exc).splitlines()[0], plan=True)
-        raise PlanError(f"{plan.source}: {msg}") from None
+        raise PlanError(f"{_at(plan, point, getattr(exc, 'plan_option', None))}: {msg}") from None
+    tasks = tuple(built)
     for t in tasks:
         if t.trace_key is not None:
             load(t.trace_key)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import click
-from pcs.errors import UserError
+from pcs.errors import UnknownNameError, UserError
 
 
 class PlanError(UserError):
@@ -184,32 +184,64 @@ def _argv(kind: str, options: dict[str, Any], base: Path) -> list[str]:
     args: list[str] = []
     flags: list[str] = []
     for name, value in options.items():
-        if name in _OUTPUT_OPTIONS:
-            raise UserError(f"option {name!r} shapes a command's output only; a sweep writes one dataset row per "
-                             f"point, which pcs sweep summarize reads")
-        if name not in params:
-            raise UserError(unknown_option(name, kind, [k for k in params if k not in FLEET_OPTIONS]))
-        p, opt = params[name]
-        if opt is None:
-            args.append(_resolve(name, p, _text(name, value), base))
-        elif getattr(p, "is_flag", False):
-            if not isinstance(value, bool):
-                raise UserError(f"option {name!r} is a flag: true or false, got {value!r}")
-            flags += [opt] if value else []
-        elif p.multiple:
-            items = ([f"{k}={v}" for k, v in value.items()] if isinstance(value, dict)
-                     else value if isinstance(value, list) else [value])
-            for item in items:
-                flags += [opt, _resolve(name, p, _text(name, item), base)]
-        else:
-            if isinstance(value, list):
-                if name not in COMMA_OPTIONS:      # make_plan refuses it first; an in-memory point too
-                    raise UserError(f"option {name!r} takes one value, got {_shown(value)}")
-                value = ",".join(_text(name, v) for v in value)
-            flags += [opt, _resolve(name, p, _text(name, value), base)]
+        try:
+            if name in _OUTPUT_OPTIONS:
+                raise UserError(f"option {name!r} shapes a command's output only; a sweep writes one dataset row per "
+                                 f"point, which pcs sweep summarize reads")
+            if name not in params:
+                raise UserError(unknown_option(name, kind, [k for k in params if k not in FLEET_OPTIONS]))
+            p, opt = params[name]
+            if opt is None:
+                args.append(_resolve(name, p, _text(name, value), base))
+            elif getattr(p, "is_flag", False):
+                if not isinstance(value, bool):
+                    raise UserError(f"option {name!r} is a flag: true or false, got {value!r}")
+                flags += [opt] if value else []
+            elif p.multiple:
+                items = ([f"{k}={v}" for k, v in value.items()] if isinstance(value, dict)
+                         else value if isinstance(value, list) else [value])
+                for item in items:
+                    flags += [opt, _resolve(name, p, _text(name, item), base)]
+            else:
+                if isinstance(value, list):
+                    if name not in COMMA_OPTIONS:      # make_plan refuses it first; an in-memory point too
+                        raise UserError(f"option {name!r} takes one value, got {_shown(value)}")
+                    value = ",".join(_text(name, v) for v in value)
+                flags += [opt, _resolve(name, p, _text(name, value), base)]
+        except UserError as exc:    # the option refused: its value's line in the plan (pcs.sweep.api)
+            raise blamed(exc, name)
     if any(a.startswith("-") for a in args):
         raise UserError(f"pcs sweep reads no trace from stdin; name a file (got {args[0]!r})")
     return flags + (["--", *args] if args else [])
+
+
+def blamed(exc: Exception, option: str | None) -> Exception:
+    """``exc`` marked as the refusal of plan option ``option`` (``exc.plan_option``; a mark already made stays):
+    :func:`pcs.sweep.api.prepare` puts the line where that option's value is written before the message."""
+    if option is not None and getattr(exc, "plan_option", None) is None:
+        exc.plan_option = option
+    return exc
+
+
+def _reworded(exc: Exception, message: str) -> PlanError:
+    """``exc`` re-worded as a :class:`PlanError` saying ``message``, keeping what :func:`_culprit` reads."""
+    err = PlanError(message)
+    err.unknown_name = exc.name if isinstance(exc, UnknownNameError) else getattr(exc, "unknown_name", None)
+    return blamed(err, getattr(exc, "plan_option", None))
+
+
+def _culprit(exc: Exception, options: dict[str, Any]) -> str | None:
+    """The plan option ``exc`` refuses: its mark (:func:`blamed`; click's parameter), else the one option whose
+    value is the unknown name of an :class:`pcs.errors.UnknownNameError` (``model = "llama-3.1-8"``), else None
+    (two options hold that value, or the refusal names no value: no line rather than a wrong one)."""
+    option = getattr(exc, "plan_option", None)
+    if option is None and isinstance(exc, click.BadParameter) and exc.param is not None:
+        option = exc.param.name
+    name = exc.name if isinstance(exc, UnknownNameError) else getattr(exc, "unknown_name", None)
+    if option is None and name is not None:
+        holders = [k for k, v in options.items() if isinstance(v, str) and v == name]
+        option = holders[0] if len(holders) == 1 else None
+    return option if option in options else None
 
 
 def plan_word(name: str) -> str:
@@ -242,7 +274,7 @@ def _parse(kind: str, options: dict[str, Any], base: Path) -> dict[str, Any]:
         ctx = cmd.make_context(f"pcs {kind}", _argv(kind, options, base))
     except click.UsageError as exc:     # click's option names ('--policy') in the plan's words ('policy')
         message = re.sub(r"'(--[a-z0-9-]+)'", lambda m: repr(plan_word(m.group(1))), exc.format_message())
-        raise PlanError(message) from None
+        raise blamed(PlanError(message), _culprit(exc, options)) from None
     return dict(ctx.params)
 
 
@@ -307,7 +339,7 @@ def _check_replay(kwargs: dict[str, Any]) -> None:
     try:
         check_replay(**kwargs)
     except UserError as exc:
-        raise PlanError(option_names(str(exc).splitlines()[0], plan=True)) from None
+        raise _reworded(exc, option_names(str(exc).splitlines()[0], plan=True)) from None
 
 
 def _compare(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
@@ -338,7 +370,7 @@ def _check_tier_sets(sets: Any, links: Any) -> None:
         for one in sets:
             check_tier_names(one, links, "tiers")
     except UserError as exc:
-        raise PlanError(option_names(str(exc).splitlines()[0], plan=True)) from None
+        raise _reworded(exc, option_names(str(exc).splitlines()[0], plan=True)) from None
 
 
 def _curve(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
@@ -407,13 +439,15 @@ def build_task(kind: str, point: Any, base_dir: Path | str = ".",
         kw = _parse(kind, point.options, Path(base_dir))
         kwargs = builder(kw, lambda: (load or load_trace)(_trace_key(kind, kw)))
     except click.ClickException as exc:
-        raise PlanError(f"point {point.point_id} ({_label(point.options)}): {exc.format_message()}") from None
+        raise blamed(PlanError(f"point {point.point_id} ({_label(point.options)}): {exc.format_message()}"),
+                     _culprit(exc, point.options)) from None
     except ValueError as exc:   # an API message (max_num_seqs, tiers=[...]) in the plan's words
         from pcs.cli.common import option_names
 
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         msg = msg if isinstance(exc, PlanError) else option_names(msg, plan=True)
-        raise PlanError(f"point {point.point_id} ({_label(point.options)}): {msg}") from None
+        raise blamed(PlanError(f"point {point.point_id} ({_label(point.options)}): {msg}"),
+                     _culprit(exc, point.options)) from None
     return Task(point.point_id, kind, point.options, kind, kwargs, _trace_key(kind, kw) if takes_trace else None)
 
 

@@ -38,7 +38,7 @@ from pcs.choices import did_you_mean
 from pcs.errors import InputError, UserError
 from pcs.sweep.axes import expand_axis
 
-__all__ = ["Plan", "PlanKeyError", "Point", "load_plan", "make_plan", "point_id", "input_files", "KINDS", "MAX_POINTS"]
+__all__ = ["Plan", "PlanKeyError", "Point", "load_plan", "value_field", "make_plan", "point_id", "input_files", "KINDS", "MAX_POINTS"]
 
 #: Point kinds: each runs one public API call (:mod:`pcs.sweep.kinds`).
 KINDS = ("replay", "compare", "curve", "footprint")
@@ -75,6 +75,8 @@ class Plan:
         path_fields: ``(option, value as written) -> the key's path in the plan`` (``fixed.trace``,
             ``axes.trace[1]``) for every value of a :data:`PATH_OPTIONS` option but ``model`` (:func:`load_plan`):
             a missing file is named by the plan's line and field (:func:`check_paths`).
+        value_fields: ``(option, value) -> the key's path in the plan`` for every option's value
+            (:func:`value_field`): a point refused for one option's value is named by that value's line.
     """
 
     source: str
@@ -84,6 +86,7 @@ class Plan:
     points: tuple[Point, ...]
     lines: Any = field(default=None, compare=False, repr=False)
     path_fields: Any = field(default_factory=dict, compare=False, repr=False)
+    value_fields: Any = field(default_factory=dict, compare=False, repr=False)
 
 
 def _name(key: str) -> str:
@@ -311,7 +314,8 @@ def load_plan(path: str | Path) -> Plan:
     path = Path(path)
     data, lines = read_mapping_lines(path)
     try:
-        return replace(make_plan(data, str(path), path.parent), lines=lines, path_fields=_path_fields(data))
+        return replace(make_plan(data, str(path), path.parent), lines=lines, path_fields=_path_fields(data),
+                       value_fields=_value_fields(data))
     except PlanKeyError as exc:     # the line where its key is written, after the plan's name
         line, text = lines.line(exc.field), str(exc)
         if line is None or not text.startswith(str(path)):
@@ -337,6 +341,39 @@ def _path_fields(data: dict[str, Any]) -> dict[tuple[str, Any], str]:
                 if isinstance(v, str):
                     out.setdefault((name, v), f"{table}.{key}[{i}]" if many or isinstance(value, list) else f"{table}.{key}")
     return out
+
+
+def _written(value: Any) -> str:
+    """One value as :attr:`Plan.value_fields` keys it: its JSON text (``1``, ``1.0`` and ``true`` apart)."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _value_fields(data: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """:attr:`Plan.value_fields` of a plan's parsed text: a ``[fixed]`` value at its key (``fixed.tp``), an axis
+    list's element at its index (``axes.policy[1]``), a range axis's values at its key (``axes.tp``, keyed by
+    the value ``None``: the grid is written there). A NAME=VALUE option (``tier``, its tables and ``tier.cpu``
+    axes) is not keyed: which entry a refusal is about is not known, so it gets no line rather than a guess."""
+    out: dict[tuple[str, str], str] = {}
+    for table in ("fixed", "axes"):
+        items = data.get(table)
+        for key, value in (items.items() if isinstance(items, dict) else ()):
+            name = _name(str(key))
+            if "." in name or (isinstance(value, dict) and table == "fixed"):
+                continue
+            if table == "axes" and isinstance(value, list):
+                for i, v in enumerate(value):
+                    out.setdefault((name, _written(v)), f"axes.{key}[{i}]")
+            else:
+                out.setdefault((name, _written(None if isinstance(value, dict) else value)), f"{table}.{key}")
+    return out
+
+
+def value_field(plan: Plan, option: str, value: Any) -> str | None:
+    """The key's path in ``plan`` (``axes.policy[1]``, ``fixed.tp``) where option ``option``'s ``value`` (one
+    point's, as :attr:`Point.options` holds it) is written, or None when it is not known (an in-memory plan, a
+    NAME=VALUE option): a message then names no line, never a wrong one."""
+    fields = plan.value_fields
+    return fields.get((option, _written(value))) or fields.get((option, _written(None)))
 
 
 def check_paths(plan: Plan, points: Iterable[Point]) -> None:

@@ -1,0 +1,49 @@
+"""A point refused for one option's value names the plan's line where that value is written (Review 44c):
+a [fixed] key, an axis list's element, a range axis's key; a value it cannot place (two options hold it, a
+NAME=VALUE entry) gets no line, never a wrong one. Lines counted by hand from the plan texts below."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from helpers import SMALL_TRACE
+from pcs.errors import UserError
+from pcs.sweep.api import prepare
+
+_HEAD = f'kind = "replay"\n\n[fixed]\ntrace = "{SMALL_TRACE}"\ntier = {{gpu = "500blocks"}}\n'   # lines 1-5
+
+
+def _refusal(tmp_path, text: str) -> str:
+    plan = tmp_path / "p.toml"
+    plan.write_text(text)
+    with pytest.raises(UserError) as err:
+        prepare(plan, tmp_path / "out")
+    return str(err.value)
+
+
+@pytest.mark.parametrize("rest,line,words", [
+    # line 6 'model', 8 '[axes]', 9 'policy = ["lru",', 10 '"fifx"]': the element's own line (click's Choice)
+    ('model = "llama-3.1-8b"\n\n[axes]\npolicy = ["lru",\n  "fifx"]\n', 10, "unknown eviction policy 'fifx'"),
+    # tp = 0 at line 6 (click's range)
+    ('tp = 0\nmodel = "llama-3.1-8b"\n\n[axes]\npolicy = ["lru"]\n', 6, "'tp': 0 is not in the range"),
+    # a misspelt fixed model at line 7 (the API's unknown name, found as the one option holding it)
+    ('policy = "lru"\nmodel = "llama-3.1-8"\n\n[axes]\ntp = [1]\n', 7, "unknown model 'llama-3.1-8'"),
+    # the same from an axis: the second element, line 9
+    ('\n[axes]\nmodel = ["llama-3.1-8b",\n  "llama-3.1-8"]\n', 9, "unknown model 'llama-3.1-8'"),
+    # a mistyped key at line 6
+    ('timng = "sequential"\n\n[axes]\npolicy = ["lru"]\n', 6, "unknown option 'timng' for pcs replay; did you mean"),
+    # a range axis: the grid is written at its key, line 9 (6 model, 7 blank, 8 [axes])
+    ('model = "llama-3.1-8b"\n\n[axes]\ntp = {from = 0, to = 1, step = 1}\n', 9, "'tp': 0 is not in the range"),
+])
+def test_a_point_refusal_names_the_line_of_its_value(tmp_path, rest, line, words):
+    msg = _refusal(tmp_path, _HEAD + rest)
+    assert msg.startswith(f"{tmp_path / 'p.toml'}:{line}: point "), msg
+    assert words in msg
+
+
+def test_a_value_two_options_hold_gets_no_line(tmp_path):
+    # 'h100' is both the gpu and the (unknown) model: which key is meant is not known, so the plan alone
+    msg = _refusal(tmp_path, _HEAD + 'gpu = "h100"\n\n[axes]\nmodel = ["h100"]\n')
+    assert re.match(re.escape(str(tmp_path / "p.toml")) + r": point \w+ \(", msg), msg
+    assert "unknown model 'h100'" in msg
