@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from pcs.errors import UserError
+
 __all__ = ["LoadedTrace", "Outcome", "load_trace", "run_task", "make_row", "flatten", "init_worker",
            "run_pooled", "LABEL_KEYS"]
 
@@ -77,9 +79,12 @@ def load_trace(key: tuple) -> LoadedTrace:
     path, open_kwargs, step = key
     if path is not None:
         check_input_file(path, "trace")
-    trace = open_trace(path, **dict(open_kwargs))
-    trace = trace.limited(STEP_LIMITS) if step else trace     # the step scheduler's row bounds, as pcs replay reads
-    batches = list(trace.iter_batches())
+    try:
+        trace = open_trace(path, **dict(open_kwargs))
+        trace = trace.limited(STEP_LIMITS) if step else trace     # the step scheduler's row bounds, as replay reads
+        batches = list(trace.iter_batches())
+    except UserError as exc:
+        raise _in_plan_words(exc) from None
     return LoadedTrace(trace.path, trace.name, trace.block_size, batches, trace.reuse, trace.skipped, trace.format,
                        trace.skipped_lines)
 
@@ -239,6 +244,24 @@ def _replay_summary(summary: Any, trace: LoadedTrace) -> Any:
     from pcs.report.tiercheck import with_replay_notes
 
     return with_replay_notes(summary, trace, _plan_words)
+
+
+def _in_plan_words(exc: UserError) -> UserError:
+    """A trace reader's refusal (API words: ``on_error='skip'``, ``timing='sequential'``) in a plan's words
+    (``on-error = "skip"``, ``timing = "sequential"``), marked so the command line prints it as it is
+    (``plan_words``, as :class:`pcs.sweep.kinds.PlanError`); a path refusal and a plug-in's error unchanged.
+    ``exc`` itself is re-worded (its class kept) and returned."""
+    from pcs.errors import InputError, PathError
+
+    if isinstance(exc, PathError) or not (isinstance(exc, InputError) or type(exc) is UserError):
+        return exc
+    if isinstance(exc, InputError):     # its own class kept (a blank line's, a cut file's): only the words change
+        exc.problem = _plan_words(exc.problem)
+        exc.args = (str(InputError(exc.path, exc.line, exc.field, exc.problem)),)
+    else:
+        exc.args = (_plan_words(str(exc)),)
+    exc.plan_words = True
+    return exc
 
 
 def _plan_words(text: str) -> str:
