@@ -173,7 +173,10 @@ def _suffix_problem(path: Any, head: bytes) -> str | None:
     ``.gz`` file of plain text was read on, to a format-detection error about its first line.
 
     >>> _suffix_problem("t.jsonl.gz", b"notgzi")
-    "is named .gz but is not gzip: its first bytes are 6e 6f 74 67, not gzip's 1f 8b (cut short, or another file renamed); rename it to what it holds"
+    "is named .gz but is not gzip: its first bytes are 6e 6f 74 67, not gzip's 1f 8b (it looks like plain text: another file renamed, or never compressed); rename it to what it holds"
+    >>> _suffix_problem("t.jsonl.gz", bytes([0, 1, 2, 3, 4, 5])).endswith("(cut short, or another file renamed); "
+    ...                                                         "rename it to what it holds")
+    True
     >>> _suffix_problem("t.jsonl.gz", bytes([31, 139, 8, 0, 0, 0])) is None, _suffix_problem("t.jsonl", b"no") is None
     (True, True)
     """
@@ -188,7 +191,17 @@ def _suffix_problem(path: Any, head: bytes) -> str | None:
     want = {"gzip": _GZIP_MAGIC, **{k: m for m, k in _OTHER_MAGIC}}[kind]
     shown = " ".join(f"{b:02x}" for b in head[:4])
     return (f"is named {suffix} but is not {kind}: its first bytes are {shown}, not {kind}'s "
-            f"{' '.join(f'{b:02x}' for b in want)} (cut short, or another file renamed); rename it to what it holds")
+            f"{' '.join(f'{b:02x}' for b in want)} ({_looks_like(head)}); rename it to what it holds")
+
+
+def _looks_like(head: bytes) -> str:
+    """What a file named as compressed but not holding it seems to be, from its first bytes: a Parquet file
+    (``PAR1``), plain text (``{`` or an ASCII letter first: a JSON line, a CSV header), else cut short."""
+    if head.startswith(b"PAR1"):
+        return "it looks like a Parquet file: another file renamed"
+    if head[:1] == b"{" or (head[:1].isascii() and head[:1].isalpha()):
+        return "it looks like plain text: another file renamed, or never compressed"
+    return "cut short, or another file renamed"
 
 
 def check_suffix(path: Any, name: str | None = None) -> None:

@@ -32,22 +32,24 @@ def test_plain_text_named_gz_is_not_gzip_on_every_command(tmp_path, cmd):
     where = 2 if cmd[:2] == ("trace", "convert") else len(args)
     args.insert(where, str(p))
     assert _error(*args) == (f"pcs: error: {p}: is named .gz but is not gzip: its first bytes are 6e 6f 74 67, not "
-                             "gzip's 1f 8b (cut short, or another file renamed); rename it to what it holds")
+                             "gzip's 1f 8b (it looks like plain text: another file renamed, or never compressed); "
+                             "rename it to what it holds")
 
 
 def test_other_suffixes_and_parquet_named_gz(tmp_path):
     p = tmp_path / "t.jsonl.zst"
     p.write_text(ROW % 1)
     assert _error("trace", "stats", p).endswith(
-        "is named .zst but is not zstd: its first bytes are 7b 22 74 69, not zstd's 28 b5 2f fd (cut short, or "
-        "another file renamed); rename it to what it holds")
+        "is named .zst but is not zstd: its first bytes are 7b 22 74 69, not zstd's 28 b5 2f fd (it looks like "
+        "plain text: another file renamed, or never compressed); rename it to what it holds")
     src = tmp_path / "t.jsonl"
     src.write_text(ROW % 1)
     pq = tmp_path / "t.parquet"
     assert invoke("trace", "convert", src, pq).exit_code == 0
     gz = tmp_path / "t.parquet.gz"
     gz.write_bytes(pq.read_bytes())
-    assert "is named .gz but is not gzip: its first bytes are 50 41 52 31" in _error("trace", "stats", gz)
+    assert ("is named .gz but is not gzip: its first bytes are 50 41 52 31, not gzip's 1f 8b (it looks like a Parquet "
+            "file: another file renamed)") in _error("trace", "stats", gz)
     empty = tmp_path / "e.jsonl.gz"
     empty.write_bytes(b"")
     assert _error("replay", empty) == f"pcs: error: {empty}: is named .gz but is empty: no gzip stream (not even its header)"
@@ -99,4 +101,18 @@ def test_every_compression_suffix_is_checked(tmp_path, suffix, kind, magic):
     p.write_text(ROW % 1)          # plain JSONL: its first bytes are '{"ti' = 7b 22 74 69
     assert _error("trace", "stats", p).endswith(
         f"is named {suffix.lower()} but is not {kind}: its first bytes are 7b 22 74 69, not {kind}'s {magic} "
-        "(cut short, or another file renamed); rename it to what it holds")
+        "(it looks like plain text: another file renamed, or never compressed); rename it to what it holds")
+
+
+@pytest.mark.parametrize("head, why", [
+    # '{' (7b): a JSON line; 't' (74): a CSV header's first letter; 00 and 8b: neither, so the bytes were cut or
+    # another binary file renamed; 'PAR1': Parquet's magic (its file format spec)
+    (b'{"timestamp": 1}\n', "it looks like plain text: another file renamed, or never compressed"),
+    (b"timestamp,input_length\n", "it looks like plain text: another file renamed, or never compressed"),
+    (bytes([0, 0x8b, 8, 0, 0, 0, 0, 0]), "cut short, or another file renamed"),
+    (b"PAR1\x15\x04", "it looks like a Parquet file: another file renamed"),
+])
+def test_the_refusal_says_what_the_bytes_look_like(tmp_path, head, why):
+    p = tmp_path / "t.jsonl.gz"
+    p.write_bytes(head)
+    assert _error("trace", "stats", p).endswith(f"not gzip's 1f 8b ({why}); rename it to what it holds")
