@@ -27,7 +27,8 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
         headers: column names.
         rows: one sequence of cells per row (cells are ``str()``-ed; ``None``
             shows as ``-``). A cell that looks numeric (starts with a digit or
-            sign, at most five words) is right-aligned; in the first column,
+            sign, at most five words) is right-aligned, and so is a ``-`` in a
+            column of mostly numbers or of no values at all; in the first column,
             which names the rows, only when every cell there is numeric (a
             policy named ``2q`` stays with the other names).
         title: optional line printed above the table.
@@ -59,9 +60,11 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
     if wrap:
         cells, widths = _wrapped(cells, widths, len(headers[-1]))
     names_numeric = all(_numeric(r[0]) for r in cells)
-    # a "-" (no value) sits right-aligned in a column of mostly numbers, as the numbers do
+    # a "-" (no value) sits right-aligned in a column of mostly numbers, as the numbers do, and in a column of
+    # no values at all (pcs curve --no-belady's Belady columns), where a number would stand: right unless the
+    # column is prose (text_columns) or the first column of names
     col = [[r[j] for r in cells if j < len(r) and r[j] != "-"] for j in range(len(headers))]
-    dash_right = [2 * sum(map(_numeric, c)) > len(c) for c in col]
+    dash_right = [not c or 2 * sum(map(_numeric, c)) > len(c) for c in col]
     out = []
     lead = sum(widths[:-1]) + 2 * (len(widths) - 1)
     if title:

@@ -47,3 +47,27 @@ def test_wide_characters_take_two_columns():
     # 存储层: 3 CJK characters, East Asian Width W: 6 terminal columns (Unicode Standard Annex 11); the column is 6 wide
     out = render_table(["tier", "x"], [["存储层", "1"], ["gpu", "2"]]).split("\n")
     assert out == ["tier    x", "------  -", "存储层  1", "gpu     2"]
+
+
+def test_a_column_of_no_values_puts_its_dashes_where_numbers_stand():
+    # Review 44c: pcs curve --no-belady's Belady columns (every cell None) printed '-' at the left while a
+    # column of mostly numbers right-aligns its '-' (pcs replay); "Belady" is 6 wide, so the '-' is 5 spaces in;
+    # a prose column (text_columns) and the first column of names keep theirs at the left
+    out = render_table(["blocks", "LRU", "Belady"], [["1", "12.7 %", None], ["10", "23.6 %", None]]).splitlines()
+    assert out[2] == "     1  12.7 %       -" and out[3] == "    10  23.6 %       -"
+    out = render_table(["name", "why"], [["a", None]], text_columns=(1,)).splitlines()
+    assert out[2] == "a     -"
+    out = render_table(["policy", "n"], [[None, "3"], ["lru", "4"]]).splitlines()
+    assert out[2] == "-       3"
+
+
+def test_the_curve_without_belady_right_aligns_its_dashes():
+    from helpers import SMALL_TRACE
+
+    r = invoke("curve", SMALL_TRACE, "--no-belady", "--capacities", "1blocks")
+    assert r.exit_code == 0, r.output
+    header, row = r.stdout.splitlines()[1], r.stdout.splitlines()[3]
+    # each '-' ends where its header ends (right-aligned), as the numbers do
+    for name in ("Belady", "Belady block misses"):
+        end = header.index(name) + len(name)
+        assert row[end - 1] == "-" and row[end - 2] == " ", (header, row)
