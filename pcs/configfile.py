@@ -226,7 +226,8 @@ def read_mapping_lines(path: str | Path, keyword: str = "path") -> tuple[dict[st
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".json", ".toml"):
-        raise UserError(f"{path}: unknown file type {path.suffix!r}; expected .toml or .json")
+        raise UserError(f"{path}: unknown file type {path.suffix!r}; {did_you_mean(suffix, ('.toml', '.json'))}"
+                        "expected .toml or .json")
     text = read_text(path, keyword)
     if suffix == ".json":
         data = _loads_json(path, text)

@@ -225,3 +225,15 @@ def test_file_values_say_the_nearest(tmp_path):
     # synthetic 16/17 = 0.94; recorded 'e' + 'r'... 4/16 = 0.25
     tr.write_text('{"timestamp": 1, "input_length": 3, "output_length": 1, "hash_ids": [1], "reuse": "synthetc"}\n')
     assert "got \"synthetc\"; did you mean 'synthetic'?" in _message(lambda p: list(open_trace(p)), tr)
+
+
+def test_a_mistyped_file_type_says_the_nearest(tmp_path):
+    from pcs.analysis.budget import load_workloads
+
+    w = tmp_path / "w.tml"       # .toml: '.t' + 'ml' = 4 of 4 + 5 -> 0.89; .json: '.' -> 2/9
+    w.write_text("")
+    assert "unknown file type '.tml'; did you mean '.toml'? expected .toml or .json" in _message(load_workloads, w)
+    # png 'p' + 'n' = 2 of 3 + 3 -> 0.67, jpg 'p' + 'g' -> 0.67 too (a tie: difflib puts the larger string
+    # first, 'png'); jpeg 'p', 'g' -> 4/7 = 0.57; the rest lower
+    r = invoke("curve", SMALL_TRACE, "--plot", tmp_path / "c.pgn")
+    assert_one_line_error(r, "unknown image type 'pgn'; did you mean one of: 'png', 'jpg'? use .png, .svg or .pdf")

@@ -37,8 +37,12 @@ def _plot(result, path: str, model_name: str | None, trace: str) -> None:
 def _plot_format_ok(path: str) -> None:
     """``--plot`` names a format matplotlib writes (refused before the work, not after it)."""
     suffix = Path(path).suffix.lstrip(".").lower()
-    if suffix and suffix not in ("png", "pdf", "svg", "jpg", "jpeg", "eps", "ps", "tif", "tiff", "webp"):
-        raise PcsUsageError(f"--plot {path}: unknown image type {suffix!r}; use .png, .svg or .pdf")
+    types = ("png", "pdf", "svg", "jpg", "jpeg", "eps", "ps", "tif", "tiff", "webp")
+    if suffix and suffix not in types:
+        from pcs.choices import did_you_mean
+
+        raise PcsUsageError(f"--plot {path}: unknown image type {suffix!r}; {did_you_mean(suffix, types)}"
+                            "use .png, .svg or .pdf")
 
 
 @command("curve", twins=True)
