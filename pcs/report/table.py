@@ -26,9 +26,8 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
     Args:
         headers: column names.
         rows: one sequence of cells per row (cells are ``str()``-ed; ``None``
-            shows as ``-``). A cell that looks numeric (starts with a digit or
-            sign, at most five words) is right-aligned, and so is a ``-`` in a
-            column of mostly numbers or of no values at all; in the first column,
+            shows as ``-``). A cell that looks numeric (starts with a digit or sign, at most five words) is
+            right-aligned, as is a ``-`` among numbers or in a column of no values; in the first column,
             which names the rows, only when every cell there is numeric (a
             policy named ``2q`` stays with the other names).
         title: optional line printed above the table.
@@ -60,9 +59,7 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
     if wrap:
         cells, widths = _wrapped(cells, widths, len(headers[-1]))
     names_numeric = all(_numeric(r[0]) for r in cells)
-    # a "-" (no value) sits right-aligned in a column of mostly numbers, as the numbers do, and in a column of
-    # no values at all (pcs curve --no-belady's Belady columns), where a number would stand: right unless the
-    # column is prose (text_columns) or the first column of names
+    # a "-" (no value) sits where a number would: right in a column of mostly numbers or of no values at all
     col = [[r[j] for r in cells if j < len(r) and r[j] != "-"] for j in range(len(headers))]
     dash_right = [not c or 2 * sum(map(_numeric, c)) > len(c) for c in col]
     out = []
