@@ -237,3 +237,16 @@ def test_a_mistyped_file_type_says_the_nearest(tmp_path):
     # first, 'png'); jpeg 'p', 'g' -> 4/7 = 0.57; the rest lower
     r = invoke("curve", SMALL_TRACE, "--plot", tmp_path / "c.pgn")
     assert_one_line_error(r, "unknown image type 'pgn'; did you mean one of: 'png', 'jpg'? use .png, .svg or .pdf")
+
+
+@pytest.mark.parametrize("tag, shown", [('["BlockStored"]', '["BlockStored"]'), ('{"a": 1}', '{"a": 1}'),
+                                        ("7", "7"), ("null", "null")])
+def test_an_event_type_that_is_no_string_is_refused_by_line(tmp_path, tag, shown):
+    # a list or an object as the type cannot be looked up among the names (unhashable: an internal error, exit 1,
+    # before); it is refused by file, line and field as any unknown type, without a suggestion
+    ev = tmp_path / "e.jsonl"
+    ev.write_text('{"ts": 0, "events": []}\n{"ts": 1, "events": [{"type": %s, "block_hashes": [1]}]}\n' % tag)
+    r = invoke("trace", "events", ev, "--at", "1")
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert f"{ev}:2: field 'events': unknown event type {shown}; expected one of BlockStored, BlockRemoved, " \
+           "AllBlocksCleared" in r.output

@@ -254,6 +254,8 @@ _KWARG_OF = {"tiers": "--tier", "admit": "--admit", "timing": "--timing", "model
              "compute_mode": "--compute", "shared_tier": "--shared-tier",
              "router_stale_s": "--router-stale-s",
              "format": "--trace-format", "on_error": "--on-error", "sort": "--sort", "block_size": "--block-size"}
+#: The API's keyword arguments whose option is a flag (``--sort``): a plan writes them ``sort = true``.
+_FLAG_KWARGS = frozenset({"sort"})
 _KWARG_PATTERN = (r"(?<![\w:,'=.\[-])(" + "|".join(sorted(_KWARG_OF, key=len, reverse=True)) +
                   r")=(?:\[('[^'\\]*'(?:, '[^'\\]*')*)\]|'([^'\\]*)'|([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)(?![\w.])|(?=[\s,;:)]|$))")
 #: A name inside a spec (``slru:protected_share=0.2``) or a quoted value is left as it is.
@@ -340,7 +342,7 @@ def _kwarg(m: re.Match, plan: bool) -> str:
         return f'{flag} = "{m.group(3)}"' if plan else f"{flag} {m.group(3)}"
     if m.group(4) is not None:     # a number: block_size=16, router_stale_s=0.5
         return f"{flag} = {m.group(4)}" if plan else f"{flag} {m.group(4)}"
-    return flag
+    return f"{flag} = true" if plan and m.group(1) in _FLAG_KWARGS else flag     # a plan sets a flag to true
 
 
 OUT_OF_MEMORY = ("out of memory: this run needs more memory than the process may take (a ulimit, the machine's "

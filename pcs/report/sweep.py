@@ -29,7 +29,7 @@ def render_summary(s: SweepSummary) -> str:
                         [[_METRIC_LABELS[b.metric][0], _METRIC_LABELS[b.metric][1](b.value) + _tie(b.tied),
                           b.point_id + _over(s, b.point_id), _opts(b.options)] for b in s.best],
                         title=f"Best points: {s.out} ({format_counted(s.replay_points, 'replay point')} of {s.points})",
-                        notes=([TIE_NOTE] if any(b.tied for b in s.best) else []) + _over_note(s))
+                        notes=([TIE_NOTE] if any(b.tied for b in s.best) else []) + _over_note(s), text_columns=(3,))
     real = [] if s.objective == "hit_ratio" else [REAL_LABEL]
     front = render_table([label, *real, CEILING_LABEL, *s.tiers, "point", "options"],
                          [[fmt(p.objective), *([_pct(p.hit_ratio)] if real else []), _pct(p.single_sequence_hit_ratio),
@@ -39,7 +39,7 @@ def render_summary(s: SweepSummary) -> str:
                                f"({len(s.front)} of {format_counted(s.replay_points, 'point')})",
                          notes=[FRONT_NOTE + f"; options: those that vary; single-sequence = {CEILING_MEANING}",
                                 *_over_note(s),
-                                f"tier bytes: {WHOLE_BLOCKS_NOTE}"])
+                                f"tier bytes: {WHOLE_BLOCKS_NOTE}"], text_columns=(len(real) + len(s.tiers) + 3,))
     lens = "" if s.payload_lens is None else "\n\n" + lens_text(
         {"payload_lens": s.payload_lens}, f"best hit-ratio point {s.payload_lens_point_id}")
     return f"{best}\n\n{front}{lens}"

@@ -106,9 +106,9 @@ def _fields(ev: Any, name: str, ln: int) -> tuple[str, dict]:
         body = dict(zip(order, ev[1:]))
     else:
         raise InputError(name, ln, "events", f"an event must be an object or a tagged array, got {json.dumps(ev)[:60]}")
-    if tag not in KINDS:
-        raise InputError(name, ln, "events", f"unknown event type {tag!r}; {did_you_mean(tag, KINDS)}"
-                         f"expected one of {', '.join(KINDS)}")
+    if not isinstance(tag, str) or tag not in KINDS:     # a list or an object as the type: no hash, no suggestion
+        shown, near = (repr(tag), did_you_mean(tag, KINDS)) if isinstance(tag, str) else (json.dumps(tag)[:60], "")
+        raise InputError(name, ln, "events", f"unknown event type {shown}; {near}expected one of {', '.join(KINDS)}")
     return tag, body
 
 

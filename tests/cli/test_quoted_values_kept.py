@@ -84,7 +84,7 @@ def test_parquet_metadata_value_kept_beside_reworded_advice(tmp_path, monkeypatc
 
 
 def test_sweep_rows_and_errors_keep_the_value(tmp_path, monkeypatch):
-    """A sweep point's notes and ``skipped_lines`` (the plan's words: ``use sort to reorder``), and a point's error
+    """A sweep point's notes and ``skipped_lines`` (the plan's words: ``use sort = true to reorder``), and a point's error
     quoting the plan's own value, refused as it is planned (``model = "x sort= x"``: ``unknown model 'x sort= x'``
     beside the advice in the plan's words, ``model = "path/to/config.json"``)."""
     from pcs.sweep import read_results, run_sweep
@@ -100,10 +100,10 @@ def test_sweep_rows_and_errors_keep_the_value(tmp_path, monkeypatch):
     for row in read_results(run.out).to_pylist():
         notes = json.loads(row["notes"])
         assert f"skipped {path}:2: field 'input_length': must be an integer, {VALUE}" in notes
-        assert f"skipped {path}:4: field 'timestamp': decreases (1000 after 2000); use sort to reorder" in notes
+        assert f"skipped {path}:4: field 'timestamp': decreases (1000 after 2000); use sort = true to reorder" in notes
         named = json.loads(row["result_json"])["skipped_lines"]
         assert [s["problem"] for s in named] == [f"must be an integer, {VALUE}",
-                                                 "decreases (1000 after 2000); use sort to reorder",
+                                                 "decreases (1000 after 2000); use sort = true to reorder",
                                                  f"must be an integer, {CUT}"]
     (tmp_path / "c.jsonl").write_text(_row(0, 0) + "\n")
     (tmp_path / "bad.toml").write_text('kind = "replay"\n[fixed]\ntrace = "c.jsonl"\nmodel = "x sort= x"\n'

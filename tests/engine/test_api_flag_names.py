@@ -98,7 +98,7 @@ def test_the_api_names_keywords_and_the_cli_its_flags(call, api, cli):
 @pytest.mark.parametrize("text, api, cli, plan", [
     ("blank", "blank line (use on_error='skip' to skip blank lines)", "(use --on-error skip to skip",
      'use on-error = "skip"'),
-    ("order", "decreases (5 after 9); use sort= to reorder", "use --sort to reorder", "use sort to reorder"),
+    ("order", "decreases (5 after 9); use sort= to reorder", "use --sort to reorder", "use sort = true to reorder"),
     ("ids", "was the trace recorded at another block size? (block_size=16 fits)", "(--block-size 16 fits)",
      "(block-size = 16 fits)"),
 ])

@@ -29,6 +29,9 @@ _ROW = '{{"timestamp": {t}, "input_length": 1024, "output_length": {out}, "hash_
     (['{"timestamp": 0, "input_length": 1024, "output_length": 5, "hash_ids": [%s]}\n'
       % ", ".join(map(str, range(64)))],
      ["t.jsonl:1: field 'hash_ids'", "(block-size = 16 fits)"]),
+    # a timestamp going down on line 2: the plan's sort is a flag, written sort = true (not a bare 'sort')
+    ([_ROW.format(t=5, out=5), _ROW.format(t=1, out=5)],
+     ["t.jsonl:2: field 'timestamp'", "decreases (1 after 5); use sort = true to reorder"]),
 ])
 def test_a_refused_trace_is_named_in_the_plans_words(tmp_path, rows, needles):
     line = assert_one_line_error(_sweep(tmp_path, "".join(rows)), *needles)

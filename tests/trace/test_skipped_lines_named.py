@@ -262,7 +262,7 @@ def test_the_path_is_never_reworded(tmp_path, monkeypatch):
 
 
 def test_a_sweep_rows_and_a_reblocked_trace_name_them(tmp_path):
-    # A sweep point's notes name the skipped lines in the plan's words ("use sort to reorder": the plan's key,
+    # A sweep point's notes name the skipped lines in the plan's words ("use sort = true to reorder": the plan's key,
     # pcs.sweep.worker._plan_words); a re-blocked token trace (pcs.trace.reblock) carries its source's named
     # lines. Found untested by a review's mutations (either could be () or the API's words unnoticed).
     from pcs.sweep import read_results, run_sweep
@@ -274,7 +274,7 @@ def test_a_sweep_rows_and_a_reblocked_trace_name_them(tmp_path):
     run = run_sweep(tmp_path / "plan.toml", tmp_path / "out", jobs=1)
     assert (run.points, run.failed) == (2, 0)
     for row in read_results(run.out).to_pylist():
-        assert (f"skipped {tmp_path / 'b.jsonl'}:2: field 'timestamp': decreases (1000 after 5000); use sort to "
+        assert (f"skipped {tmp_path / 'b.jsonl'}:2: field 'timestamp': decreases (1000 after 5000); use sort = true to "
                 "reorder" in json.loads(row["notes"])), row["notes"]      # the plan's path, resolved
     t = reblock(open_trace(tmp_path / "b.jsonl", on_error="skip"), 1024, check=False)["exact"]   # 512 -> 1024
     assert sum(len(b) for b in t.iter_batches()) == 2
