@@ -603,7 +603,10 @@ def to_jsonable(obj: Any) -> Any:
 
 def _csv_text(rows: list[dict[str, Any]]) -> str:
     """The CSV of ``rows`` (the columns in first-seen order), every text cell and column name through the
-    formula guard (:func:`pcs.csvcells.guard_cell`: ``=cmd|x`` is written ``'=cmd|x``; numbers unchanged)."""
+    formula guard (:func:`pcs.csvcells.guard_cell`: ``=cmd|x`` is written ``'=cmd|x``; numbers unchanged); a cell
+    holding an object or a list (compare's ``hit_ratio_per_tier``, ``payload_lens``) is written as JSON text, as a
+    sweep's rows write their lists (docs/sweep.md), not as Python's repr (``{'gpu': 0.5}``), which no CSV reader
+    parses."""
     import csv   # --format csv only
 
     from pcs.csvcells import guard_cell
@@ -618,8 +621,20 @@ def _csv_text(rows: list[dict[str, Any]]) -> str:
         w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
         w.writerow({k: guard_cell(k) for k in fields})
         for row in rows:
-            w.writerow({k: ("" if v is None else guard_cell(v)) for k, v in to_jsonable(row).items()})
+            w.writerow({k: _csv_cell(v) for k, v in to_jsonable(row).items()})
     return buf.getvalue()
+
+
+def _csv_cell(v: Any) -> Any:
+    """One CSV cell of a JSON-able value: None empty, an object or a list as compact JSON text, then the formula
+    guard (:func:`_csv_text`)."""
+    from pcs.csvcells import guard_cell
+
+    if v is None:
+        return ""
+    if isinstance(v, (dict, list)):
+        v = json.dumps(v, separators=(",", ":"))
+    return guard_cell(v)
 
 
 def with_trace_notes(payload: dict[str, Any], trace: Any, fmt: str, quiet: bool) -> tuple[str, ...]:

@@ -84,3 +84,22 @@ def test_the_cell_and_table_guards_agree_on_non_ascii_digits():
     want = ["'-\u0663", "'+\u0661.5", "-3", "-1e5"]
     assert [guard_cell(c) for c in cells] == want
     assert guard_table(pa.table({"c": cells})).column("c").to_pylist() == want
+
+
+def test_an_object_or_list_cell_is_json_text():
+    # pcs compare's hit_ratio_per_tier ({"gpu": 0.5}) and payload_lens (lists inside) were written as Python's repr
+    # ({'gpu': 0.5}: single quotes, no CSV or JSON reader takes it); as JSON text they read back to the same values
+    import csv
+    import io
+    import json
+
+    from pcs.cli.common import _csv_text
+
+    rows = [{"variant": "lru", "hit_ratio_per_tier": {"gpu": 0.5, "cpu": 0.25}, "lens": {"bytes": [1, 2]},
+             "tiers": ["gpu", "=x"], "none": None}]
+    text = _csv_text(rows)
+    (got,) = csv.DictReader(io.StringIO(text))
+    assert json.loads(got["hit_ratio_per_tier"]) == {"gpu": 0.5, "cpu": 0.25}
+    assert json.loads(got["lens"]) == {"bytes": [1, 2]}
+    assert json.loads(got["tiers"]) == ["gpu", "=x"]       # starts with '[': no formula, kept as written
+    assert got["none"] == "" and got["variant"] == "lru"
