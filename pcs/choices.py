@@ -11,6 +11,11 @@ registry's.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:     # annotations only: this module imports nothing at run time
+    from collections.abc import Iterable, Mapping
+
 __all__ = ["WRITE_POLICIES", "TIMINGS", "TRACE_FORMATS", "LENGTH_ONLY_FORMATS", "ON_ERROR", "MAX_INSTANCES", "MAX_STALE_S",
            "BUILTIN_POLICIES", "POLICY_ALIASES", "DEFAULT_POLICY", "MAX_BLOCK_SIZE",
            "DEFAULT_TOKEN_BLOCK_SIZE", "CLOSE_CUTOFF", "did_you_mean", "close_tail"]
@@ -60,13 +65,12 @@ DEFAULT_POLICY = "lru"
 CLOSE_CUTOFF = 0.6
 
 
-def did_you_mean(name: object, words: Iterable[str], aliases: Mapping[str, str] | None = None) -> str:  # noqa: F821
+def did_you_mean(name: object, words: Iterable[str], aliases: Mapping[str, str] | None = None) -> str:
     """The one "did you mean" of every unknown name (models, GPUs, links, dtypes, policies, admissions, routers,
     engines, trace formats, a sweep plan's options ...): ``"did you mean 'fifo'? "``, ``"did you mean one of:
     'a', 'b'? "`` when several are close (the closest first, difflib's order), or ``""`` when none is within
     :data:`CLOSE_CUTOFF`. ``aliases`` (alias -> name) are candidates too, but one name is suggested once by one
     spelling: ``h100-sx`` gets ``h100-sxm`` and ``h200-sxm``, not ``h100`` (an alias of ``h100-sxm``) besides.
-    The annotations are text only (``from __future__ import annotations``): this module imports nothing.
 
     >>> did_you_mean("fifox", ["lru", "fifo", "arc"])
     "did you mean 'fifo'? "
@@ -87,7 +91,7 @@ def did_you_mean(name: object, words: Iterable[str], aliases: Mapping[str, str] 
     return f"did you mean {meant}? "
 
 
-def close_tail(name: object, words: Iterable[str], aliases: Mapping[str, str] | None = None) -> str:  # noqa: F821
+def close_tail(name: object, words: Iterable[str], aliases: Mapping[str, str] | None = None) -> str:
     """:func:`did_you_mean` for the end of a message: ``"; did you mean 'fifo'?"``, or ``""`` when no name is
     close (a message that ends in its list of valid names: ``must be one of a, b, got 'x'; did you mean 'a'?``).
 

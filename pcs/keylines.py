@@ -115,7 +115,8 @@ class _Toml:
             if t[i] in " \t" or (newlines and t[i] in "\r\n"):
                 i += 1
             elif newlines and t[i] == "#":
-                i = t.find("\n", i) if "\n" in t[i:] else len(t)
+                j = t.find("\n", i)     # a comment runs to its line's end (or the text's)
+                i = j if j >= 0 else len(t)
             else:
                 break
         return i

@@ -35,6 +35,8 @@ import inspect
 import re
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
+
 from pcs import units
 from pcs.blocks import BlockRules
 from pcs.cache import Tier
@@ -54,7 +56,6 @@ from pcs.engine.tiercheck import check_tier_spec
 from pcs.engine.timing import TimeModel
 from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
-from pcs.engine.schedstats import SpanError
 from pcs.errors import ArgumentTypeError, UnknownNameError, UserError
 from pcs.trace.batches import as_batches, reiterable, with_limits
 from pcs.trace.rowlimits import NO_LIMITS, STEP_LIMITS, RowLimits
@@ -70,11 +71,10 @@ from pcs.engine.deployment import resolve_gpu_tier
 from pcs.engine import hybrid as _hybrid, summary as _summary
 from pcs.engine.runparts import LatencyParts, latency_parts
 from pcs.engine.schedresult import saturation_note
-from pcs.engine.schedstats import scheduler_summary
+from pcs.engine.schedstats import SpanError, scheduler_summary
 from pcs.engine.truncation import truncated_timing_note, truncation_note
 from pcs.hardware import TIER_LINKS, GPUSpec, LinkSpec, default_link_for_tier, get_gpu, get_link
 from pcs.model import get_model, group_bytes_per_token
-import numpy as np
 
 __all__ = ["replay", "check_replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment", "DEFAULTS", "DEFAULT_TIERS"]
 
