@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import field
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from pcs.errors import InputError, UnknownNameError, UserError
 from pcs._dataclass import dataclass
 
 __all__ = [
-    "GPUSpec", "LinkSpec", "HardwareTable", "GPUS", "LINKS", "GPU_NAMES", "LINK_NAMES", "ALIASES", "aliases_of",
+    "GPUSpec", "LinkSpec", "FigureError", "HardwareTable", "GPUS", "LINKS", "GPU_NAMES", "LINK_NAMES", "ALIASES", "aliases_of",
     "TIER_LINKS", "get_gpu", "get_link", "default_link_for_tier", "override", "load_hardware_file",
 ]
 
@@ -46,22 +47,40 @@ MIN_FLOPS, MAX_FLOPS, MIN_HBM_BPS = 1e9, 1e21, 1e6
 MIN_IOPS, MIN_IO_SIZE = 1.0, 512
 
 
+class FigureError(UserError):
+    """A figure of a :class:`GPUSpec` or :class:`LinkSpec` out of its range: a UserError that keeps the field,
+    so a hardware file's error names the line that field is written on (:func:`_entry`).
+
+    ``str(err)`` is ``"NAME: FIELD PROBLEM"`` (``"my-gpu: bf16_flops must be between ..."``).
+
+    Attributes:
+        field_name: the dataclass field (``"bandwidth_bps"``).
+        problem: what is wrong, without the entry's name (``"must be a finite number > 0, got 0.0"``).
+    """
+
+    def __init__(self, name: str, field_name: str, problem: str):
+        self.field_name, self.problem = field_name, problem
+        super().__init__(f"{name}: {field_name} {problem}")
+
+
 def _check_range(name: str, field_name: str, value: float | None, low: float, high: float, unit: str) -> None:
-    """After :func:`_check_positive`: ``low <= value <= high`` (None passes)."""
+    """After :func:`_check_positive`: ``low <= value <= high`` (None passes); else :class:`FigureError`."""
     if value is not None and not low <= value <= high:
         need = f"between {low:g} and {high:g}" if math.isfinite(high) else f"at least {low:g}"
-        raise UserError(f"{name}: {field_name} must be {need} {unit} (pcs's bounds: a rate outside them "
-                        f"makes a token's time absurd or overflow), got {value:g}")
+        raise FigureError(name, field_name, f"must be {need} {unit} (pcs's bounds: a rate outside them "
+                          f"makes a token's time absurd or overflow), got {value:g}")
 
 
 def _check_positive(name: str, field_name: str, value: float | None, allow_none: bool = False,
                     allow_zero: bool = False) -> None:
+    """``value`` a finite number > 0 (>= 0 with ``allow_zero``; None passes with ``allow_none``); else
+    :class:`FigureError`."""
     if value is None and allow_none:
         return
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or value < 0 or (value == 0 and not allow_zero):
         need = ">= 0" if allow_zero else "> 0"
-        raise UserError(f"{name}: {field_name} must be a finite number {need}, got {value!r}")
+        raise FigureError(name, field_name, f"must be a finite number {need}, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +96,7 @@ class GPUSpec:
             has no FP8 tensor cores (A100).
         source: datasheet the figures come from.
     Raises:
-        UserError (a ValueError): a non-positive or non-finite figure, or a rate outside
+        FigureError (a UserError, a ValueError): a non-positive or non-finite figure, or a rate outside
             [:data:`MIN_FLOPS`, :data:`MAX_FLOPS`] FLOP/s or below :data:`MIN_HBM_BPS`.
     """
 
@@ -90,7 +109,7 @@ class GPUSpec:
 
     def __post_init__(self) -> None:
         if not isinstance(self.hbm_bytes, int) or isinstance(self.hbm_bytes, bool) or self.hbm_bytes <= 0:
-            raise UserError(f"{self.name}: hbm_bytes must be an int > 0, got {self.hbm_bytes!r}")
+            raise FigureError(self.name, "hbm_bytes", f"must be an int > 0, got {self.hbm_bytes!r}")
         _check_positive(self.name, "hbm_bps", self.hbm_bps)
         _check_positive(self.name, "bf16_flops", self.bf16_flops)
         _check_positive(self.name, "fp8_flops", self.fp8_flops, allow_none=True)
@@ -128,7 +147,8 @@ class LinkSpec:
         io_size_bytes: the I/O size ``iops`` is quoted at (4 KiB for NVMe), or None.
         source: where the figures come from and what is assumed.
     Raises:
-        UserError: a negative or non-finite figure, or iops without io_size_bytes.
+        FigureError (a UserError): a negative or non-finite figure, an IOPS or I/O size out of its range.
+        UserError: iops without io_size_bytes, or their product over 2^63 - 1 bytes/s.
     """
 
     name: str
@@ -267,6 +287,55 @@ ALIASES: dict[str, str] = {"h100": "h100-sxm", "h200-sxm": "h200", "b200-sxm": "
 def _norm(name: str) -> str:
     key = str(name).strip().lower().replace("_", "-")
     return ALIASES.get(key, key)
+
+
+def _tokens(name: str) -> list[str]:
+    """The runs of letters and of digits of ``name``, lower case: case, ``_``, ``-``, spaces and other punctuation
+    are ignored (``"H100 SXM"`` and ``"h100sxm"`` are ``['h', '100', 'sxm']``)."""
+    return re.findall(r"[a-z]+|[0-9]+", str(name).lower())
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` are one Damerau-Levenshtein edit apart (one character inserted, dropped or
+    replaced, or two neighbours swapped)."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    short, long_ = sorted((a, b), key=len)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
+def likely_typo_of(name: str, presets: dict) -> str | None:
+    """The preset a NEW hardware-file entry ``name`` is likely a mistyping of, or None (then no note is made):
+    the rule of the note "is a new entry, not a change to a preset" (:func:`_table_from`).
+
+    ``name`` and a preset are split into runs of letters and of digits (:func:`_tokens`); ``name`` is a likely
+    typo of the preset when the runs are the same (only case, ``_``/``-``/spaces or punctuation differ: ``H100
+    SXM``, ``h100.sxm``; an alias counts here, ``H200 SXM`` -> ``h200``), or when there are as many runs of the
+    same kinds and exactly one differs by one edit (:func:`_one_edit`) that keeps a part number the same
+    number: letters by any one edit (``h100-sxn``, ``h100-smx``), digits by one digit dropped or added
+    (``h10-sxm``, ``h1000-sxm``). A real part's name is not a typo: another number of the same length
+    (``b100`` / ``b200``, ``a100-40gb`` / ``a100-80gb``, ``rdma-100g`` / ``rdma-200g``), a run more or fewer
+    (``l40`` / ``l40s``, ``h100-custom`` / ``h100``), and a bare alias with a digit dropped (``a10``, a real part,
+    is not a typo of the alias ``a100``: the one-edit rule looks at preset names only). It may still call a
+    real part a typo (``h20``, one digit from ``h200``): a note, the entry is kept.
+    """
+    mine = _tokens(name)
+    for preset in (*presets, *aliases_of(presets)):
+        theirs = _tokens(preset)
+        if theirs == mine:
+            return _norm(preset)
+        if preset not in presets or len(theirs) != len(mine):
+            continue
+        diff = [(a, b) for a, b in zip(mine, theirs) if a != b]
+        if len(diff) != 1 or diff[0][0].isdigit() != diff[0][1].isdigit() or not _one_edit(*diff[0]):
+            continue
+        if not diff[0][0].isdigit() or len(diff[0][0]) != len(diff[0][1]):
+            return preset
+    return None
 
 
 def aliases_of(presets: dict) -> dict[str, str]:
@@ -454,11 +523,13 @@ def _table_from(path: Path, data: dict[str, Any], base: HardwareTable | None,
                                  f"({name}); give each entry once")
             seen[kind, name] = f"{key}.{raw_name}"
             presets = table.gpus if kind == "gpu" else table.links
-            close = "" if name in target else did_you_mean(raw_name, presets, aliases_of(presets))
+            new = name not in target
+            close = did_you_mean(raw_name, presets, aliases_of(presets)) if new else ""
             target[name] = _entry(path, where, cls, name, target.get(name), fields_, close)
-            if close:   # a complete new entry: kept (a user's own part), said in case a preset was meant
+            typo = likely_typo_of(raw_name, presets) if new else None
+            if typo:    # a complete new entry: kept (a user's own part), said where a preset was likely meant
                 notes.append(f"{at(where) if at else path}: {where} is a new {kind} entry, not a change "
-                             f"to a preset ({close.strip()} a preset's name changes that preset)")
+                             f"to a preset (did you mean {typo!r}? a preset's name changes that preset)")
     return HardwareTable(gpus=gpus, links=links, notes=tuple(notes))
 
 
@@ -494,5 +565,9 @@ def _entry(path: Path, where: str, cls: type, name: str, preset: Any, fields_: d
         return cls(name=name, source=str(fields_.get("source", f"user entry from {path.name}")), **values)
     except InputError:
         raise
-    except ValueError as exc:
+    except FigureError as exc:      # one figure out of range: at that field's own line when the file gives it
+        if exc.field_name in fields_:
+            raise InputError(str(path), None, f"{where}.{exc.field_name}", exc.problem) from None
+        raise InputError(str(path), None, where, str(exc)) from None
+    except ValueError as exc:       # the entry as a whole (fields missing, iops without io_size_bytes ...)
         raise InputError(str(path), None, where, str(exc)) from None

@@ -222,7 +222,8 @@ def test_a_complete_entry_near_a_preset_is_kept_with_a_note(tmp_path):
     # my-gpu is near no preset (my-gpu / gh200: 'g' -> 2/11): no note; the two others at their header lines, by
     # section (TOML gathers [gpu.*] into one table, written first) then entry
     assert [n.split(" is a new ")[0] for n in table.notes] == [f"{hw}:9: gpu.h100sxm", f"{hw}:6: link.pcie-gen5x16"]
-    assert "new link entry, not a change to a preset (did you mean one of: 'pcie-gen5-x16', " in table.notes[1]
+    assert table.notes[1].endswith("new link entry, not a change to a preset (did you mean 'pcie-gen5-x16'? a "
+                                   "preset's name changes that preset)")
 
 
 def test_the_note_reaches_the_command_line_and_the_replay_json(tmp_path):
@@ -235,3 +236,82 @@ def test_the_note_reaches_the_command_line_and_the_replay_json(tmp_path):
     r = invoke("replay", SMALL_TRACE, "--tier", "gpu=100blocks", "--hardware-file", hw, "--format", "json", "-q")
     assert r.exit_code == 0, r.output
     assert any(n.startswith(f"{hw}:1: link.nvme-gen44 is a new link entry") for n in json.loads(r.stdout)["notes"])
+
+
+# Review 45 (mend45b): a figure out of its bounds is named at the line of its own field (it was the entry's header
+# line); a value that is the entry's as a whole (fields missing) stays at the header.
+
+@pytest.mark.parametrize("text, where", [
+    # TOML: header on line 2, the bad field on line 4 (0 GB/s is not > 0)
+    ('# mine\n[links.pcie-gen5-x16]\nsetup_s = "15us"\nbandwidth_bps = "0GB/s"\n',
+     "4: field 'links.pcie-gen5-x16.bandwidth_bps': must be a finite number > 0, got 0.0"),
+    # a new entry: 1e25 FLOP/s is over the 1e21 bound; bf16_flops is on line 4
+    ('[gpu.my-gpu]\nhbm_bytes = "96GB"\nhbm_bps = "4TB/s"\nbf16_flops = 1e25\nfp8_flops = 1978.9e12\n',
+     "4: field 'gpu.my-gpu.bf16_flops': must be between 1e+09 and 1e+21 FLOP/s"),
+    # 0 GB of HBM: an int > 0 is needed; line 3
+    ('[gpu.h100-sxm]\nhbm_bps = "3TB/s"\nhbm_bytes = "0GB"\n', "3: field 'gpu.h100-sxm.hbm_bytes': must be an int > 0"),
+    # 0.5 IOPS is under 1 operation/s; line 3
+    ('[link.nvme-gen4]\nsetup_s = "15us"\niops = 0.5\n', "3: field 'link.nvme-gen4.iops': must be at least 1 "
+     "operations/s"),
+])
+def test_a_figure_out_of_bounds_is_named_at_its_own_line(tmp_path, text, where):
+    hw = tmp_path / "hw.toml"
+    hw.write_text(text)
+    with pytest.raises(ValueError) as err:
+        load_hardware_file(hw)
+    assert str(err.value).startswith(f"{hw}:{where}"), str(err.value)
+
+
+def test_a_json_figure_out_of_bounds_is_named_at_its_own_line(tmp_path):
+    hw = tmp_path / "hw.json"
+    hw.write_text('{"gpu": {"h100-sxm":\n   {"hbm_bps": "3TB/s",\n    "bf16_flops": 1}}}\n')   # 1 FLOP/s < 1e9
+    with pytest.raises(ValueError) as err:
+        load_hardware_file(hw)
+    assert str(err.value).startswith(f"{hw}:3: field 'gpu.h100-sxm.bf16_flops': must be between 1e+09"), str(err.value)
+
+
+# Review 45 (mend45b): the note "a new entry, not a change to a preset" only where a typo is likely (rule:
+# pcs.hardware.likely_typo_of); real, different parts within difflib's 0.6 of a preset get none.
+
+_GPU_FIELDS = 'hbm_bytes = "40GB"\nhbm_bps = "1.5TB/s"\nbf16_flops = 312e12\n'
+_LINK_FIELDS = 'bandwidth_bps = "11GB/s"\nsetup_s = "20us"\n'
+
+
+@pytest.mark.parametrize("section, name", [
+    ("gpu", "a100-40gb"),      # 40 / 80: another number of the same length (A100 40GB is a real part)
+    ("gpu", "l40"),            # l, 40 / l, 40, s: a run fewer (L40 and L40S are two parts)
+    ("gpu", "b100"),           # 100 / 200 of b200: another number of the same length
+    ("gpu", "h100-custom"),    # custom / sxm: more than one edit; h100 (alias): a run more
+    ("link", "rdma-100g"),     # 100 / 200 of rdma-200g: another number of the same length
+    ("gpu", "a10"),            # one digit from the alias a100 only: aliases count only when equal (A10 is a part)
+])
+def test_a_real_part_near_a_preset_gets_no_note(tmp_path, section, name):
+    hw = tmp_path / "hw.toml"
+    hw.write_text(f'[{section}."{name}"]\n' + (_GPU_FIELDS if section == "gpu" else _LINK_FIELDS))
+    table = load_hardware_file(hw)
+    assert table.notes == ()
+    assert name in (table.gpus if section == "gpu" else table.links)       # kept as a new entry
+
+
+@pytest.mark.parametrize("name, preset", [
+    ("H100 SXM", "h100-sxm"),   # only case and a space differ
+    ("h100.sxm", "h100-sxm"),   # punctuation
+    ("H200 SXM", "h200"),       # equal to an alias (h200-sxm) but for case and a space: its preset
+    ("h100-sxn", "h100-sxm"),   # sxn / sxm: one letter replaced
+    ("h100-smx", "h100-sxm"),   # two neighbours swapped
+    ("h10-sxm", "h100-sxm"),    # 10 / 100: a digit dropped
+])
+def test_a_likely_typo_of_a_preset_gets_the_note(tmp_path, name, preset):
+    hw = tmp_path / "hw.toml"
+    hw.write_text(f'\n[gpu."{name}"]\n{_GPU_FIELDS}')
+    table = load_hardware_file(hw)
+    assert table.notes == (f"{hw}:2: gpu.{name} is a new gpu entry, not a change to a preset (did you mean "
+                           f"'{preset}'? a preset's name changes that preset)",)
+
+
+def test_figure_error_keeps_its_field():
+    # the API's message is unchanged ("NAME: FIELD PROBLEM"); the field is kept for a file's line
+    with pytest.raises(ValueError) as err:
+        LinkSpec("x", 0.0, 0.0, None, None, "s")
+    assert str(err.value) == "x: bandwidth_bps must be a finite number > 0, got 0.0"
+    assert err.value.field_name == "bandwidth_bps"

@@ -52,11 +52,11 @@ def test_the_iops_product_at_the_bound_is_taken():
     assert r.exit_code == 0, r.output
 
 
-@pytest.mark.parametrize("text, where, message", [     # the entry's bounds at its header (line 1); a value alone at its own line
-    ("[link.nvme-gen4]\niops = 1e-300\n", "1: field 'link.nvme-gen4'", "iops must be at least 1 operations/s"),
+@pytest.mark.parametrize("text, where, message", [     # each at the line of its field (2), the bounds too
+    ("[link.nvme-gen4]\niops = 1e-300\n", "2: field 'link.nvme-gen4.iops'", "must be at least 1 operations/s"),
     ("[link.nvme-gen4]\nio_size_bytes = 4\n", "2: field 'link.nvme-gen4.io_size_bytes'",
      "4 (no unit) reads as 4 B: an I/O size under a 512 B sector"),
-    ('[link.nvme-gen4]\nio_size_bytes = "4B"\n', "1: field 'link.nvme-gen4'", "io_size_bytes must be at least 512 bytes"),
+    ('[link.nvme-gen4]\nio_size_bytes = "4B"\n', "2: field 'link.nvme-gen4.io_size_bytes'", "must be at least 512 bytes"),
 ])
 def test_a_hardware_file_link_iops_is_held_to_plausible_figures(tmp_path, text, where, message):
     p = tmp_path / "hw.toml"

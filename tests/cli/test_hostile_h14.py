@@ -38,18 +38,18 @@ def test_f3_span_limit_in_compare(tmp_path):
 
 
 @pytest.mark.parametrize("field, value, needle", [
-    ("bf16_flops", "1e-300", "bf16_flops must be between 1e+09 and 1e+21 FLOP/s"),   # overflowed to inf (F4)
+    ("bf16_flops", "1e-300", "must be between 1e+09 and 1e+21 FLOP/s"),   # overflowed to inf (F4)
     ("bf16_flops", "1.0", "got 1"),                      # 1 FLOP/s: years per token (F3's hardware path)
     ("bf16_flops", "1e22", "got 1e+22"),                 # 10^5 above a B200: a token's time underflows to ~0
-    ("fp8_flops", "1e-300", "fp8_flops must be between"),
-    ("hbm_bps", '"1B/s"', "hbm_bps must be at least 1e+06 bytes/s"),
+    ("fp8_flops", "1e-300", "must be between"),
+    ("hbm_bps", '"1B/s"', "must be at least 1e+06 bytes/s"),
 ])
 def test_f4_hardware_rates_outside_bounds_name_file_and_field(tmp_path, field, value, needle):
     hw = tmp_path / "hw.toml"
     hw.write_text(f"[gpu.h100-sxm]\n{field} = {value}\n", encoding="utf-8")
-    for extra in ((), ("--compute", "infinite"), ("--timing", "sequential")):
+    for extra in ((), ("--compute", "infinite"), ("--timing", "sequential")):     # the field's own line, 2
         assert_one_line_error(invoke("replay", SMALL_TRACE, "--hardware-file", hw, *extra, "-q"),
-                              "hw.toml:1: field 'gpu.h100-sxm'", needle)    # the entry's bounds: its header's line
+                              f"hw.toml:2: field 'gpu.h100-sxm.{field}': ", needle)
 
 
 def test_f4_rates_at_the_bounds_run(tmp_path):
