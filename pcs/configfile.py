@@ -25,8 +25,32 @@ from pcs import jsondepth
 from pcs.choices import did_you_mean
 from pcs.errors import InputError, UserError
 
-__all__ = ["MAX_SETTINGS_BYTES", "read_text", "read_mapping", "read_mapping_lines", "read_json_object",
+__all__ = ["MAX_SETTINGS_BYTES", "SETTINGS_SUFFIXES", "unread_suffix", "read_text", "read_mapping", "read_mapping_lines", "read_json_object",
            "read_json_object_lines", "KeyLines", "refuse_unknown_keys"]
+
+#: The suffixes of the settings files :func:`read_mapping` reads, and the language each is read as.
+SETTINGS_SUFFIXES = {".toml": "TOML", ".json": "JSON"}
+#: Suffixes of languages pcs does not read, named so the refusal says what the file is and the way out.
+_UNREAD_LANGUAGES = {".yaml": "YAML", ".yml": "YAML", ".ini": "INI", ".cfg": "INI", ".conf": "INI", ".xml": "XML"}
+
+
+def unread_suffix(path: str | Path) -> str:
+    """The message refusing a settings file whose suffix :func:`read_mapping` does not read: what pcs reads (from
+    :data:`SETTINGS_SUFFIXES`, by the suffix), and, for a known language pcs does not read (YAML), the way out;
+    else the nearest suffix (:func:`pcs.choices.did_you_mean`).
+
+    ``x.yaml`` -> ``"x.yaml: a YAML file (.yaml), which pcs does not read: it reads settings as TOML (.toml) or
+    JSON (.json), by the suffix; convert the file to TOML (the same tables and keys)"``.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    reads = " or ".join(f"{lang} ({s})" for s, lang in SETTINGS_SUFFIXES.items())
+    if suffix in _UNREAD_LANGUAGES:
+        return (f"{path}: a {_UNREAD_LANGUAGES[suffix]} file ({path.suffix}), which pcs does not read: it reads "
+                f"settings as {reads}, by the suffix; convert the file to TOML (the same tables and keys)")
+    what = f"unknown file type {path.suffix!r}" if suffix else "no suffix"
+    return f"{path}: {what}; {did_you_mean(suffix, SETTINGS_SUFFIXES) if suffix else ''}pcs reads {reads}, by the suffix"
+
 
 #: Largest settings file read, bytes (a model config is a few kB; 16 MiB leaves room for anything real).
 MAX_SETTINGS_BYTES = 16 << 20
@@ -197,7 +221,14 @@ def read_json_object_lines(path: str | Path, keyword: str = "path") -> tuple[dic
     """
     path = Path(path)
     text = read_text(path, keyword)
-    data = _loads_json(path, text)
+    try:
+        data = _loads_json(path, text)
+    except InputError as exc:     # a YAML file given for a JSON one: what it is, and the way out
+        lang = _UNREAD_LANGUAGES.get(path.suffix.lower())
+        if lang is None or not exc.problem.startswith("invalid JSON"):
+            raise
+        raise InputError(exc.path, exc.line, exc.field, f"{exc.problem} (a {lang} file? this file is read as JSON, "
+                         f"whatever its suffix; {lang} is not read: convert it to JSON)") from None
     if not isinstance(data, dict):
         raise InputError(str(path), None, None, "top level must be a JSON object")
     return data, KeyLines(path, text, "json")
@@ -209,7 +240,7 @@ def read_mapping(path: str | Path, keyword: str = "path") -> dict[str, Any]:
     Raises:
         PathError: as :func:`read_text` (naming ``keyword``), before the suffix is looked at.
         InputError: see the module docstring (with the line where known).
-        UserError: another suffix, or TOML without a parser available.
+        UserError: another suffix (:func:`unread_suffix`), or TOML without a parser available.
     """
     return read_mapping_lines(path, keyword)[0]
 
@@ -225,9 +256,8 @@ def read_mapping_lines(path: str | Path, keyword: str = "path") -> tuple[dict[st
     check_input_file(path, keyword)
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix not in (".json", ".toml"):
-        raise UserError(f"{path}: unknown file type {path.suffix!r}; {did_you_mean(suffix, ('.toml', '.json'))}"
-                        "expected .toml or .json")
+    if suffix not in SETTINGS_SUFFIXES:
+        raise UserError(unread_suffix(path))
     text = read_text(path, keyword)
     if suffix == ".json":
         data = _loads_json(path, text)

@@ -232,7 +232,8 @@ def test_a_mistyped_file_type_says_the_nearest(tmp_path):
 
     w = tmp_path / "w.tml"       # .toml: '.t' + 'ml' = 4 of 4 + 5 -> 0.89; .json: '.' -> 2/9
     w.write_text("")
-    assert "unknown file type '.tml'; did you mean '.toml'? expected .toml or .json" in _message(load_workloads, w)
+    assert ("unknown file type '.tml'; did you mean '.toml'? pcs reads TOML (.toml) or JSON (.json), by the "
+            "suffix") in _message(load_workloads, w)
     # png 'p' + 'n' = 2 of 3 + 3 -> 0.67, jpg 'p' + 'g' -> 0.67 too (a tie: difflib puts the larger string
     # first, 'png'); jpeg 'p', 'g' -> 4/7 = 0.57; the rest lower
     r = invoke("curve", SMALL_TRACE, "--plot", tmp_path / "c.pgn")

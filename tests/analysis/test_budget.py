@@ -128,7 +128,8 @@ def test_load_workloads_errors_name_file_and_field(tmp_path, text, where):
 
 
 def test_load_workloads_bad_suffix_and_json(tmp_path):
-    with pytest.raises(ValueError, match="expected .toml or .json"):
+    with pytest.raises(ValueError, match=r"w.yaml: a YAML file \(.yaml\), which pcs does not read: it reads settings as "
+                       r"TOML \(.toml\) or JSON \(.json\), by the suffix; convert the file to TOML"):
         (tmp_path / "w.yaml").write_text("x")
         load_workloads(tmp_path / "w.yaml")
     (tmp_path / "w.json").write_text("{not json")

@@ -146,3 +146,35 @@ def test_toml_locator_counts_the_backslashes_before_a_closing_quote(first, lines
 def test_json_locator_names_nested_keys_and_array_elements():
     got = json_lines('{"a": [1,\n {"b\\"c": {"d":\n 2}}],\n "e": null}')
     assert got == {"a": 1, "a[0]": 1, "a[1]": 2, 'a[1].b"c': 2, 'a[1].b"c.d': 2, "e": 4}
+
+
+# Review 45 (mend45b): a file of a suffix pcs does not read is refused naming the suffixes it reads (TOML, JSON);
+# a YAML one says it is YAML and the way out (it suggested '.toml', as if the name were mistyped).
+
+_READS = "pcs reads TOML (.toml) or JSON (.json), by the suffix"
+_YAML = ("a YAML file ({}), which pcs does not read: it reads settings as TOML (.toml) or JSON (.json), by the "
+         "suffix; convert the file to TOML (the same tables and keys)")
+
+
+@pytest.mark.parametrize("load", [load_hardware_file, load_workloads, load_plan])
+@pytest.mark.parametrize("name, message", [
+    ("x.yaml", _YAML.format(".yaml")),
+    ("x.YML", _YAML.format(".YML")),
+    ("x.tml", f"unknown file type '.tml'; did you mean '.toml'? {_READS}"),
+    ("x", f"no suffix; {_READS}"),
+])
+def test_an_unread_suffix_names_what_pcs_reads(tmp_path, load, name, message):
+    p = tmp_path / name
+    p.write_text("gpu:\n  x: 1\n")
+    with pytest.raises(UserError) as err:
+        load(p)
+    assert str(err.value) == f"{p}: {message}"
+
+
+def test_a_yaml_model_config_says_it_is_read_as_json(tmp_path):
+    p = tmp_path / "config.yaml"
+    p.write_text("hidden_size: 4096\n")
+    with pytest.raises(InputError) as err:
+        load_hf_config(p)
+    assert str(err.value) == (f"{p}:1: invalid JSON: Expecting value at column 1 (a YAML file? this file is read as "
+                              "JSON, whatever its suffix; YAML is not read: convert it to JSON)")
