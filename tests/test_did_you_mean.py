@@ -237,7 +237,8 @@ def test_a_mistyped_file_type_says_the_nearest(tmp_path):
     # png 'p' + 'n' = 2 of 3 + 3 -> 0.67, jpg 'p' + 'g' -> 0.67 too (a tie: difflib puts the larger string
     # first, 'png'); jpeg 'p', 'g' -> 4/7 = 0.57; the rest lower
     r = invoke("curve", SMALL_TRACE, "--plot", tmp_path / "c.pgn")
-    assert_one_line_error(r, "unknown image type 'pgn'; did you mean one of: 'png', 'jpg'? use .png, .svg or .pdf")
+    assert_one_line_error(r, "unknown image type 'pgn'; did you mean one of: 'png', 'jpg'? use .png, .svg, "
+                          ".pdf, .jpg, .jpeg, .tif, .tiff, .webp, .eps or .ps")
 
 
 @pytest.mark.parametrize("tag, shown", [('["BlockStored"]', '["BlockStored"]'), ('{"a": 1}', '{"a": 1}'),

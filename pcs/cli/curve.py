@@ -34,15 +34,24 @@ def _plot(result, path: str, model_name: str | None, trace: str) -> None:
         plt.close(fig)
 
 
+#: The image types ``--plot FILE`` takes, by suffix (case ignored): formats matplotlib's ``savefig`` writes with
+#: its default backends and no other program (not pgf: LaTeX). The one list of the check, its refusal and the
+#: option's help (tests/cli/test_curve_cli.py checks them against matplotlib's own list).
+PLOT_TYPES = ("png", "svg", "pdf", "jpg", "jpeg", "tif", "tiff", "webp", "eps", "ps")
+
+
 def _plot_format_ok(path: str) -> None:
-    """``--plot`` names a format matplotlib writes (refused before the work, not after it)."""
+    """``--plot`` names a format of :data:`PLOT_TYPES` (refused before the work, not after it).
+
+    Raises:
+        PcsUsageError: another suffix, naming every type taken.
+    """
     suffix = Path(path).suffix.lstrip(".").lower()
-    types = ("png", "pdf", "svg", "jpg", "jpeg", "eps", "ps", "tif", "tiff", "webp")
-    if suffix and suffix not in types:
+    if suffix and suffix not in PLOT_TYPES:
         from pcs.choices import did_you_mean
 
-        raise PcsUsageError(f"--plot {path}: unknown image type {suffix!r}; {did_you_mean(suffix, types)}"
-                            "use .png, .svg or .pdf")
+        raise PcsUsageError(f"--plot {path}: unknown image type {suffix!r}; {did_you_mean(suffix, PLOT_TYPES)}"
+                            f"use {', '.join('.' + t for t in PLOT_TYPES[:-1])} or .{PLOT_TYPES[-1]}")
 
 
 @command("curve", twins=True)
@@ -70,7 +79,8 @@ def _plot_format_ok(path: str) -> None:
 @click.option("--kernel", type=Choice(_native.MODES), default=None, hidden=True,
               help="Deprecated alias of --native (its older name).")
 @click.option("--plot", "plot_path", type=click.Path(), default=None,
-              help="Also draw the curves to this PNG, SVG or PDF (needs the plot extra: pip install -e '.[plot]'); "
+              help="Also draw the curves to this image, its type by the suffix: "
+                   f"{', '.join('.' + t for t in PLOT_TYPES)} (needs the plot extra: pip install -e '.[plot]'); "
                    "with --model a second axis gives the capacity in bytes. A path without a suffix is a folder "
                    "for every figure of the HTML page (<figure>.png, .svg).")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,

@@ -119,3 +119,20 @@ def test_help_has_units_and_example():
     res = CliRunner().invoke(cli, ["curve", "--help"])
     assert res.exit_code == 0
     assert "blocks" in res.output and "Example" in res.output and "--format" in res.output
+
+
+# Review 45 (mend45b): --plot's refusal names every image type the check takes (it said ".png, .svg or .pdf" while
+# .jpg, .tif, .webp, .eps ... were taken): the ten types matplotlib's savefig writes without another program.
+_TAKEN = ["png", "svg", "pdf", "jpg", "jpeg", "tif", "tiff", "webp", "eps", "ps"]
+
+
+def test_the_plot_refusal_names_every_type_taken_and_each_is_taken(hand_trace, tmp_path):
+    from pcs.cli.curve import _plot_format_ok
+
+    r = run(hand_trace, "--capacities", "1blocks", "--plot", str(tmp_path / "c.pgn"))
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert r.output.rstrip().endswith("use .png, .svg, .pdf, .jpg, .jpeg, .tif, .tiff, .webp, .eps or .ps"), r.output
+    for suffix in [*_TAKEN, "JPG"]:
+        _plot_format_ok(f"c.{suffix}")     # not refused
+    mpl = pytest.importorskip("matplotlib.backend_bases")
+    assert set(_TAKEN) <= set(mpl.FigureCanvasBase.get_supported_filetypes())
