@@ -120,7 +120,7 @@ def _not_json(first: bytes, exc: Exception, name: str, ln: int = 1) -> tuple[str
     wide = _wide_text(first, ln)
     if wide is not None:
         return wide, "file"
-    if isinstance(exc, UnicodeDecodeError) and first[:1] in (b"{", b"["):  # JSON but for its encoding
+    if isinstance(exc, UnicodeDecodeError) and first.lstrip()[:1] in (b"{", b"["):  # JSON but for its encoding
         return (f"the first non-blank line is not UTF-8 (invalid byte {first[exc.start:exc.start + 1]!r} at byte "
                 f"{exc.start}); JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode the file"), "json"
     if first.lstrip()[:1] in (b"{", b"[") and not isinstance(exc, UnicodeDecodeError):

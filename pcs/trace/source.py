@@ -55,6 +55,9 @@ _OTHER_MAGIC = ((b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"), (b"BZh",
 #: A name's compression suffix -> the compression it promises (:func:`_suffix_problem`: a file whose bytes are not
 #: that compression is refused, not read as something else).
 _SUFFIXES = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd", ".xz": "xz", ".bz2": "bzip2"}
+#: Bytes of a file's start :func:`_suffix_problem` looks at: the magic bytes, and room past a byte-order mark and
+#: blank lines to see what a file that is not compressed holds (:func:`_looks_like`).
+_HEAD_BYTES = 64
 
 
 def display_name(path) -> str:
@@ -142,7 +145,7 @@ def open_binary(path) -> BinaryIO:
             raw = io.BufferedReader(raw)  # type: ignore[arg-type]
     else:
         raw = _open_raw(path)
-    head = raw.peek(6)[:6] if hasattr(raw, "peek") else b""
+    head = raw.peek(_HEAD_BYTES)[:_HEAD_BYTES] if hasattr(raw, "peek") else b""
     problem = _suffix_problem(path, head)
     if problem is not None:
         raw.close()
@@ -169,7 +172,7 @@ def _compression(head: bytes) -> str | None:
 
 def _suffix_problem(path: Any, head: bytes) -> str | None:
     """Why a file named as compressed (``.gz``, ``.zst``, ``.xz``, ``.bz2``: :data:`_SUFFIXES`) is not what its
-    name says, from its first bytes ``head``, or None (another name, stdin, or the bytes agree). Without it a
+    name says, from its first bytes ``head`` (up to :data:`_HEAD_BYTES`), or None (another name, stdin, or the bytes agree). Without it a
     ``.gz`` file of plain text was read on, to a format-detection error about its first line.
 
     >>> _suffix_problem("t.jsonl.gz", b"notgzi")
@@ -195,11 +198,16 @@ def _suffix_problem(path: Any, head: bytes) -> str | None:
 
 
 def _looks_like(head: bytes) -> str:
-    """What a file named as compressed but not holding it seems to be, from its first bytes: a Parquet file
-    (``PAR1``), plain text (``{`` or an ASCII letter first: a JSON line, a CSV header), else cut short."""
+    """What a file named as compressed but not holding it seems to be, from its first bytes ``head``: a Parquet
+    file (``PAR1``), another compression (gzip's magic in a ``.zst`` file), plain text (after a UTF-8 byte-order
+    mark and blank space, which the text readers skip: ``{`` or ``[`` of JSON, ``"``, or an ASCII letter or digit
+    of a CSV header or row; or nothing but blank space), else cut short."""
     if head.startswith(b"PAR1"):
         return "it looks like a Parquet file: another file renamed"
-    if head[:1] == b"{" or (head[:1].isascii() and head[:1].isalpha()):
+    if (other := _compression(head)) is not None:
+        return f"it looks like {other}-compressed: another file renamed"
+    text = head.removeprefix(_BOM).lstrip(b" \t\r\n")
+    if not text or text[:1] in (b"{", b"[", b'"') or (text[:1].isascii() and text[:1].isalnum()):
         return "it looks like plain text: another file renamed, or never compressed"
     return "cut short, or another file renamed"
 
@@ -215,7 +223,7 @@ def check_suffix(path: Any, name: str | None = None) -> None:
     if str(path) == "-" or os.path.splitext(os.fspath(path))[1].lower() not in _SUFFIXES or is_stream(path):
         return
     with open(path, "rb") as f:
-        problem = _suffix_problem(path, f.read(6))
+        problem = _suffix_problem(path, f.read(_HEAD_BYTES))
     if problem is not None:
         raise InputError(name or display_name(path), None, None, problem)
 

@@ -111,8 +111,23 @@ def test_every_compression_suffix_is_checked(tmp_path, suffix, kind, magic):
     (b"timestamp,input_length\n", "it looks like plain text: another file renamed, or never compressed"),
     (bytes([0, 0x8b, 8, 0, 0, 0, 0, 0]), "cut short, or another file renamed"),
     (b"PAR1\x15\x04", "it looks like a Parquet file: another file renamed"),
+    # Review 45 (mend45b): text the readers take that does not start with '{' or a letter (each said "cut short"):
+    # a UTF-8 byte-order mark (ef bb bf) before '{', blank lines and spaces before '{', a JSON array's '[',
+    # blank space alone
+    (b'\xef\xbb\xbf{"timestamp": 1}\n', "it looks like plain text: another file renamed, or never compressed"),
+    (b'\n\n   \n\n\n\n{"timestamp": 1}\n', "it looks like plain text: another file renamed, or never compressed"),
+    (b'[{"timestamp": 1}]\n', "it looks like plain text: another file renamed, or never compressed"),
+    (b"\n" * 100, "it looks like plain text: another file renamed, or never compressed"),
 ])
 def test_the_refusal_says_what_the_bytes_look_like(tmp_path, head, why):
     p = tmp_path / "t.jsonl.gz"
     p.write_bytes(head)
     assert _error("trace", "stats", p).endswith(f"not gzip's 1f 8b ({why}); rename it to what it holds")
+
+
+def test_a_zst_name_on_gzip_bytes_says_gzip(tmp_path):
+    # gzip's magic 1f 8b 08 (deflate) in a file named .zst: another compression renamed, not "cut short"
+    p = tmp_path / "t.jsonl.zst"
+    p.write_bytes(bytes([0x1F, 0x8B, 8, 0, 0, 0, 0, 0]))
+    assert _error("trace", "stats", p).endswith(
+        "not zstd's 28 b5 2f fd (it looks like gzip-compressed: another file renamed); rename it to what it holds")

@@ -46,6 +46,9 @@ def _events_kind(f) -> str:
     # offset 10 from 0 (the decoder's UnicodeDecodeError.start): { " x " : space " c a f = offsets 0-9
     (b'{"x": "caf\xe9"}\n', 1, "the first non-blank line is not UTF-8 (invalid byte b'\\xe9' at byte 10); JSON traces "
                               "are UTF-8 (RFC 8259 section 8.1): re-encode the file"),
+    # Review 45 (mend45b): the same JSON after two spaces (it said "not JSON"): offset 12 = 10 + the 2 spaces
+    (b'  {"x": "caf\xe9"}\n', 1, "the first non-blank line is not UTF-8 (invalid byte b'\\xe9' at byte 12); JSON "
+                                "traces are UTF-8 (RFC 8259 section 8.1): re-encode the file"),
     (b"\xff\xfe{\x00\n", 1, "the file looks like UTF-16 text with a little-endian byte order mark; pcs reads text "
                             "traces (JSON Lines, CSV) as UTF-8: re-encode it (iconv -f UTF-16 -t UTF-8)"),
 ])
