@@ -26,7 +26,8 @@ from typing import Any
 
 import click
 
-__all__ = ["OUTPUTS", "DATASET", "check_command_files", "command_inputs", "command_outputs", "refuse_outputs_on_inputs"]
+__all__ = ["OUTPUTS", "DATASET", "check_command_files", "command_inputs", "command_outputs", "refuse_empty_paths",
+           "refuse_outputs_on_inputs"]
 
 #: command name -> the parameters (click names) that name what it writes. Every other parameter is read.
 OUTPUTS: dict[str, tuple[str, ...]] = {
@@ -45,6 +46,9 @@ OUTPUTS: dict[str, tuple[str, ...]] = {
 DATASET = {("run", "out")}
 #: parameters that name a model: a preset, or a config file / folder (:func:`pcs.cli.modelarg.config_file`)
 _MODEL_PARAMS = ("model", "model_name", "model_config")
+#: text parameters (not ``click.Path``: their readers word their own refusals) that name a file to read: the
+#: traces of ``pcs trace`` (TRACE, IN, EVENTS, CHAT) and ``--chat-template`` (a built-in name or a file)
+_TEXT_PATH_PARAMS = ("trace_path", "in_path", "events_path", "chat_path", "template")
 
 
 def _label(p: click.Parameter, ctx: click.Context) -> str:
@@ -186,14 +190,52 @@ def refuse_outputs_on_inputs(ctx: click.Context) -> None:
             _refuse_in_dataset(label, path, extra)
 
 
+def _wanted(p: click.Parameter) -> str:
+    """What parameter ``p`` takes instead of an empty path, for :func:`refuse_empty_paths`."""
+    if p.name == "template":
+        return "a built-in template name or a file"
+    if isinstance(p.type, click.Path) and not p.type.file_okay:
+        return "a folder name (. for the current folder)"
+    if isinstance(p.type, click.Path) and p.type.dir_okay:
+        return "a file or folder name"
+    return "a file name"
+
+
+def refuse_empty_paths(ctx: click.Context) -> None:
+    """Refuse an empty or blank value of a parameter that names a file or folder (every ``click.Path``, the
+    model parameters, :data:`_TEXT_PATH_PARAMS`), before the command reads ``''`` as the current folder
+    (``pathlib.Path('')`` is ``.``: ``.: Is a directory``, a sweep's ``-o ''`` wrote its results there) or as the
+    option left out (``--hardware-file ''`` changed nothing, silently).
+
+    Raises:
+        UserError: one line naming the parameter as typed, ``--chat-template '': an empty path; give a built-in
+            template name or a file``.
+    """
+    from pcs.errors import UserError
+
+    for p in ctx.command.params:
+        if not (isinstance(p.type, click.Path) or p.name in _MODEL_PARAMS or p.name in _TEXT_PATH_PARAMS):
+            continue
+        for v in _values(ctx.params.get(p.name)):
+            if v.strip():
+                continue
+            label = _label(p, ctx).strip("[]")      # trace stats' [TRACE]: optional, but given
+            if p.name in _MODEL_PARAMS and not isinstance(p.type, click.Path):
+                from pcs.cli.modelarg import EMPTY_MODEL
+
+                raise UserError(f"{label} {v!r}: {EMPTY_MODEL}")
+            raise UserError(f"{label} {v!r}: an empty path; give {_wanted(p)}")
+
+
 def check_command_files(ctx: click.Context) -> None:
-    """:func:`refuse_outputs_on_inputs`, then the note of a ``--model`` name that is both a preset and a file here
+    """:func:`refuse_empty_paths`, :func:`refuse_outputs_on_inputs`, then the note of a ``--model`` name that is both a preset and a file here
     (:func:`pcs.cli.modelarg.preset_clash_note`; none with ``-q``): called by
     :meth:`pcs.cli.common.PcsCommand.invoke` before every command.
 
     Raises:
-        UserError: as :func:`refuse_outputs_on_inputs`.
+        UserError: as :func:`refuse_empty_paths` and :func:`refuse_outputs_on_inputs`.
     """
+    refuse_empty_paths(ctx)
     refuse_outputs_on_inputs(ctx)
     if ctx.params.get("quiet"):
         return

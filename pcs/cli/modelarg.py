@@ -64,6 +64,10 @@ def preset_clash_note(value: str | None) -> str | None:
             "on disk comes first); rename the file or run elsewhere for the preset")
 
 
+#: The refusal of an empty ``--model`` (here, and :func:`pcs.cli.iofiles.refuse_empty_paths` for every command).
+EMPTY_MODEL = "empty; give a preset name (`pcs models`) or a config.json path"
+
+
 def model_callback(ctx, param, value):
     """click callback of ``--model``: a model folder is read as its ``config.json`` (:func:`config_file`).
 
@@ -78,7 +82,7 @@ def model_callback(ctx, param, value):
     if isinstance(value, str) and not value.strip():
         from pcs.errors import UserError
 
-        raise UserError(f"--model {value!r}: empty; give a preset name (`pcs models`) or a config.json path")
+        raise UserError(f"--model {value!r}: {EMPTY_MODEL}")
     if (isinstance(value, str) and _hf_id(value) and not value.lower().endswith(".json")
             and not os.path.exists(value) and _preset_key(value) is None):
         from pcs.errors import UserError      # an HF id pcs has no preset for (mistralai/Mistral-7B-v0.1)

@@ -120,3 +120,60 @@ def test_a_size_written_with_a_space_names_the_unit_read_as_the_trace(args, unit
     assert f"{unit}: No such file or directory (a unit alone:" in res.output and f"'200{unit}'" in res.output
     other = CliRunner().invoke(cli, ["replay", "missing.jsonl"])
     assert other.exit_code == 2 and "a unit alone" not in other.output
+
+
+# Review 45 (mend45b): an empty path is refused by the option's name, one line, exit 2 (--chat-template '' said
+# ".: Is a directory", pathlib's Path('') being '.'; --hardware-file '' and --workloads '' were taken as not given;
+# TRACE '' said ": No such file or directory"; sweep run -o '' wrote its results in the current folder).
+
+def _empty_cases():
+    from helpers import ROOT, SMALL_TRACE
+
+    t, chat = str(SMALL_TRACE), str(ROOT / "traces" / "sample_chat.jsonl")
+    tok = str(ROOT / "traces" / "formats" / "tiny_wordlevel_tokenizer.json")
+    file, folder = "a file name", "a folder name (. for the current folder)"
+    return [   # (command line with None for the empty value, the option as named, what it takes)
+        (["replay", None], "TRACE", file),
+        (["replay", t, "--hardware-file", None], "--hardware-file", file),
+        (["replay", t, "--requests-out", None], "--requests-out", file),
+        (["replay", t, "--plot", None], "--plot", folder),
+        (["compare", t, "--policy", "lru", "--policy", "fifo", "--hardware-file", None], "--hardware-file", file),
+        (["curve", None], "TRACE", file),
+        (["curve", t, "--plot", None], "--plot", "a file or folder name"),
+        (["deploy", "--model-config", None], "--model-config", file),
+        (["envelope", "--model", "llama-3.1-8b", "--prefill-csv", None], "--prefill-csv", file),
+        (["footprint", "--model-config", None, "--tokens", "10"], "--model-config", file),
+        (["footprint", "--model", "llama-3.1-8b", "--tokens", "10", "--plot", None], "--plot", folder),
+        (["hardware", "--hardware-file", None], "--hardware-file", file),
+        (["budget", "--workloads", None], "--workloads", file),
+        (["report", t, "-o", None], "-o", file),
+        (["sweep", "run", str(ROOT / "traces" / "sweep_sample.toml"), "-o", None], "-o", folder),
+        (["trace", "stats", None], "TRACE", file),
+        (["trace", "convert", None, "o.jsonl"], "IN", file),
+        (["trace", "events", None], "EVENTS", file),
+        (["trace", "transform", t, None], "OUT", file),
+        (["trace", "from-chat", None, "o.jsonl", "--tokenizer", tok], "CHAT", file),
+        (["trace", "from-chat", chat, "o.jsonl", "--tokenizer", tok, "--chat-template", None], "--chat-template",
+         "a built-in template name or a file"),
+        (["trace", "from-chat", chat, "o.jsonl", "--tokenizer", None], "--tokenizer", file),
+        (["trace", "synth", "o.jsonl", "--tokens-out", None], "--tokens-out", file),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_empty_cases())))
+def test_an_empty_path_is_refused_by_its_option(tmp_path, monkeypatch, case):
+    from helpers import assert_one_line_error, invoke
+
+    args, label, wanted = _empty_cases()[case]
+    monkeypatch.chdir(tmp_path)      # nothing may be written to the current folder
+    line = assert_one_line_error(invoke(*["" if a is None else a for a in args], "-q"))
+    assert line == f"pcs: error: {label} '': an empty path; give {wanted}"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [["curve", "TRACE", "--model", ""], ["curve", "TRACE", "--model-config", ""]])
+def test_an_empty_model_is_refused_as_footprint_refuses_it(tmp_path, args):
+    from helpers import SMALL_TRACE, assert_one_line_error, invoke
+
+    line = assert_one_line_error(invoke(*[str(SMALL_TRACE) if a == "TRACE" else a for a in args], "-q"))
+    assert line == f"pcs: error: {args[2]} '': empty; give a preset name (`pcs models`) or a config.json path"

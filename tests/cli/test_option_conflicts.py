@@ -145,7 +145,7 @@ def test_envelope_non_finite_computed_time_names_its_source():    # item 6
 
 def test_empty_output_name():                                    # item 7
     assert_one_line_error(invoke("replay", T, "--requests-out", "", "-q"),
-                          "--requests-out '': an empty file name")
+                          "--requests-out '': an empty path; give a file name")
 
 
 @pytest.mark.parametrize("args, needle", [                        # item 8: the bound in the unit of the value
