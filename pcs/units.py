@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal, InvalidOperation
-from pcs.errors import UserError
+from pcs.errors import UserError, quoted
 from pcs._dataclass import dataclass
 
 __all__ = [
@@ -143,13 +143,13 @@ def ascii_int(text: str, what: str = "integer") -> int:
     """
     t = text.strip(" \t\r\n")
     if _INT_TEXT.fullmatch(t) is None:
-        raise UserError(f"invalid {what} {text[:40]!r}: expected ASCII digits 0-9")
+        raise UserError(f"invalid {what} {quoted(text, show=repr)}: expected ASCII digits 0-9")
     try:
         return int(t)
     except ValueError:          # past Python's digit limit (sys.get_int_max_str_digits)
         from pcs.jsondepth import too_long_text
 
-        raise UserError(f"invalid {what} {text[:40]!r}: {too_long_text(len(t.lstrip('+-')))}") from None
+        raise UserError(f"invalid {what} {quoted(text, show=repr)}: {too_long_text(len(t.lstrip('+-')))}") from None
 
 
 def ascii_float(text: str, what: str = "number") -> float:
@@ -161,7 +161,7 @@ def ascii_float(text: str, what: str = "number") -> float:
     """
     t = text.strip(" \t\r\n")
     if _FLOAT_TEXT.fullmatch(t) is None:
-        raise UserError(f"invalid {what} {text[:40]!r}: expected a number in ASCII digits 0-9")
+        raise UserError(f"invalid {what} {quoted(text, show=repr)}: expected a number in ASCII digits 0-9")
     return float(t)
 
 

@@ -279,8 +279,8 @@ _LINK_PATTERN = r"links\['([^'\\]*)'\] = '([^'\\]*)'"
 
 #: A value a message quotes from the user's input (a trace's field, a Parquet metadata value, a sweep plan's value) as
 #: the messages show it: Python's repr or JSON's, ``'...'`` or ``"..."`` with backslash escapes inside; the opening
-#: quote not after a letter or digit (an apostrophe: ``the trace's``); a value cut short (``json.dumps(v)[:40]``,
-#: ``{v!r:.60}``) lost its closing quote and runs to the end of the message.
+#: quote not after a letter or digit (an apostrophe: ``the trace's``); a value cut short keeps its closing quote
+#: (:func:`pcs.errors.quoted`: ``"aaaa..." (1,203 characters)``), and one cut without it runs to the end of the message.
 _QUOTED_PATTERN = r"""(?<!\w)(?:'(?:[^'\\]|\\.)*(?:'|\\?\Z)|"(?:[^"\\]|\\.)*(?:"|\\?\Z))"""
 
 

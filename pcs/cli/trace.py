@@ -21,6 +21,7 @@ from pcs.cli.params import MAX_BLOCK_SIZE, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOK
 from pcs.report.trace import render_convert, render_stats, render_synth
 from pcs.trace.api import FORMATS, ON_ERROR
 from pcs.trace.convert import OUT_FORMATS
+from pcs.errors import quoted
 from pcs.units import format_counted
 
 __all__ = ["trace", "trace_input_options", "open_from_options"]
@@ -157,7 +158,7 @@ def _parse_mix(text: str) -> tuple[float, float, float]:
                 shares[k.strip()] = ascii_float(v, "share")
             except ValueError:
                 raise click.BadParameter(f"{text!r}: the share of {k.strip()} must be a finite number >= 0, got "
-                                         f"{v.strip()[:40]} (ASCII digits 0-9: no nan, inf, '_' or other scripts' "
+                                         f"{quoted(v.strip(), show=str)} (ASCII digits 0-9: no nan, inf, '_' or other scripts' "
                                          "digits)", param_hint="'--mix'") from None
     except ValueError:
         raise click.BadParameter(f"{text!r}: expected e.g. chat=0.6,agent=0.3,oneoff=0.1 (kinds: {', '.join(KINDS)})",

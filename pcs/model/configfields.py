@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcs.errors import InputError
+from pcs.errors import InputError, quoted
 from pcs.model.families import HEAD_DIM_DERIVED, INT_BOUND, Family, default, family_of
 from pcs.model.quant import normalize_dtype
 
@@ -39,7 +39,7 @@ class Fields:
         text = cfg.get("text_config")
         if text is not None and not isinstance(text, dict):
             raise InputError(path, None, "text_config", f"must be a JSON object (a multimodal wrapper's text model "
-                             f"fields), got {type(text).__name__} {text!r:.40}")
+                             f"fields), got {type(text).__name__} {quoted(text, show=repr)}")
         return cls({**cfg, **text} if isinstance(text, dict) else dict(cfg), path)
 
     def has(self, key: str) -> bool:

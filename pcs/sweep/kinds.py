@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import click
-from pcs.errors import UnknownNameError, UserError
+from pcs.errors import UnknownNameError, UserError, quoted
 
 
 class PlanError(UserError):
@@ -156,8 +156,8 @@ def _shown(value: Any) -> str:
 
     kind = ("" if isinstance(value, bool) else "a list" if isinstance(value, list)
             else "a table" if isinstance(value, dict) else "a number" if isinstance(value, (int, float)) else "")
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return f"{kind} {text[:80]}".strip()
+    text = quoted(value, 80, show=lambda v: json.dumps(v, ensure_ascii=False, default=str))
+    return f"{kind} {text}".strip()
 
 
 def _text(name: str, value: Any) -> str:

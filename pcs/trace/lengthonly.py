@@ -28,7 +28,7 @@ from typing import Iterable, Iterator, NamedTuple
 
 import numpy as np
 
-from pcs.errors import InputError, UserError
+from pcs.errors import InputError, UserError, quoted
 from pcs.trace.request import RequestBatch
 
 __all__ = ["LengthRow", "MAX_LENGTH_TOKENS", "ReuseModel", "cell_reason", "check_length", "synthesise_batches"]
@@ -70,7 +70,7 @@ def cell_reason(v: str, expected: str) -> str:
     from pcs import jsondepth
 
     m = jsondepth.long_integer(v)
-    return jsondepth.too_long_text(len(m.group(1))) if m is not None else f"{expected}, got {v[:40]!r}"
+    return jsondepth.too_long_text(len(m.group(1))) if m is not None else f"{expected}, got {quoted(v, show=repr)}"
 
 
 class LengthRow(NamedTuple):
