@@ -230,8 +230,8 @@ def _link_bandwidth(tier: str, link: str, table: Any = None) -> float:
 
     Raises:
         UserError: naming ``--link TIER=...`` and the real reason: bits, negative, not finite,
-            too large, zero (a link that moves nothing), or neither a preset nor a bandwidth (with the
-            nearest preset names, :func:`pcs.choices.did_you_mean`).
+            too large, zero (a link that moves nothing), a mistyped unit (with the close ones), or neither a
+            preset nor a bandwidth (with the nearest preset names, :func:`pcs.choices.did_you_mean`).
     """
     from pcs.choices import did_you_mean
     from pcs.hardware import LINKS, aliases_of
@@ -241,7 +241,8 @@ def _link_bandwidth(tier: str, link: str, table: Any = None) -> float:
         bps = units.parse_bandwidth(link)
     except ValueError as exc:
         msg = str(exc).splitlines()[0]
-        if any(w in msg for w in ("bits", "negative", "too large")):  # bits: the same hint as envelope's --bandwidth
+        # bits: the same hint as envelope's --bandwidth; a mistyped unit: the close ones (pcs.units._close_unit)
+        if any(w in msg for w in ("bits", "negative", "too large", "did you mean")):
             raise UserError(f"{where}: {msg}") from None
         if re.match(r"\s*[+-]?(nan|inf)", link, re.IGNORECASE):
             raise UserError(f"{where}: a bandwidth must be a finite number of bytes/s") from None
