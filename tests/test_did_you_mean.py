@@ -292,3 +292,33 @@ def test_a_mistyped_config_dtype_says_the_nearest(tmp_path, key):
     # 10/15 = 0.67; float8_e4m3fn 10/21; int8 below; the field named is the one the value came from
     assert (f"field '{key}': unknown dtype 'bfloat61'; did you mean one of: 'bfloat16', 'float16', 'float32'? "
             "valid: float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, int8") in _message(load_hf_config, p)
+
+
+def _router_option(spec):
+    from pcs.fleet.routers import parse_router
+    return parse_router(spec, 2)
+
+
+@pytest.mark.parametrize("call, spec, expected", [
+    # s3fifo's ghost_share is a look-alike of protected_share (difflib 0.67), but protected_share is slru's
+    (_policy_option, "s3fifo:protected_share=0.5",
+     "eviction policy 's3fifo' takes no option 'protected_share'; 'protected_share' is an option of slru, not of "
+     "s3fifo; its options: small_share=, ghost_share=, move_to_main_threshold="),
+    # n is reuse's (selective takes k)
+    (_admission_option, "selective:n=2",
+     "admission 'selective' takes no option 'n'; 'n' is an option of reuse, not of selective; its options: k"),
+    # k is consistent-hash's (random takes seed)
+    (_router_option, "random:k=3",
+     "router 'random': bad option 'k=3'; 'k' is an option of consistent-hash, not of random; valid: seed="),
+    # an option of no other: the look-alike among its own, as before
+    (_policy_option, "s3fifo:ghost_shar=0.5", "takes no option 'ghost_shar'; did you mean 'ghost_share'? its options"),
+])
+def test_an_option_of_another_policy_says_whose_it_is(call, spec, expected):
+    assert expected in _message(call, spec)
+
+
+def test_an_option_of_another_policy_on_the_command_line():
+    # the option's name stays as the spec wrote it (quoted: not rewritten to --protected-share)
+    assert_one_line_error(invoke("replay", SMALL_TRACE, "--tier", "gpu=100blocks", "--policy",
+                                 "s3fifo:protected_share=0.5", "-q"),
+                          "'protected_share' is an option of slru, not of s3fifo; its options: small_share=")
