@@ -323,14 +323,23 @@ def _reworded(message: str, plan: bool) -> str:
     message = field_re.sub(lambda m: _OPTION_OF[m.group(1)][cut:], message)
     message = link_re.sub(lambda m: f"{'--link'[cut:]} {m.group(1)}={m.group(2)}", message)
     message = phrase_re.sub(lambda m: phrases[m.group(0)], message)
+    if plan:        # a plan has no flags to pass: it sets its keys (set trace-format = "...")
+        message = _pass_pattern().sub("set ", message)
     return kwarg_re.sub(lambda m: _kwarg(m, plan), message)
+
+
+@functools.cache
+def _pass_pattern() -> re.Pattern:
+    """``pass `` before an API keyword (``pass format=``), which a plan's words say ``set ``, compiled on first use."""
+    return re.compile(r"\bpass (?=(?:" + "|".join(sorted(_KWARG_OF, key=len, reverse=True)) + r")=)")
 
 
 def _kwarg(m: re.Match, plan: bool) -> str:
     """One ``NAME=`` of an API message as the option: ``--tier gpu=400GB --tier cpu=2TB`` for
     ``tiers=['gpu=400GB', 'cpu=2TB']``, ``--timing sequential`` for ``timing='sequential'``, ``--tier`` for
     ``tiers=``, ``--block-size 16`` for ``block_size=16``; with ``plan`` the plan's words (``tier = {gpu = "400GB"}``,
-    ``timing = "sequential"``, ``tier``, ``block-size = 16``)."""
+    ``timing = "sequential"``, ``tier``, ``block-size = 16``; a bare ``format= (mooncake, ...)``, advice to give one
+    of the values listed, ``trace-format = "..." (mooncake, ...)``: a plan has no flags to pass)."""
     flag = _KWARG_OF[m.group(1)][2 if plan else 0:]
     if m.group(2) is not None:
         items = [v[1:-1] for v in m.group(2).split(", ")]
@@ -342,7 +351,11 @@ def _kwarg(m: re.Match, plan: bool) -> str:
         return f'{flag} = "{m.group(3)}"' if plan else f"{flag} {m.group(3)}"
     if m.group(4) is not None:     # a number: block_size=16, router_stale_s=0.5
         return f"{flag} = {m.group(4)}" if plan else f"{flag} {m.group(4)}"
-    return f"{flag} = true" if plan and m.group(1) in _FLAG_KWARGS else flag     # a plan sets a flag to true
+    if plan and m.group(1) in _FLAG_KWARGS:        # a plan sets a flag to true
+        return f"{flag} = true"
+    if plan and m.string.startswith(" (", m.end()):   # advice to give one of the values listed: a plan's key = value
+        return f'{flag} = "..."'
+    return flag
 
 
 OUT_OF_MEMORY = ("out of memory: this run needs more memory than the process may take (a ulimit, the machine's "

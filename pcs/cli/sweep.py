@@ -65,7 +65,7 @@ def _fail(result: Any) -> None:
     from pcs.errors import BUG_REPORT
 
     for err in result.errors:
-        click.echo(f"pcs: error: point {err}", err=True)
+        click.echo(f"pcs: error: {err}", err=True)
     for tb in result.tracebacks:
         click.echo(tb, err=True, nl=False)
     if result.tracebacks:

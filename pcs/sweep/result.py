@@ -23,7 +23,8 @@ class SweepRun:
     skipped: int = field("count", "points already in OUT (not run again; --force reruns them)")
     ran: int = field("count", "points run and written now")
     failed: int = field("count", "points that raised (not written; a rerun tries them again)")
-    errors: tuple[str, ...] = field("-", "one 'point_id: message' per failed point")
+    errors: tuple[str, ...] = field("-", "one 'PLAN:LINE: point ID (OPTIONS): message' per failed point (the line "
+                                         "of the value it refuses; PLAN alone when the error does not tell)")
     tracebacks: tuple[str, ...] = field("-", "tracebacks of the failures that are bugs in pcs (not the input's)",
                                         json=False, default=())
 
