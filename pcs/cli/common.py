@@ -677,17 +677,20 @@ def with_skipped_lines(payload: dict[str, Any], trace: Any,
     return payload
 
 
-def skipped_lines_in_words(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The skipped lines named by an API result (:func:`pcs.trace.api.skipped_lines_json`'s objects: ``pcs trace
-    stats``, ``pcs trace convert``) with their ``problem`` and ``message`` in the command's words
-    (:func:`option_names`: ``--sort``, not ``sort=``)."""
+def skipped_lines_in_words(payload: dict[str, Any]) -> dict[str, Any]:
+    """An API result's dict (``pcs trace stats``, ``pcs trace convert``) as its command prints it: the skipped lines
+    it names (``"skipped_lines"``, :func:`pcs.trace.api.skipped_lines_json`'s objects) with their ``problem`` and
+    ``message`` in the command's words (:func:`option_names`: ``--sort``, not ``sort=``), and that key left out when
+    the read skipped none, as every command leaves it out (:func:`with_skipped_lines`, docs/json.md; ``pcs trace
+    stats`` printed ``[]``). The other keys keep their order."""
     from pcs.trace.hashids import SkippedLine
 
     def worded(e: dict[str, Any]) -> dict[str, Any]:     # the problem re-worded, the path as the user gave it
         problem = option_names(e["problem"])
         line = e["row"] if "row" in e else e["line"]
         return {**e, "problem": problem, "message": SkippedLine(e["file"], line, e["field"], problem).message}
-    return [worded(e) for e in entries]
+    return {k: [worded(e) for e in v] if k == "skipped_lines" else v for k, v in payload.items()
+            if k != "skipped_lines" or v}
 
 
 def add_notes(payload: dict[str, Any], notes: tuple[str, ...], fmt: str, quiet: bool) -> tuple[str, ...]:

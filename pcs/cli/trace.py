@@ -66,7 +66,7 @@ def stats(trace_path, trace_format, block_size, on_error, sort, fmt, quiet) -> N
     t = open_from_options(trace_path, trace_format, block_size, on_error, sort)
     with Progress(quiet, desc="stats", total=t.estimated_requests) as progress:
         st = trace_stats(counted(t, progress))
-    st["skipped_lines"] = skipped_lines_in_words(st["skipped_lines"])
+    st = skipped_lines_in_words(st)
     emit(st, fmt, lambda: render_stats(st), rows_key=None)
 
 
@@ -110,7 +110,7 @@ def convert_cmd(in_path, out_path, out_format, remap_ids, trace_format, block_si
     t = open_from_options(in_path, trace_format, block_size, on_error, sort)
     with Progress(quiet, desc="convert", total=t.estimated_requests) as progress:
         info = convert(counted(t, progress), out_path, out_format, remap_ids=remap_ids)
-    info["skipped_lines"] = skipped_lines_in_words(info["skipped_lines"])
+    info = skipped_lines_in_words(info)
     written_block_size_note(info, quiet)
     emit(info, fmt, lambda: render_convert(info), rows_key=None)
 

@@ -33,14 +33,14 @@ class Prepared:
         plan: the expanded plan.
         out: the results directory.
         tasks: the points to run, in plan order.
-        skipped: points already in ``out``.
+        skipped_points: points already in ``out`` (not run again).
         traces: trace key -> :class:`pcs.sweep.worker.LoadedTrace`.
     """
 
     plan: Plan
     out: Path
     tasks: tuple[Task, ...]
-    skipped: int
+    skipped_points: int
     traces: dict
 
 
@@ -150,7 +150,7 @@ def execute(prep: Prepared, *, jobs: int | None = None, ray: str | None = None, 
         run_local(prep.tasks, prep.traces, jobs, requests, on_done)
     order = {t.point_id: i for i, t in enumerate(prep.tasks)}
     errors.sort(key=lambda o: order[o.point_id])
-    return SweepRun(str(prep.plan.source), str(prep.out), backend, len(prep.plan.points), prep.skipped,
+    return SweepRun(str(prep.plan.source), str(prep.out), backend, len(prep.plan.points), prep.skipped_points,
                     len(prep.tasks) - len(errors), len(errors), tuple(_failure(prep.plan, o) for o in errors),
                     tuple(o.traceback for o in errors if o.traceback))
 
