@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
-__all__ = ["quoted", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT"]
+__all__ = ["quoted", "ending_with", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT"]
 
 #: Where the CLI's last line after an internal error sends the user.
 BUG_REPORT = ("this is a bug in pcs, not in your input: please report it on the pcs issue tracker "
@@ -57,6 +57,19 @@ def quoted(value: Any, limit: int = 40, show: Callable[[Any], str] | None = None
         count, unit = len(text), "characters"
         head, closer = text[:limit], text[-1] if text[-1] in ")]}'\"" else ""
     return f"{head}...{closer} ({count:,} {unit})"
+
+
+def ending_with(prefix: str, value: Any, width: int = 300) -> str:
+    """A message of ``prefix`` then ``value``'s repr (an API argument of the wrong type: ``tiers=[...]``): whole
+    when the message fits ``width`` characters, else the value cut by :func:`quoted` (at least its first 40) so the
+    cut shows; the whole message used to be cut at 300 characters, mid-value, with no sign.
+
+    >>> ending_with("got list: ", [1, 2])
+    'got list: [1, 2]'
+    >>> ending_with("got list: ", list(range(30)), 20)
+    'got list: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1...] (110 characters)'
+    """
+    return prefix + quoted(value, max(width - len(prefix), 40), show=repr)
 
 
 class PickledAsIs:

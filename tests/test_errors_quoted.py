@@ -41,3 +41,20 @@ def test_a_long_number_text_is_cut_with_its_closing_quote():
     with pytest.raises(UserError) as err:
         ascii_int("12x", "count")
     assert str(err.value) == "invalid count '12x': expected ASCII digits 0-9"
+
+
+def test_a_long_argument_of_the_wrong_type_is_cut_with_a_sign():
+    """An API argument of the wrong type: the message was cut at 300 characters mid-value; now the value is cut
+    with '...', its closing bracket and its length. repr(list(range(200))): 10 + 90 x 2 + 100 x 3 = 490 digits,
+    199 separators ', ' (398), 2 brackets = 890 characters."""
+    import pcs
+    from pcs.errors import ArgumentTypeError
+
+    with pytest.raises(ArgumentTypeError) as err:
+        pcs.replay("unused.jsonl", tiers=[list(range(200))])
+    msg = str(err.value)
+    assert msg.startswith("tiers must be a sequence of 'NAME=SIZE' strings or TierSpec") and "got an item of type list: [0, 1, 2" in msg
+    assert msg.endswith("...] (890 characters)"), msg
+    with pytest.raises(ArgumentTypeError) as err:
+        pcs.replay("unused.jsonl", tiers=[[1]])
+    assert str(err.value).endswith("got an item of type list: [1]")      # short: whole, as before

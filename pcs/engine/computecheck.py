@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pcs.errors import UserError, quoted
+from pcs.errors import UserError, ending_with, quoted
 from pcs.compute import ComputeModel
 
 __all__ = ["checked_compute", "CheckedCompute"]
@@ -32,8 +32,8 @@ def checked_compute(compute: Any) -> Any:
         return compute
     for name in _METHODS:
         if not callable(getattr(compute, name, None)):
-            raise UserError(f"compute= must have a {name}() method (as pcs.compute.ComputeModel), got "
-                            f"{type(compute).__name__} {compute!r}"[:300])
+            raise UserError(ending_with(f"compute= must have a {name}() method (as pcs.compute.ComputeModel), got "
+                                        f"{type(compute).__name__} ", compute))
     return CheckedCompute(compute)
 
 
