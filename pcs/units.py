@@ -296,7 +296,7 @@ def parse_bandwidth(text: str | int | float) -> float:
     if u.lower().endswith("/s"):
         u = u[:-2]
     elif u.lower().endswith("bps") and u.lower()[:-3] + "b" in BYTE_UNITS:   # Gbps, Mbps: bits per second
-        prefix = u[:-3] if u[:-3] in ("k", "") else u[:-3].upper()
+        prefix = u[:-3] if u[:-3] in ("k", "") else u[:-3][0].upper() + u[:-3][1:]    # Gbps -> GB/s, Gibps -> GiB/s
         raise UserError(f"invalid bandwidth {str(text)!r}: {unit!r} reads as bits per second; pcs takes bytes: "
                         f"write {prefix}B/s (bytes) or divide bits by 8; expected {_BW_HELP}")
     elif u:

@@ -255,7 +255,7 @@ def get_time(obj: dict, key: str, name: str, ln: int) -> float:
         raise InputError(name, ln, key, f"must be finite, got an integer of {len(str(abs(v))):,} digits "
                                         "(beyond float64's range, about 1.8e308)") from None
     if not math.isfinite(f):
-        raise InputError(name, ln, key, f"must be finite, got {str(v)[:40]}")
+        raise InputError(name, ln, key, f"must be finite, got {quoted(str(v), show=str)}")
     return f
 
 

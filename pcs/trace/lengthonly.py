@@ -66,7 +66,8 @@ def check_length(n: int, field: str, name: str, ln: int) -> int:
 def cell_reason(v: str, expected: str) -> str:
     """Why a length cell of a CSV trace is refused: an integer past Python's digit limit is "number too long (N
     digits)" (:func:`pcs.jsondepth.long_integer`, the one locator, as the JSON readers say), anything else
-    ``expected`` (e.g. "must be an integer in ASCII digits 0-9") and the cell's first 40 characters."""
+    ``expected`` (e.g. "must be an integer in ASCII digits 0-9") and the cell quoted (:func:`pcs.errors.quoted`: a
+    long one cut, with its length)."""
     from pcs import jsondepth
 
     m = jsondepth.long_integer(v)
