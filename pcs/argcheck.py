@@ -22,7 +22,7 @@ import numbers
 from typing import Any, Callable
 
 from pcs.choices import MAX_BLOCK_SIZE  # tokens per block: one constant (pcs.choices, numpy-free)
-from pcs.errors import ArgumentTypeError, UserError
+from pcs.errors import ArgumentTypeError, UserError, ending_with
 
 __all__ = ["check_text", "check_bandwidth", "check_int", "check_byte_count", "check_real", "check_number_list", "check_flag", "INT64_MAX", "MAX_TP", "MAX_BLOCK_SIZE",
            "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS", "MAX_SEED"]
@@ -157,7 +157,7 @@ def check_text(value: Any, name: str, form: str = "a string", others: tuple[type
     """
     if value is None or isinstance(value, str) or (isinstance(value, others) and not isinstance(value, _CONTAINERS)):
         return value
-    raise ArgumentTypeError(f"{name}= must be {form}, got {type(value).__name__}: {value!r}"[:300])
+    raise ArgumentTypeError(ending_with(f"{name}= must be {form}, got {type(value).__name__}: ", value))
 
 
 def check_bandwidth(bps: float, where: str) -> float:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:     # annotations only: this module imports nothing at run tim
 
 __all__ = ["WRITE_POLICIES", "TIMINGS", "TRACE_FORMATS", "LENGTH_ONLY_FORMATS", "ON_ERROR", "MAX_INSTANCES", "MAX_STALE_S",
            "BUILTIN_POLICIES", "POLICY_ALIASES", "DEFAULT_POLICY", "MAX_BLOCK_SIZE",
-           "DEFAULT_TOKEN_BLOCK_SIZE", "CLOSE_CUTOFF", "did_you_mean", "close_tail"]
+           "DEFAULT_TOKEN_BLOCK_SIZE", "CLOSE_CUTOFF", "did_you_mean", "close_tail", "option_elsewhere"]
 
 #: ``back``: evicted blocks move down one tier; ``through``: computed blocks are
 #: copied to every lower tier at once and evictions drop (docs/semantics.md §7; :mod:`pcs.cache.hierarchy`).
@@ -100,3 +100,20 @@ def close_tail(name: object, words: Iterable[str], aliases: Mapping[str, str] | 
     """
     close = did_you_mean(name, words, aliases).strip()
     return f"; {close}" if close else ""
+
+
+def option_elsewhere(key: str, name: str, options_of: Mapping[str, Iterable[str]]) -> str:
+    """What a refusal of option ``key`` of ``name`` (an eviction policy, an admission kind, a router) says next:
+    when another of ``options_of`` (name -> its options, ``name``'s own among them) takes ``key``, that one
+    (``"'protected_share' is an option of slru, not of s3fifo; "``: a look-alike of s3fifo's own would mislead),
+    else :func:`did_you_mean` among ``name``'s options.
+
+    >>> option_elsewhere("protected_share", "s3fifo", {"slru": ["protected_share"], "s3fifo": ["ghost_share"]})
+    "'protected_share' is an option of slru, not of s3fifo; "
+    >>> option_elsewhere("ghost_shar", "s3fifo", {"slru": ["protected_share"], "s3fifo": ["ghost_share"]})
+    "did you mean 'ghost_share'? "
+    """
+    owners = [other for other, opts in options_of.items() if other != name and key in opts]
+    if owners:
+        return f"{key!r} is an option of {' / '.join(owners)}, not of {name}; "
+    return did_you_mean(key, options_of.get(name, ()))

@@ -13,13 +13,63 @@ saying so (:data:`BUG_REPORT`), exit code 1 (:func:`pcs.cli.common.user_errors`)
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
-__all__ = ["PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT"]
+__all__ = ["quoted", "ending_with", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT"]
 
 #: Where the CLI's last line after an internal error sends the user.
 BUG_REPORT = ("this is a bug in pcs, not in your input: please report it on the pcs issue tracker "
               "with the command line and the traceback above")
+
+
+def quoted(value: Any, limit: int = 40, show: Callable[[Any], str] | None = None) -> str:
+    """A user's value as an error message quotes it: ``show(value)`` (JSON text by default, ``json.dumps``; pass
+    ``show=repr`` for Python's quotes) when it is short, else its first ``limit`` characters, ``...``, the closing
+    quote or bracket and how many characters the value had, so a cut value is seen to be cut (one rule for every
+    message; before, ``json.dumps(v)[:40]`` dropped the closing quote and said nothing).
+
+    Short means: a ``str`` (or ``bytes``) of at most ``limit`` characters (bytes), cut before it is quoted so no
+    escape is cut in two; any other value whose shown text is at most ``limit`` characters (then the text is cut).
+
+    >>> quoted("abc")
+    '"abc"'
+    >>> quoted("a" * 50, 4)
+    '"aaaa..." (50 characters)'
+    >>> quoted("a" * 50, 4, show=repr)
+    "'aaaa...' (50 characters)"
+    >>> quoted(list(range(100)), 9)
+    '[0, 1, 2,...] (390 characters)'
+    """
+    if show is None:
+        import json
+
+        show = json.dumps
+    if isinstance(value, (str, bytes)):
+        if len(value) <= limit:
+            return show(value)
+        count, unit = len(value), "bytes" if isinstance(value, bytes) else "characters"
+        cut = show(value[:limit])
+        head, closer = (cut[:-1], cut[-1]) if cut != value[:limit] and cut[-1:] in ("'", '"') else (cut, "")
+    else:
+        text = show(value)
+        if len(text) <= limit:
+            return text
+        count, unit = len(text), "characters"
+        head, closer = text[:limit], text[-1] if text[-1] in ")]}'\"" else ""
+    return f"{head}...{closer} ({count:,} {unit})"
+
+
+def ending_with(prefix: str, value: Any, width: int = 300) -> str:
+    """A message of ``prefix`` then ``value``'s repr (an API argument of the wrong type: ``tiers=[...]``): whole
+    when the message fits ``width`` characters, else the value cut by :func:`quoted` (at least its first 40) so the
+    cut shows; the whole message used to be cut at 300 characters, mid-value, with no sign.
+
+    >>> ending_with("got list: ", [1, 2])
+    'got list: [1, 2]'
+    >>> ending_with("got list: ", list(range(30)), 20)
+    'got list: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1...] (110 characters)'
+    """
+    return prefix + quoted(value, max(width - len(prefix), 40), show=repr)
 
 
 class PickledAsIs:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal, InvalidOperation
-from pcs.errors import UserError
+from pcs.errors import UserError, quoted
 from pcs._dataclass import dataclass
 
 __all__ = [
@@ -143,13 +143,13 @@ def ascii_int(text: str, what: str = "integer") -> int:
     """
     t = text.strip(" \t\r\n")
     if _INT_TEXT.fullmatch(t) is None:
-        raise UserError(f"invalid {what} {text[:40]!r}: expected ASCII digits 0-9")
+        raise UserError(f"invalid {what} {quoted(text, show=repr)}: expected ASCII digits 0-9")
     try:
         return int(t)
     except ValueError:          # past Python's digit limit (sys.get_int_max_str_digits)
         from pcs.jsondepth import too_long_text
 
-        raise UserError(f"invalid {what} {text[:40]!r}: {too_long_text(len(t.lstrip('+-')))}") from None
+        raise UserError(f"invalid {what} {quoted(text, show=repr)}: {too_long_text(len(t.lstrip('+-')))}") from None
 
 
 def ascii_float(text: str, what: str = "number") -> float:
@@ -161,7 +161,7 @@ def ascii_float(text: str, what: str = "number") -> float:
     """
     t = text.strip(" \t\r\n")
     if _FLOAT_TEXT.fullmatch(t) is None:
-        raise UserError(f"invalid {what} {text[:40]!r}: expected a number in ASCII digits 0-9")
+        raise UserError(f"invalid {what} {quoted(text, show=repr)}: expected a number in ASCII digits 0-9")
     return float(t)
 
 
@@ -191,16 +191,36 @@ _MAX_EXPONENT = 30
 MAX_VALUE = 2**63 - 1
 
 
-def _byte_mult(unit: str, text, what: str, help_: str) -> int:
-    """Multiplier of a size unit; a lowercase ``b`` (bits: ``Gb``, ``kb``) is refused."""
+def _byte_mult(unit: str, text, what: str, help_: str, spelled: str | None = None, near: str | None = None) -> int:
+    """Multiplier of a size unit; a lowercase ``b`` (bits: ``Gb``, ``kb``) is refused; an unknown unit is named as
+    ``spelled`` (default ``unit``; a bandwidth's with its ``/s``) with the close ones of a ``near`` (default
+    ``what``; :func:`_close_unit`)."""
     if unit.endswith("b") and unit.lower() != "b" or unit == "b":
         prefix = unit[:-1] if unit[:-1] in ("k", "") else unit[:-1].upper()
         raise UserError(f"invalid {what} {str(text)!r}: {unit!r} reads as bits; pcs takes bytes: write "
                          f"{prefix}B (bytes) or divide bits by 8; expected {help_}")
     mult = BYTE_UNITS.get(unit.lower())
     if mult is None:
-        raise UserError(f"invalid {what} {str(text)!r}: unknown unit {unit!r}; expected {help_}")
+        spelled = unit if spelled is None else spelled
+        raise UserError(f"invalid {what} {str(text)!r}: unknown unit {spelled!r}; "
+                        f"{_close_unit(spelled, near or what)}expected {help_}")
     return mult
+
+
+#: The size units as an error suggests them (:func:`_close_unit`; any case is accepted, :data:`BYTE_UNITS`).
+_SIZE_SPELLINGS = ("B", "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def _close_unit(unit: str, what: str) -> str:
+    """``"did you mean 'GiB'? "`` for a mistyped unit of a ``what`` (``"size"``, ``"capacity"``: the size units,
+    a capacity's ``blocks`` too; ``"bandwidth"``: each size unit with ``/s``; ``"duration"``: :data:`DURATION_UNITS`),
+    ``""`` when none is close (:func:`pcs.choices.did_you_mean`, the one rule for a mistyped name)."""
+    from pcs.choices import did_you_mean
+
+    words = (tuple(f"{u}/s" for u in _SIZE_SPELLINGS) if what == "bandwidth"
+             else tuple(u for u in DURATION_UNITS if u) if what == "duration"
+             else _SIZE_SPELLINGS + (("blocks",) if what == "capacity" else ()))
+    return did_you_mean(unit, words)
 
 
 #: The bound of each kind in the unit the user can check it against (sizes and bandwidths in bytes, durations in ns).
@@ -243,12 +263,14 @@ def parse_bytes(text: str | int | float) -> int:
     return _parse_bytes(text, _BYTE_HELP)
 
 
-def _parse_bytes(text: str | int | float, help_: str) -> int:
-    """:func:`parse_bytes`, its messages naming ``help_`` as what is expected."""
+def _parse_bytes(text: str | int | float, help_: str, near: str = "size") -> int:
+    """:func:`parse_bytes`, its messages naming ``help_`` as what is expected and the units close to a mistyped one
+    among those of a ``near`` (``"capacity"``: ``blocks`` too, :func:`_close_unit`); a bandwidth's unit is named
+    as one."""
     value, unit = _split(text, "size", help_)
-    if "/" in unit:
-        raise UserError(f"invalid size {str(text)!r}: unknown unit {unit!r}; expected {help_}")
-    mult = _byte_mult(unit, text, "size", help_)
+    if "/" in unit or unit.lower().endswith("bps"):   # no look-alike: GB for Gbps would be 8x off
+        raise UserError(f"invalid size {str(text)!r}: {unit!r} is a unit of bandwidth, not of size; expected {help_}")
+    mult = _byte_mult(unit, text, "size", help_, near=near)
     if value < 0:
         raise UserError(f"invalid size {str(text)!r}: must not be negative")
     if mult == 1 and value != value.to_integral_value():
@@ -273,9 +295,14 @@ def parse_bandwidth(text: str | int | float) -> float:
     u = unit
     if u.lower().endswith("/s"):
         u = u[:-2]
+    elif u.lower().endswith("bps") and u.lower()[:-3] + "b" in BYTE_UNITS:   # Gbps, Mbps: bits per second
+        prefix = u[:-3] if u[:-3] in ("k", "") else u[:-3][0].upper() + u[:-3][1:]    # Gbps -> GB/s, Gibps -> GiB/s
+        raise UserError(f"invalid bandwidth {str(text)!r}: {unit!r} reads as bits per second; pcs takes bytes: "
+                        f"write {prefix}B/s (bytes) or divide bits by 8; expected {_BW_HELP}")
     elif u:
-        raise UserError(f"invalid bandwidth {str(text)!r}: unit must end in /s; expected {_BW_HELP}")
-    mult = _byte_mult(u, text, "bandwidth", _BW_HELP)
+        raise UserError(f"invalid bandwidth {str(text)!r}: unit must end in /s; {_close_unit(u, 'bandwidth')}"
+                        f"expected {_BW_HELP}")
+    mult = _byte_mult(u, text, "bandwidth", _BW_HELP, spelled=unit)
     if value < 0:
         raise UserError(f"invalid bandwidth {str(text)!r}: must not be negative")
     return _not_rounded_to_zero(value, float(_bounded(value * mult, text, "bandwidth")), text, "bandwidth",
@@ -294,7 +321,8 @@ def _duration_mult(unit: str, text) -> int:
                          "write ms for milliseconds or min for minutes")
     mult = DURATION_UNITS.get(unit.lower())
     if mult is None:
-        raise UserError(f"invalid duration {str(text)!r}: unknown unit {unit!r}; expected {_DUR_HELP}; "
+        raise UserError(f"invalid duration {str(text)!r}: unknown unit {unit!r}; {_close_unit(unit, 'duration')}"
+                        f"expected {_DUR_HELP}; "
                          f"{_DUR_UNITS_TEXT}")
     return mult
 
@@ -458,7 +486,7 @@ def parse_capacity(text: str | int) -> Capacity:
         if value < 0:
             raise UserError(f"invalid capacity {s!r}: a capacity must be >= 0, e.g. 10GB or 5000blocks")
         raise UserError(f"capacity {s!r} has no unit: {_unit_hint(s, value)}")
-    size = _parse_bytes(s, _CAP_HELP)   # its examples: what a capacity takes (a plain 512 is refused above)
+    size = _parse_bytes(s, _CAP_HELP, "capacity")   # its examples: what a capacity takes (a plain 512 is refused above)
     if size == 0 and value != 0:
         raise UserError(f"invalid capacity {s!r}: less than one byte; write 0 for an empty tier")
     return Capacity(s, size_bytes=size)

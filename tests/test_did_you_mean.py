@@ -252,3 +252,75 @@ def test_an_event_type_that_is_no_string_is_refused_by_line(tmp_path, tag, shown
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
     assert f"{ev}:2: field 'events': unknown event type {shown}; expected one of BlockStored, BlockRemoved, " \
            "AllBlocksCleared" in r.output
+
+
+@pytest.mark.parametrize("args, needle", [
+    # 'gibb': gib 3 -> 6/7 = 0.86, gb 2 -> 4/6 = 0.67; kib, mib ... 'ib' -> 4/7 = 0.57; b 2/5
+    (("--tier", "gpu=16GiBB"), "unknown unit 'GiBB'; did you mean one of: 'GiB', 'GB'? expected a size"),
+    # 'blcks' against 'blocks': 5 -> 10/11 = 0.91; the size units at most 'b' -> 2/7
+    (("--tier", "gpu=16blcks"), "unknown unit 'blcks'; did you mean 'blocks'? expected a size"),
+    # a bandwidth's unit for a size: no look-alike (GB for Gbps is 8x off)
+    (("--tier", "gpu=16Gbps"), "invalid size '16Gbps': 'Gbps' is a unit of bandwidth, not of size; expected"),
+    # bits per second: bytes, GB/s, or divide by 8 (not the look-alike GB/s alone)
+    (("--tier", "gpu=100blocks", "--tier", "cpu=100blocks", "--link", "cpu=10Gbps"), "--link cpu=10Gbps: invalid bandwidth '10Gbps': 'Gbps' reads as bits per second; "
+                               "pcs takes bytes: write GB/s (bytes) or divide bits by 8"),
+    # 'gbs': gb/s 3 -> 6/7 = 0.86, gib/s 'g','b','s' -> 6/8 = 0.75, b/s 'bs' -> 4/6 = 0.67, kb/s 'bs' -> 4/7 = 0.57
+    (("--tier", "gpu=100blocks", "--tier", "cpu=100blocks", "--link", "cpu=10GBs"), "--link cpu=10GBs: invalid bandwidth '10GBs': unit must end in /s; did you mean one "
+                              "of: 'GB/s', 'GiB/s', 'B/s'? expected a bandwidth"),
+])
+def test_a_mistyped_unit_says_the_nearest(args, needle):
+    assert_one_line_error(invoke("replay", SMALL_TRACE, *args, "-q"), needle)
+
+
+def test_a_mistyped_duration_unit_says_the_nearest():
+    from pcs.units import parse_duration
+
+    # 'mss': ms 2 -> 4/5 = 0.8, msecs 'ms' + 's' -> 6/8 = 0.75, msec 4/7 = 0.57, mins 4/7, s 2/4
+    assert "unknown unit 'mss'; did you mean one of: 'ms', 'msecs'? expected a duration" in \
+        _message(parse_duration, "5mss")
+
+
+@pytest.mark.parametrize("key", ["torch_dtype", "dtype"])
+def test_a_mistyped_config_dtype_says_the_nearest(tmp_path, key):
+    import json
+
+    from pcs.model.hfconfig import load_hf_config
+
+    cfg = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,
+           "num_key_value_heads": 8, "vocab_size": 32000, "intermediate_size": 11008, key: "bfloat61"}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    # bfloat16: 'bfloat' + '1' = 7 -> 14/16 = 0.88; float16: 'float' + '1' = 6 -> 12/15 = 0.8; float32 'float' ->
+    # 10/15 = 0.67; float8_e4m3fn 10/21; int8 below; the field named is the one the value came from
+    assert (f"field '{key}': unknown dtype 'bfloat61'; did you mean one of: 'bfloat16', 'float16', 'float32'? "
+            "valid: float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, int8") in _message(load_hf_config, p)
+
+
+def _router_option(spec):
+    from pcs.fleet.routers import parse_router
+    return parse_router(spec, 2)
+
+
+@pytest.mark.parametrize("call, spec, expected", [
+    # s3fifo's ghost_share is a look-alike of protected_share (difflib 0.67), but protected_share is slru's
+    (_policy_option, "s3fifo:protected_share=0.5",
+     "eviction policy 's3fifo' takes no option 'protected_share'; 'protected_share' is an option of slru, not of "
+     "s3fifo; its options: small_share=, ghost_share=, move_to_main_threshold="),
+    # n is reuse's (selective takes k)
+    (_admission_option, "selective:n=2",
+     "admission 'selective' takes no option 'n'; 'n' is an option of reuse, not of selective; its options: k"),
+    # k is consistent-hash's (random takes seed)
+    (_router_option, "random:k=3",
+     "router 'random': bad option 'k=3'; 'k' is an option of consistent-hash, not of random; valid: seed="),
+    # an option of no other: the look-alike among its own, as before
+    (_policy_option, "s3fifo:ghost_shar=0.5", "takes no option 'ghost_shar'; did you mean 'ghost_share'? its options"),
+])
+def test_an_option_of_another_policy_says_whose_it_is(call, spec, expected):
+    assert expected in _message(call, spec)
+
+
+def test_an_option_of_another_policy_on_the_command_line():
+    # the option's name stays as the spec wrote it (quoted: not rewritten to --protected-share)
+    assert_one_line_error(invoke("replay", SMALL_TRACE, "--tier", "gpu=100blocks", "--policy",
+                                 "s3fifo:protected_share=0.5", "-q"),
+                          "'protected_share' is an option of slru, not of s3fifo; its options: small_share=")

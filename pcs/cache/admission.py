@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Sequence
 
 from pcs.cache.policies import spec_value
-from pcs.choices import did_you_mean
+from pcs.choices import option_elsewhere
 from pcs.errors import UnknownNameError, UserError
 
 __all__ = ["AdmissionPolicy", "CountingAdmission", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
@@ -187,10 +187,12 @@ def make_admission(text: str, context: Any = None) -> AdmissionPolicy:
     cls = admission_kinds()[kind]
     import inspect
 
-    takes = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "context")]
+    options_of = {k: [p for p in inspect.signature(c.__init__).parameters if p not in ("self", "context")]
+                  for k, c in admission_kinds().items()}
+    takes = options_of[kind]
     for key in opts:
         if key not in takes:
-            raise UserError(f"admission {kind!r} takes no option {key!r}; {did_you_mean(key, takes)}"
+            raise UserError(f"admission {kind!r} takes no option {key!r}; {option_elsewhere(key, kind, options_of)}"
                             f"its options: {', '.join(takes)}")
     return cls(**opts, context=context) if "context" in inspect.signature(cls.__init__).parameters else cls(**opts)
 

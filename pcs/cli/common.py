@@ -279,8 +279,8 @@ _LINK_PATTERN = r"links\['([^'\\]*)'\] = '([^'\\]*)'"
 
 #: A value a message quotes from the user's input (a trace's field, a Parquet metadata value, a sweep plan's value) as
 #: the messages show it: Python's repr or JSON's, ``'...'`` or ``"..."`` with backslash escapes inside; the opening
-#: quote not after a letter or digit (an apostrophe: ``the trace's``); a value cut short (``json.dumps(v)[:40]``,
-#: ``{v!r:.60}``) lost its closing quote and runs to the end of the message.
+#: quote not after a letter or digit (an apostrophe: ``the trace's``); a value cut short keeps its closing quote
+#: (:func:`pcs.errors.quoted`: ``"aaaa..." (1,203 characters)``), and one cut without it runs to the end of the message.
 _QUOTED_PATTERN = r"""(?<!\w)(?:'(?:[^'\\]|\\.)*(?:'|\\?\Z)|"(?:[^"\\]|\\.)*(?:"|\\?\Z))"""
 
 
@@ -323,14 +323,23 @@ def _reworded(message: str, plan: bool) -> str:
     message = field_re.sub(lambda m: _OPTION_OF[m.group(1)][cut:], message)
     message = link_re.sub(lambda m: f"{'--link'[cut:]} {m.group(1)}={m.group(2)}", message)
     message = phrase_re.sub(lambda m: phrases[m.group(0)], message)
+    if plan:        # a plan has no flags to pass: it sets its keys (set trace-format = "...")
+        message = _pass_pattern().sub("set ", message)
     return kwarg_re.sub(lambda m: _kwarg(m, plan), message)
+
+
+@functools.cache
+def _pass_pattern() -> re.Pattern:
+    """``pass `` before an API keyword (``pass format=``), which a plan's words say ``set ``, compiled on first use."""
+    return re.compile(r"\bpass (?=(?:" + "|".join(sorted(_KWARG_OF, key=len, reverse=True)) + r")=)")
 
 
 def _kwarg(m: re.Match, plan: bool) -> str:
     """One ``NAME=`` of an API message as the option: ``--tier gpu=400GB --tier cpu=2TB`` for
     ``tiers=['gpu=400GB', 'cpu=2TB']``, ``--timing sequential`` for ``timing='sequential'``, ``--tier`` for
     ``tiers=``, ``--block-size 16`` for ``block_size=16``; with ``plan`` the plan's words (``tier = {gpu = "400GB"}``,
-    ``timing = "sequential"``, ``tier``, ``block-size = 16``)."""
+    ``timing = "sequential"``, ``tier``, ``block-size = 16``; a bare ``format= (mooncake, ...)``, advice to give one
+    of the values listed, ``trace-format = "..." (mooncake, ...)``: a plan has no flags to pass)."""
     flag = _KWARG_OF[m.group(1)][2 if plan else 0:]
     if m.group(2) is not None:
         items = [v[1:-1] for v in m.group(2).split(", ")]
@@ -342,7 +351,11 @@ def _kwarg(m: re.Match, plan: bool) -> str:
         return f'{flag} = "{m.group(3)}"' if plan else f"{flag} {m.group(3)}"
     if m.group(4) is not None:     # a number: block_size=16, router_stale_s=0.5
         return f"{flag} = {m.group(4)}" if plan else f"{flag} {m.group(4)}"
-    return f"{flag} = true" if plan and m.group(1) in _FLAG_KWARGS else flag     # a plan sets a flag to true
+    if plan and m.group(1) in _FLAG_KWARGS:        # a plan sets a flag to true
+        return f"{flag} = true"
+    if plan and m.string.startswith(" (", m.end()):   # advice to give one of the values listed: a plan's key = value
+        return f'{flag} = "..."'
+    return flag
 
 
 OUT_OF_MEMORY = ("out of memory: this run needs more memory than the process may take (a ulimit, the machine's "
@@ -664,17 +677,20 @@ def with_skipped_lines(payload: dict[str, Any], trace: Any,
     return payload
 
 
-def skipped_lines_in_words(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The skipped lines named by an API result (:func:`pcs.trace.api.skipped_lines_json`'s objects: ``pcs trace
-    stats``, ``pcs trace convert``) with their ``problem`` and ``message`` in the command's words
-    (:func:`option_names`: ``--sort``, not ``sort=``)."""
+def skipped_lines_in_words(payload: dict[str, Any]) -> dict[str, Any]:
+    """An API result's dict (``pcs trace stats``, ``pcs trace convert``) as its command prints it: the skipped lines
+    it names (``"skipped_lines"``, :func:`pcs.trace.api.skipped_lines_json`'s objects) with their ``problem`` and
+    ``message`` in the command's words (:func:`option_names`: ``--sort``, not ``sort=``), and that key left out when
+    the read skipped none, as every command leaves it out (:func:`with_skipped_lines`, docs/json.md; ``pcs trace
+    stats`` printed ``[]``). The other keys keep their order."""
     from pcs.trace.hashids import SkippedLine
 
     def worded(e: dict[str, Any]) -> dict[str, Any]:     # the problem re-worded, the path as the user gave it
         problem = option_names(e["problem"])
         line = e["row"] if "row" in e else e["line"]
         return {**e, "problem": problem, "message": SkippedLine(e["file"], line, e["field"], problem).message}
-    return [worded(e) for e in entries]
+    return {k: [worded(e) for e in v] if k == "skipped_lines" else v for k, v in payload.items()
+            if k != "skipped_lines" or v}
 
 
 def add_notes(payload: dict[str, Any], notes: tuple[str, ...], fmt: str, quiet: bool) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from pcs.cli.common import (PcsUsageError, Progress, RegistryChoice, command, co
                              quiet_option, with_trace_notes)
 from pcs.cli.params import MAX_COUNT, MAX_POINTS, MAX_SEED, Aliased, Choice, Float, Int, parse_capacity_list
 from pcs.cli.report import check_outputs, write_outputs
-from pcs.cli.trace import open_from_options, trace_input_options
+from pcs.cli.traceopts import open_from_options, trace_input_options
 from pcs.model import KV_DTYPES, get_layout
 from pcs.report.curve import curve_figure, render_curve, with_sampled_note
 

@@ -17,7 +17,7 @@ import click
 from pcs import jsondepth, units
 # The bounds live in pcs.argcheck: the API functions apply the same ranges (one rule, one place).
 from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_POINTS, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, MAX_TP
-from pcs.errors import UserError
+from pcs.errors import UserError, quoted
 
 __all__ = ["option_size", "option_bandwidth", "Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
            "MAX_SEED", "Int", "Float", "Duration", "Choice", "parse_capacity_list",
@@ -38,8 +38,8 @@ class Int(click.IntRange):
                 value = units.ascii_int(value)
             except UserError:
                 long = jsondepth.long_integer(value)      # ASCII digits, past Python's digit limit
-                self.fail(f"{value[:40]!r}: {jsondepth.too_long_text(len(long.group(1)))}" if long else
-                          f"{value[:40]!r} is not an integer in ASCII digits 0-9", param, ctx)
+                self.fail(f"{quoted(value, show=repr)}: {jsondepth.too_long_text(len(long.group(1)))}" if long else
+                          f"{quoted(value, show=repr)} is not an integer in ASCII digits 0-9", param, ctx)
         return super().convert(value, param, ctx)
 
 
@@ -56,9 +56,9 @@ class Float(click.FloatRange):
             try:
                 value = units.ascii_float(text)
             except UserError:
-                self.fail(f"{text[:40]!r} is not a number in ASCII digits 0-9", param, ctx)
+                self.fail(f"{quoted(text, show=repr)} is not a number in ASCII digits 0-9", param, ctx)
             if not math.isfinite(value):      # 1e999: ASCII, but beyond a float
-                self.fail(f"{text[:40]!r} is not a finite number", param, ctx)
+                self.fail(f"{quoted(text, show=repr)} is not a finite number", param, ctx)
         return super().convert(value, param, ctx)
 
 

@@ -65,14 +65,14 @@ def _fail(result: Any) -> None:
     from pcs.errors import BUG_REPORT
 
     for err in result.errors:
-        click.echo(f"pcs: error: point {err}", err=True)
+        click.echo(f"pcs: error: {err}", err=True)
     for tb in result.tracebacks:
         click.echo(tb, err=True, nl=False)
     if result.tracebacks:
         click.echo(f"pcs: internal error: {BUG_REPORT}", err=True)
         raise SystemExit(1)
     if result.failed:
-        done = result.ran + result.skipped
+        done = result.ran + result.skipped_points
         where = f"the rest ({done:,}) are in {result.out}" if done else f"no point is in {result.out}"
         raise UserError(f"{result.failed} of {format_counted(result.points, 'point')} failed (listed above); {where}; fix the plan "
                          "and rerun: done points are skipped")
@@ -163,7 +163,7 @@ def _run_locked(plan: str, out: str, jobs: int | None, ray_address: str | None, 
     prep = _prepare_told(plan, out, force, quiet)
     jobs = _jobs_capped(jobs, len(prep.tasks), quiet) if ray_address is None else jobs
     if not quiet and fmt != "table":
-        click.echo(f"pcs: note: {format_counted(len(prep.plan.points), 'point')}, {prep.skipped} already in {out}, "
+        click.echo(f"pcs: note: {format_counted(len(prep.plan.points), 'point')}, {prep.skipped_points} already in {out}, "
                    f"{len(prep.tasks)} to run", err=True)
     try:
         with Progress(quiet, desc="sweep", unit=" point", total=len(prep.tasks)) as progress:

@@ -3,52 +3,29 @@
 Subcommands: ``stats`` (what a trace asks of a prefix cache), ``convert``
 (JSONL <-> Parquet, re-blocking of token traces) and ``synth`` (seeded
 synthetic workloads). :func:`trace_input_options` and :func:`open_from_options`
-give every trace-taking command the same input options.
+(:mod:`pcs.cli.traceopts`, re-exported here) give every trace-taking command the same input options.
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import math
-from typing import Any, Callable
+from typing import Any
 
 import click
 
-from pcs.cli.common import PcsGroup, Progress, apply_options, counted, emit, format_option, quiet_option, \
+from pcs.cli.common import PcsGroup, Progress, counted, emit, format_option, quiet_option, \
     skipped_lines_in_words
 from pcs.cli.iofiles import refuse_unwritten_format
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, Choice, Duration, Float, Int
+# the input options every trace-taking command shares (pcs.cli.traceopts), re-exported under their old home
+from pcs.cli.traceopts import open_from_options, trace_input_options, written_block_size_note
+from pcs.errors import quoted
 from pcs.report.trace import render_convert, render_stats, render_synth
-from pcs.trace.api import FORMATS, ON_ERROR
 from pcs.trace.convert import OUT_FORMATS
 from pcs.units import format_counted
 
 __all__ = ["trace", "trace_input_options", "open_from_options"]
-
-
-def trace_input_options(f: Callable) -> Callable:
-    """Add ``--trace-format``, ``--block-size``, ``--on-error`` and ``--sort``."""
-    opts = [
-        click.option("--trace-format", type=Choice(list(FORMATS)),
-                     default=None, help="Input format; default: detected from the content. azure and burstgpt "
-                     "record lengths only: their prefix reuse is synthesised and flagged (docs/traces-formats.md)."),
-        click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), default=None,
-                     help="Tokens per block. Default: Mooncake 512, Bailian 16, token JSONL 16, Azure and "
-                          "BurstGPT 16, Parquet as stored. A block-id trace recorded at another size is rejected."),
-        click.option("--on-error", type=Choice(ON_ERROR), default="raise", show_default=True,
-                     help="raise: stop at the first bad line (exit 2); skip: skip bad lines (counted, the first 5 "
-                          "named)."),
-        click.option("--sort", is_flag=True, help="Reorder by arrival time instead of rejecting a decreasing "
-                     "timestamp (holds the trace in memory)."),
-    ]
-    return apply_options(opts, f)
-
-
-def open_from_options(path, trace_format, block_size, on_error, sort):
-    """:func:`pcs.trace.open_trace` from the values of :func:`trace_input_options`."""
-    from pcs.trace import open_trace
-
-    return open_trace(path, format=trace_format, block_size=block_size, on_error=on_error, sort=sort)
 
 
 @click.group(cls=PcsGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -89,7 +66,7 @@ def stats(trace_path, trace_format, block_size, on_error, sort, fmt, quiet) -> N
     t = open_from_options(trace_path, trace_format, block_size, on_error, sort)
     with Progress(quiet, desc="stats", total=t.estimated_requests) as progress:
         st = trace_stats(counted(t, progress))
-    st["skipped_lines"] = skipped_lines_in_words(st["skipped_lines"])
+    st = skipped_lines_in_words(st)
     emit(st, fmt, lambda: render_stats(st), rows_key=None)
 
 
@@ -133,7 +110,7 @@ def convert_cmd(in_path, out_path, out_format, remap_ids, trace_format, block_si
     t = open_from_options(in_path, trace_format, block_size, on_error, sort)
     with Progress(quiet, desc="convert", total=t.estimated_requests) as progress:
         info = convert(counted(t, progress), out_path, out_format, remap_ids=remap_ids)
-    info["skipped_lines"] = skipped_lines_in_words(info["skipped_lines"])
+    info = skipped_lines_in_words(info)
     written_block_size_note(info, quiet)
     emit(info, fmt, lambda: render_convert(info), rows_key=None)
 
@@ -157,7 +134,7 @@ def _parse_mix(text: str) -> tuple[float, float, float]:
                 shares[k.strip()] = ascii_float(v, "share")
             except ValueError:
                 raise click.BadParameter(f"{text!r}: the share of {k.strip()} must be a finite number >= 0, got "
-                                         f"{v.strip()[:40]} (ASCII digits 0-9: no nan, inf, '_' or other scripts' "
+                                         f"{quoted(v.strip(), show=str)} (ASCII digits 0-9: no nan, inf, '_' or other scripts' "
                                          "digits)", param_hint="'--mix'") from None
     except ValueError:
         raise click.BadParameter(f"{text!r}: expected e.g. chat=0.6,agent=0.3,oneoff=0.1 (kinds: {', '.join(KINDS)})",
@@ -289,16 +266,6 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
     _azure_rows_note(azure_csv, num_requests, quiet)
     written_block_size_note(info, quiet)
     emit(info, fmt, lambda: render_synth(info), rows_key=None)
-
-
-def written_block_size_note(info: dict, quiet: bool) -> None:
-    """On stderr: the trace just written is JSONL at blocks its readers do not assume
-    (:func:`pcs.trace.convert.block_size_note`; convert, synth and transform)."""
-    from pcs.trace.convert import block_size_note
-
-    note = block_size_note(info["format"], info["block_size"], info["path"])
-    if note and not quiet:
-        click.echo(f"pcs: note: {note}", err=True)
 
 
 def _azure_rows_note(azure_csv, num_requests, quiet) -> None:

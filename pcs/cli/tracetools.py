@@ -13,7 +13,7 @@ import click
 
 from pcs.cli.common import Progress, command, counted, emit, format_option, quiet_option
 from pcs.cli.params import MAX_SEED, MAX_TOKENS, Choice, Float, Int
-from pcs.cli.trace import open_from_options, trace_input_options, written_block_size_note
+from pcs.cli.traceopts import open_from_options, trace_input_options, written_block_size_note
 from pcs.errors import UserError
 
 __all__ = ["events_cmd", "from_chat", "transform_cmd"]

@@ -195,7 +195,7 @@ def _missing_distinct(payload: dict[str, Any]) -> Exception:
 
 
 def _shown(value: Any) -> str:
-    """``value`` as JSON, cut to 40 characters (for a message)."""
-    import json
+    """``value`` as JSON for a message, a long one cut (:func:`pcs.errors.quoted`)."""
+    from pcs.errors import quoted
 
-    return json.dumps(value)[:40]
+    return quoted(value)

@@ -56,7 +56,7 @@ from pcs.engine.tiercheck import check_tier_spec
 from pcs.engine.timing import TimeModel
 from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
-from pcs.errors import ArgumentTypeError, UnknownNameError, UserError
+from pcs.errors import ArgumentTypeError, UnknownNameError, UserError, ending_with
 from pcs.trace.batches import as_batches, reiterable, with_limits
 from pcs.trace.rowlimits import NO_LIMITS, STEP_LIMITS, RowLimits
 from pcs._dataclass import dataclass
@@ -230,8 +230,8 @@ def _link_bandwidth(tier: str, link: str, table: Any = None) -> float:
 
     Raises:
         UserError: naming ``--link TIER=...`` and the real reason: bits, negative, not finite,
-            too large, zero (a link that moves nothing), or neither a preset nor a bandwidth (with the
-            nearest preset names, :func:`pcs.choices.did_you_mean`).
+            too large, zero (a link that moves nothing), a mistyped unit (with the close ones), or neither a
+            preset nor a bandwidth (with the nearest preset names, :func:`pcs.choices.did_you_mean`).
     """
     from pcs.choices import did_you_mean
     from pcs.hardware import LINKS, aliases_of
@@ -241,7 +241,8 @@ def _link_bandwidth(tier: str, link: str, table: Any = None) -> float:
         bps = units.parse_bandwidth(link)
     except ValueError as exc:
         msg = str(exc).splitlines()[0]
-        if any(w in msg for w in ("bits", "negative", "too large")):  # bits: the same hint as envelope's --bandwidth
+        # bits: the same hint as envelope's --bandwidth; a mistyped unit: the close ones (pcs.units._close_unit)
+        if any(w in msg for w in ("bits", "negative", "too large", "did you mean")):
             raise UserError(f"{where}: {msg}") from None
         if re.match(r"\s*[+-]?(nan|inf)", link, re.IGNORECASE):
             raise UserError(f"{where}: a bandwidth must be a finite number of bytes/s") from None
@@ -304,8 +305,8 @@ def _admit_map(admit: Any, specs: Sequence[TierSpec]) -> dict[str, list[str]]:
     if not admit:
         return {}
     if not isinstance(admit, (str, Mapping, list, tuple)):
-        raise ArgumentTypeError(f"admit= must be 'TIER=KIND' strings or a mapping of tier to kinds, got "
-                                f"{type(admit).__name__}: {admit!r}"[:300])
+        raise ArgumentTypeError(ending_with(f"admit= must be 'TIER=KIND' strings or a mapping of tier to kinds, got "
+                                            f"{type(admit).__name__}: ", admit))
     if isinstance(admit, Mapping):
         admit = [f"{tier}={kind}" for tier, kinds in admit.items() for kind in
                  ([kinds] if isinstance(kinds, str) else kinds)]
@@ -361,7 +362,7 @@ def _tier_list(tiers: Any) -> Sequence[str | TierSpec]:
         raise ArgumentTypeError(f"tiers must be {accepts}; got {type(tiers).__name__}")
     for t in tiers:
         if not isinstance(t, (str, TierSpec)):
-            raise ArgumentTypeError(f"tiers must be {accepts}; got an item of type {type(t).__name__}: {t!r}"[:300])
+            raise ArgumentTypeError(ending_with(f"tiers must be {accepts}; got an item of type {type(t).__name__}: ", t))
     return tiers
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pcs.errors import UserError
+from pcs.errors import UserError, ending_with, quoted
 from pcs.compute import ComputeModel
 
 __all__ = ["checked_compute", "CheckedCompute"]
@@ -32,8 +32,8 @@ def checked_compute(compute: Any) -> Any:
         return compute
     for name in _METHODS:
         if not callable(getattr(compute, name, None)):
-            raise UserError(f"compute= must have a {name}() method (as pcs.compute.ComputeModel), got "
-                            f"{type(compute).__name__} {compute!r}"[:300])
+            raise UserError(ending_with(f"compute= must have a {name}() method (as pcs.compute.ComputeModel), got "
+                                        f"{type(compute).__name__} ", compute))
     return CheckedCompute(compute)
 
 
@@ -42,7 +42,7 @@ def _check(out: Any, method: str, args: tuple) -> Any:
     arr = np.asarray(out) if not isinstance(out, (str, bytes)) else np.asarray(out, dtype=object)
     call = f"compute.{method}({', '.join(_METHODS[method])})"
     if arr.dtype.kind not in "fiu" or arr.dtype.kind == "b":
-        raise UserError(f"{call} returned {out!r:.80} ({type(out).__name__}); it must return seconds as a number "
+        raise UserError(f"{call} returned {quoted(out, 80, show=repr)} ({type(out).__name__}); it must return seconds as a number "
                         "or an array of numbers")
     bad = ~np.isfinite(arr) | (arr < 0) if arr.dtype.kind == "f" else arr < 0
     if not bad.any():

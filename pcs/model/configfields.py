@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcs.errors import InputError
+from pcs.choices import did_you_mean
+from pcs.errors import InputError, quoted
 from pcs.model.families import HEAD_DIM_DERIVED, INT_BOUND, Family, default, family_of
-from pcs.model.quant import normalize_dtype
+from pcs.model.quant import TORCH_DTYPES, normalize_dtype
 
 __all__ = ["Fields"]
 
@@ -39,7 +40,7 @@ class Fields:
         text = cfg.get("text_config")
         if text is not None and not isinstance(text, dict):
             raise InputError(path, None, "text_config", f"must be a JSON object (a multimodal wrapper's text model "
-                             f"fields), got {type(text).__name__} {text!r:.40}")
+                             f"fields), got {type(text).__name__} {quoted(text, show=repr)}")
         return cls({**cfg, **text} if isinstance(text, dict) else dict(cfg), path)
 
     def has(self, key: str) -> bool:
@@ -100,14 +101,17 @@ class Fields:
         """The checkpoint dtype (``torch_dtype`` or ``dtype``), bf16 when neither is given.
 
         Raises:
-            InputError: an unknown dtype, or a 4-bit name (no torch dtype).
+            InputError: an unknown dtype (naming the field it came from and the close torch dtype names,
+                :func:`pcs.choices.did_you_mean`), or a 4-bit name (no torch dtype).
         """
-        raw = self.cfg.get("torch_dtype") or self.cfg.get("dtype") or "bfloat16"
+        field = "torch_dtype" if self.cfg.get("torch_dtype") else "dtype"
+        raw = self.cfg.get(field) or "bfloat16"
         try:
             name = normalize_dtype(raw)
         except ValueError:
-            raise InputError(self.path, None, "torch_dtype", f"unknown dtype {raw!r}") from None
+            raise InputError(self.path, None, field, f"unknown dtype {quoted(raw, show=repr)}; "
+                             f"{did_you_mean(raw, TORCH_DTYPES)}valid: {', '.join(TORCH_DTYPES)}") from None
         if name in _NOT_TORCH:   # int4/fp4 are no torch dtype: a quantised KV cache is asked with --dtype
-            raise InputError(self.path, None, "torch_dtype", f"{raw!r} is not a torch dtype (float32, float16, "
+            raise InputError(self.path, None, field, f"{raw!r} is not a torch dtype (float32, float16, "
                              "bfloat16, float8_e4m3fn ...); give the KV cache dtype with dtype=")
         return name

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pcs.errors import UnknownNameError, UserError
 from pcs._dataclass import dataclass
 
-__all__ = ["DTYPE_BITS", "VALUE_DTYPES", "normalize_dtype", "row_bytes", "QuantScales"]
+__all__ = ["DTYPE_BITS", "VALUE_DTYPES", "TORCH_DTYPES", "normalize_dtype", "row_bytes", "QuantScales"]
 
 #: Bits per stored value. int4/fp4 pack two values per byte.
 DTYPE_BITS: dict[str, int] = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4}
@@ -20,6 +20,10 @@ _ALIASES = {
     # torch's fp8 dtype names, as HF configs write them (torch.float8_e4m3fn, ...)
     "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "float8_e4m3fnuz": "fp8", "float8_e5m2fnuz": "fp8",
 }
+
+#: The torch dtypes a Hugging Face config's ``torch_dtype`` names that pcs reads (:func:`normalize_dtype` takes
+#: the aliases above too): what a refusal of that field lists and suggests from.
+TORCH_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int8")
 
 
 def normalize_dtype(dtype: str) -> str:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pcs.errors import UserError
+from pcs.errors import UserError, quoted
 from pcs.report.payloadcheck import must_be
 
 __all__ = ["KNEE_KEYS", "check_curve"]
@@ -86,7 +86,7 @@ def _check_model_bytes(payload: dict) -> None:
     bb = payload.get("block_bytes")
     if "model" in payload and payload["model"] is None and bb is not None:
         raise UserError(f"field 'block_bytes': must be null when model is null (pcs writes a block's bytes only "
-                        f"with a model), got {json.dumps(bb)[:60]}")
+                        f"with a model), got {quoted(bb, 60)}")
 
 
 def _number(value: Any) -> bool:
@@ -247,7 +247,7 @@ def _check_capacity_bytes(payload: dict) -> None:
         blocks, got = obj.get("capacity_blocks"), obj.get("capacity_bytes")
         if bb is None and got is not None:
             raise UserError(f"field '{name}.capacity_bytes': must be absent when block_bytes is null (written only "
-                            f"with a model), got {json.dumps(got)[:60]}")
+                            f"with a model), got {quoted(got, 60)}")
         if isinstance(bb, int) and isinstance(blocks, int) and isinstance(got, int) and got != blocks * bb:
             raise UserError(f"field '{name}.capacity_bytes': must be capacity_blocks x block_bytes ({blocks} x {bb} "
                             f"= {blocks * bb}), got {got}")
@@ -346,7 +346,7 @@ def _check_knee_keys(payload: dict) -> None:
     bad = next((k for k in knee if k not in KNEE_KEYS), None)
     if bad is not None:
         raise UserError(f"field 'knee': its keys must be among {', '.join(KNEE_KEYS)} (the knees pcs writes), "
-                        f"got {json.dumps(bad)[:60]}")
+                        f"got {quoted(bad, 60)}")
     missing = [k for k in KNEE_KEYS if k not in knee]
     if missing:
         raise UserError(f"field 'knee': must hold p50, p90 and p99 (pcs writes every knee, with null capacities "

@@ -13,7 +13,6 @@ footprint (``components`` and ``by_dtype``).
 """
 from __future__ import annotations
 
-import json
 import shlex
 from typing import Any, Callable, Sequence
 
@@ -21,7 +20,7 @@ from pcs.report import htmlcharts as hc
 from pcs.report.htmltime import time_charts, utilisation_chart
 from pcs.report.htmltables import (compare_table, envelope_table, footprint_tables, hybrid_table, lens_table,
                                     runs_table, tier_table)
-from pcs.errors import UserError
+from pcs.errors import UserError, quoted
 from pcs.report.replay import slot_unit
 from pcs.units import format_counted, format_percent, tier_arg
 
@@ -92,13 +91,13 @@ def check_replay_payload(s: dict) -> None:
             check_value(s[key], tp, key)
     for key, (what, ok) in _REPLAY_FIELDS.items():
         if key in s and not ok(s[key]):
-            raise UserError(f"field '{key}': must be {what}, got {json.dumps(s[key])[:60]}")
+            raise UserError(f"field '{key}': must be {what}, got {quoted(s[key], 60)}")
     for term in _GAP_READ if isinstance(s.get("gap"), dict) else ():
         if term in s["gap"]:
             check_value(s["gap"][term], float | None, f"gap.{term}")
     for key in _REPLAY_OPTIONAL:
         if s.get(key) is not None and not isinstance(s[key], dict):
-            raise UserError(f"field '{key}': must be an object or null, got {json.dumps(s[key])[:60]}")
+            raise UserError(f"field '{key}': must be an object or null, got {quoted(s[key], 60)}")
     for key in _REPLAY_NUMERIC:
         if s.get(key) is not None:
             _check_numbers(key, s[key])
@@ -137,7 +136,7 @@ def _check_waterfall(s: dict) -> None:
     terms = [g.get(k) or 0.0 for k in _GAP_READ]       # each absent or in [-1, 1]: check_replay_payload
     if abs(s["ideal_hit_ratio"] - sum(terms) - s["hit_ratio"]) >= 1e-9:
         raise UserError("field 'gap': its terms must sum to ideal_hit_ratio - hit_ratio (docs/semantics.md §12), "
-                        f"got {json.dumps(g)[:60]}")
+                        f"got {quoted(g, 60)}")
 
 
 def _why_numbers(s: dict) -> str | None:
@@ -163,9 +162,9 @@ def _check_numbers(path: str, value) -> None:
     elif isinstance(value, list):
         for i, v in enumerate(value):
             if isinstance(v, (dict, list)) or not (v is None or _is_number(v)):
-                raise UserError(f"field '{path}[{i}]': must be a number or null, got {json.dumps(v)[:60]}")
+                raise UserError(f"field '{path}[{i}]': must be a number or null, got {quoted(v, 60)}")
     elif not (value is None or _is_number(value)):
-        raise UserError(f"field '{path}': must be a number, a list of numbers or null, got {json.dumps(value)[:60]}")
+        raise UserError(f"field '{path}': must be a number, a list of numbers or null, got {quoted(value, 60)}")
 
 
 def _is_number(v) -> bool:

@@ -75,7 +75,8 @@ _SKIPPED_LINES = ("skipped_lines", "array of object", "-",
 _SKIPPED = ("skipped", "int", "count",
             "how many bad trace lines (Parquet: rows) `--on-error skip` skipped, blank ones included; always "
             "present, 0 when none was (or under `--on-error raise`) -- the key and count of `pcs trace stats` "
-            "(`Trace.skipped` in the Python API; pcs.cli.common.with_skipped_lines)")
+            "and of each `pcs sweep` row (`Trace.skipped` in the Python API; pcs.cli.common.with_skipped_lines; "
+            "the points a sweep finds already done are its run's `skipped_points`, docs/sweep.md)")
 CLI_KEYS = {
     "pcs replay": (_TRACE_FILE, _REPLAY_COMMAND, _SKIPPED, _SKIPPED_LINES),
     "pcs replay --instances N": (_TRACE_FILE, _REPLAY_COMMAND, _SKIPPED, _SKIPPED_LINES),

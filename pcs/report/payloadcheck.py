@@ -29,7 +29,7 @@ import types
 import typing
 from typing import Any
 
-from pcs.errors import UserError
+from pcs.errors import UserError, quoted
 
 __all__ = ["check_payload", "check_value", "must_be", "NumberRange", "RANGES", "range_rule", "check_range"]
 
@@ -162,7 +162,7 @@ def _walk(value: Any, tp: Any, path: str, number_only: bool = False, shown: str 
     number_only = number_only or (value is None and re.sub(r"\[\d+\]", "[]", path) in _NUMBER_PATHS)
     if not _shallow(value, tp, number_only):
         raise UserError(f"field '{shown or path}': must be {must_be(tp, path, number_only)}, "
-                        f"got {json.dumps(value)[:60]}")
+                        f"got {quoted(value, 60)}")
     if (tp is float or tp is Any) and isinstance(value, float) and not math.isfinite(value):   # pcs writes no NaN
         raise UserError(f"field '{shown or path}': must be a finite number, got {json.dumps(value)} (pcs writes a "
                         "non-finite number as null)")
@@ -173,7 +173,7 @@ def _walk(value: Any, tp: Any, path: str, number_only: bool = False, shown: str 
         _walk(value, arm, path, number_only, shown)
     elif origin is tuple and args and args[-1] is not Ellipsis:     # a fixed-length tuple: (this run, other)
         if len(value) != len(args):
-            raise UserError(f"field '{path}': must be a list of {len(args)} items, got {json.dumps(value)[:60]}")
+            raise UserError(f"field '{path}': must be a list of {len(args)} items, got {quoted(value, 60)}")
         for i, (v, item) in enumerate(zip(value, args)):     # a pair's items: the page divides them, never null
             _walk(v, item, f"{path}[{i}]", True)
     elif origin in (tuple, list):
@@ -187,7 +187,7 @@ def _walk(value: Any, tp: Any, path: str, number_only: bool = False, shown: str 
         missing = next((k for k in _always(tp) if k not in value), None)
         if missing is not None:     # a nested result always writes these keys; the page reads them
             raise UserError(f"field '{path}': must be an object with '{missing}' (as pcs writes it), got "
-                            f"{json.dumps(value)[:60]}")
+                            f"{quoted(value, 60)}")
         _walk_fields(value, _fields(tp), path + ".")
 
 
@@ -403,7 +403,7 @@ def _check_threads_mode(payload: dict) -> None:
     threads = payload.get("threads")
     if isinstance(threads, dict) and "mode" in threads and threads["mode"] not in THREADS_MODES:
         raise UserError(f"field 'threads.mode': must be one of {', '.join(THREADS_MODES)}, "
-                        f"got {json.dumps(threads['mode'])[:60]}")
+                        f"got {quoted(threads['mode'], 60)}")
     if isinstance(threads, dict) and threads.get("mode") == "off" and threads.get("used") is True:
         raise UserError("field 'threads.used': must be false when threads.mode is off (PCS_THREADS=off runs every "
                         "part on the calling thread), got true")
@@ -443,7 +443,7 @@ def _check_row(row: dict, types_: dict[str, Any], needs: tuple[str, ...], path: 
     missing = next((k for k in needs if k not in row), None)
     if missing is not None:
         raise UserError(f"field '{path.rstrip('.') or 'the file'}': must be an object with '{missing}' "
-                        f"(as pcs writes it), got {json.dumps(row)[:60]}")
+                        f"(as pcs writes it), got {quoted(row, 60)}")
     fields = dict(types_)
     fields.update({k: int for k in row if "_bytes" in k and k not in fields})
     _walk_fields(row, fields, path, number_only)

@@ -13,10 +13,9 @@ a file breaking it is refused in one line (``field 'X': must be ...``) before th
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from pcs.errors import UserError
+from pcs.errors import UserError, quoted
 
 __all__ = ["TRACE_FILE", "TRACE_FILE_NEEDS", "check_replay_relations"]
 
@@ -76,4 +75,4 @@ def _check_tiers(tiers: list) -> None:
             comps = list(split) if comps is None else comps
             if list(split) != comps or not split:
                 raise UserError(f"field 'tiers[{i}].bytes_per_block_by_component': must name the components of "
-                                f"tiers[0] ({', '.join(comps) or 'at least one'}), got {json.dumps(split)[:60]}")
+                                f"tiers[0] ({', '.join(comps) or 'at least one'}), got {quoted(split, 60)}")

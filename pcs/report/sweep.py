@@ -83,5 +83,5 @@ def _pct(x: float | None) -> str:
 def render_run(r: SweepRun, summary: SweepSummary | None) -> str:
     """The run line, then the summary of the whole results directory."""
     head = (f"pcs sweep: {r.plan} -> {r.out}: {format_counted(r.points, 'point')}, {r.ran} run ({r.backend}), "
-            f"{r.skipped} already done, {r.failed} failed")
+            f"{r.skipped_points} already done, {r.failed} failed")
     return head if summary is None else f"{head}\n\n{render_summary(summary)}"

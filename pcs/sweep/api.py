@@ -16,7 +16,7 @@ from typing import Callable
 
 from pcs.errors import UserError
 from pcs.sweep.backends import default_jobs, run_local, run_ray
-from pcs.sweep.kinds import PlanError, Task, build_task
+from pcs.sweep.kinds import PlanError, Task, build_task, point_label
 from pcs.sweep.plan import Plan, Point, check_paths, load_plan, value_field
 from pcs.sweep.result import SweepRun
 from pcs.sweep.store import done_ids, write_point
@@ -33,14 +33,14 @@ class Prepared:
         plan: the expanded plan.
         out: the results directory.
         tasks: the points to run, in plan order.
-        skipped: points already in ``out``.
+        skipped_points: points already in ``out`` (not run again).
         traces: trace key -> :class:`pcs.sweep.worker.LoadedTrace`.
     """
 
     plan: Plan
     out: Path
     tasks: tuple[Task, ...]
-    skipped: int
+    skipped_points: int
     traces: dict
 
 
@@ -150,9 +150,18 @@ def execute(prep: Prepared, *, jobs: int | None = None, ray: str | None = None, 
         run_local(prep.tasks, prep.traces, jobs, requests, on_done)
     order = {t.point_id: i for i, t in enumerate(prep.tasks)}
     errors.sort(key=lambda o: order[o.point_id])
-    return SweepRun(str(prep.plan.source), str(prep.out), backend, len(prep.plan.points), prep.skipped,
-                    len(prep.tasks) - len(errors), len(errors), tuple(f"{o.point_id}: {o.error}" for o in errors),
+    return SweepRun(str(prep.plan.source), str(prep.out), backend, len(prep.plan.points), prep.skipped_points,
+                    len(prep.tasks) - len(errors), len(errors), tuple(_failure(prep.plan, o) for o in errors),
                     tuple(o.traceback for o in errors if o.traceback))
+
+
+def _failure(plan: Plan, outcome: Outcome) -> str:
+    """A point that failed while the sweep ran, as a plan check names one (:func:`prepare`): ``PLAN:LINE: point ID
+    (OPTIONS): MESSAGE``, the line where the value it refuses is written (:func:`_at`; the plan alone when the
+    error does not tell which, never a guessed line)."""
+    point = next(p for p in plan.points if p.point_id == outcome.point_id)
+    return (f"{_at(plan, point, outcome.option)}: point {point.point_id} ({point_label(point.options)}): "
+            f"{outcome.error}")
 
 
 def run_sweep(plan: str | Path | Plan, out: str | Path, *, jobs: int | None = None, ray: str | None = None,

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import click
-from pcs.errors import UnknownNameError, UserError
+from pcs.errors import UnknownNameError, UserError, quoted
 
 
 class PlanError(UserError):
@@ -34,7 +34,7 @@ class PlanError(UserError):
     plan_words = True
 
 __all__ = ["Task", "build_task", "pair_options", "option_names", "option_shape", "shape_problem", "PAIR_OPTIONS",
-           "COMMA_OPTIONS"]
+           "COMMA_OPTIONS", "culprit", "point_label"]
 
 #: per kind, the repeatable NAME=VALUE options (a table in a plan; an axis may set one entry)
 PAIR_OPTIONS: dict[str, frozenset[str]] = {
@@ -156,8 +156,8 @@ def _shown(value: Any) -> str:
 
     kind = ("" if isinstance(value, bool) else "a list" if isinstance(value, list)
             else "a table" if isinstance(value, dict) else "a number" if isinstance(value, (int, float)) else "")
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return f"{kind} {text[:80]}".strip()
+    text = quoted(value, 80, show=lambda v: json.dumps(v, ensure_ascii=False, default=str))
+    return f"{kind} {text}".strip()
 
 
 def _text(name: str, value: Any) -> str:
@@ -224,13 +224,13 @@ def blamed(exc: Exception, option: str | None) -> Exception:
 
 
 def _reworded(exc: Exception, message: str) -> PlanError:
-    """``exc`` re-worded as a :class:`PlanError` saying ``message``, keeping what :func:`_culprit` reads."""
+    """``exc`` re-worded as a :class:`PlanError` saying ``message``, keeping what :func:`culprit` reads."""
     err = PlanError(message)
     err.unknown_name = exc.name if isinstance(exc, UnknownNameError) else getattr(exc, "unknown_name", None)
     return blamed(err, getattr(exc, "plan_option", None))
 
 
-def _culprit(exc: Exception, options: dict[str, Any]) -> str | None:
+def culprit(exc: Exception, options: dict[str, Any]) -> str | None:
     """The plan option ``exc`` refuses: its mark (:func:`blamed`; click's parameter), else the one option whose
     value is the unknown name of an :class:`pcs.errors.UnknownNameError` (``model = "llama-3.1-8"``), else None
     (two options hold that value, or the refusal names no value: no line rather than a wrong one)."""
@@ -274,7 +274,7 @@ def _parse(kind: str, options: dict[str, Any], base: Path) -> dict[str, Any]:
         ctx = cmd.make_context(f"pcs {kind}", _argv(kind, options, base))
     except click.UsageError as exc:     # click's option names ('--policy') in the plan's words ('policy')
         message = re.sub(r"'(--[a-z0-9-]+)'", lambda m: repr(plan_word(m.group(1))), exc.format_message())
-        raise blamed(PlanError(message), _culprit(exc, options)) from None
+        raise blamed(PlanError(message), culprit(exc, options)) from None
     return dict(ctx.params)
 
 
@@ -439,19 +439,19 @@ def build_task(kind: str, point: Any, base_dir: Path | str = ".",
         kw = _parse(kind, point.options, Path(base_dir))
         kwargs = builder(kw, lambda: (load or load_trace)(_trace_key(kind, kw)))
     except click.ClickException as exc:
-        raise blamed(PlanError(f"point {point.point_id} ({_label(point.options)}): {exc.format_message()}"),
-                     _culprit(exc, point.options)) from None
+        raise blamed(PlanError(f"point {point.point_id} ({point_label(point.options)}): {exc.format_message()}"),
+                     culprit(exc, point.options)) from None
     except ValueError as exc:   # an API message (max_num_seqs, tiers=[...]) in the plan's words
         from pcs.cli.common import option_names
 
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         msg = msg if isinstance(exc, PlanError) else option_names(msg, plan=True)
-        raise blamed(PlanError(f"point {point.point_id} ({_label(point.options)}): {msg}"),
-                     _culprit(exc, point.options)) from None
+        raise blamed(PlanError(f"point {point.point_id} ({point_label(point.options)}): {msg}"),
+                     culprit(exc, point.options)) from None
     return Task(point.point_id, kind, point.options, kind, kwargs, _trace_key(kind, kw) if takes_trace else None)
 
 
-def _label(options: dict[str, Any]) -> str:
+def point_label(options: dict[str, Any]) -> str:
     parts = []
     for k, v in options.items():
         parts += ([f"{k}.{e}={x}" for e, x in v.items()] if isinstance(v, dict)

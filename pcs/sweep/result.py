@@ -20,10 +20,12 @@ class SweepRun:
     out: str = field("-", "the results directory (the Parquet dataset)")
     backend: str = field("-", "where the points ran: in-process, N processes, or ray")
     points: int = field("count", "points of the plan")
-    skipped: int = field("count", "points already in OUT (not run again; --force reruns them)")
+    skipped_points: int = field("count", "points already in OUT (not run again; --force reruns them); not a row's "
+                                         "skipped, the bad trace lines its read skipped")
     ran: int = field("count", "points run and written now")
     failed: int = field("count", "points that raised (not written; a rerun tries them again)")
-    errors: tuple[str, ...] = field("-", "one 'point_id: message' per failed point")
+    errors: tuple[str, ...] = field("-", "one 'PLAN:LINE: point ID (OPTIONS): message' per failed point (the line "
+                                         "of the value it refuses; PLAN alone when the error does not tell)")
     tracebacks: tuple[str, ...] = field("-", "tracebacks of the failures that are bugs in pcs (not the input's)",
                                         json=False, default=())
 

@@ -10,6 +10,7 @@ an :class:`Outcome` with the error, so one bad point does not stop the others.
 from __future__ import annotations
 
 import json
+import re
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,6 +102,8 @@ class Outcome:
         error: the exception's message (its class name only when it has none) when the point failed, else None.
         user_error: the failure is the input's (a :class:`pcs.errors.UserError` or OSError), not a bug.
         traceback: the failure's traceback text (bugs only).
+        option: the plan option the failure refuses, when the error tells (:func:`pcs.sweep.kinds.culprit`; the
+            driver names the plan line of its value), else None.
     """
 
     point_id: str
@@ -109,6 +112,7 @@ class Outcome:
     error: str | None = None
     user_error: bool = False
     traceback: str | None = None
+    option: str | None = None
 
 
 def _scalar(value: Any) -> Any:
@@ -203,11 +207,21 @@ def run_task(task: Any, trace: Any = None, with_requests: bool = False) -> Outco
 
         user = isinstance(exc, (UserError, OSError))   # a plain ValueError is a bug (pcs/errors.py)
         msg = str(exc).splitlines()[0] if str(exc) else ""
+        option = None
         if user:        # the API's words (max_num_seqs, engine='auto') in the plan's (max-num-seqs, engine = "auto")
             from pcs.cli.common import option_names
-            msg = option_names(msg, plan=True)
+            from pcs.sweep.kinds import culprit
+            msg, option = option_names(msg, plan=True), culprit(exc, task.options) or _quoted_holder(msg, task.options)
         return Outcome(task.point_id, None, None, msg or type(exc).__name__, user,   # the message, no class name
-                       None if user else traceback.format_exc())
+                       None if user else traceback.format_exc(), option)
+
+
+def _quoted_holder(message: str, options: dict[str, Any]) -> str | None:
+    """The one option whose (string) value ``message`` quotes (``engine 'lru-scan' cannot run this replay``:
+    ``engine``), or None when none or several do: a failed point's line is then not named, never guessed."""
+    quoted = set(re.findall(r"""(?<!\w)'([^'\\]+)'""", message))
+    holders = [k for k, v in options.items() if isinstance(v, str) and v in quoted]
+    return holders[0] if len(holders) == 1 else None
 
 
 def _payload(task: Any, typed: Any, trace: Any) -> dict[str, Any]:

@@ -26,7 +26,7 @@ import re
 from fractions import Fraction
 from typing import Iterator
 
-from pcs.errors import InputError
+from pcs.errors import InputError, quoted
 from pcs.units import ascii_int
 from pcs.trace.batches import MAX_ARRIVAL_S
 from pcs.trace.lengthonly import cell_reason, check_length
@@ -79,12 +79,12 @@ def stamp_ns(stamp: str, name: str, ln: int, field: str = "TIMESTAMP") -> int | 
     m = _STAMP.match(stamp.strip())
     if m is None:
         raise InputError(name, ln, field, "expected 'YYYY-MM-DD HH:MM:SS[.fff][+00:00|Z]', "
-                         f"got {stamp[:40]!r}")
+                         f"got {quoted(stamp, show=repr)}")
     day, clock, frac, zone = m.groups()
     try:
         t = dt.datetime.strptime(f"{day} {clock}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.timezone.utc)
     except ValueError:
-        raise InputError(name, ln, field, f"not a calendar date/time: {stamp[:40]!r}") from None
+        raise InputError(name, ln, field, f"not a calendar date/time: {quoted(stamp, show=repr)}") from None
     sec = int(t.timestamp())                      # whole seconds: exact in a float up to 2**53
     if zone and zone != "Z":
         sign = 1 if zone[0] == "+" else -1

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
-from pcs.errors import InputError
+from pcs.errors import InputError, quoted
 from pcs.units import ascii_float
 from pcs.trace.batches import arrival_error
 from pcs.trace.lengthonly import LengthRow, cell_reason, check_length
@@ -60,7 +60,7 @@ def _row(row: list[str], cols: dict[str, int], name: str, ln: int) -> LengthRow:
     try:
         ts = ascii_float(row[cols["Timestamp"]])
     except ValueError:
-        raise InputError(name, ln, "Timestamp", f"must be a number of seconds, got {row[cols['Timestamp']][:40]!r}") from None
+        raise InputError(name, ln, "Timestamp", f"must be a number of seconds, got {quoted(row[cols['Timestamp']], show=repr)}") from None
     if not math.isfinite(ts):
         raise InputError(name, ln, "Timestamp", f"must be finite, got {ts}")
     if arrival_error(ts):

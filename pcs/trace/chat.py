@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from pcs.choices import close_tail
-from pcs.errors import InputError, UserError
+from pcs.errors import InputError, UserError, quoted
 from pcs.extras import missing_extra
 from pcs.trace.batches import arrival_error
 from pcs.trace.hashids import get_int, get_time, strict_loads
@@ -88,7 +88,7 @@ def _text(content: Any, name: str, ln: int) -> str:
         return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
     if content is None:
         return ""
-    raise InputError(name, ln, "messages", f"content must be a string or a list of parts, got {json.dumps(content)[:40]}")
+    raise InputError(name, ln, "messages", f"content must be a string or a list of parts, got {quoted(content)}")
 
 
 def _unicode(text: str, name: str, ln: int, field: str, what: str) -> str:
@@ -143,7 +143,7 @@ def parse_chat_line(obj: dict, name: str, ln: int, prev_ms: float) -> ChatReques
         raise InputError(name, ln, field, arrival_error(ts / 1000.0))
     tenant = req.get("user", req.get("tenant", obj.get("tenant")))
     if tenant is not None and not isinstance(tenant, str):
-        raise InputError(name, ln, "user", f"must be a string, got {json.dumps(tenant)[:40]}")
+        raise InputError(name, ln, "user", f"must be a string, got {quoted(tenant)}")
     if tenant is not None:
         _unicode(tenant, name, ln, "user", "the tenant id")
     return ChatRequest(ts, _messages(req, name, ln), _output_tokens(obj, req, name, ln), tenant)

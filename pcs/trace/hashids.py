@@ -34,7 +34,7 @@ import numpy as np
 
 from pcs import jsondepth
 from pcs.choices import close_tail
-from pcs.errors import InputError, UnknownNameError, UserError
+from pcs.errors import InputError, UnknownNameError, UserError, quoted
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import REUSE_VALUES, lone_surrogate  # REUSE_VALUES: the optional per-row ``reuse`` field
 from pcs.trace.request import RequestBatch
@@ -234,7 +234,7 @@ def get_int(obj: dict, key: str, name: str, ln: int, lo: int = 0, hi: int = _I64
         raise InputError(name, ln, key, "missing")
     v = obj[key]
     if isinstance(v, bool) or not isinstance(v, int):
-        raise InputError(name, ln, key, f"must be an integer, got {json.dumps(v)[:40]}")
+        raise InputError(name, ln, key, f"must be an integer, got {quoted(v)}")
     if v < lo:
         raise InputError(name, ln, key, f"must be >= {lo}, got {v}")
     if v > hi:
@@ -248,14 +248,14 @@ def get_time(obj: dict, key: str, name: str, ln: int) -> float:
         raise InputError(name, ln, key, "missing")
     v = obj[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise InputError(name, ln, key, f"must be a number, got {json.dumps(v)[:40]}")
+        raise InputError(name, ln, key, f"must be a number, got {quoted(v)}")
     try:
         f = float(v)
     except OverflowError:               # an integer beyond float range (json.loads keeps it exact)
         raise InputError(name, ln, key, f"must be finite, got an integer of {len(str(abs(v))):,} digits "
                                         "(beyond float64's range, about 1.8e308)") from None
     if not math.isfinite(f):
-        raise InputError(name, ln, key, f"must be finite, got {str(v)[:40]}")
+        raise InputError(name, ln, key, f"must be finite, got {quoted(str(v), show=str)}")
     return f
 
 
@@ -270,7 +270,7 @@ def row_is_synthetic(obj: dict, name: str, ln: int) -> bool:
         return False
     if v not in REUSE_VALUES:
         raise InputError(name, ln, "reuse", f"must be one of {', '.join(map(json.dumps, REUSE_VALUES))}, "
-                         f"got {json.dumps(v)[:40]}{close_tail(v, REUSE_VALUES) if isinstance(v, str) else ''}")
+                         f"got {quoted(v)}{close_tail(v, REUSE_VALUES) if isinstance(v, str) else ''}")
     return v == "synthetic"
 
 
@@ -374,7 +374,7 @@ def check_ids(ids: Any, prompt: int, bs: int, name: str, ln: int, key: str = "ha
         raise InputError(name, ln, key, f"must be a list of integers, got {json_type(ids)}")
     for i, h in enumerate(ids):
         if isinstance(h, bool) or not isinstance(h, int):
-            raise InputError(name, ln, key, f"element {i} must be an integer, got {json.dumps(h)[:40]}")
+            raise InputError(name, ln, key, f"element {i} must be an integer, got {quoted(h)}")
         if h < 0 or h > _U64_MAX:
             raise InputError(name, ln, key, f"element {i} = {h} does not fit an unsigned 64-bit id")
     want = -(-prompt // bs)
@@ -448,7 +448,7 @@ def _slow_line(cols: _Columns, obj: dict, bs: int, name: str, ln: int, state: Re
     synthetic = row_is_synthetic(obj, name, ln)
     typ = obj.get("type")
     if spec.has_type and typ is not None and not isinstance(typ, str):
-        raise InputError(name, ln, "type", f"must be a string, got {json.dumps(typ)[:40]}")
+        raise InputError(name, ln, "type", f"must be a string, got {quoted(typ)}")
     if spec.has_type and isinstance(typ, str) and lone_surrogate(typ):
         raise InputError(name, ln, "type", f"a lone surrogate {lone_surrogate(typ)} is not text (not valid Unicode)")
     if state.check_order and ts < state.last_ts:

@@ -41,7 +41,7 @@ import numpy as np
 
 from pcs import jsondepth
 from pcs.choices import did_you_mean
-from pcs.errors import InputError, UserError
+from pcs.errors import InputError, UserError, quoted
 from pcs.extras import missing_extra
 from pcs.trace.batches import arrival_error
 from pcs.trace.hashids import invalid_json, strict_loads
@@ -89,10 +89,10 @@ def _hash(v: Any, name: str, ln: int) -> int:
         try:
             v = base64.b64decode(v, validate=True)
         except ValueError:
-            raise InputError(name, ln, "block_hashes", f"a string hash must be base64 bytes, got {v[:40]!r}") from None
+            raise InputError(name, ln, "block_hashes", f"a string hash must be base64 bytes, got {quoted(v, show=repr)}") from None
     if isinstance(v, (bytes, bytearray)):
         return int.from_bytes(v, "big") & _MASK
-    raise InputError(name, ln, "block_hashes", f"a hash must be an integer or bytes, got {json.dumps(v)[:40]}")
+    raise InputError(name, ln, "block_hashes", f"a hash must be an integer or bytes, got {quoted(v)}")
 
 
 def _fields(ev: Any, name: str, ln: int) -> tuple[str, dict]:
@@ -105,9 +105,9 @@ def _fields(ev: Any, name: str, ln: int) -> tuple[str, dict]:
         order = {"BlockStored": _STORED_FIELDS, "BlockRemoved": _REMOVED_FIELDS}.get(tag, ())
         body = dict(zip(order, ev[1:]))
     else:
-        raise InputError(name, ln, "events", f"an event must be an object or a tagged array, got {json.dumps(ev)[:60]}")
+        raise InputError(name, ln, "events", f"an event must be an object or a tagged array, got {quoted(ev, 60)}")
     if not isinstance(tag, str) or tag not in KINDS:     # a list or an object as the type: no hash, no suggestion
-        shown, near = (repr(tag), did_you_mean(tag, KINDS)) if isinstance(tag, str) else (json.dumps(tag)[:60], "")
+        shown, near = (repr(tag), did_you_mean(tag, KINDS)) if isinstance(tag, str) else (quoted(tag, 60), "")
         raise InputError(name, ln, "events", f"unknown event type {shown}; {near}expected one of {', '.join(KINDS)}")
     return tag, body
 
@@ -151,13 +151,13 @@ def _batch(obj: Any, name: str, ln: int, last: list) -> Iterator[KVEvent]:
     else:
         raise InputError(name, ln, None, "a batch must be {\"ts\", \"events\", ...} or [ts, events, rank]")
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
-        raise InputError(name, ln, "ts", f"must be a finite number of seconds, got {json.dumps(ts)[:40]}")
+        raise InputError(name, ln, "ts", f"must be a finite number of seconds, got {quoted(ts)}")
     _check_ts(float(ts), name, ln, last)
     if not isinstance(events, list):
         raise InputError(name, ln, "events", "must be a list")
     rank = 0 if rank is None else rank
     if isinstance(rank, bool) or not isinstance(rank, int):
-        raise InputError(name, ln, "data_parallel_rank", f"must be an integer, got {json.dumps(rank)[:40]}")
+        raise InputError(name, ln, "data_parallel_rank", f"must be an integer, got {quoted(rank)}")
     for ev in events:
         yield _event(ev, float(ts), rank, name, ln)
 

@@ -28,7 +28,7 @@ from typing import Iterable, Iterator, NamedTuple
 
 import numpy as np
 
-from pcs.errors import InputError, UserError
+from pcs.errors import InputError, UserError, quoted
 from pcs.trace.request import RequestBatch
 
 __all__ = ["LengthRow", "MAX_LENGTH_TOKENS", "ReuseModel", "cell_reason", "check_length", "synthesise_batches"]
@@ -66,11 +66,12 @@ def check_length(n: int, field: str, name: str, ln: int) -> int:
 def cell_reason(v: str, expected: str) -> str:
     """Why a length cell of a CSV trace is refused: an integer past Python's digit limit is "number too long (N
     digits)" (:func:`pcs.jsondepth.long_integer`, the one locator, as the JSON readers say), anything else
-    ``expected`` (e.g. "must be an integer in ASCII digits 0-9") and the cell's first 40 characters."""
+    ``expected`` (e.g. "must be an integer in ASCII digits 0-9") and the cell quoted (:func:`pcs.errors.quoted`: a
+    long one cut, with its length)."""
     from pcs import jsondepth
 
     m = jsondepth.long_integer(v)
-    return jsondepth.too_long_text(len(m.group(1))) if m is not None else f"{expected}, got {v[:40]!r}"
+    return jsondepth.too_long_text(len(m.group(1))) if m is not None else f"{expected}, got {quoted(v, show=repr)}"
 
 
 class LengthRow(NamedTuple):

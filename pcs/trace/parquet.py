@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator, NamedTuple
 import numpy as np
 
 from pcs._heldimport import held_import
-from pcs.errors import InputError
+from pcs.errors import InputError, quoted
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error, ceil_blocks
 from pcs.trace.hashids import SKIPPED_NAMED
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch, join_hashes
@@ -118,7 +118,7 @@ def _meta_text(pf, key: str, name: str, schema=None) -> str | None:
         raise InputError(name, None, key, f"metadata must be UTF-8 text, got invalid byte {raw[exc.start:exc.start + 1]!r} "
                          f"at byte {exc.start}") from None
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
-        raise InputError(name, None, key, f"metadata must be one line of printable text, got {text[:40]!r}")
+        raise InputError(name, None, key, f"metadata must be one line of printable text, got {quoted(text, show=repr)}")
     return text
 
 
@@ -315,7 +315,7 @@ def parquet_block_size(path, name: str, pf=None, schema=None) -> int:
 
 def _shown(text: str | None) -> str:
     """A metadata value for a message: its repr, or that the key is missing."""
-    return "no such key" if text is None else repr(text[:40])
+    return "no such key" if text is None else quoted(text, show=repr)
 
 
 def _type_rules():

@@ -11,7 +11,7 @@ import os
 import stat
 from typing import Any
 
-from pcs.errors import PathError, UserError
+from pcs.errors import PathError, UserError, quoted
 
 __all__ = ["refuse_file_objects", "check_input_file", "check_input_dir", "check_regular_file"]
 
@@ -102,7 +102,7 @@ def refuse_file_objects(source: Any) -> None:
     """
     if isinstance(source, (bytes, bytearray, memoryview)):
         raise UserError(f"a trace path must be a str or pathlib.Path, got {type(source).__name__} "
-                        f"{bytes(source)[:60]!r}: pass os.fsdecode(path)")
+                        f"{quoted(bytes(source), 60, show=repr)}: pass os.fsdecode(path)")
     if isinstance(source, io.IOBase) or (hasattr(source, "read") and not hasattr(source, "iter_batches")):
         raise UserError(f"a trace is read from its path, not a file object ({type(source).__name__}): pass the "
                         "file's path (f.name), a pcs.trace.Trace or a list of requests")

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from pcs.argcheck import INT64_MAX, MAX_BLOCK_SIZE
-from pcs.errors import UserError
+from pcs.errors import UserError, quoted
 from pcs.units import format_counted
 
 __all__ = ["request_fields", "check_order"]
@@ -39,7 +39,7 @@ def _count(value: Any, index: int, field: str, lo: int, hi: int) -> int:
     if type(value) is int and lo <= value <= hi:      # the common case, without the slower ABC checks
         return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise _refuse(index, field, f"must be an integer, got {value!r:.60} ({type(value).__name__})")
+        raise _refuse(index, field, f"must be an integer, got {quoted(value, 60, show=repr)} ({type(value).__name__})")
     if not lo <= int(value) <= hi:
         raise _refuse(index, field, f"must be in {lo}..{hi:,}, got {int(value)}")
     return int(value)
@@ -49,7 +49,7 @@ def _arrival(value: Any, index: int) -> float:
     if type(value) is float and math.isfinite(value):  # the common case, without the slower ABC checks
         return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise _refuse(index, "arrival_s", f"must be a number of seconds, got {value!r:.60} ({type(value).__name__})")
+        raise _refuse(index, "arrival_s", f"must be a number of seconds, got {quoted(value, 60, show=repr)} ({type(value).__name__})")
     a = float(value)
     if not math.isfinite(a):
         raise _refuse(index, "arrival_s", f"must be finite, got {a}")
@@ -71,7 +71,7 @@ def _hashes(value: Any, index: int, want: int, prompt: int, bs: int) -> np.ndarr
             raise _refuse(index, "block_hashes", f"must be 1-D, got shape {raw.shape}")
         for i, h in enumerate(raw.tolist()):
             if isinstance(h, bool) or not isinstance(h, int) or not 0 <= h <= _U64_MAX:
-                raise _refuse(index, "block_hashes", f"element {i} must be an integer in 0..2^64 - 1, got {h!r:.40}")
+                raise _refuse(index, "block_hashes", f"element {i} must be an integer in 0..2^64 - 1, got {quoted(h, show=repr)}")
         arr = np.array(raw.tolist(), dtype=np.uint64)
     if len(arr) != want and len(arr) != prompt // bs:
         raise _refuse(index, "block_hashes", f"has {format_counted(len(arr), 'id')} but ceil({prompt:,} / block "

@@ -28,7 +28,7 @@ from typing import Iterator
 import numpy as np
 
 from pcs import choices
-from pcs.errors import InputError
+from pcs.errors import InputError, quoted
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import lone_surrogate
 from pcs.trace.hashids import ReadState, get_int, get_time, json_type, row_is_synthetic, strict_loads
@@ -55,7 +55,7 @@ def _tokens(obj: dict, name: str, ln: int) -> np.ndarray:
     for i, t in enumerate(toks):
         if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= _U32_MAX:
             raise InputError(name, ln, "token_ids", f"element {i} must be an integer in [0, 2**32), "
-                             f"got {json.dumps(t)[:40]}")
+                             f"got {quoted(t)}")
     return np.array(toks, dtype=np.uint32)
 
 
@@ -109,10 +109,10 @@ def parse_token_line(obj: dict, block_size: int, name: str, ln: int, prev_ts: fl
     out = get_int(obj, "output_length", name, ln) if "output_length" in obj else 0
     salt = obj.get("cache_salt")
     if salt is not None and not isinstance(salt, str):
-        raise InputError(name, ln, "cache_salt", f"must be a string, got {json.dumps(salt)[:40]}")
+        raise InputError(name, ln, "cache_salt", f"must be a string, got {quoted(salt)}")
     lora = obj.get("lora_id")
     if lora is not None and (isinstance(lora, bool) or not isinstance(lora, (int, str))):
-        raise InputError(name, ln, "lora_id", f"must be an integer or string, got {json.dumps(lora)[:40]}")
+        raise InputError(name, ln, "lora_id", f"must be an integer or string, got {quoted(lora)}")
     mm = _mm_inputs(obj, name, ln)
     for field, text in [("cache_salt", salt), ("lora_id", lora)] + [("mm_hashes", m.hash) for m in mm]:
         if isinstance(text, str) and lone_surrogate(text):   # the block hash mixes it in as UTF-8

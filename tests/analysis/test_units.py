@@ -111,3 +111,13 @@ def test_an_unknown_duration_unit_lists_what_is_accepted():
 def test_milliseconds_spelled_out_in_any_case(text):
     # only the abbreviations' upper-case M reads as mega; the spelled-out word is unambiguous: 2 ms = 0.002 s
     assert units.parse_duration(text) == 0.002
+
+
+@pytest.mark.parametrize("text, write", [("10Gbps", "GB/s"), ("10Gibps", "GiB/s"), ("10kbps", "kB/s"),
+                                         ("10bps", "B/s")])
+def test_bits_per_second_say_the_bytes_unit(text, write):
+    # review 45: 'Gbps' said only 'unit must end in /s' (and a look-alike GB/s would be 8x off): bits, and the unit
+    with pytest.raises(ValueError) as err:
+        units.parse_bandwidth(text)
+    assert f"'{text[2:]}' reads as bits per second; pcs takes bytes: write {write} (bytes) or divide bits by 8" \
+        in str(err.value)

@@ -91,7 +91,9 @@ def test_options_each_policy_takes():
     # SLRU's one option is the protected segment's share; LRU and FIFO take none
     assert policy_options("slru") == policy_options("protected") == ("protected_share",)
     assert policy_options("lru") == policy_options("fifo") == ()
-    with pytest.raises(ValueError, match="takes no option 'protected_share'; its options: none"):
+    # protected_share is slru's: said so (review 45), not a look-alike
+    with pytest.raises(ValueError, match="takes no option 'protected_share'; 'protected_share' is an option of slru, "
+                                         "not of lru; its options: none"):
         make_policy("lru", 10, protected_share=0.5)
     assert make_policy("slru", 10, protected_share=0.5).protected_max_blocks == 5     # floor(0.5 x 10)
 

@@ -270,3 +270,24 @@ def test_the_replay_path_compiles_dataclass_methods_on_first_use(args):
     assert out.returncode == 0, out.stderr
     eager = json.loads(out.stderr.rsplit("EAGER ", 1)[1])
     assert eager == [], f"made by the standard decorator on the replay path (use pcs._dataclass): {eager}"
+
+
+def _cli_modules() -> list[str]:
+    return sorted(f"pcs.cli.{p.stem}" for p in (ROOT / "pcs" / "cli").glob("*.py") if p.stem != "__init__")
+
+
+@pytest.mark.slow
+def test_every_cli_module_imports_alone():
+    """Each pcs.cli module imports first in a fresh interpreter (review 45: ``import pcs.cli.tracetools`` was a
+    circular import -- the trace group registers the tools' commands as it loads, and the tools imported the group
+    first)."""
+    probe = ("import importlib, sys, subprocess\n"
+             "bad = []\n"
+             "for m in sys.argv[1:]:\n"
+             "    r = subprocess.run([sys.executable, '-c', 'import ' + m], capture_output=True, text=True)\n"
+             "    if r.returncode:\n"
+             "        bad.append(m + ': ' + (r.stderr.strip().splitlines() or ['?'])[-1])\n"
+             "print('\\n'.join(bad))\n")
+    out = subprocess.run([sys.executable, "-c", probe, *_cli_modules()], capture_output=True, text=True, cwd=ROOT,
+                         timeout=600)
+    assert out.returncode == 0 and out.stdout.strip() == "", out.stdout + out.stderr

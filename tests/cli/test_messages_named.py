@@ -35,7 +35,8 @@ def test_a_sweep_point_error_uses_the_plans_words(tmp_path):
                     'tier = {gpu = "40blocks", cpu = "100blocks"}\n[axes]\nengine = ["lru-scan", "reference"]\n')
     out = invoke("sweep", plan, "-o", tmp_path / "out", "--jobs", "1", "-q")
     assert out.exit_code == 2, out.output
-    errs = [ln for ln in out.stderr.splitlines() if ln.startswith("pcs: error: point ")]
+    # the plan's line 7, where engine's value 'lru-scan' is written (the value the message quotes)
+    errs = [ln for ln in out.stderr.splitlines() if ln.startswith(f"pcs: error: {plan}:7: point ")]
     assert len(errs) == 1 and "engine 'lru-scan' cannot run this replay" in errs[0], out.stderr
     assert errs[0].endswith('use engine = "auto"') and "engine='auto'" not in errs[0], errs[0]
     cli = invoke("replay", SMALL_TRACE, "--timing", "sequential", "--tier", "gpu=40blocks", "--tier",

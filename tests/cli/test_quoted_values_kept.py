@@ -7,8 +7,9 @@ Worked out by hand from the readers' documented messages (docs/traces.md): ``q.j
 ms timestamps) line 1 fine (t 0), line 2 ``"input_length": "block_size=16 max_num_seqs sort="`` -> ``field
 'input_length': must be an integer, got "block_size=16 max_num_seqs sort="`` (the value as JSON writes it, 35
 characters, under the 40 shown), line 3 fine (t 2000), line 4 t 1000 -> ``field 'timestamp': decreases (1000 after
-2000); use sort= to reorder``, line 5 ``"input_length": "block_size=16 max_num_seqs timing='sequential' x"`` (its JSON
-is 49 characters: the first 40 shown, ``"block_size=16 max_num_seqs timing='sequ``, as the API shows it), line 6 fine.
+2000); use sort= to reorder``, line 5 ``"input_length": "block_size=16 max_num_seqs timing='sequential' x"`` (48
+characters, 13 + 13 + 20 + 2: its first 40 shown, cut with its closing quote and length, as the API shows it,
+``"block_size=16 max_num_seqs timing='seque..." (48 characters)``: pcs.errors.quoted), line 6 fine.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 from tests.helpers import assert_one_line_error, invoke
 
 VALUE = 'got "block_size=16 max_num_seqs sort="'
-CUT = "got \"block_size=16 max_num_seqs timing='sequ"
+CUT = "got \"block_size=16 max_num_seqs timing='seque...\" (48 characters)"
 LINE2 = f"q.jsonl:2: field 'input_length': must be an integer, {VALUE}"
 LINE4 = "q.jsonl:4: field 'timestamp': decreases (1000 after 2000); use --sort to reorder"
 LINE5 = f"q.jsonl:5: field 'input_length': must be an integer, {CUT}"

@@ -65,7 +65,7 @@ def test_an_old_curve_point_is_run_again_and_read_under_todays_names(tmp_path):
     assert json.loads(rows[old.stem]["result_json"])["cacheable_blocks"] == cacheable
     # the resume runs the old point again; then every row holds today's meanings
     again = _sweep(plan, out)
-    assert (again["ran"], again["skipped"]) == (1, 1)
+    assert (again["ran"], again["skipped_points"]) == (1, 1)
     table = read_results(out)
     assert table.column("block_accesses").to_pylist() == [every_id, every_id]
     assert table.column("cacheable_blocks").to_pylist() == [cacheable, cacheable]

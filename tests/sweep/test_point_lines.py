@@ -47,3 +47,34 @@ def test_a_value_two_options_hold_gets_no_line(tmp_path):
     msg = _refusal(tmp_path, _HEAD + 'gpu = "h100"\n\n[axes]\nmodel = ["h100"]\n')
     assert re.match(re.escape(str(tmp_path / "p.toml")) + r": point \w+ \(", msg), msg
     assert "unknown model 'h100'" in msg
+
+
+def test_a_point_failing_while_it_runs_names_the_plan_and_the_line(tmp_path):
+    """Review 45, 4b: a point that fails in its run (not at the plan check) names the plan and the line of the value
+    the message quotes (engine 'lru-scan', written on line 9); the other point runs."""
+    from helpers import invoke
+
+    plan = tmp_path / "p.toml"
+    # lines 1-5 _HEAD, 6 timing, 7 (blank), 8 [axes], 9 engine
+    plan.write_text(_HEAD.replace('tier = {gpu = "500blocks"}', 'tier = {gpu = "40blocks", cpu = "100blocks"}')
+                    + 'timing = "sequential"\n\n[axes]\nengine = ["lru-scan", "reference"]\n')
+    out = invoke("sweep", plan, "-o", tmp_path / "out", "--jobs", "1", "-q")
+    assert out.exit_code == 2, out.output
+    errs = [ln for ln in out.stderr.splitlines() if ln.startswith("pcs: error: ") and "cannot run" in ln]
+    assert len(errs) == 1, out.stderr
+    assert errs[0].startswith(f"pcs: error: {plan}:9: point "), errs[0]
+    assert re.search(r"\(trace=\S+ tier\.gpu=40blocks tier\.cpu=100blocks timing=sequential engine=lru-scan\): "
+                     r"engine 'lru-scan' cannot run this replay", errs[0]), errs[0]
+
+
+def test_a_point_failing_while_it_runs_without_a_culprit_names_the_plan_alone(tmp_path):
+    # tier.gpu = "1KB" holds no block of llama-2-70b: the message quotes 'gpu', a tier table's entry, which the plan
+    # cannot place: the plan alone, no line
+    from helpers import invoke
+
+    plan = tmp_path / "p.toml"
+    plan.write_text(_HEAD + '\n[axes]\n"tier.gpu" = ["500blocks", "1KB"]\n')
+    out = invoke("sweep", plan, "-o", tmp_path / "out", "--jobs", "1", "-q")
+    assert out.exit_code == 2, out.output
+    errs = [ln for ln in out.stderr.splitlines() if "smaller than one block" in ln]
+    assert len(errs) == 1 and errs[0].startswith(f"pcs: error: {plan}: point "), out.stderr

@@ -26,11 +26,14 @@ def test_the_sample_plan_runs_and_a_second_run_skips_it(tmp_path):
     assert first.exit_code == 0, first.output
     p = json.loads(first.stdout)
     # 2 policies x cpu 0, 50, 100 GB (the plan's axes)
-    assert (p["points"], p["ran"], p["skipped"], p["summary"]["replay_points"]) == (6, 6, 0, 6)
+    assert (p["points"], p["ran"], p["skipped_points"], p["summary"]["replay_points"]) == (6, 6, 0, 6)
+    # review 45: the run's points already done are skipped_points; skipped is each row's count of bad trace lines
+    assert "skipped" not in p
     rows = read_results(tmp_path).to_pylist()
+    assert [r["skipped"] for r in rows] == [0] * 6
     assert {r["trace"] for r in rows} == {str(ROOT / "traces" / "sample_chat.jsonl")}   # relative to the plan
     again = _pcs("sweep", "run", SAMPLE_PLAN, "-o", tmp_path, "--format", "json", "-q")
-    assert (json.loads(again.stdout)["ran"], json.loads(again.stdout)["skipped"]) == (0, 6)
+    assert (json.loads(again.stdout)["ran"], json.loads(again.stdout)["skipped_points"]) == (0, 6)
 
 
 @pytest.mark.parametrize("kind,fixed,axis,pick,alone", [

@@ -51,7 +51,7 @@ def _replay_json(policy: str, cpu: str) -> dict:
 
 def test_a_pool_of_two_gives_the_same_rows(dozen_plan, dozen_rows, tmp_path):
     run = run_sweep(dozen_plan, tmp_path, jobs=2)
-    assert (run.backend, run.ran, run.skipped) == ("2 processes", 12, 0)
+    assert (run.backend, run.ran, run.skipped_points) == ("2 processes", 12, 0)
     assert read_results(tmp_path).to_pylist() == dozen_rows
 
 
@@ -81,9 +81,9 @@ def test_columns_hold_the_options_and_the_tier_sizes_worked_by_hand(dozen_rows):
 def test_a_rerun_skips_done_points_and_force_reruns_them(dozen_plan, dozen_rows, tmp_path):
     first = run_sweep(dozen_plan, tmp_path, jobs=1)
     again = run_sweep(dozen_plan, tmp_path, jobs=1)
-    assert (first.ran, again.ran, again.skipped) == (12, 0, 12)
+    assert (first.ran, again.ran, again.skipped_points) == (12, 0, 12)
     forced = run_sweep(dozen_plan, tmp_path, jobs=1, force=True)
-    assert (forced.ran, forced.skipped) == (12, 0)
+    assert (forced.ran, forced.skipped_points) == (12, 0)
     assert read_results(tmp_path).to_pylist() == dozen_rows       # each point once
 
 
@@ -102,7 +102,7 @@ def test_a_point_file_holding_another_points_row_is_not_done(dozen_plan, dozen_r
         with pytest.raises(UserError, match=f"holds the row of point '{b.stem}', not of '{a.stem}'"):
             read(tmp_path)
     again = run_sweep(dozen_plan, tmp_path, jobs=1)
-    assert (again.ran, again.skipped) == (1, 11)
+    assert (again.ran, again.skipped_points) == (1, 11)
     assert read_results(tmp_path).to_pylist() == dozen_rows       # each point once, a's own row back
 
 
@@ -157,7 +157,7 @@ def test_a_killed_sweep_keeps_its_points_and_a_rerun_runs_only_the_rest(tmp_path
     assert f"{len(before)} of 12 points are in" in err
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []     # no temporary file left
     rerun = run_sweep(plan, out, jobs=1)
-    assert (rerun.skipped, rerun.ran) == (len(before), 12 - len(before))       # only the missing points ran
+    assert (rerun.skipped_points, rerun.ran) == (len(before), 12 - len(before))       # only the missing points ran
     after = read_results(out).to_pylist()
     assert len(after) == 12 and len({r["point_id"] for r in after}) == 12      # each point once
     assert [r for r in after if r in before] == before                         # the finished ones untouched

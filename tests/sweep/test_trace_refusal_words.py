@@ -36,3 +36,12 @@ _ROW = '{{"timestamp": {t}, "input_length": 1024, "output_length": {out}, "hash_
 def test_a_refused_trace_is_named_in_the_plans_words(tmp_path, rows, needles):
     line = assert_one_line_error(_sweep(tmp_path, "".join(rows)), *needles)
     assert "--" not in line.split("t.jsonl", 1)[1], line
+
+
+def test_format_detection_advice_is_a_plans_key(tmp_path):
+    # a plan has no flags to pass (review 45, 4a): the advice is its key, trace-format = "...", not 'pass trace-format'
+    line = assert_one_line_error(_sweep(tmp_path, '{"foo": 1}\n'),
+                                 "t.jsonl:1: cannot detect the format: the first object has none of 'hash_ids', "
+                                 "'chat_id', 'token_ids'; set trace-format = \"...\" (mooncake, bailian, tokens, "
+                                 "parquet, azure, burstgpt)")
+    assert "pass" not in line, line

@@ -17,7 +17,7 @@ def test_failure_grades(monkeypatch, exc, user):
         raise exc
 
     monkeypatch.setattr(pcs, "footprint", planted, raising=False)
-    out = run_task(SimpleNamespace(point_id=7, call="footprint", kwargs={}, trace_key=None))
+    out = run_task(SimpleNamespace(point_id=7, call="footprint", kwargs={}, trace_key=None, options={}))
     assert out.row is None and out.user_error is user
     assert (out.traceback is None) is user
     if not user:

@@ -145,4 +145,5 @@ def test_a_parquet_id_names_its_element(tmp_path):
 def test_an_integer_option_past_the_digit_limit_says_so():
     r = invoke("replay", "--max-num-seqs", LONG)
     assert r.exit_code == 2
-    assert f"'{LONG[:40]}': number too long (5000 digits)" in r.stderr
+    # the value cut with its closing quote and length (pcs.errors.quoted)
+    assert f"'{LONG[:40]}...' (5,000 characters): number too long (5000 digits)" in r.stderr

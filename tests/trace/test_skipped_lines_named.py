@@ -297,3 +297,37 @@ def test_raise_mode_keeps_the_path_and_every_reader_advises_in_the_callers_words
                  "2023-11-16 18:15:46.0000000,100,4\n")
     with pytest.raises(Exception, match=r"a\.csv:3: field 'TIMESTAMP': decreases \(use sort= to reorder\)"):
         list(open_trace(c).iter_batches())
+
+
+_CLEAN = ('{"timestamp": 0, "input_length": 1024, "output_length": 5, "hash_ids": [1, 2]}\n'
+          '{"timestamp": 1, "input_length": 1024, "output_length": 5, "hash_ids": [1, 3]}\n')
+
+
+@pytest.mark.parametrize("command", [
+    ("replay", "--tier", "gpu=100blocks"),
+    ("replay", "--tier", "gpu=100blocks", "--instances", "2"),
+    ("compare", "--tier", "gpu=100blocks", "--policy", "lru", "--policy", "fifo"),
+    ("compare", "--tier", "gpu=100blocks", "--instances", "2", "--router", "round-robin", "--router", "random"),
+    ("curve", "--capacities", "1blocks,2blocks"),
+    ("trace", "stats"),
+    ("trace", "convert", "OUT"),
+])
+def test_skipped_lines_is_left_out_of_a_clean_read_by_every_command(tmp_path, command):
+    """docs/json.md: skipped_lines is omitted unless a bad line was skipped; skipped is 0 (review 45: pcs trace
+    stats and convert printed skipped_lines: [])."""
+    from helpers import invoke
+
+    def run(text: str, name: str) -> dict:
+        trace = tmp_path / f"{name}.jsonl"
+        trace.write_text(text)
+        args = [str(tmp_path / f"{name}.parquet") if a == "OUT" else a for a in command]
+        where = 2 if command[0] == "trace" else 1          # pcs trace SUB TRACE ..., pcs CMD TRACE ...
+        r = invoke(*args[:where], trace, *args[where:], "--on-error", "skip", "--format", "json", "-q")
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)
+
+    doc = run(_CLEAN, "clean")
+    assert doc["skipped"] == 0 and "skipped_lines" not in doc, doc.get("skipped_lines")
+    # a skipped line (line 2 has no timestamp) is named, beside the count
+    doc = run(_CLEAN.splitlines(keepends=True)[0] + '{"input_length": 5, "hash_ids": [1]}\n' + _CLEAN, "dirty")
+    assert doc["skipped"] == 1 and [e["line"] for e in doc["skipped_lines"]] == [2], doc

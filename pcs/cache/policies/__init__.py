@@ -49,7 +49,7 @@ from pcs.cache.policies.sieve import SievePolicy
 from pcs.cache.policies.slru import DEFAULT_PROTECTED_SHARE, ProtectedPolicy, SLRUPolicy
 from pcs.cache.policies.twoq import TwoQPolicy
 from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
-from pcs.choices import did_you_mean
+from pcs.choices import option_elsewhere
 from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
 from pcs.errors import UnknownNameError, UserError
 from pcs.cache.policyguard import check_initialised, is_own, raised
@@ -335,7 +335,9 @@ def make_policy(name: str, capacity_blocks: int, context: PolicyContext | None =
         if key not in takes:
             # each option written NAME=, as a spec takes it (slru:protected_share=0.2): the command line's message
             # rewriting (pcs/cli/common.py) leaves a name followed by '=' as it is
-            raise UserError(f"eviction policy {cls.name!r} takes no option {key!r}; {did_you_mean(key, takes)}"
+            options_of = {n: policy_options(n) for n in registered_names()}
+            raise UserError(f"eviction policy {cls.name!r} takes no option {key!r}; "
+                            f"{option_elsewhere(key, cls.name, {**options_of, cls.name: takes})}"
                             f"its options: {', '.join(f'{t}=' for t in takes) or 'none'}")
     try:
         policy = cls(capacity_blocks, context=context, **given) if cls.needs else cls(capacity_blocks, **given)

@@ -14,7 +14,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 from pcs.choices import MAX_STALE_S
-from pcs.choices import did_you_mean
+from pcs.choices import option_elsewhere
 from pcs.errors import UnknownNameError, UserError
 
 __all__ = ["ROUTERS", "Request", "Router", "parse_router", "router_names", "stale_view_applies"]
@@ -77,7 +77,9 @@ class Router:
         for k, v in options.items():
             if k not in self.OPTIONS:
                 valid = ", ".join(self.OPTIONS) or "none"
-                raise UserError(f"router {self.name!r} has no option {k!r}; {did_you_mean(k, self.OPTIONS)}valid: {valid}")
+                raise UserError(f"router {self.name!r} has no option {k!r}; "
+                                f"{option_elsewhere(k, self.name, {**_options_of(), self.name: self.OPTIONS})}"
+                                f"valid: {valid}")
         self.options = {k: options.get(k, d) for k, (_, d, _) in self.OPTIONS.items()}
 
     def choose(self, req: Request, index: Any, load: Any) -> int:
@@ -137,6 +139,11 @@ def _convert(router: str, key: str, typ: type, text: str, bounds: tuple | None) 
     return value + 0 if typ is float else value    # -0.0 -> 0.0: one name for one router (pcs compare)
 
 
+def _options_of() -> dict[str, tuple[str, ...]]:
+    """Router name -> its options (every router module imported: for a refused option's message only)."""
+    return {n: tuple(importlib.import_module(f"pcs.fleet.routers.{m}").ROUTER.OPTIONS) for n, m in ROUTERS.items()}
+
+
 def _parse_options(name: str, cls: type, rest: str) -> dict[str, Any]:
     """``opt=v,opt=v`` (exact: no spaces, no empty item, no trailing comma) -> {option: value}; UserError."""
     options: dict[str, Any] = {}
@@ -144,8 +151,8 @@ def _parse_options(name: str, cls: type, rest: str) -> dict[str, Any]:
         key, sep, text = part.partition("=")
         if not sep or key not in cls.OPTIONS:
             valid = ", ".join(f"{k}=" for k in cls.OPTIONS) or "none"
-            raise UserError(f"router {name!r}: bad option {part!r}; {did_you_mean(key, cls.OPTIONS) if sep else ''}"
-                            f"valid: {valid}")
+            raise UserError(f"router {name!r}: bad option {part!r}; "
+                            f"{option_elsewhere(key, name, _options_of()) if sep else ''}valid: {valid}")
         if key in options:
             raise UserError(f"router {name!r}: option {key} given twice")
         if text != text.strip() or "_" in text:      # exact values: ' 1' and '1_000' are refused
