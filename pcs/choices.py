@@ -18,7 +18,7 @@ if TYPE_CHECKING:     # annotations only: this module imports nothing at run tim
 
 __all__ = ["WRITE_POLICIES", "TIMINGS", "TRACE_FORMATS", "LENGTH_ONLY_FORMATS", "ON_ERROR", "MAX_INSTANCES", "MAX_STALE_S",
            "BUILTIN_POLICIES", "POLICY_ALIASES", "DEFAULT_POLICY", "MAX_BLOCK_SIZE",
-           "DEFAULT_TOKEN_BLOCK_SIZE", "CLOSE_CUTOFF", "did_you_mean", "close_tail", "option_elsewhere"]
+           "DEFAULT_TOKEN_BLOCK_SIZE", "CLOSE_CUTOFF", "did_you_mean", "close_tail", "option_elsewhere", "options_list"]
 
 #: ``back``: evicted blocks move down one tier; ``through``: computed blocks are
 #: copied to every lower tier at once and evictions drop (docs/semantics.md §7; :mod:`pcs.cache.hierarchy`).
@@ -100,6 +100,16 @@ def close_tail(name: object, words: Iterable[str], aliases: Mapping[str, str] | 
     """
     close = did_you_mean(name, words, aliases).strip()
     return f"; {close}" if close else ""
+
+
+def options_list(takes: Iterable[str]) -> str:
+    """How a refusal lists the options an eviction policy, an admission kind or a router takes (one wording for
+    all three, as a spec writes them): ``its options: NAME=, ...``, or ``its options: none``.
+
+    >>> options_list(("small_share", "ghost_share")), options_list(())
+    ('its options: small_share=, ghost_share=', 'its options: none')
+    """
+    return f"its options: {', '.join(f'{t}=' for t in takes) or 'none'}"
 
 
 def option_elsewhere(key: str, name: str, options_of: Mapping[str, Iterable[str]]) -> str:

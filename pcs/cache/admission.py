@@ -33,11 +33,11 @@ from __future__ import annotations
 from typing import Any, ClassVar, Sequence
 
 from pcs.cache.policies import spec_value
-from pcs.choices import option_elsewhere
+from pcs.choices import option_elsewhere, options_list
 from pcs.errors import UnknownNameError, UserError
 
 __all__ = ["AdmissionPolicy", "CountingAdmission", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
-           "admission_kinds", "NO_ADMISSION", "apply_admission", "needs_context"]
+           "admission_kinds", "NO_ADMISSION", "apply_admission", "check_admissions", "needs_context"]
 
 #: the ``--admit`` value (per compared variant) meaning "no admission policy".
 NO_ADMISSION = "none"
@@ -193,7 +193,7 @@ def make_admission(text: str, context: Any = None) -> AdmissionPolicy:
     for key in opts:
         if key not in takes:
             raise UserError(f"admission {kind!r} takes no option {key!r}; {option_elsewhere(key, kind, options_of)}"
-                            f"its options: {', '.join(takes)}")
+                            f"{options_list(takes)}")
     return cls(**opts, context=context) if "context" in inspect.signature(cls.__init__).parameters else cls(**opts)
 
 
@@ -207,10 +207,7 @@ def apply_admission(specs: Sequence[str], policy: Any, context: Any = None,
     """
     parts = []
     for spec in specs:
-        try:
-            adm = make_admission(spec, context)
-        except UserError as exc:
-            raise UserError(f"admit=['{tier}={spec}']: {exc}" if tier else str(exc)) from None
+        adm = _made(spec, context, tier)
         if hasattr(adm, "wrap"):
             policy = adm.wrap(policy)
         parts.append(adm)
@@ -218,6 +215,39 @@ def apply_admission(specs: Sequence[str], policy: Any, context: Any = None,
     if not parts:
         return policy, None
     return policy, (filters[0] if len(filters) == 1 else CombinedAdmission(filters))
+
+
+def _made(spec: str, context: Any, tier: str) -> AdmissionPolicy:
+    """:func:`make_admission` of one tier's kind, a refusal led by the option that gave it (``admit=['cpu=...']``,
+    the whole ``TIER=KIND`` kept as the error's ``refused_value``: a sweep plan names the line it is written on)."""
+    try:
+        return make_admission(spec, context)
+    except UserError as exc:
+        if not tier:
+            raise
+        err = UserError(f"admit=['{tier}={spec}']: {exc}")
+        err.refused_value = f"{tier}={spec}"
+        raise err from None
+
+
+class _CheckOnly:
+    """The trace context a kind that reads it (``retain``) is built with by :func:`check_admissions`: its values
+    are checked, and the policy is dropped unused (nothing reads this stand-in's ``oracle``)."""
+
+    oracle = clock = object()
+
+
+def check_admissions(admit: dict[str, list[str]]) -> None:
+    """The refusals :func:`apply_admission` would make of each tier's kinds (``admit``: tier -> kinds, as
+    :func:`parse_admit_option` returns them), made before a run (:func:`pcs.engine.api.check_replay`, a sweep's
+    plan): each kind built as the run builds it (:func:`_made`, the same code), with a stand-in trace context.
+
+    Raises:
+        UserError: as :func:`apply_admission`.
+    """
+    for tier, specs in admit.items():
+        for spec in specs:
+            _made(spec, _CheckOnly(), tier)
 
 
 def needs_context(specs: Sequence[str]) -> bool:

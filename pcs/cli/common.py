@@ -273,8 +273,11 @@ _PLAN_PHRASE_OF = {"engine='auto'": 'engine = "auto"', "native 'auto'": 'native 
                    "links= is for": "link is for", "use the compute dtype bf16": 'use compute-dtype = "bf16"',
                    "or load a Hugging Face config.json: model=pcs.model.hfconfig.load_hf_config(path)":
                        'or give a Hugging Face config.json path: model = "path/to/config.json"'}
-#: the API's ``links['cpu'] = 'VALUE'`` (pcs/engine/api.py) -> ``--link cpu=VALUE`` (a sweep plan: ``link cpu=VALUE``)
-_LINK_PATTERN = r"links\['([^'\\]*)'\] = '([^'\\]*)'"
+#: the API's ``links['cpu'] = 'VALUE'`` and ``tier_policies['cpu'] = 'VALUE'`` (pcs/engine/api.py) -> ``--link cpu=VALUE``,
+#: ``--tier-policy cpu=VALUE`` (a sweep plan: ``link cpu=VALUE``, ``tier-policy cpu=VALUE``); the value may be cut
+#: by :func:`pcs.errors.quoted` (``'lfu:xx...' (5,000 characters)``: the count stays after it)
+_LINK_PATTERN = r"(links|tier_policies)\['([^'\\]*)'\] = '([^'\\]*)'"
+_PAIR_OPTION_OF = {"links": "--link", "tier_policies": "--tier-policy"}
 
 
 #: A value a message quotes from the user's input (a trace's field, a Parquet metadata value, a sweep plan's value) as
@@ -320,8 +323,8 @@ def _reworded(message: str, plan: bool) -> str:
         return message
     phrases, cut = (_PLAN_PHRASE_OF, 2) if plan else (_PHRASE_OF, 0)
     field_re, link_re, phrase_re, kwarg_re, _ = _patterns()
+    message = link_re.sub(lambda m: f"{_PAIR_OPTION_OF[m.group(1)][cut:]} {m.group(2)}={m.group(3)}", message)
     message = field_re.sub(lambda m: _OPTION_OF[m.group(1)][cut:], message)
-    message = link_re.sub(lambda m: f"{'--link'[cut:]} {m.group(1)}={m.group(2)}", message)
     message = phrase_re.sub(lambda m: phrases[m.group(0)], message)
     if plan:        # a plan has no flags to pass: it sets its keys (set trace-format = "...")
         message = _pass_pattern().sub("set ", message)

@@ -41,7 +41,7 @@ from pcs import units
 from pcs.blocks import BlockRules
 from pcs.cache import Tier
 from pcs.cache.hierarchy import check_write_policy
-from pcs.cache.policies import DEFAULT_POLICY, canonical_spec, make_policies
+from pcs.cache.policies import DEFAULT_POLICY, canonical_spec, check_policies, make_policies
 from pcs.engine import select
 from pcs.engine.computecheck import checked_compute
 from pcs.engine.keptsetup import kept_group_block_bytes, kept_tier, kept_with_tp
@@ -56,13 +56,13 @@ from pcs.engine.tiercheck import check_tier_spec
 from pcs.engine.timing import TimeModel
 from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
-from pcs.errors import ArgumentTypeError, UnknownNameError, UserError, ending_with
+from pcs.errors import ArgumentTypeError, UnknownNameError, UserError, ending_with, quoted
 from pcs.trace.batches import as_batches, reiterable, with_limits
 from pcs.trace.rowlimits import NO_LIMITS, STEP_LIMITS, RowLimits
 from pcs._dataclass import dataclass
 from pcs import _native
 from pcs.cache import admission
-from pcs.cache.admission import apply_admission, parse_admit_option
+from pcs.cache.admission import apply_admission, check_admissions, parse_admit_option
 from pcs.cache.policies import needs_context, parse_policy_spec
 from pcs.cache.policies.context import PolicyContext, TraceOracle, block_cost_from
 from pcs.compute import ComputeModel
@@ -292,7 +292,8 @@ def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tie
             for s, b in zip(specs, bpb)]
     names = _policy_names(specs, policy, tier_policies)
     ctx = context.fresh() if context is not None else None       # one clock per hierarchy
-    policies = make_policies(names, caps, ctx, protected_share=protected_share)
+    policies = make_policies(names, caps, ctx, _policy_labels(specs, policy, tier_policies),
+                             protected_share=protected_share)
     tiers = []
     for s, c, p in zip(specs, caps, policies):
         p, adm = apply_admission((admit or {}).get(s.name, ()), p, ctx, s.name)
@@ -316,6 +317,36 @@ def _admit_map(admit: Any, specs: Sequence[TierSpec]) -> dict[str, list[str]]:
 def _policy_names(specs: Sequence[TierSpec], policy: str, tier_policies: Mapping[str, str]) -> list[str]:
     """The policy (name or spec) of each tier."""
     return [tier_policies.get(s.name, s.policy or policy) for s in specs]
+
+
+def _policy_labels(specs: Sequence[TierSpec], policy: str, tier_policies: Mapping[str, str]) -> list[str]:
+    """The argument that gave each tier its policy, as a refusal of its options names it (``policy='lfu:x=1'``,
+    ``tier_policies['cpu'] = 'lfu:x=1'``: the command line's ``--policy`` and ``--tier-policy cpu=...``,
+    :func:`pcs.cli.common.option_names`), the spec cut by :func:`pcs.errors.quoted`."""
+    def label(s: TierSpec) -> str:
+        if s.name in tier_policies:
+            return f"tier_policies[{s.name!r}] = {quoted(tier_policies[s.name], show=repr)}"
+        if s.policy:
+            return f"tier {s.name!r}'s policy {quoted(s.policy, show=repr)}"
+        return f"policy={quoted(policy, show=repr)}"
+
+    return [label(s) for s in specs]
+
+
+def _check_policies(specs: Sequence[TierSpec], policy: str, tier_policies: Mapping[str, str] | None,
+                    protected_share: float | None, admit: Any) -> None:
+    """The refusals the run's tiers would make of their eviction policies (names, options, values) and admission
+    kinds, made before the trace is read: the registry's checks of the specs the run builds
+    (:func:`pcs.cache.policies.check_policies`, :func:`pcs.cache.admission.check_admissions`), labelled as the run
+    labels them (:func:`_policy_labels`).
+
+    Raises:
+        UserError: the first refusal, naming the argument that gave the spec.
+    """
+    tier_policies = dict(tier_policies or {})
+    check_policies(_policy_names(specs, policy, tier_policies), _policy_labels(specs, policy, tier_policies),
+                   protected_share=protected_share)
+    check_admissions(_admit_map(admit, specs))
 
 
 def _policy_context(names: Sequence[str], source: Any, rules: BlockRules, compute: Any, bs: int,
@@ -747,7 +778,9 @@ def _checked_args(k: Mapping[str, Any]) -> tuple:
     (:func:`replay`, :func:`check_replay` and through it a sweep's plan and :func:`pcs.fleet.fleet_replay` call
     it): the arguments' types (:func:`_check_api_args`), the numbers and flags (:func:`_checked_numbers`),
     timing / policy / write policy / tp / engine / native / compute mode, the tier list (GPU tier first, only
-    it ``auto``, distinct names, per-tier option names), two protected shares, model, dtype and hardware.
+    it ``auto``, distinct names, per-tier option names), two protected shares, each tier's eviction policy and
+    admission kinds (names, options and values, as the run builds them: :func:`_check_policies`), model, dtype and
+    hardware.
 
     Args:
         k: every keyword of :func:`replay` by name (its ``locals()`` on entry, or bound with defaults).
@@ -764,6 +797,7 @@ def _checked_args(k: Mapping[str, Any]) -> tuple:
                     k["compute_mode"])
     tier_specs = _tier_specs(k["tiers"], k["tier_policies"], k["links"])
     refuse_two_shares(opts.policy, k["tier_policies"], numbers[0])
+    _check_policies(tier_specs, opts.policy, k["tier_policies"], numbers[0], k["admit"])
     spec, gpu = _model_and_gpu(k["model"], k["dtype"], k["hardware"], k["hardware_table"], opts.tp)
     return numbers, opts, tier_specs, spec, gpu
 

@@ -227,19 +227,23 @@ def _reworded(exc: Exception, message: str) -> PlanError:
     """``exc`` re-worded as a :class:`PlanError` saying ``message``, keeping what :func:`culprit` reads."""
     err = PlanError(message)
     err.unknown_name = exc.name if isinstance(exc, UnknownNameError) else getattr(exc, "unknown_name", None)
+    err.refused_value = getattr(exc, "refused_value", None)
     return blamed(err, getattr(exc, "plan_option", None))
 
 
 def culprit(exc: Exception, options: dict[str, Any]) -> str | None:
     """The plan option ``exc`` refuses: its mark (:func:`blamed`; click's parameter), else the one option whose
-    value is the unknown name of an :class:`pcs.errors.UnknownNameError` (``model = "llama-3.1-8"``), else None
-    (two options hold that value, or the refusal names no value: no line rather than a wrong one)."""
+    value is the unknown name of an :class:`pcs.errors.UnknownNameError` (``model = "llama-3.1-8"``) or the value
+    the refusal keeps as ``refused_value`` (a policy spec, ``policy = "lfu:aging=x"``; an admission
+    ``"cpu=reuse:0"``, one of a list), else None (two options hold that value, or the refusal names no value: no
+    line rather than a wrong one)."""
     option = getattr(exc, "plan_option", None)
     if option is None and isinstance(exc, click.BadParameter) and exc.param is not None:
         option = exc.param.name
     name = exc.name if isinstance(exc, UnknownNameError) else getattr(exc, "unknown_name", None)
+    name = name if name is not None else getattr(exc, "refused_value", None)
     if option is None and name is not None:
-        holders = [k for k, v in options.items() if isinstance(v, str) and v == name]
+        holders = [k for k, v in options.items() if v == name or (isinstance(v, list) and name in v)]
         option = holders[0] if len(holders) == 1 else None
     return option if option in options else None
 

@@ -32,7 +32,7 @@ import itertools
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from pcs.choices import did_you_mean
 from pcs.errors import InputError, UserError
@@ -212,6 +212,47 @@ def _refuse_wrong_shapes(kind: str, fixed: dict[str, Any], axes: dict[str, Any],
                                 f"axes.{key}[{i - 1}]")
 
 
+def _tier_entries(fixed: dict[str, Any], axes: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
+    """Each ``tier`` entry a plan writes as one value -- ``[fixed]``'s table or list, a ``tier.NAME`` key, a
+    ``tier.NAME`` axis's list, ``"NAME=SIZE"`` strings -- as (field, tier name, size): ``field`` is where it is
+    written (``fixed.tier.cpu``, ``axes.tier.cpu[1]``, ``fixed.tier``). A range axis's values are checked by
+    :func:`pcs.sweep.axes.expand_axis`."""
+    for table, items in (("fixed", fixed), ("axes", axes)):
+        for key, value in items.items():
+            name, dot, entry = str(key).partition(".")
+            if _name(name) != "tier":
+                continue
+            values = list(enumerate(value)) if table == "axes" and isinstance(value, list) else [(None, value)]
+            for i, v in values:
+                at = f"{table}.{key}" + ("" if i is None else f"[{i}]")
+                if dot:
+                    yield at, entry.strip().lower(), v
+                elif isinstance(v, dict):
+                    yield from ((f"{at}.{k}", str(k).strip().lower(), x) for k, x in v.items())
+                else:           # "NAME=SIZE" strings (a malformed one is _pairs's to refuse)
+                    pairs = (str(t).partition("=") for t in (v if isinstance(v, list) else [v]))
+                    yield from ((at, k.strip().lower(), x.strip()) for k, sep, x in pairs if sep and k.strip())
+
+
+def _check_tier_sizes(fixed: dict[str, Any], axes: dict[str, Any], source: str) -> None:
+    """Refuse a tier size the run would refuse (``tier = {cpu = "10Gb"}``) with the plan, at the line it is written:
+    the run's own parser, :func:`pcs.engine.api.parse_tier` (the command's option check; before, the refusal came
+    when the point was prepared, naming no line).
+
+    Raises:
+        PlanKeyError: naming the plan, the key and the parser's reason.
+    """
+    from pcs.engine.api import parse_tier
+
+    for field, name, size in _tier_entries(fixed, axes):
+        if isinstance(size, (str, int, float)) and not isinstance(size, bool):
+            try:
+                parse_tier(f"{name}={size}")
+            except UserError as exc:
+                raise PlanKeyError(f"{source} [{field.partition('.')[0]}] {field.partition('.')[2]!r}: "
+                                   f"{str(exc).splitlines()[0]}", field) from None
+
+
 def _expanded_axes(axes: dict[str, Any], names: list[str], source: str) -> list[list[Any]]:
     """Each axis's values (:func:`pcs.sweep.axes.expand_axis`), in order; ``names``: the keys stripped.
 
@@ -243,7 +284,8 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
         UserError: an empty plan, an unknown top-level key or kind, a bad axis, a value that does not fit its
             option (a nested list, a table where one value goes: :func:`pcs.sweep.kinds.shape_problem`), a TOML
             date/time as a value, an option
-            both fixed and an axis, one option or table entry named twice (two spellings,
+            both fixed and an axis, a tier size the run refuses (:func:`_check_tier_sizes`), one option or table
+            entry named twice (two spellings,
             ``write-policy`` / ``write_policy``, or ``tier.cpu`` / ``tier.CPU``), two points with one id, more than
             :data:`MAX_POINTS` points.
     """
@@ -270,6 +312,8 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     _refuse_same_option(fixed, f"{source} [fixed]", "fixed")
     _refuse_same_option(axes, f"{source} [axes]", "axes")
     _refuse_wrong_shapes(kind, fixed, axes, source)
+    if "tier" in pairs:
+        _check_tier_sizes(fixed, axes, source)
     base: dict[str, Any] = {}
     for k, v in fixed.items():
         _set(base, k, v, pairs, f"{source} [fixed]", "fixed")

@@ -98,7 +98,9 @@ def test_spec_values_are_numbers_only_in_ascii():
 def test_policy_option_full_width_is_refused():
     import pcs
 
-    with pytest.raises(UserError, match=r"^eviction policy 's3fifo' option move_to_main_threshold=１: expected an "
+    # led by the argument that gave it (mend45c: a policy's refusal names its option, as --policy on the command line)
+    with pytest.raises(UserError, match=r"^policy='s3fifo:move_to_main_threshold=１': eviction policy 's3fifo' "
+                                        r"option move_to_main_threshold=１: expected an "
                                         r"integer \(its default is 2\)$"):
         pcs.replay(policy="s3fifo:move_to_main_threshold=１", tiers=["gpu=1GB"])
 

@@ -49,13 +49,13 @@ from pcs.cache.policies.sieve import SievePolicy
 from pcs.cache.policies.slru import DEFAULT_PROTECTED_SHARE, ProtectedPolicy, SLRUPolicy
 from pcs.cache.policies.twoq import TwoQPolicy
 from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
-from pcs.choices import option_elsewhere
+from pcs.choices import option_elsewhere, options_list
 from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
-from pcs.errors import UnknownNameError, UserError
+from pcs.errors import UnknownNameError, UserError, quoted
 from pcs.cache.policyguard import check_initialised, is_own, raised
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
-           "policy_defaults", "parse_policy_spec", "needs_context", "registered_names", "POLICY_NAMES",
+           "policy_defaults", "parse_policy_spec", "check_policy", "check_policies", "needs_context", "registered_names", "POLICY_NAMES",
            "POLICY_ALIASES", "canonical_spec", "configuration_key", "POLICY_CHOICES", "POLICY_ORIGINS", "PLUGIN_ERRORS", "ENTRY_POINT_GROUP", "DEFAULT_POLICY",
            "is_builtin", "LRUPolicy", "SLRUPolicy", "ProtectedPolicy", "FIFOPolicy", "ARCPolicy", "S3FIFOPolicy",
            "SievePolicy", "LFUPolicy", "TwoQPolicy", "GDSFPolicy", "BeladyPolicy", "DEFAULT_PROTECTED_SHARE",
@@ -172,14 +172,17 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
     ('s3fifo', {'small_share': 0.2, 'move_to_main_threshold': 3})
 
     Raises:
-        UserError: an option without ``=`` or with an empty key or value.
+        UserError: an option without ``=`` or with an empty key or value (cut by :func:`pcs.errors.quoted`; the
+            whole spec named too when it has several options).
     """
     name, _, rest = str(spec).partition(":")
     opts: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, value = part.partition("=")
         if not sep or not key.strip() or not value.strip():
-            raise UserError(f"bad policy option {part!r} in {spec!r}; expected NAME:OPTION=VALUE, e.g. lfu:aging=none")
+            whole = "" if part == rest.strip() else f" in {quoted(str(spec), show=repr)}"   # one option: it is the spec
+            raise UserError(f"bad policy option {quoted(part, show=repr)}{whole}; expected NAME:OPTION=VALUE, "
+                            "e.g. lfu:aging=none")
         opts[key.strip()] = spec_value(value.strip())
     return name.strip(), opts
 
@@ -305,22 +308,14 @@ def typed_option(policy: str, key: str, value: Any, default: Any) -> Any:
     return typed
 
 
-def make_policy(name: str, capacity_blocks: int, context: PolicyContext | None = None,
-                **options: Any) -> EvictionPolicy:
-    """Instantiate policy ``name`` (or a spec ``NAME:OPTION=VALUE,...``) for a tier of ``capacity_blocks``.
-
-    ``options`` go to the policy's constructor (e.g. ``protected_share`` for
-    ``slru``) after those of the spec (whose values are typed by the defaults, :func:`typed_option`); an option whose value is None counts
-    as not given (the policy's default applies). ``context`` goes to the
-    policies that read the trace (:attr:`EvictionPolicy.needs`).
+def _arguments(name: str, options: dict[str, Any]) -> tuple[type[EvictionPolicy], dict[str, Any]]:
+    """The class of policy ``name`` (a spec ``NAME:OPTION=VALUE,...``) and the keyword arguments its constructor
+    gets: the spec's options typed by their defaults (:func:`typed_option`), then ``options`` (None: not given),
+    each checked to be one the policy takes -- the one place :func:`make_policy` and :func:`check_policy` read them.
 
     Raises:
-        UserError: unknown name (:class:`pcs.errors.UnknownNameError`), an
-            option the policy does not take (the message names it and the
-            options the policy takes), a bad option value, or a policy that
-            needs a trace context without one; :class:`pcs.errors.PolicyError` (a ValueError) naming the
-            policy when the constructor of a policy that is not pcs's own raises or skips the base class's
-            (:func:`pcs.cache.policyguard.check_initialised`).
+        UserError: unknown name (:class:`pcs.errors.UnknownNameError`), a malformed spec, an option the policy
+            does not take (the message names it and the options the policy takes), a value of the wrong type.
     """
     cls = get_policy(name)
     _, spec_opts = parse_policy_spec(name)
@@ -338,7 +333,28 @@ def make_policy(name: str, capacity_blocks: int, context: PolicyContext | None =
             options_of = {n: policy_options(n) for n in registered_names()}
             raise UserError(f"eviction policy {cls.name!r} takes no option {key!r}; "
                             f"{option_elsewhere(key, cls.name, {**options_of, cls.name: takes})}"
-                            f"its options: {', '.join(f'{t}=' for t in takes) or 'none'}")
+                            f"{options_list(takes)}")
+    return cls, given
+
+
+def make_policy(name: str, capacity_blocks: int, context: PolicyContext | None = None,
+                **options: Any) -> EvictionPolicy:
+    """Instantiate policy ``name`` (or a spec ``NAME:OPTION=VALUE,...``) for a tier of ``capacity_blocks``.
+
+    ``options`` go to the policy's constructor (e.g. ``protected_share`` for
+    ``slru``) after those of the spec (whose values are typed by the defaults, :func:`typed_option`); an option whose value is None counts
+    as not given (the policy's default applies). ``context`` goes to the
+    policies that read the trace (:attr:`EvictionPolicy.needs`).
+
+    Raises:
+        UserError: unknown name (:class:`pcs.errors.UnknownNameError`), an
+            option the policy does not take (the message names it and the
+            options the policy takes), a bad option value, or a policy that
+            needs a trace context without one; :class:`pcs.errors.PolicyError` (a ValueError) naming the
+            policy when the constructor of a policy that is not pcs's own raises or skips the base class's
+            (:func:`pcs.cache.policyguard.check_initialised`).
+    """
+    cls, given = _arguments(name, options)
     try:
         policy = cls(capacity_blocks, context=context, **given) if cls.needs else cls(capacity_blocks, **given)
     except Exception as err:
@@ -350,23 +366,77 @@ def make_policy(name: str, capacity_blocks: int, context: PolicyContext | None =
     return policy
 
 
-def make_policies(names: Sequence[str], capacities_blocks: Sequence[int], context: PolicyContext | None = None,
-                  **options: Any) -> list[EvictionPolicy]:
-    """One policy per tier; each given option goes to the tiers whose policy takes it.
+def check_policy(name: str, **options: Any) -> None:
+    """The refusals :func:`make_policy` would make of ``name`` and ``options`` that do not depend on a tier's size
+    or the trace, made before a run (:func:`pcs.engine.api.check_replay`, a sweep's plan): the name, each option's
+    name and type (:func:`_arguments`, the same code) and, for pcs's own policies that read no trace, the values
+    their constructors refuse (the constructor itself, on a tier of 0 blocks: a value's check never reads the size).
+    A plug-in's constructor is not run before the run (it may do anything); a policy that reads the trace takes
+    no option but the context.
 
-    Args:
-        names: policy name or spec (or alias) per tier.
-        capacities_blocks: capacity per tier, blocks (same length as ``names``).
-        context: the trace context of this hierarchy (one clock for all its tiers), for the policies that need it.
-        options: shared options, e.g. ``protected_share``; None = not given.
     Raises:
-        UserError: unknown name, or an option none of ``names`` takes (the
-            message names the option and the policies that take it).
+        UserError: as :func:`make_policy`.
+    """
+    cls, given = _arguments(name, options)
+    if is_own(cls) and not cls.needs:
+        cls(0, **given)
+
+
+def _per_policy(names: Sequence[str], options: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each policy's share of the shared ``options`` (those it takes).
+
+    Raises:
+        UserError: an option (not None) that none of ``names`` takes, naming the policies that take it.
     """
     for key, value in options.items():
         if value is not None and not any(key in policy_options(n) for n in names):
             owners = [p for p in registered_names() if key in policy_options(p)]
             raise UserError(f"option {key} belongs to eviction policy {' / '.join(owners) or '(none)'}, which no "
                              f"tier uses here (policies: {', '.join(dict.fromkeys(names))})")
-    return [make_policy(n, c, context, **{k: v for k, v in options.items() if k in policy_options(n)})
-            for n, c in zip(names, capacities_blocks)]
+    return [{k: v for k, v in options.items() if k in policy_options(n)} for n in names]
+
+
+def _labelled(label: str | None, spec: str, run: Any) -> Any:
+    """``run()``; a plain :class:`UserError` it raises (a bad option or value, whose message names neither the
+    argument nor the spec) led by ``label`` (``policy='lfu:aging=x'``), with ``spec`` kept as the error's
+    ``refused_value`` (a sweep plan names the line it is written on). An unknown name's error names it already."""
+    try:
+        return run()
+    except UserError as exc:
+        if label is None or type(exc) is not UserError:
+            raise
+        err = UserError(f"{label}: {exc}")
+        err.refused_value = spec
+        raise err from None
+
+
+def make_policies(names: Sequence[str], capacities_blocks: Sequence[int], context: PolicyContext | None = None,
+                  labels: Sequence[str] | None = None, **options: Any) -> list[EvictionPolicy]:
+    """One policy per tier; each given option goes to the tiers whose policy takes it.
+
+    Args:
+        names: policy name or spec (or alias) per tier.
+        capacities_blocks: capacity per tier, blocks (same length as ``names``).
+        context: the trace context of this hierarchy (one clock for all its tiers), for the policies that need it.
+        labels: per tier, the argument that gave its policy (``policy='lfu'``), which leads a refusal of its
+            options or values (:func:`_labelled`); None: none.
+        options: shared options, e.g. ``protected_share``; None = not given.
+    Raises:
+        UserError: unknown name, or an option none of ``names`` takes (the
+            message names the option and the policies that take it), or as :func:`make_policy`.
+    """
+    labels = list(labels) if labels is not None else [None] * len(names)
+    return [_labelled(lab, n, lambda: make_policy(n, c, context, **o))
+            for n, c, o, lab in zip(names, capacities_blocks, _per_policy(names, options), labels)]
+
+
+def check_policies(names: Sequence[str], labels: Sequence[str] | None = None, **options: Any) -> None:
+    """What :func:`make_policies` refuses of ``names`` and ``options`` before any tier is sized or the trace is
+    read (:func:`check_policy` per tier, the same labels and shared-option rule).
+
+    Raises:
+        UserError: as :func:`make_policies`.
+    """
+    labels = list(labels) if labels is not None else [None] * len(names)
+    for n, o, lab in zip(names, _per_policy(names, options), labels):
+        _labelled(lab, n, lambda: check_policy(n, **o))
