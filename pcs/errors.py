@@ -146,7 +146,7 @@ class PathError(InputError):
     def __init__(self, path: str, keyword: str, problem: str):
         super().__init__(path, None, None, problem)
         self.keyword = keyword
-        self.args = (f"{keyword}={self.path!r}: {problem}",)
+        self.args = (f"{keyword}={quoted(self.path, 200, show=repr)}: {problem}",)
 
 
 class PolicyError(UserError):
@@ -201,7 +201,7 @@ class UnknownNameError(UserError):
         aliases: alias -> registered name, accepted as well.
         hint: optional other spelling that works, appended in parentheses.
 
-    ``str(err)`` is ``"unknown KIND 'NAME'; valid: A, B, C (alias X = A)"``, with ``did you mean 'B'? `` before
+    ``str(err)`` is ``"unknown KIND 'NAME'; valid: A, B, C (alias X = A)"`` (a long name cut by :func:`quoted`), with ``did you mean 'B'? `` before
     ``valid`` when a name or alias is close (:func:`pcs.choices.did_you_mean`, one rule for every kind of name):
     the one-line message the CLI prints.
 
@@ -220,5 +220,5 @@ class UnknownNameError(UserError):
         from pcs.choices import did_you_mean
 
         close = did_you_mean(name, self.choices, self.aliases)
-        super().__init__(f"unknown {kind} {name!r}; {close}valid: {', '.join(self.choices)}"
+        super().__init__(f"unknown {kind} {quoted(name, show=repr)}; {close}valid: {', '.join(self.choices)}"
                          + (f" (alias{plural} {alias})" if alias else "") + (f" ({hint})" if hint else ""))

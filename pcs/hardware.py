@@ -29,7 +29,7 @@ from typing import Any
 from pcs import units
 from pcs.configfile import read_mapping_lines
 from pcs.choices import did_you_mean
-from pcs.errors import InputError, UnknownNameError, UserError
+from pcs.errors import InputError, UnknownNameError, UserError, quoted
 from pcs._dataclass import dataclass
 
 __all__ = [
@@ -378,7 +378,7 @@ def default_link_for_tier(tier_name: str, table: HardwareTable | None = None) ->
     """
     link = TIER_LINKS.get(str(tier_name).strip().lower())
     if link is None:
-        raise UserError(f"no default link for tier {tier_name!r}; known tiers: {', '.join(TIER_LINKS)}")
+        raise UserError(f"no default link for tier {quoted(str(tier_name), show=repr)}; known tiers: {', '.join(TIER_LINKS)}")
     return get_link(link, table)
 
 

@@ -112,7 +112,7 @@ def _ascii_digits(text: str, what: str) -> None:
     """
     odd = next((c for c in text if c.isdigit() and not c.isascii()), None)
     if odd is not None:
-        raise UserError(f"invalid {what} {text!r}: digits must be ASCII 0-9, not {odd!r} (U+{ord(odd):04X})")
+        raise UserError(f"invalid {what} {quoted(text, show=repr)}: digits must be ASCII 0-9, not {odd!r} (U+{ord(odd):04X})")
 
 
 _INT_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)
@@ -168,18 +168,18 @@ def ascii_float(text: str, what: str = "number") -> float:
 def _split(text: str | int | float, what: str, help_: str) -> tuple[Decimal, str]:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         if isinstance(text, float) and not math.isfinite(text):
-            raise UserError(f"invalid {what} {text!r}: expected {help_}")
+            raise UserError(f"invalid {what} {quoted(text, show=repr)}: expected {help_}")
         return Decimal(repr(text)) if isinstance(text, float) else Decimal(text), ""
     _ascii_digits(str(text), what)
     m = _NUMBER_UNIT.match(str(text))
     if not m:
-        raise UserError(f"invalid {what} {str(text)!r}: expected {help_}")
+        raise UserError(f"invalid {what} {quoted(str(text), show=repr)}: expected {help_}")
     try:
         value = Decimal(m.group(1))
     except InvalidOperation:  # pragma: no cover - regex guarantees a number
-        raise UserError(f"invalid {what} {str(text)!r}: expected {help_}") from None
+        raise UserError(f"invalid {what} {quoted(str(text), show=repr)}: expected {help_}") from None
     if value and value.adjusted() > _MAX_EXPONENT:  # 1e999999 would overflow the decimal context
-        raise UserError(f"invalid {what} {str(text)!r}: too large (more than {_LIMIT[what]})")
+        raise UserError(f"invalid {what} {quoted(str(text), show=repr)}: too large (more than {_LIMIT[what]})")
     return value, m.group(2)
 
 
@@ -197,12 +197,12 @@ def _byte_mult(unit: str, text, what: str, help_: str, spelled: str | None = Non
     ``what``; :func:`_close_unit`)."""
     if unit.endswith("b") and unit.lower() != "b" or unit == "b":
         prefix = unit[:-1] if unit[:-1] in ("k", "") else unit[:-1].upper()
-        raise UserError(f"invalid {what} {str(text)!r}: {unit!r} reads as bits; pcs takes bytes: write "
+        raise UserError(f"invalid {what} {quoted(str(text), show=repr)}: {quoted(unit, show=repr)} reads as bits; pcs takes bytes: write "
                          f"{prefix}B (bytes) or divide bits by 8; expected {help_}")
     mult = BYTE_UNITS.get(unit.lower())
     if mult is None:
         spelled = unit if spelled is None else spelled
-        raise UserError(f"invalid {what} {str(text)!r}: unknown unit {spelled!r}; "
+        raise UserError(f"invalid {what} {quoted(str(text), show=repr)}: unknown unit {quoted(spelled, show=repr)}; "
                         f"{_close_unit(spelled, near or what)}expected {help_}")
     return mult
 
@@ -231,7 +231,7 @@ _LIMIT = {"size": "2^63 - 1 bytes, about 9,223 PB", "bandwidth": "2^63 - 1 bytes
 
 def _bounded(value, text, what: str):
     if value > MAX_VALUE:
-        raise UserError(f"invalid {what} {str(text)!r}: too large (more than {_LIMIT[what]})")
+        raise UserError(f"invalid {what} {quoted(str(text), show=repr)}: too large (more than {_LIMIT[what]})")
     return value
 
 
@@ -239,7 +239,7 @@ def _not_rounded_to_zero(value, rounded, text, what: str, smallest: str):
     """``rounded``, unless ``value`` > 0 rounded to 0: pcs keeps whole ns and bytes (and float bytes/s), so
     ``1e-300s`` would silently become 0 s; a value that is 0 is written ``0``."""
     if rounded == 0 and value > 0:
-        raise UserError(f"invalid {what} {str(text)!r}: greater than 0 but rounds to 0 (pcs keeps {what}s as "
+        raise UserError(f"invalid {what} {quoted(str(text), show=repr)}: greater than 0 but rounds to 0 (pcs keeps {what}s as "
                         f"{_KEPT_AS[what]}); give {smallest}, or 0")
     return rounded
 
@@ -269,12 +269,12 @@ def _parse_bytes(text: str | int | float, help_: str, near: str = "size") -> int
     as one."""
     value, unit = _split(text, "size", help_)
     if "/" in unit or unit.lower().endswith("bps"):   # no look-alike: GB for Gbps would be 8x off
-        raise UserError(f"invalid size {str(text)!r}: {unit!r} is a unit of bandwidth, not of size; expected {help_}")
+        raise UserError(f"invalid size {quoted(str(text), show=repr)}: {quoted(unit, show=repr)} is a unit of bandwidth, not of size; expected {help_}")
     mult = _byte_mult(unit, text, "size", help_, near=near)
     if value < 0:
-        raise UserError(f"invalid size {str(text)!r}: must not be negative")
+        raise UserError(f"invalid size {quoted(str(text), show=repr)}: must not be negative")
     if mult == 1 and value != value.to_integral_value():
-        raise UserError(f"invalid size {str(text)!r}: a number of bytes must be whole (a larger unit, 1.5KB, "
+        raise UserError(f"invalid size {quoted(str(text), show=repr)}: a number of bytes must be whole (a larger unit, 1.5KB, "
                          "is rounded to the nearest byte)")
     return int(_not_rounded_to_zero(value, _bounded((value * mult).to_integral_value(), text, "size"), text, "size",
                                     "at least 1B"))
@@ -297,14 +297,14 @@ def parse_bandwidth(text: str | int | float) -> float:
         u = u[:-2]
     elif u.lower().endswith("bps") and u.lower()[:-3] + "b" in BYTE_UNITS:   # Gbps, Mbps: bits per second
         prefix = u[:-3] if u[:-3] in ("k", "") else u[:-3][0].upper() + u[:-3][1:]    # Gbps -> GB/s, Gibps -> GiB/s
-        raise UserError(f"invalid bandwidth {str(text)!r}: {unit!r} reads as bits per second; pcs takes bytes: "
+        raise UserError(f"invalid bandwidth {quoted(str(text), show=repr)}: {quoted(unit, show=repr)} reads as bits per second; pcs takes bytes: "
                         f"write {prefix}B/s (bytes) or divide bits by 8; expected {_BW_HELP}")
     elif u:
-        raise UserError(f"invalid bandwidth {str(text)!r}: unit must end in /s; {_close_unit(u, 'bandwidth')}"
+        raise UserError(f"invalid bandwidth {quoted(str(text), show=repr)}: unit must end in /s; {_close_unit(u, 'bandwidth')}"
                         f"expected {_BW_HELP}")
     mult = _byte_mult(u, text, "bandwidth", _BW_HELP, spelled=unit)
     if value < 0:
-        raise UserError(f"invalid bandwidth {str(text)!r}: must not be negative")
+        raise UserError(f"invalid bandwidth {quoted(str(text), show=repr)}: must not be negative")
     return _not_rounded_to_zero(value, float(_bounded(value * mult, text, "bandwidth")), text, "bandwidth",
                                 "a larger value")
 
@@ -317,11 +317,11 @@ def _duration_mult(unit: str, text) -> int:
             naming ms and min (``Milliseconds`` spelled out is accepted in any case).
     """
     if unit.startswith("M") and unit.lower() in ("ms", "msec", "msecs"):   # "Milliseconds" spelled out is clear
-        raise UserError(f"invalid duration {str(text)!r}: unit {unit!r} starts with an upper-case M (mega in SI); "
+        raise UserError(f"invalid duration {quoted(str(text), show=repr)}: unit {quoted(unit, show=repr)} starts with an upper-case M (mega in SI); "
                          "write ms for milliseconds or min for minutes")
     mult = DURATION_UNITS.get(unit.lower())
     if mult is None:
-        raise UserError(f"invalid duration {str(text)!r}: unknown unit {unit!r}; {_close_unit(unit, 'duration')}"
+        raise UserError(f"invalid duration {quoted(str(text), show=repr)}: unknown unit {quoted(unit, show=repr)}; {_close_unit(unit, 'duration')}"
                         f"expected {_DUR_HELP}; "
                          f"{_DUR_UNITS_TEXT}")
     return mult
@@ -339,7 +339,7 @@ def parse_duration_ns(text: str | int | float) -> int:
     value, unit = _split(text, "duration", _DUR_HELP)
     mult = _duration_mult(unit, text)
     if value < 0:
-        raise UserError(f"invalid duration {str(text)!r}: must not be negative")
+        raise UserError(f"invalid duration {quoted(str(text), show=repr)}: must not be negative")
     return int(_not_rounded_to_zero(value, _bounded((value * mult).to_integral_value(), text, "duration"), text,
                                     "duration", "at least 1ns"))
 
@@ -387,7 +387,7 @@ def require_unit(text: str | None, option: str, kind: str, shown: str | None = N
     m = _NUMBER_UNIT.match(str(text))
     if m and not m.group(2) and Decimal(m.group(1)) != 0:
         v = m.group(1)
-        raise UserError(f"{option} {(shown if shown is not None else str(text)).strip()!r} has no unit: give a unit: "
+        raise UserError(f"{option} {quoted((shown if shown is not None else str(text)).strip(), show=repr)} has no unit: give a unit: "
                          + _UNIT_HINT[kind].format(v=v))
     return text
 
@@ -468,27 +468,27 @@ def parse_capacity(text: str | int) -> Capacity:
             2^63 - 1 blocks, or what :func:`parse_bytes` refuses.
     """
     if isinstance(text, bool):
-        raise UserError(f"invalid capacity {text!r}: expected {_CAP_HELP}")
+        raise UserError(f"invalid capacity {quoted(text, show=repr)}: expected {_CAP_HELP}")
     s = str(text).strip()
     _ascii_digits(s, "capacity")
     m = _BLOCKS.match(s)
     if m:
         value = Decimal(m.group(1))
         if value and value.adjusted() > _MAX_EXPONENT:
-            raise UserError(f"invalid block count {s!r}: too large (more than {_LIMIT['block count']})")
+            raise UserError(f"invalid block count {quoted(s, show=repr)}: too large (more than {_LIMIT['block count']})")
         if value < 0 or value != value.to_integral_value():
-            raise UserError(f"invalid block count {s!r}: expected a whole number >= 0, e.g. 5000blocks")
+            raise UserError(f"invalid block count {quoted(s, show=repr)}: expected a whole number >= 0, e.g. 5000blocks")
         return Capacity(s, blocks=int(_bounded(value, s, "block count")))
     value, unit = _split(s, "capacity", _CAP_HELP)
     if not unit:
         if value == 0:
             return Capacity(s, blocks=0)
         if value < 0:
-            raise UserError(f"invalid capacity {s!r}: a capacity must be >= 0, e.g. 10GB or 5000blocks")
-        raise UserError(f"capacity {s!r} has no unit: {_unit_hint(s, value)}")
+            raise UserError(f"invalid capacity {quoted(s, show=repr)}: a capacity must be >= 0, e.g. 10GB or 5000blocks")
+        raise UserError(f"capacity {quoted(s, show=repr)} has no unit: {_unit_hint(s, value)}")
     size = _parse_bytes(s, _CAP_HELP, "capacity")   # its examples: what a capacity takes (a plain 512 is refused above)
     if size == 0 and value != 0:
-        raise UserError(f"invalid capacity {s!r}: less than one byte; write 0 for an empty tier")
+        raise UserError(f"invalid capacity {quoted(s, show=repr)}: less than one byte; write 0 for an empty tier")
     return Capacity(s, size_bytes=size)
 
 

@@ -22,7 +22,7 @@ from pcs import units
 from pcs.analysis.envelope import json_number
 from pcs.argcheck import check_byte_count, check_real
 from pcs.configfile import read_mapping_lines, refuse_unknown_keys
-from pcs.errors import InputError, UserError
+from pcs.errors import InputError, UserError, quoted
 
 __all__ = [
     "BudgetResult", "Workload", "budget", "total", "parse_workload", "load_workloads",
@@ -166,20 +166,28 @@ def name_problem(name: Any) -> str | None:
     return None
 
 
-def parse_workload(text: str) -> Workload:
+def parse_workload(text: str, option: str = "workload") -> Workload:
     """Parse ``NAME:CAPACITY:BANDWIDTH``, e.g. ``"A:30GB:1000GB/s"``.
 
+    Args:
+        text: the workload.
+        option: what gave it, which every refusal names (``--workload`` on the command line).
     Raises:
-        UserError: not three colon-separated parts, or a bad size/bandwidth.
+        UserError: not three colon-separated parts, or a bad size/bandwidth: ``OPTION 'TEXT': ...`` (``text`` cut
+            by :func:`pcs.errors.quoted`), the part refused named by the parser's own words.
     """
+    where = f"{option} {quoted(str(text), show=repr)}"
     parts = str(text).rsplit(":", 2)
     if len(parts) != 3 or not parts[0].strip():
-        raise UserError(f"invalid workload {text!r}: expected NAME:CAPACITY:BANDWIDTH such as A:30GB:1000GB/s")
+        raise UserError(f"{where}: expected NAME:CAPACITY:BANDWIDTH such as A:30GB:1000GB/s")
     name, cap, bw = (p.strip() for p in parts)
     if name_problem(name):
-        raise UserError(f"invalid workload {text!r}: {name_problem(name)}")
-    return Workload(name, units.parse_bytes(units.require_unit(cap, "workload", "size", shown=str(text))),
-                    units.parse_bandwidth(units.require_unit(bw, "workload", "bandwidth", shown=str(text))))
+        raise UserError(f"{where}: {name_problem(name)}")
+    try:
+        return Workload(name, units.parse_bytes(units.require_unit(cap, "capacity", "size")),
+                        units.parse_bandwidth(units.require_unit(bw, "bandwidth", "bandwidth")))
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
 
 
 def _unit_size(field: str, lo: int = 0) -> Any:

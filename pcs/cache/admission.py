@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Sequence
 
 from pcs.cache.policies import spec_value
 from pcs.choices import option_elsewhere, options_list
-from pcs.errors import UnknownNameError, UserError
+from pcs.errors import UnknownNameError, UserError, quoted
 
 __all__ = ["AdmissionPolicy", "CountingAdmission", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
            "admission_kinds", "NO_ADMISSION", "apply_admission", "check_admissions", "needs_context"]
@@ -81,7 +81,7 @@ class CountingAdmission(AdmissionPolicy):
     def __init__(self, threshold: int = 2) -> None:
         if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
             raise UserError(f"admission {self.kind}: {self.first_option.upper()} must be an int >= 1, "
-                             f"got {threshold!r}")
+                             f"got {quoted(threshold, show=repr)}")
         self.threshold = threshold
         self._counts: dict[int, int] = {}
 
@@ -203,7 +203,8 @@ def apply_admission(specs: Sequence[str], policy: Any, context: Any = None,
 
     Raises:
         UserError: as :func:`make_admission`, the message led by the option that gave the kind
-            (``--admit cpu=reuse:0: ...``; ``tier``: the tier's name).
+            (``admit='cpu=reuse:0': ...``, the command line's ``--admit cpu=reuse:0: ...``; ``tier``: the
+            tier's name).
     """
     parts = []
     for spec in specs:
@@ -218,14 +219,14 @@ def apply_admission(specs: Sequence[str], policy: Any, context: Any = None,
 
 
 def _made(spec: str, context: Any, tier: str) -> AdmissionPolicy:
-    """:func:`make_admission` of one tier's kind, a refusal led by the option that gave it (``admit=['cpu=...']``,
-    the whole ``TIER=KIND`` kept as the error's ``refused_value``: a sweep plan names the line it is written on)."""
+    """:func:`make_admission` of one tier's kind, a refusal led by the option that gave it (``admit='cpu=...'``, cut
+    by :func:`pcs.errors.quoted`; the whole ``TIER=KIND`` kept as the error's ``refused_value``: a sweep plan names the line it is written on)."""
     try:
         return make_admission(spec, context)
     except UserError as exc:
         if not tier:
             raise
-        err = UserError(f"admit=['{tier}={spec}']: {exc}")
+        err = UserError(f"admit={quoted(f'{tier}={spec}', show=repr)}: {exc}")
         err.refused_value = f"{tier}={spec}"
         raise err from None
 

@@ -77,7 +77,7 @@ def _workloads(kw: dict[str, Any]) -> tuple[dict[str, Any], list[Workload]]:
             raise UserError(f"--name: {name_problem(kw['name'])}")
         workloads.insert(0, Workload(kw["name"], option_size(kw["capacity_need"], "--capacity-need"),
                                      _need_bandwidth(kw["bandwidth_need"])))
-    workloads.extend(parse_workload(w) for w in kw["workload"])
+    workloads.extend(parse_workload(w, "--workload") for w in kw["workload"])
     names = [w.name for w in workloads]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:

@@ -27,7 +27,7 @@ import click
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
 from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
-from pcs.errors import BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, PickledAsIs, Stopped, UserError
+from pcs.errors import BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, PickledAsIs, Stopped, UserError, quoted
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals", "ignore_stop_signals"]
@@ -263,6 +263,7 @@ _FIELD_PATTERN = r"(?<![\w:,'=-])(" + "|".join(sorted(_OPTION_OF, key=len, rever
 #: API phrasings of a keyword's value (pcs/engine/select.py, runner.py, api.py) -> the command line's
 _PHRASE_OF = {"engine='auto'": "--engine auto", "native 'auto'": "--native auto", "native 'c'": "--native c",
               "links names tier": "--link names tier", "compute_mode='infinite'": "--compute infinite",
+              "links= names it": "--link NAME=VALUE names it",
               "links= is for": "--link is for", "use the compute dtype bf16": "use --compute-dtype bf16",
               "or load a Hugging Face config.json: model=pcs.model.hfconfig.load_hf_config(path)":
                   "or give a Hugging Face config.json path: --model path/to/config.json"}
@@ -270,6 +271,7 @@ _PHRASE_OF = {"engine='auto'": "--engine auto", "native 'auto'": "--native auto"
 #: as TOML writes it)
 _PLAN_PHRASE_OF = {"engine='auto'": 'engine = "auto"', "native 'auto'": 'native = "auto"', "native 'c'": 'native = "c"',
                    "links names tier": "link names tier", "compute_mode='infinite'": 'compute = "infinite"',
+                   "links= names it": 'link = {NAME = "VALUE"} names it',
                    "links= is for": "link is for", "use the compute dtype bf16": 'use compute-dtype = "bf16"',
                    "or load a Hugging Face config.json: model=pcs.model.hfconfig.load_hf_config(path)":
                        'or give a Hugging Face config.json path: model = "path/to/config.json"'}
@@ -418,11 +420,16 @@ def user_errors() -> Iterator[None]:
                          128 + exc.signum) from None
     except click.UsageError as exc:  # click's own parse errors: one line too, not usage + hint + error
         where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        if isinstance(exc, click.BadParameter) and isinstance(exc.param, click.Argument) and exc.param_hint is None:
+            from pcs.cli.iofiles import param_label      # TRACE, as every other refusal names it (not [TRACE])
+
+            exc.param_hint = repr(param_label(exc.param, exc.ctx))
         raise PcsUsageError(f"{exc.format_message()}{where}") from None
     except (click.ClickException, click.exceptions.Exit, click.Abort):
         raise
-    except PathError as exc:      # the API's keyword (trace=, path=) is no option of the command: the path alone
-        raise PcsUsageError(f"{exc.path}: {exc.problem}") from None
+    except PathError as exc:      # the API's keyword (trace=, path=) is no option of the command: the parameter as typed
+        label = getattr(exc, "cli_label", None)
+        raise PcsUsageError(f"{label + ' ' if label else ''}{quoted(exc.path, 200, show=str)}: {exc.problem}") from None
     except UserError as exc:     # a sweep plan's refusal is in the plan's words already (pcs.sweep.kinds.PlanError)
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise PcsUsageError(first if getattr(exc, "plan_words", False) else _in_option_words(exc, first)) from None
@@ -433,7 +440,9 @@ def user_errors() -> Iterator[None]:
     except BrokenPipeError:  # `pcs ... | head`
         sys.stderr.close()
     except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename is not None else ""
+        label = getattr(exc, "cli_label", None)
+        where = (f"{label + ' ' if label else ''}{quoted(str(exc.filename), 200, show=str)}: "
+                 if exc.filename is not None else "")
         raise PcsUsageError(f"{where}{exc.strerror or exc}") from None
     except MemoryError:
         remove_temporary()
@@ -561,7 +570,14 @@ class PcsCommand(click.Command):
             if note and not ctx.params.get("quiet"):
                 click.echo(f"pcs: note: {note}", err=True)
         release_gc()   # the command line is parsed and its modules loaded: start-up is over (pcs.cli.main)
-        return super().invoke(ctx)
+        try:
+            return super().invoke(ctx)
+        except (PathError, OSError) as exc:    # the parameter that named the path, as typed (user_errors prints it)
+            from pcs.cli.iofiles import label_of_value
+
+            path = exc.path if isinstance(exc, PathError) else exc.filename
+            exc.cli_label = label_of_value(ctx, os.fspath(path)) if isinstance(path, (str, os.PathLike)) else None
+            raise
 
 
 class PcsGroup(click.Group):

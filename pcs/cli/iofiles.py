@@ -59,6 +59,19 @@ def _label(p: click.Parameter, ctx: click.Context) -> str:
     return next((o for o in p.opts if o in typed), p.opts[0])
 
 
+def param_label(p: click.Parameter, ctx: click.Context | None) -> str:
+    """How a refusal names parameter ``p``: as typed (:func:`_label`), an optional argument without its brackets
+    (``TRACE``, not ``[TRACE]``: one name for the empty path, the missing file and click's own refusals)."""
+    return (_label(p, ctx) if ctx is not None else p.opts[0] if p.opts else p.name.upper()).strip("[]")
+
+
+def label_of_value(ctx: click.Context, path: str) -> str | None:
+    """The parameter of ``ctx``'s command whose value is ``path`` (:func:`param_label`), or None when none or two
+    hold it: a :class:`pcs.errors.PathError` the command raised is named by it (``--model x.json: No such file``)."""
+    holders = [p for p in ctx.command.params if path in _values(ctx.params.get(p.name))]
+    return param_label(holders[0], ctx) if len(holders) == 1 else None
+
+
 def _values(value: Any) -> list[str]:
     if isinstance(value, (tuple, list)):
         return [str(v) for v in value if isinstance(v, (str, os.PathLike))]
@@ -219,7 +232,7 @@ def refuse_empty_paths(ctx: click.Context) -> None:
         for v in _values(ctx.params.get(p.name)):
             if v.strip():
                 continue
-            label = _label(p, ctx).strip("[]")      # trace stats' [TRACE]: optional, but given
+            label = param_label(p, ctx)      # trace stats' [TRACE]: optional, but given
             if p.name in _MODEL_PARAMS and not isinstance(p.type, click.Path):
                 from pcs.cli.modelarg import EMPTY_MODEL
 

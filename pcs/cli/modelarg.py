@@ -31,7 +31,6 @@ def is_config_path(value: str | None) -> bool:
     A folder named like a preset that holds no ``config.json`` is the preset (it is no model folder), and so is a
     name not on disk that names a preset by its Hugging Face id (``meta-llama/Llama-3.1-8B``)."""
     import os
-    from pathlib import Path
 
     if not value:
         return False
@@ -39,7 +38,8 @@ def is_config_path(value: str | None) -> bool:
         return False
     if _hf_id(value) and not os.path.exists(value) and _preset_key(value):
         return False                # an HF id of a preset (meta-llama/Llama-3.1-8B), as pcs.model.get_model reads it
-    return os.sep in value or value.lower().endswith(".json") or Path(value).exists()
+    # os.path.exists, not Path.exists: a name too long for a path is no file (Path.exists raised ENAMETOOLONG)
+    return os.sep in value or value.lower().endswith(".json") or os.path.exists(value)
 
 
 def config_file(value: str | None) -> str | None:
@@ -79,15 +79,16 @@ def model_callback(ctx, param, value):
 
     if isinstance(value, str) and os.path.isdir(value) and is_config_path(value):
         return config_file(value)
-    if isinstance(value, str) and not value.strip():
-        from pcs.errors import UserError
+    from pcs.cli.iofiles import param_label      # --model-config when typed so (pcs replay's alias)
+    from pcs.errors import UserError, quoted
 
-        raise UserError(f"--model {value!r}: {EMPTY_MODEL}")
+    if isinstance(value, str) and not value.strip():
+        raise UserError(f"{param_label(param, ctx)} {value!r}: {EMPTY_MODEL}")
     if (isinstance(value, str) and _hf_id(value) and not value.lower().endswith(".json")
             and not os.path.exists(value) and _preset_key(value) is None):
-        from pcs.errors import UserError      # an HF id pcs has no preset for (mistralai/Mistral-7B-v0.1)
-
-        raise UserError(f"--model {value}: no such file or folder, and no preset of that name (pcs reads no model "
+        # an HF id pcs has no preset for (mistralai/Mistral-7B-v0.1)
+        raise UserError(f"{param_label(param, ctx)} {quoted(value, 200, show=str)}: no such file or folder, and no "
+                        "preset of that name (pcs reads no model "
                         "from the network: download its config.json and give its path; `pcs models` lists the "
                         "presets)")
     return value

@@ -136,7 +136,7 @@ def parse_capacity_list(text: str, option: str, block_bytes: int | Callable[[], 
         given[blocks] = item
         out.append(blocks)
     if not out:
-        raise UserError(f"{option} {text!r}: give comma-separated capacities, e.g. 1000blocks,5000blocks or 40GB")
+        raise UserError(f"{option} {quoted(text, show=repr)}: give comma-separated capacities, e.g. 1000blocks,5000blocks or 40GB")
     return out
 
 
@@ -183,7 +183,7 @@ def _flagged(parse, text: str, flag: str, kind: str):
     try:
         return parse(units.require_unit(text, flag, kind))
     except UserError as exc:
-        raise UserError(exc if str(exc).startswith(flag) else f"{flag} {text!r}: {exc}") from None
+        raise UserError(exc if str(exc).startswith(flag) else f"{flag} {quoted(text, show=repr)}: {exc}") from None
 
 
 _PARSE_KIND = {"size": units.parse_bytes, "io size": units.parse_bytes, "bandwidth": units.parse_bandwidth,
@@ -210,7 +210,7 @@ def option_size(text: str, flag: str, lo: int = 0, kind: str = "size") -> int:
     """
     size = _flagged(units.parse_bytes, text, flag, kind)
     if size < lo:
-        raise UserError(f"{flag} {text!r}: must be at least {units.format_bytes(lo)} (a device with no room "
+        raise UserError(f"{flag} {quoted(text, show=repr)}: must be at least {units.format_bytes(lo)} (a device with no room "
                         "holds nothing, so every ratio over it is undefined)")
     return size
 
@@ -234,7 +234,7 @@ def option_bandwidth(text: str, flag: str) -> float:
     """
     from pcs.argcheck import check_bandwidth
 
-    return check_bandwidth(_flagged(units.parse_bandwidth, text, flag, "bandwidth"), f"{flag} {text!r}")
+    return check_bandwidth(_flagged(units.parse_bandwidth, text, flag, "bandwidth"), f"{flag} {quoted(text, show=repr)}")
 
 
 def kv_reserve_option(text: str | None) -> str | None:

@@ -128,11 +128,11 @@ def parse_assignment(text: str, what: str) -> tuple[str, str]:
     check_text(text, what, f"a 'NAME=VALUE' string, e.g. {_EXAMPLES[what]}")
     name, sep, value = text.partition("=")
     if not sep or not name.strip() or not value.strip():
-        raise UserError(f"bad {what} {text!r}; expected NAME=VALUE, e.g. {_EXAMPLES[what]}")
+        raise UserError(f"bad {what} {quoted(text, show=repr)}; expected NAME=VALUE, e.g. {_EXAMPLES[what]}")
     name = name.strip()
     if not name.isprintable() or any(c.isspace() for c in name):    # a tab or newline would break the tables
-        raise UserError(f"bad {what} name {name!r} in {text!r}: a name is printable characters without spaces, "
-                        f"e.g. {_EXAMPLES[what]}")
+        raise UserError(f"bad {what} name {quoted(name, show=repr)} in {quoted(text, show=repr)}: a name is printable "
+                        f"characters without spaces, e.g. {_EXAMPLES[what]}")
     return name.lower(), value.strip()
 
 
@@ -171,7 +171,8 @@ def _parsed_tier(text: str) -> TierSpec:
     try:
         cap = units.parse_capacity(value)  # the one capacity parser (docs/semantics.md §16)
     except ValueError as exc:
-        raise UserError(f"bad tier size {value!r} for tier {name!r}: {str(exc).splitlines()[0]}") from None
+        raise UserError(f"bad tier size {quoted(value, show=repr)} for tier {quoted(name, show=repr)}: "
+                        f"{str(exc).splitlines()[0]}") from None
     return TierSpec(name, capacity_bytes=cap.size_bytes, capacity_blocks=cap.blocks)
 
 
@@ -236,7 +237,7 @@ def _link_bandwidth(tier: str, link: str, table: Any = None) -> float:
     from pcs.choices import did_you_mean
     from pcs.hardware import LINKS, aliases_of
 
-    where = f"links[{tier!r}] = {link!r}"     # the CLI says --link TIER=VALUE (pcs.cli.common.option_names)
+    where = f"links[{tier!r}] = {quoted(link, show=repr)}"     # the CLI: --link TIER=VALUE (pcs.cli.common.option_names)
     try:
         bps = units.parse_bandwidth(link)
     except ValueError as exc:
@@ -262,8 +263,9 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
         try:
             base = default_link_for_tier(tier, table)
         except ValueError as exc:
-            raise UserError(f"{exc}; or name its link: links[{tier!r}] = 'pcie-gen5-x16' or "
-                            f"links[{tier!r}] = '25GB/s'") from None
+            advice = (f"links[{tier!r}] = 'pcie-gen5-x16' or links[{tier!r}] = '25GB/s'" if len(tier) <= 40
+                      else "links= names it, a preset or a bandwidth")  # a long name cut once, not in the advice
+            raise UserError(f"{exc}; or name its link: {advice}") from None
     else:
         try:
             base = get_link(str(link), table)
@@ -421,7 +423,7 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
             raise UserError(f"{what} must be a mapping of tier name to value, e.g. {{'cpu': ...}}, got {mapping!r}")
         for k in mapping or {}:
             if k not in names:
-                raise UserError(f"{what} names tier {k!r}, which is not among the tiers: {', '.join(names)}")
+                raise UserError(f"{what} names tier {quoted(k, show=repr)}, which is not among the tiers: {', '.join(names)}")
     if links and names[0] in links:
         raise UserError(f"links= is for lower tiers; {names[0]!r} is the GPU tier")
     return specs

@@ -175,7 +175,7 @@ def test_budget_name_flag_follows_the_file_rule(name, message):
     (["--capacity-need", "1GB", "--bandwidth-need", "1GB/s", "--name", "\udcff\udcfe"],
      "pcs: error: --name: expected a name of UTF-8 text, got '\\udcff\\udcfe' (bytes that are not UTF-8)"),
     (["--workload", "\udcff:1GB:1GB/s"],
-     "pcs: error: invalid workload '\\udcff:1GB:1GB/s': expected a name of UTF-8 text, got '\\udcff'"),
+     "pcs: error: --workload '\\udcff:1GB:1GB/s': expected a name of UTF-8 text, got '\\udcff'"),   # the option named
 ])
 def test_a_name_that_is_not_utf8_is_refused(args, message):
     r = _budget(*args)

@@ -77,7 +77,7 @@ def test_a_device_of_zero_capacity_in_a_file_names_file_and_field(tmp_path):
      "--link-io-size '4096' has no unit: give a unit: 4096B or 4096KiB"),
     (["budget", "--iops", "1000", "--io-size", "4096"], "--io-size '4096' has no unit: give a unit: 4096B or 4096KiB"),
     (["budget", "--capacity-have", "80GB", "--bandwidth-have", "1GB/s", "--workload", "A:30:1GB/s"],
-     "workload 'A:30:1GB/s' has no unit: give a unit: 30GB"),
+     "--workload 'A:30:1GB/s': capacity '30' has no unit: give a unit: 30GB"),   # mend45c: the option named
 ])
 def test_size_bandwidth_and_time_options_need_a_unit(args, message):
     assert _err(invoke(*args)).endswith(message)

@@ -103,7 +103,8 @@ def test_cli_prints_the_path_and_the_problem(tmp_path):
 
     r = CliRunner().invoke(cli, ["footprint", "--model", str(tmp_path / "absent.json"), "--tokens", "5"])
     assert r.exit_code == 2
-    assert r.output.strip() == f"pcs: error: {tmp_path / 'absent.json'}: {MISSING}"
+    # the option that named it, as typed (mend45c: a trace's or --model's missing file named its option)
+    assert r.output.strip() == f"pcs: error: --model {tmp_path / 'absent.json'}: {MISSING}"
 
 
 @pytest.mark.parametrize("args, unit", [(["--tier", "gpu=200", "GB"], "GB"), (["--tier", "gpu=2", "TiB"], "TiB"),

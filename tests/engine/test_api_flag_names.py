@@ -42,7 +42,7 @@ CASES = [
     ("empty GPU tier", _replay(tiers=["gpu=0blocks"]),
      "or use compute_mode='infinite' / timing='sequential' to count hits alone",
      "or use --compute infinite / --timing sequential to count hits alone"),
-    ("admit kind option", _replay(tiers=TWO, admit=["cpu=reuse:m=3"]), "admit=['cpu=reuse:m=3']: ",
+    ("admit kind option", _replay(tiers=TWO, admit=["cpu=reuse:m=3"]), "admit='cpu=reuse:m=3': ",
      "--admit cpu=reuse:m=3: "),
     ("admit no =", _replay(tiers=TWO, admit=["reuse"]), "bad admit= 'reuse'; expected TIER=KIND[:ARGS]",
      "bad --admit 'reuse'; expected TIER=KIND[:ARGS]"),

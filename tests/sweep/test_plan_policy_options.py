@@ -22,8 +22,8 @@ _TIERS = ["gpu=auto", "cpu=10GB"]
     (dict(policy="lfu:aging=dynamc"), "policy='lfu:aging=dynamc': lfu aging must be one of dynamic, none"),
     (dict(tier_policies={"cpu": "s3fifo:small_share=2"}),
      "tier_policies['cpu'] = 's3fifo:small_share=2': s3fifo small_share must be within [0, 1], got 2.0"),
-    (dict(admit=["cpu=reuse:0"]), "admit=['cpu=reuse:0']: admission reuse: N must be an int >= 1, got 0"),
-    (dict(admit=["cpu=retain:tokens=abc"]), "admit=['cpu=retain:tokens=abc']: admission retain: tokens"),
+    (dict(admit=["cpu=reuse:0"]), "admit='cpu=reuse:0': admission reuse: N must be an int >= 1, got 0"),
+    (dict(admit=["cpu=retain:tokens=abc"]), "admit='cpu=retain:tokens=abc': admission retain: tokens"),
 ])
 def test_check_replay_refuses_what_the_run_refuses(kw, words):
     with pytest.raises(UserError) as err:

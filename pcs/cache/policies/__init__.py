@@ -303,7 +303,7 @@ def typed_option(policy: str, key: str, value: Any, default: Any) -> Any:
     else:
         return value
     if typed is None:
-        raise UserError(f"eviction policy {policy!r} option {key}={value}: expected {want} "
+        raise UserError(f"eviction policy {policy!r} option {key}={quoted(str(value), show=str)}: expected {want} "
                         f"(its default is {default!r})")
     return typed
 
@@ -331,7 +331,7 @@ def _arguments(name: str, options: dict[str, Any]) -> tuple[type[EvictionPolicy]
             # each option written NAME=, as a spec takes it (slru:protected_share=0.2): the command line's message
             # rewriting (pcs/cli/common.py) leaves a name followed by '=' as it is
             options_of = {n: policy_options(n) for n in registered_names()}
-            raise UserError(f"eviction policy {cls.name!r} takes no option {key!r}; "
+            raise UserError(f"eviction policy {cls.name!r} takes no option {quoted(key, show=repr)}; "
                             f"{option_elsewhere(key, cls.name, {**options_of, cls.name: takes})}"
                             f"{options_list(takes)}")
     return cls, given

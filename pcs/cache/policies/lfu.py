@@ -34,7 +34,7 @@ from typing import Iterable, Sequence
 
 from pcs.cache.policies.base import EvictionPolicy
 from pcs.choices import close_tail
-from pcs.errors import UserError
+from pcs.errors import UserError, quoted
 
 __all__ = ["LFUPolicy", "LFU_AGINGS", "check_aging"]
 
@@ -49,7 +49,8 @@ def check_aging(aging: str) -> str:
         UserError: another value, listing the valid ones.
     """
     if aging not in LFU_AGINGS:
-        raise UserError(f"lfu aging must be one of {', '.join(LFU_AGINGS)}, got {aging!r}{close_tail(aging, LFU_AGINGS)}")
+        raise UserError(f"lfu aging must be one of {', '.join(LFU_AGINGS)}, got {quoted(aging, show=repr)}"
+                        f"{close_tail(aging, LFU_AGINGS)}")
     return aging
 
 
