@@ -18,7 +18,8 @@ if TYPE_CHECKING:     # annotations only: this module imports nothing at run tim
 
 __all__ = ["WRITE_POLICIES", "TIMINGS", "TRACE_FORMATS", "LENGTH_ONLY_FORMATS", "ON_ERROR", "MAX_INSTANCES", "MAX_STALE_S",
            "BUILTIN_POLICIES", "POLICY_ALIASES", "DEFAULT_POLICY", "MAX_BLOCK_SIZE",
-           "DEFAULT_TOKEN_BLOCK_SIZE", "CLOSE_CUTOFF", "did_you_mean", "close_tail", "option_elsewhere", "options_list"]
+           "DEFAULT_TOKEN_BLOCK_SIZE", "CLOSE_CUTOFF", "did_you_mean", "close_tail", "option_elsewhere", "options_list",
+           "not_among_tiers", "close_names", "meant"]
 
 #: ``back``: evicted blocks move down one tier; ``through``: computed blocks are
 #: copied to every lower tier at once and evictions drop (docs/semantics.md §7; :mod:`pcs.cache.hierarchy`).
@@ -75,6 +76,15 @@ def did_you_mean(name: object, words: Iterable[str], aliases: Mapping[str, str] 
     >>> did_you_mean("fifox", ["lru", "fifo", "arc"])
     "did you mean 'fifo'? "
     """
+    return meant(close_names(name, words, aliases))
+
+
+def close_names(name: object, words: Iterable[str], aliases: Mapping[str, str] | None = None) -> list[str]:
+    """The names :func:`did_you_mean` suggests for ``name``, closest first (at most 3; none: ``[]``).
+
+    >>> close_names("fifox", ["lru", "fifo", "arc"])
+    ['fifo']
+    """
     import difflib
 
     aliases = dict(aliases or {})
@@ -85,10 +95,21 @@ def did_you_mean(name: object, words: Iterable[str], aliases: Mapping[str, str] 
     for word in (spelled[c] for c in found):
         if len(close) < 3 and aliases.get(word, word) not in {aliases.get(c, c) for c in close}:
             close.append(word)
+    return close
+
+
+def meant(close: Iterable[str]) -> str:
+    """How a refusal suggests the names ``close``: ``"did you mean 'a'? "``, ``"did you mean one of: 'a', 'b'? "``,
+    or ``""`` for none (:func:`did_you_mean`'s wording).
+
+    >>> meant(["a", "b"]), meant([])
+    ("did you mean one of: 'a', 'b'? ", '')
+    """
+    close = list(close)
     if not close:
         return ""
-    meant = repr(close[0]) if len(close) == 1 else "one of: " + ", ".join(repr(c) for c in close)
-    return f"did you mean {meant}? "
+    which = repr(close[0]) if len(close) == 1 else "one of: " + ", ".join(repr(c) for c in close)
+    return f"did you mean {which}? "
 
 
 def close_tail(name: object, words: Iterable[str], aliases: Mapping[str, str] | None = None) -> str:
@@ -100,6 +121,19 @@ def close_tail(name: object, words: Iterable[str], aliases: Mapping[str, str] | 
     """
     close = did_you_mean(name, words, aliases).strip()
     return f"; {close}" if close else ""
+
+
+def not_among_tiers(option: str, name: str, tiers: Iterable[str], shown: str | None = None) -> str:
+    """The refusal of ``option`` naming tier ``name`` that is none of ``tiers`` (``admit=``, ``tier_policies``,
+    ``links``: one wording, and the :func:`did_you_mean` a mistyped ``--tier`` name gets). ``shown``: how the
+    message quotes ``name`` (default ``repr``; a long one cut by the caller).
+
+    >>> not_among_tiers("admit=", "cpux", ["gpu", "cpu"])
+    "admit= names tier 'cpux', which is not among the tiers: gpu, cpu; did you mean 'cpu'?"
+    """
+    tiers = list(tiers)
+    return (f"{option} names tier {shown if shown is not None else repr(name)}, which is not among the tiers: "
+            f"{', '.join(tiers)}{close_tail(name, tiers)}")
 
 
 def options_list(takes: Iterable[str]) -> str:

@@ -24,7 +24,7 @@ import math
 import re
 from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pcs import units
 from pcs.configfile import read_mapping_lines
@@ -452,8 +452,7 @@ def override(spec: GPUSpec | LinkSpec, note: str = "overridden", **changes: Any)
         if value is None:
             continue
         if key not in names:
-            raise UserError(f"unknown {type(spec).__name__} field {key!r}; {did_you_mean(key, sorted(names))}"
-                            f"known: {', '.join(sorted(names))}")
+            raise UserError(unknown_field(type(spec), key, value))
         try:
             parsed[key] = _parse_field(key, value)
         except ValueError as exc:
@@ -537,14 +536,47 @@ def _table_from(path: Path, data: dict[str, Any], base: HardwareTable | None,
 _FIELD_NAMES = {cls: frozenset(f.name for f in dataclasses.fields(cls) if f.name != "name") for cls in (GPUSpec, LinkSpec)}
 
 
+#: a field's name ending -> the parser of the values it takes (``hbm_bytes`` a size, ``hbm_bps`` a bandwidth)
+_UNIT_ENDINGS = (("_bytes", units.parse_bytes), ("_bps", units.parse_bandwidth), ("_s", units.parse_duration))
+
+
+def unknown_field(cls: type, key: str, value: Any) -> str:
+    """The refusal of field ``key`` that ``cls`` (GPUSpec, LinkSpec) has not, for a file's entry and
+    :func:`override` alike: the close names (:func:`pcs.choices.close_names`), those whose unit takes ``value``
+    first -- a field named ``KEY_...`` among them (``hbm = "80GB"``: ``hbm_bytes``, a size, before ``hbm_bps``)
+    --, then every field.
+
+    >>> unknown_field(GPUSpec, "hbm", "80GB")
+    "unknown GPUSpec field 'hbm'; did you mean one of: 'hbm_bytes', 'hbm_bps'? known: bf16_flops, fp8_flops, hbm_bps, hbm_bytes, source"
+    """
+    from pcs.choices import close_names, meant
+
+    names = sorted(_FIELD_NAMES[cls])
+    fits = [n for n in names for end, parse in _UNIT_ENDINGS if n.endswith(end) and _parses(parse, value)]
+    close = close_names(key, names)
+    first = [n for n in fits if n in close or n.startswith(f"{str(key).strip().lower()}_")]
+    return (f"unknown {cls.__name__} field {quoted(key, show=repr)}; {meant(first + [n for n in close if n not in first])}"
+            f"known: {', '.join(names)}")
+
+
+def _parses(parse: Callable[[Any], Any], value: Any) -> bool:
+    """Whether ``parse`` takes ``value`` (a string with a unit: a number alone fits no unit)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        parse(value)
+    except ValueError:
+        return False
+    return True
+
+
 def _entry(path: Path, where: str, cls: type, name: str, preset: Any, fields_: dict[str, Any],
            close: str = "") -> Any:
     """Build one overridden or new entry, locating any error by file and field; ``close``: the "did you mean" of
     a new entry's name (:func:`pcs.choices.did_you_mean` over the presets), said when it lacks fields."""
     for key, value in fields_.items():     # each value alone first: an error names its own field (and line)
         if key not in _FIELD_NAMES[cls]:
-            raise InputError(str(path), None, f"{where}.{key}", f"unknown {cls.__name__} field {key!r}; "
-                             f"{did_you_mean(key, _FIELD_NAMES[cls])}known: {', '.join(sorted(_FIELD_NAMES[cls]))}")
+            raise InputError(str(path), None, f"{where}.{key}", unknown_field(cls, key, value))
         if key != "source":
             try:
                 _parse_field(key, value)

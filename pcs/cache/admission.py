@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Sequence
 
 from pcs.cache.policies import spec_value
-from pcs.choices import option_elsewhere, options_list
+from pcs.choices import not_among_tiers, option_elsewhere, options_list
 from pcs.errors import UnknownNameError, UserError, quoted
 
 __all__ = ["AdmissionPolicy", "CountingAdmission", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
@@ -273,7 +273,7 @@ def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict
             if not sep or not tier or not spec.strip():
                 raise UserError(f"bad admit= {item!r}; expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
             if tier not in tier_names:
-                raise UserError(f"admit= names tier {tier!r}, which is not among the tiers: {', '.join(tier_names)}")
+                raise UserError(not_among_tiers("admit=", tier, tier_names, quoted(tier, show=repr)))
             kind, _ = parse_admission(spec)
             if tier == tier_names[0] and kind != "retain":
                 raise UserError(f"admit=['{item}']: the GPU tier stores every block it computes; admission "

@@ -56,6 +56,7 @@ from pcs.engine.tiercheck import check_tier_spec
 from pcs.engine.timing import TimeModel
 from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
+from pcs.choices import not_among_tiers
 from pcs.errors import ArgumentTypeError, UnknownNameError, UserError, ending_with, quoted
 from pcs.trace.batches import as_batches, reiterable, with_limits
 from pcs.trace.rowlimits import NO_LIMITS, STEP_LIMITS, RowLimits
@@ -423,7 +424,7 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
             raise UserError(f"{what} must be a mapping of tier name to value, e.g. {{'cpu': ...}}, got {mapping!r}")
         for k in mapping or {}:
             if k not in names:
-                raise UserError(f"{what} names tier {quoted(k, show=repr)}, which is not among the tiers: {', '.join(names)}")
+                raise UserError(not_among_tiers(what, k, names, quoted(k, show=repr)))
     if links and names[0] in links:
         raise UserError(f"links= is for lower tiers; {names[0]!r} is the GPU tier")
     return specs

@@ -91,18 +91,40 @@ def footprint_notes(res: FootprintResult, hybrid_block: int | None) -> list[str]
         notes.append("page padding: a hybrid block takes whole pages of vLLM's uniform page size (as pcs replay "
                      "counts them); the row is those pages' bytes beyond the components', in Reserved, Prefix store "
                      "and B/block (docs/semantics.md §13.1)")
-    notes.append(f"Prefix store: floor(T/B) = {format_counted(res.totals['prefix_store_blocks'], 'full block')}"
-                 f" x {format_count(res.per_block['serialized'])} B (a state snapshot per block where present)")
+    notes.append(f"Prefix store: {_prefix_blocks(res)} x {format_count(res.per_block['serialized'])} B (a state "
+                 "snapshot per block where present)")
     if hybrid_block and hybrid_block != res.block_size:
         notes.append(f"vLLM would use --block-size {hybrid_block} for this hybrid (one attention page >= one"
                      " state page), so a state snapshot per block costs far less than at this block size")
     notes.append("Prefix store is what keeping the whole prefix costs; how much of it a finite, shared cache"
                  " really keeps (the real hit ratio, below the single-sequence ratio) is what pcs replay answers")
-    if res.block_size != 512 or res.tp != 8:
-        notes.append(f"this view: block {res.block_size}, TP {res.tp}; pcs replay's defaults differ (TP 8, the "
-                     "trace's block size: 512 for the bundled sample and Mooncake): give --block-size 512 --tp 8 "
-                     "to set these bytes beside its")
-    return notes + res.model_notes()  # layout, per-rank vs per-group bytes, assumptions
+    differ = _replay_defaults_note(res)
+    return notes + ([differ] if differ else []) + res.model_notes()  # layout, per-rank vs per-group bytes, assumptions
+
+
+def _prefix_blocks(res: FootprintResult) -> str:
+    """The Prefix store's blocks as the note works them out: ``floor(T/B) = 8,192 full blocks``, or for N
+    sequences ``4 x floor(T/B) = 4 x 8,192 = 32,768 full blocks`` (the total is N sequences' blocks, not
+    floor(T/B))."""
+    total, n = res.totals["prefix_store_blocks"], res.sequences
+    if n == 1:
+        return f"floor(T/B) = {format_counted(total, 'full block')}"
+    return f"{n:,} x floor(T/B) = {n:,} x {format_count(total // n)} = {format_counted(total, 'full block')}"
+
+
+def _replay_defaults_note(res: FootprintResult) -> str | None:
+    """The note saying which of pcs replay's defaults (TP 8, the trace's block size: 512 for the bundled sample and
+    Mooncake) this view differs from, and the flags that set them; None when it differs from neither (only what
+    differs is said: ``--tp 8`` given, the TP is not named)."""
+    differs = [(what, flag) for what, flag, same in (
+        ("the trace's block size: 512 for the bundled sample and Mooncake", "--block-size 512", res.block_size == 512),
+        ("TP 8", "--tp 8", res.tp == 8)) if not same]
+    if not differs:
+        return None
+    verb = "defaults differ" if len(differs) > 1 else "default differs"
+    return (f"this view: block {res.block_size}, TP {res.tp}; pcs replay's {verb} "
+            f"({', '.join(w for w, _ in reversed(differs))}): give {' '.join(f for _, f in differs)} to set these "
+            "bytes beside its")
 
 
 def footprint_payload(res: FootprintResult, model: Any, dtype: str | None = None) -> dict[str, Any]:

@@ -14,8 +14,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 from pcs.choices import MAX_STALE_S
-from pcs.choices import option_elsewhere
-from pcs.errors import UnknownNameError, UserError
+from pcs.choices import option_elsewhere, options_list
+from pcs.errors import UnknownNameError, UserError, quoted
 
 __all__ = ["ROUTERS", "Request", "Router", "parse_router", "router_names", "stale_view_applies"]
 
@@ -76,10 +76,9 @@ class Router:
         self.instances = int(instances)
         for k, v in options.items():
             if k not in self.OPTIONS:
-                valid = ", ".join(self.OPTIONS) or "none"
-                raise UserError(f"router {self.name!r} has no option {k!r}; "
+                raise UserError(f"router {self.name!r} has no option {quoted(k, show=repr)}; "
                                 f"{option_elsewhere(k, self.name, {**_options_of(), self.name: self.OPTIONS})}"
-                                f"valid: {valid}")
+                                f"{options_list(self.OPTIONS)}")
         self.options = {k: options.get(k, d) for k, (_, d, _) in self.OPTIONS.items()}
 
     def choose(self, req: Request, index: Any, load: Any) -> int:
@@ -150,9 +149,8 @@ def _parse_options(name: str, cls: type, rest: str) -> dict[str, Any]:
     for part in rest.split(","):
         key, sep, text = part.partition("=")
         if not sep or key not in cls.OPTIONS:
-            valid = ", ".join(f"{k}=" for k in cls.OPTIONS) or "none"
-            raise UserError(f"router {name!r}: bad option {part!r}; "
-                            f"{option_elsewhere(key, name, _options_of()) if sep else ''}valid: {valid}")
+            raise UserError(f"router {name!r}: bad option {quoted(part, show=repr)}; "
+                            f"{option_elsewhere(key, name, _options_of()) if sep else ''}{options_list(cls.OPTIONS)}")
         if key in options:
             raise UserError(f"router {name!r}: option {key} given twice")
         if text != text.strip() or "_" in text:      # exact values: ' 1' and '1_000' are refused
