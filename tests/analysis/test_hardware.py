@@ -284,6 +284,9 @@ _LINK_FIELDS = 'bandwidth_bps = "11GB/s"\nsetup_s = "20us"\n'
     ("gpu", "h100-custom"),    # custom / sxm: more than one edit; h100 (alias): a run more
     ("link", "rdma-100g"),     # 100 / 200 of rdma-200g: another number of the same length
     ("gpu", "a10"),            # one digit from the alias a100 only: aliases count only when equal (A10 is a part)
+    # review 45d: gb / b (b200) and gb / gh (gh200) differ in a part number's letter code: GB200 is another part
+    ("gpu", "gb200"),
+    ("gpu", "h100-sxm55"),     # two digits after the preset's name: not one generation digit
 ])
 def test_a_real_part_near_a_preset_gets_no_note(tmp_path, section, name):
     hw = tmp_path / "hw.toml"
@@ -300,12 +303,29 @@ def test_a_real_part_near_a_preset_gets_no_note(tmp_path, section, name):
     ("h100-sxn", "h100-sxm"),   # sxn / sxm: one letter replaced
     ("h100-smx", "h100-sxm"),   # two neighbours swapped
     ("h10-sxm", "h100-sxm"),    # 10 / 100: a digit dropped
+    # review 45d
+    ("B 200", "b200"),          # equal to b200 but for case and a space; one letter from h200 too: exact wins
+    ("h100-sxm5", "h100-sxm"),  # the preset's full name and a generation digit: H100 SXM5 is that part
 ])
 def test_a_likely_typo_of_a_preset_gets_the_note(tmp_path, name, preset):
     hw = tmp_path / "hw.toml"
     hw.write_text(f'\n[gpu."{name}"]\n{_GPU_FIELDS}')
     table = load_hardware_file(hw)
     assert table.notes == (f"{hw}:2: gpu.{name} is a new gpu entry, not a change to a preset (did you mean "
+                           f"'{preset}'? a preset's name changes that preset)",)
+
+
+@pytest.mark.parametrize("name, preset", [
+    ("nvlinkc2c", "nvlink-c2c"),      # review 45d: a separator dropped merges runs (nvlinkc / nvlink, c)
+    ("pciegen5x16", "pcie-gen5-x16"),
+    ("nvmegen4", "nvme-gen4"),
+    ("pcie-gem5-x16", "pcie-gen5-x16"),   # gem / gen: one letter of a word, not of a part's letter code
+])
+def test_a_link_typo_gets_the_note(tmp_path, name, preset):
+    hw = tmp_path / "hw.toml"
+    hw.write_text(f'\n[link."{name}"]\n{_LINK_FIELDS}')
+    table = load_hardware_file(hw)
+    assert table.notes == (f"{hw}:2: link.{name} is a new link entry, not a change to a preset (did you mean "
                            f"'{preset}'? a preset's name changes that preset)",)
 
 
