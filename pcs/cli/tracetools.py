@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from pcs.cli.common import Progress, command, counted, emit, format_option, quiet_option
+from pcs.cli.common import Progress, command, counted, emit, format_option, quiet_option, with_trace_notes
 from pcs.cli.params import MAX_SEED, MAX_TOKENS, Choice, Float, Int
 from pcs.cli.traceopts import open_from_options, trace_input_options, written_block_size_note
 from pcs.errors import UserError
@@ -210,5 +210,6 @@ def transform_cmd(in_path, out_path, speed, tenants, tenant_mode, prefix_scale, 
                        with_session=with_session, reuse=t.reuse if synthesised else None)
     info.update(source=t.name, block_size=t.block_size, reuse=t.reuse, applied=spec.applied(),
                 before=summary(before), after=summary(after))
+    with_trace_notes(info, t, fmt, quiet)    # skipped, skipped_lines and their notes: as pcs trace stats, replay
     written_block_size_note(info, quiet)
     emit(info, fmt, lambda: render_transform(info), rows_key=None)
