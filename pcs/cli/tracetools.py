@@ -43,15 +43,17 @@ def events_cmd(events_path, at_s, list_held, fmt, quiet) -> None:
       pcs trace events traces/formats/vllm_kv_events_9.jsonl --at 103.2
     """
     from pcs.report.traceshape import render_events
-    from pcs.trace.kvevents import held_blocks, read_kv_events, residency_summary
+    from pcs.trace.api import read_once
+    from pcs.trace.kvevents import EMPTY_CAPTURE, held_blocks, read_kv_events, residency_summary
 
     if not Path(events_path).exists():
         raise FileNotFoundError(2, "No such file or directory", events_path)
-    st = residency_summary(read_kv_events(events_path), at_s)
-    st = {"events_file": events_path, "at_s": at_s, **st}
-    if list_held:
-        for m in st["media"]:
-            m["held"] = held_blocks(read_kv_events(events_path), at_s, m["rank"], m["medium"]).tolist()
+    with read_once(events_path, events_path, EMPTY_CAPTURE) as once:   # a FIFO: copied once, read twice
+        st = residency_summary(read_kv_events(once, events_path), at_s)
+        st = {"events_file": events_path, "at_s": at_s, **st}
+        if list_held:
+            for m in st["media"]:
+                m["held"] = held_blocks(read_kv_events(once, events_path), at_s, m["rank"], m["medium"]).tolist()
     emit(st, fmt, lambda: render_events(st), rows_key="media")
 
 

@@ -105,3 +105,18 @@ def test_msgpack_values_json_cannot_write_are_shown(tmp_path, batch, needle):
     p = tmp_path / "e.msgpack"
     p.write_bytes(msgpack.packb(batch))
     assert_one_line_error(invoke("trace", "events", p), needle)
+
+
+def test_a_fifo_without_a_writer_is_refused_as_the_trace_readers_refuse_it(tmp_path):
+    # review 45d: exit 0 with 0 events; the trace readers refuse it (pcs.trace.api.read_once, one rule)
+    import os
+
+    from tests.helpers import assert_one_line_error, invoke
+
+    fifo = tmp_path / "ev"
+    os.mkfifo(fifo)
+    assert_one_line_error(invoke("trace", "events", fifo),
+                          f"{fifo}: empty capture (no events): a named pipe (FIFO) with no data written into it when "
+                          "pcs opened it; pcs reads a FIFO once and waits for no writer")
+    with pytest.raises(InputError, match="empty capture"):
+        list(read_kv_events(fifo))
