@@ -783,7 +783,7 @@ def a_or_an(word: str) -> str:
     """``word`` after its indefinite article, for a word that comes from a variable (a format's name, a type's, a
     number): "an" before a vowel letter or a number read from "eight" or "eleven"/"eighteen" (8, 80, 11, 18,
     11,000), else "a"; with the common exceptions, any case: "a" before :data:`_A_BEFORE` ("a uint64", "a unicode",
-    "a one"), "an" before :data:`_AN_BEFORE` ("an hour", "an ndarray"). Other letters are read as written, not as
+    "a one"), "an" before :data:`_AN_BEFORE` ("an hour", "an ndarray", "an XML"). Other letters are read as written, not as
     spelled out ("a FIFO"). An empty word gets no article (""). The compiled hosts' ``pyhost_article``
     (pcs/cache/_pol_py.c) follows the same rule for type names.
 
@@ -817,7 +817,7 @@ def format_rate(rate: float) -> str:
 #: word beginnings read with a consonant sound though spelled with a vowel ("a uint64", "a user", "a one")
 _A_BEFORE = ("uni", "use", "usu", "uint", "one", "eu")
 #: word beginnings read with a vowel sound though spelled with a consonant ("an hour", "an ndarray": "en-dee")
-_AN_BEFORE = ("hour", "honest", "nd")
+_AN_BEFORE = ("hour", "honest", "nd", "xml")
 
 
 def format_counted(n: float, noun: str, many: str | None = None) -> str:
