@@ -149,7 +149,7 @@ def ascii_int(text: str, what: str = "integer") -> int:
     except ValueError:          # past Python's digit limit (sys.get_int_max_str_digits)
         from pcs.jsondepth import too_long_text
 
-        raise UserError(f"invalid {what} {quoted(text, show=repr)}: {too_long_text(len(t.lstrip('+-')))}") from None
+        raise UserError(f"invalid {what} {quoted(text, show=repr)}: {too_long_text(None)}") from None   # the count: quoted's
 
 
 def ascii_float(text: str, what: str = "number") -> float:

@@ -297,6 +297,23 @@ def test_a_mistyped_config_dtype_says_the_nearest(tmp_path, key):
             "valid: float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, int8") in _message(load_hf_config, p)
 
 
+@pytest.mark.parametrize("value, shown", [(["bfloat16"], "['bfloat16'] (list)"), (16, "16 (int)")])
+def test_a_config_dtype_that_is_no_string_says_it_must_be_one(tmp_path, value, shown):
+    import json
+
+    from pcs.model.hfconfig import load_hf_config
+
+    # review 45d: ["bfloat16"] was "unknown dtype ['bfloat16']; did you mean one of: 'bfloat16', ..." (a list is
+    # no name: the fix is to write the string)
+    cfg = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,
+           "num_key_value_heads": 8, "vocab_size": 32000, "intermediate_size": 11008, "torch_dtype": value}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    msg = _message(load_hf_config, p)
+    assert f"field 'torch_dtype': must be a string, a torch dtype name such as 'bfloat16', got {shown}" in msg
+    assert "did you mean" not in msg
+
+
 def _router_option(spec):
     from pcs.fleet.routers import parse_router
     return parse_router(spec, 2)
