@@ -597,8 +597,9 @@ def _entry(path: Path, where: str, cls: type, name: str, preset: Any, fields_: d
     except InputError:
         raise
     except FigureError as exc:      # one figure out of range: at that field's own line when the file gives it
-        if exc.field_name in fields_:
-            raise InputError(str(path), None, f"{where}.{exc.field_name}", exc.problem) from None
+        if exc.field_name in fields_:   # the preset named when the key is another spelling of it (gpu.h100)
+            of = f"preset {name}: " if preset is not None and where.split(".", 1)[1] != name else ""
+            raise InputError(str(path), None, f"{where}.{exc.field_name}", of + exc.problem) from None
         raise InputError(str(path), None, where, str(exc)) from None
     except ValueError as exc:       # the entry as a whole (fields missing, iops without io_size_bytes ...)
         raise InputError(str(path), None, where, str(exc)) from None

@@ -270,6 +270,15 @@ def test_a_json_figure_out_of_bounds_is_named_at_its_own_line(tmp_path):
     assert str(err.value).startswith(f"{hw}:3: field 'gpu.h100-sxm.bf16_flops': must be between 1e+09"), str(err.value)
 
 
+def test_a_figure_out_of_bounds_under_an_alias_names_the_preset(tmp_path):
+    # review 45d: [gpu.h100] is the preset h100-sxm (an alias): the error at the field's line lost that name
+    hw = tmp_path / "hw.toml"
+    hw.write_text("[gpu.h100]\nbf16_flops = 5\n")
+    with pytest.raises(ValueError) as err:
+        load_hardware_file(hw)
+    assert str(err.value).startswith(f"{hw}:2: field 'gpu.h100.bf16_flops': preset h100-sxm: must be between 1e+09")
+
+
 # Review 45 (mend45b): the note "a new entry, not a change to a preset" only where a typo is likely (rule:
 # pcs.hardware.likely_typo_of); real, different parts within difflib's 0.6 of a preset get none.
 
