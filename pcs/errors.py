@@ -36,7 +36,7 @@ def quoted(value: Any, limit: int = 40, show: Callable[[Any], str] | None = None
     Bounds, in characters of the shown text: a ``str`` or ``bytes`` is short when it has at most ``limit``
     characters (bytes) and its shown text, quotes aside, is at most ``limit`` characters too (40 NULs escape to
     240: cut); any other value when its shown text is at most ``limit``. A cut never splits an escape
-    (``\u00e9``, ``\x00``, ``\n``): it ends before one that would not fit (but shows one at least).
+    (``\u00E9``, ``\x00``, ``\n``): it ends before one that would not fit (but shows one at least).
 
     The size said: a ``str`` its own characters, ``(N characters)``; ``bytes`` its bytes, ``(N bytes)``; any
     other value the characters of its shown text, naming it: ``(N characters of JSON)`` when shown as JSON,
@@ -81,9 +81,7 @@ def _shown(value: Any, show: Callable[[Any], str]) -> tuple[str, Callable[[Any],
         except Exception:     # noqa: BLE001 - any value a user gave must be shown, whatever its type
             continue
     if isinstance(value, int):
-        import math
-
-        return f"<int of about {int(value.bit_length() * math.log10(2)) + 1:,} digits>", None
+        return f"<int of about {int(value.bit_length() * _DIGITS_PER_BIT) + 1:,} digits>", None
     size = f" of {len(value):,} {'item' if len(value) == 1 else 'items'}" if isinstance(value, (list, tuple, dict)) else ""
     return f"<{type(value).__name__}{size}>", None
 
@@ -97,8 +95,11 @@ def _quotes(text: str, raw: Any) -> tuple[str, str, str]:
     return text[:start], text[start:-1], text[-1]
 
 
-#: One character of shown text, or one whole escape (JSON's and Python's: ``\u00e9``, ``\U0001f600``, ``\xff``,
-#: ``\n``; JSON's surrogate pair ``\ud83d\ude00``, one emoji): the pieces :func:`_cut` keeps or drops whole.
+#: Decimal digits per bit, the base-10 logarithm of 2: an int's digits from its bit length (:func:`_shown`), never from its text.
+_DIGITS_PER_BIT = 0.30102999566398120
+
+#: One character of shown text, or one whole escape (JSON's and Python's: ``\u00E9``, ``\U0001F600``, ``\xff``,
+#: ``\n``; JSON's surrogate pair ``\uD83D\uDE00``, one emoji): the pieces :func:`_cut` keeps or drops whole.
 _PIECE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"     # a surrogate pair: one
                     r"|\\(?:u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|.)|.", re.S)
 

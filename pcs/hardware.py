@@ -317,7 +317,7 @@ def likely_typo_of(name: str, presets: dict) -> str | None:
     ``b200``, not ``h200``):
 
     1. the same letters and digits (only case, separators or punctuation differ, or a separator is dropped:
-       ``H100 SXM``, ``h100.sxm``, ``nvlinkc2c``, ``pciegen5x16``, ``nvmegen4``; an alias counts here,
+       ``H100 SXM``, ``h100.sxm``, ``nvlinkc2c``, ``pcie-gen5x16``, ``nvmegen4``; an alias counts here,
        ``H200 SXM`` -> ``h200``);
     2. a preset's full name (ending in letters) and one more digit, its generation (``h100-sxm5``, the
        H100 SXM5 that the preset ``h100-sxm`` is);
