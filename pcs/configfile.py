@@ -24,6 +24,7 @@ from typing import Any, Iterable, Iterator
 from pcs import jsondepth
 from pcs.choices import did_you_mean
 from pcs.errors import InputError, UserError
+from pcs.units import a_or_an
 
 __all__ = ["MAX_SETTINGS_BYTES", "SETTINGS_SUFFIXES", "unread_suffix", "read_text", "read_mapping", "read_mapping_lines", "read_json_object",
            "read_json_object_lines", "KeyLines", "refuse_unknown_keys"]
@@ -32,6 +33,9 @@ __all__ = ["MAX_SETTINGS_BYTES", "SETTINGS_SUFFIXES", "unread_suffix", "read_tex
 SETTINGS_SUFFIXES = {".toml": "TOML", ".json": "JSON"}
 #: Suffixes of languages pcs does not read, named so the refusal says what the file is and the way out.
 _UNREAD_LANGUAGES = {".yaml": "YAML", ".yml": "YAML", ".ini": "INI", ".cfg": "INI", ".conf": "INI", ".xml": "XML"}
+#: The languages whose files map onto TOML as they are (nested tables of keys): the way out is to convert the file;
+#: an INI or XML file (sections of strings, elements and attributes) is written anew.
+_AS_TOML = ("YAML",)
 
 
 def unread_suffix(path: str | Path) -> str:
@@ -40,14 +44,18 @@ def unread_suffix(path: str | Path) -> str:
     else the nearest suffix (:func:`pcs.choices.did_you_mean`).
 
     ``x.yaml`` -> ``"x.yaml: a YAML file (.yaml), which pcs does not read: it reads settings as TOML (.toml) or
-    JSON (.json), by the suffix; convert the file to TOML (the same tables and keys)"``.
+    JSON (.json), by the suffix; convert the file to TOML (the same tables and keys)"``; ``x.xml`` -> ``"x.xml: an
+    XML file (.xml), ...; write its settings as TOML"`` (INI and XML are not tables of keys as they stand).
     """
     path = Path(path)
     suffix = path.suffix.lower()
     reads = " or ".join(f"{lang} ({s})" for s, lang in SETTINGS_SUFFIXES.items())
     if suffix in _UNREAD_LANGUAGES:
-        return (f"{path}: a {_UNREAD_LANGUAGES[suffix]} file ({path.suffix}), which pcs does not read: it reads "
-                f"settings as {reads}, by the suffix; convert the file to TOML (the same tables and keys)")
+        lang = _UNREAD_LANGUAGES[suffix]
+        out = ("convert the file to TOML (the same tables and keys)" if lang in _AS_TOML else
+               "write its settings as TOML")
+        return (f"{path}: {a_or_an(lang)} file ({path.suffix}), which pcs does not read: it reads "
+                f"settings as {reads}, by the suffix; {out}")
     what = f"unknown file type {path.suffix!r}" if suffix else "no suffix"
     return f"{path}: {what}; {did_you_mean(suffix, SETTINGS_SUFFIXES) if suffix else ''}pcs reads {reads}, by the suffix"
 

@@ -13,6 +13,7 @@ saying so (:data:`BUG_REPORT`), exit code 1 (:func:`pcs.cli.common.user_errors`)
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Iterable, Mapping
 
 __all__ = ["quoted", "ending_with", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT"]
@@ -23,13 +24,23 @@ BUG_REPORT = ("this is a bug in pcs, not in your input: please report it on the 
 
 
 def quoted(value: Any, limit: int = 40, show: Callable[[Any], str] | None = None) -> str:
-    """A user's value as an error message quotes it: ``show(value)`` (JSON text by default, ``json.dumps``; pass
-    ``show=repr`` for Python's quotes) when it is short, else its first ``limit`` characters, ``...``, the closing
-    quote or bracket and how many characters the value had, so a cut value is seen to be cut (one rule for every
+    r"""A user's value as an error message quotes it, never raising: ``show(value)`` (JSON text by default,
+    ``json.dumps``; pass ``show=repr`` for Python's quotes) when it is short, else its first characters, ``...``,
+    the closing quote or bracket and the value's size, so a cut value is seen to be cut (one rule for every
     message; before, ``json.dumps(v)[:40]`` dropped the closing quote and said nothing).
 
-    Short means: a ``str`` (or ``bytes``) of at most ``limit`` characters (bytes), cut before it is quoted so no
-    escape is cut in two; any other value whose shown text is at most ``limit`` characters (then the text is cut).
+    What is shown: a value JSON cannot write (``bytes``, a list holding bytes, as msgpack gives them) or one
+    ``show`` refuses is shown by Python's ``repr`` (bytes as ``b'\x00\x01'``); a value neither can show (an int
+    past Python's digit limit) by its type and size (``<int of 5,000 digits>``).
+
+    Bounds, in characters of the shown text: a ``str`` or ``bytes`` is short when it has at most ``limit``
+    characters (bytes) and its shown text, quotes aside, is at most ``limit`` characters too (40 NULs escape to
+    240: cut); any other value when its shown text is at most ``limit``. A cut never splits an escape
+    (``\u00E9``, ``\x00``, ``\n``): it ends before one that would not fit (but shows one at least).
+
+    The size said: a ``str`` its own characters, ``(N characters)``; ``bytes`` its bytes, ``(N bytes)``; any
+    other value the characters of its shown text, naming it: ``(N characters of JSON)`` when shown as JSON,
+    ``(N characters of text)`` otherwise (a list's length in characters is its text's, not its items').
 
     >>> quoted("abc")
     '"abc"'
@@ -38,25 +49,70 @@ def quoted(value: Any, limit: int = 40, show: Callable[[Any], str] | None = None
     >>> quoted("a" * 50, 4, show=repr)
     "'aaaa...' (50 characters)"
     >>> quoted(list(range(100)), 9)
-    '[0, 1, 2,...] (390 characters)'
+    '[0, 1, 2,...] (390 characters of JSON)'
+    >>> quoted([b"\x00\x01", [], 0])
+    "[b'\\x00\\x01', [], 0]"
     """
-    if show is None:
-        import json
+    import json
 
-        show = json.dumps
-    if isinstance(value, (str, bytes)):
-        if len(value) <= limit:
-            return show(value)
-        count, unit = len(value), "bytes" if isinstance(value, bytes) else "characters"
-        cut = show(value[:limit])
-        head, closer = (cut[:-1], cut[-1]) if cut != value[:limit] and cut[-1:] in ("'", '"') else (cut, "")
-    else:
-        text = show(value)
-        if len(text) <= limit:
+    show = json.dumps if show is None else show
+    if isinstance(value, (str, bytes, bytearray)):
+        text, used = _shown(value[:limit], show)
+        opener, body, closer = _quotes(text, value[:limit])
+        if len(value) <= limit and len(body) <= limit:
             return text
-        count, unit = len(text), "characters"
-        head, closer = text[:limit], text[-1] if text[-1] in ")]}'\"" else ""
-    return f"{head}...{closer} ({count:,} {unit})"
+        unit = "characters" if isinstance(value, str) else "bytes"
+        return f"{opener}{_cut(body, limit)}...{closer} ({len(value):,} {unit})"
+    text, used = _shown(value, show)
+    if len(text) <= limit:
+        return text
+    closer = text[-1] if text[-1] in ")]}'\"" else ""
+    what = "characters of JSON" if used is json.dumps else "characters of text"
+    return f"{_cut(text, limit)}...{closer} ({len(text):,} {what})"
+
+
+def _shown(value: Any, show: Callable[[Any], str]) -> tuple[str, Callable[[Any], str] | None]:
+    """(``show(value)``, show), else (``repr(value)``, repr) when ``show`` raises, else (``<TYPE ...>``, None)
+    when repr does too (an int past Python's digit limit: ``<int of 5,000 digits>``): :func:`quoted` never
+    raises."""
+    for f in (show, repr):
+        try:
+            return str(f(value)), f
+        except Exception:     # noqa: BLE001 - any value a user gave must be shown, whatever its type
+            continue
+    if isinstance(value, int):
+        return f"<int of about {int(value.bit_length() * _DIGITS_PER_BIT) + 1:,} digits>", None
+    size = f" of {len(value):,} {'item' if len(value) == 1 else 'items'}" if isinstance(value, (list, tuple, dict)) else ""
+    return f"<{type(value).__name__}{size}>", None
+
+
+def _quotes(text: str, raw: Any) -> tuple[str, str, str]:
+    """``text``, a string or bytes value's shown form, as (opener, body, closer): ``b'`` / ``\\x00`` / ``'``;
+    no quotes when the text is the value itself (``show=str``)."""
+    if text == raw or len(text) < 2 or text[-1] not in "'\"":
+        return "", text, ""
+    start = text.index(text[-1]) + 1
+    return text[:start], text[start:-1], text[-1]
+
+
+#: Decimal digits per bit, the base-10 logarithm of 2: an int's digits from its bit length (:func:`_shown`), never from its text.
+_DIGITS_PER_BIT = 0.30102999566398120
+
+#: One character of shown text, or one whole escape (JSON's and Python's: ``\u00E9``, ``\U0001F600``, ``\xff``,
+#: ``\n``; JSON's surrogate pair ``\uD83D\uDE00``, one emoji): the pieces :func:`_cut` keeps or drops whole.
+_PIECE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"     # a surrogate pair: one
+                    r"|\\(?:u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|.)|.", re.S)
+
+
+def _cut(text: str, limit: int) -> str:
+    """The longest start of ``text`` of at most ``limit`` characters that ends between two escapes; at least its
+    first character or escape (a cut value shows something, even under a ``limit`` shorter than one escape)."""
+    end = 0
+    for m in _PIECE.finditer(text, 0, min(len(text), limit + 10)):
+        if m.end() > limit and end:
+            break
+        end = m.end()
+    return text[:end]
 
 
 def ending_with(prefix: str, value: Any, width: int = 300) -> str:
@@ -67,7 +123,7 @@ def ending_with(prefix: str, value: Any, width: int = 300) -> str:
     >>> ending_with("got list: ", [1, 2])
     'got list: [1, 2]'
     >>> ending_with("got list: ", list(range(30)), 20)
-    'got list: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1...] (110 characters)'
+    'got list: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1...] (110 characters of text)'
     """
     return prefix + quoted(value, max(width - len(prefix), 40), show=repr)
 

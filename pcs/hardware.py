@@ -312,30 +312,61 @@ def likely_typo_of(name: str, presets: dict) -> str | None:
     """The preset a NEW hardware-file entry ``name`` is likely a mistyping of, or None (then no note is made):
     the rule of the note "is a new entry, not a change to a preset" (:func:`_table_from`).
 
-    ``name`` and a preset are split into runs of letters and of digits (:func:`_tokens`); ``name`` is a likely
-    typo of the preset when the runs are the same (only case, ``_``/``-``/spaces or punctuation differ: ``H100
-    SXM``, ``h100.sxm``; an alias counts here, ``H200 SXM`` -> ``h200``), or when there are as many runs of the
-    same kinds and exactly one differs by one edit (:func:`_one_edit`) that keeps a part number the same
-    number: letters by any one edit (``h100-sxn``, ``h100-smx``), digits by one digit dropped or added
-    (``h10-sxm``, ``h1000-sxm``). A real part's name is not a typo: another number of the same length
-    (``b100`` / ``b200``, ``a100-40gb`` / ``a100-80gb``, ``rdma-100g`` / ``rdma-200g``), a run more or fewer
-    (``l40`` / ``l40s``, ``h100-custom`` / ``h100``), and a bare alias with a digit dropped (``a10``, a real part,
-    is not a typo of the alias ``a100``: the one-edit rule looks at preset names only). It may still call a
-    real part a typo (``h20``, one digit from ``h200``): a note, the entry is kept.
+    ``name`` and a preset are split into runs of letters and of digits (:func:`_tokens`). In this order, the
+    first that holds over all the presets wins (so an exact match is never lost to a one-edit one: ``B 200`` is
+    ``b200``, not ``h200``):
+
+    1. the same letters and digits (only case, separators or punctuation differ, or a separator is dropped:
+       ``H100 SXM``, ``h100.sxm``, ``nvlinkc2c``, ``pcie-gen5x16``, ``nvmegen4``; an alias counts here,
+       ``H200 SXM`` -> ``h200``);
+    2. a preset's full name (ending in letters) and one more digit, its generation (``h100-sxm5``, the
+       H100 SXM5 that the preset ``h100-sxm`` is);
+    3. as many runs of the same kinds and exactly one differs by one edit (:func:`_one_edit`) that keeps a part
+       number the same number: letters by any one edit (``h100-sxn``, ``h100-smx``), digits by one digit
+       dropped or added (``h10-sxm``, ``h1000-sxm``) -- but never in a part number's letter code (a run of 1
+       or 2 letters right before a digit run: ``h``, ``gb``): another code is another part (``gb200`` /
+       ``b200``, ``gb200`` / ``gh200``, ``a100`` / ``h100``); longer words before a number (``gen5``,
+       ``rdma-200g``) take any one edit.
+
+    A real part's name is not a typo: another number of the same length (``b100`` / ``b200``, ``a100-40gb`` /
+    ``a100-80gb``, ``rdma-100g`` / ``rdma-200g``), a run more or fewer (``l40`` / ``l40s``, ``h100-custom`` /
+    ``h100``), and a bare alias with a digit dropped (``a10``, a real part, is not a typo of the alias ``a100``:
+    rules 2 and 3 look at preset names only). It may still call a real part a typo (``h20``, one digit from
+    ``h200``): a note, the entry is kept.
     """
     mine = _tokens(name)
-    for preset in (*presets, *aliases_of(presets)):
-        theirs = _tokens(preset)
-        if theirs == mine:
-            return _norm(preset)
-        if preset not in presets or len(theirs) != len(mine):
-            continue
-        diff = [(a, b) for a, b in zip(mine, theirs) if a != b]
-        if len(diff) != 1 or diff[0][0].isdigit() != diff[0][1].isdigit() or not _one_edit(*diff[0]):
-            continue
-        if not diff[0][0].isdigit() or len(diff[0][0]) != len(diff[0][1]):
-            return preset
-    return None
+    names = (*presets, *aliases_of(presets))
+    exact = next((p for p in names if "".join(_tokens(p)) == "".join(mine)), None)
+    if exact is not None:
+        return _norm(exact)
+    generation = next((p for p in presets if _generation_of(mine, _tokens(p))), None)
+    if generation is not None:
+        return generation
+    return next((p for p in presets if _one_edit_of_part(mine, _tokens(p))), None)
+
+
+def _generation_of(mine: list[str], theirs: list[str]) -> bool:
+    """Rule 2 of :func:`likely_typo_of`: ``mine`` is ``theirs``, which ends in letters, and one digit more."""
+    return (len(theirs) >= 1 and theirs[-1].isalpha() and mine[:-1] == theirs and len(mine[-1]) == 1
+            and mine[-1].isdigit())
+
+
+def _one_edit_of_part(mine: list[str], theirs: list[str]) -> bool:
+    """Rule 3 of :func:`likely_typo_of`: runs of the same kinds, one run one edit apart, a part number kept (a
+    digit run only by a digit dropped or added) and its letter code (1 or 2 letters before a digit run) kept."""
+    if len(theirs) != len(mine):
+        return False
+    diff = [i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b]
+    if len(diff) != 1:
+        return False
+    i = diff[0]
+    a, b = mine[i], theirs[i]
+    if a.isdigit() != b.isdigit() or not _one_edit(a, b):
+        return False
+    if a.isdigit():
+        return len(a) != len(b)
+    code = i + 1 < len(mine) and mine[i + 1].isdigit() and min(len(a), len(b)) <= 2
+    return not code
 
 
 def aliases_of(presets: dict) -> dict[str, str]:
@@ -598,8 +629,9 @@ def _entry(path: Path, where: str, cls: type, name: str, preset: Any, fields_: d
     except InputError:
         raise
     except FigureError as exc:      # one figure out of range: at that field's own line when the file gives it
-        if exc.field_name in fields_:
-            raise InputError(str(path), None, f"{where}.{exc.field_name}", exc.problem) from None
+        if exc.field_name in fields_:   # the preset named when the key is another spelling of it (gpu.h100)
+            of = f"preset {name}: " if preset is not None and where.split(".", 1)[1] != name else ""
+            raise InputError(str(path), None, f"{where}.{exc.field_name}", of + exc.problem) from None
         raise InputError(str(path), None, where, str(exc)) from None
     except ValueError as exc:       # the entry as a whole (fields missing, iops without io_size_bytes ...)
         raise InputError(str(path), None, where, str(exc)) from None

@@ -55,9 +55,14 @@ class NumberTooLongError(PickledAsIs, ValueError):
         super().__init__(("" if index is None else f"element {index}: ") + too_long_text(digits))
 
 
-def too_long_text(digits: int) -> str:
+def too_long_text(digits: int | None) -> str:
     """The one reason every reader gives for an integer past Python's digit limit: ``number too long (N digits)``
-    (JSON, TOML, a CSV cell, a number option), located by :func:`long_integer`."""
+    (JSON, TOML, a CSV cell, a number option), located by :func:`long_integer`; ``digits`` None where the message
+    quotes the number with its length already (:func:`pcs.errors.quoted`: ``'999...' (5,000 characters)``), which
+    then names the limit instead: ``number too long (more than 4,300 digits)``."""
+    if digits is None:
+        limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+        return f"number too long (more than {limit:,} digits)" if limit else "number too long"
     return f"number too long ({digits} digits)"
 
 

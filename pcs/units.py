@@ -149,7 +149,7 @@ def ascii_int(text: str, what: str = "integer") -> int:
     except ValueError:          # past Python's digit limit (sys.get_int_max_str_digits)
         from pcs.jsondepth import too_long_text
 
-        raise UserError(f"invalid {what} {quoted(text, show=repr)}: {too_long_text(len(t.lstrip('+-')))}") from None
+        raise UserError(f"invalid {what} {quoted(text, show=repr)}: {too_long_text(None)}") from None   # the count: quoted's
 
 
 def ascii_float(text: str, what: str = "number") -> float:
@@ -192,19 +192,56 @@ MAX_VALUE = 2**63 - 1
 
 
 def _byte_mult(unit: str, text, what: str, help_: str, spelled: str | None = None, near: str | None = None) -> int:
-    """Multiplier of a size unit; a lowercase ``b`` (bits: ``Gb``, ``kb``) is refused; an unknown unit is named as
-    ``spelled`` (default ``unit``; a bandwidth's with its ``/s``) with the close ones of a ``near`` (default
-    ``what``; :func:`_close_unit`)."""
-    if unit.endswith("b") and unit.lower() != "b" or unit == "b":
-        prefix = unit[:-1] if unit[:-1] in ("k", "") else unit[:-1].upper()
-        raise UserError(f"invalid {what} {quoted(str(text), show=repr)}: {quoted(unit, show=repr)} reads as bits; pcs takes bytes: write "
-                         f"{prefix}B (bytes) or divide bits by 8; expected {help_}")
+    """Multiplier of a size unit; bits (``Gb``, ``kbit``: :func:`_refuse_bits`) are refused; an unknown unit is
+    named as ``spelled`` (default ``unit``; a bandwidth's with its ``/s``) with the close ones of a ``near``
+    (default ``what``; :func:`_close_unit`)."""
+    _refuse_bits(unit, text, what, help_)
     mult = BYTE_UNITS.get(unit.lower())
     if mult is None:
         spelled = unit if spelled is None else spelled
         raise UserError(f"invalid {what} {quoted(str(text), show=repr)}: unknown unit {quoted(spelled, show=repr)}; "
                         f"{_close_unit(spelled, near or what)}expected {help_}")
     return mult
+
+
+#: Each scale prefix of :data:`BYTE_UNITS` (by its lowercase spelling) as an error writes it: ``Gi`` (``Gib`` ->
+#: write GiB), ``k`` (SI); the one spelling of a prefix in every suggestion.
+_PREFIX = {"": "", "k": "k", "m": "M", "g": "G", "t": "T", "p": "P",
+           "ki": "Ki", "mi": "Mi", "gi": "Gi", "ti": "Ti", "pi": "Pi"}
+
+#: A unit of bits or bytes, with or without "per second": a prefix, then ``b``/``B``/``bit``/``bits``, then
+#: ``/s``, ``ps`` or nothing (any case; :func:`_refuse_bits` reads the case of ``b`` and ``ps``).
+_BIT_BYTE = re.compile(r"^([A-Za-z]{0,2}?)(bits?|b)(/s|ps)?$", re.IGNORECASE)
+
+
+def _refuse_bits(unit: str, text, what: str, help_: str) -> None:
+    """Refuse a unit of bits, and bytes per second written other than ``/s``, naming the unit to write.
+
+    The rule (docs/semantics.md §16): a lowercase ``b``, or ``bit``/``bits``, after a scale prefix is bits
+    (``Gb``, ``Gibps``, ``gbit/s``: write GB/s, GiB/s, or divide bits by 8); a capital ``B`` before a lowercase
+    ``ps`` is bytes per second without its ``/`` (``GBps``, ``KiBps``: write GB/s, KiB/s; not read, so that a
+    look-alike one case away, ``Gbps``, is never 8x off unnoticed); ``B`` before ``PS`` in capitals (``GBPS``)
+    may be either: refused as ambiguous. A prefix pcs does not take (``Eb``) is left to the unknown-unit error.
+
+    Raises:
+        UserError: naming ``text``, the unit and what to write, then ``help_``.
+    """
+    m = _BIT_BYTE.match(unit)
+    prefix = _PREFIX.get(m.group(1).lower()) if m else None
+    if prefix is None:
+        return
+    mark, per_s = m.group(2), m.group(3) or ""
+    head = f"invalid {what} {quoted(str(text), show=repr)}: {unit!r}"
+    if mark == "B" and per_s == "ps":
+        raise UserError(f"{head} is bytes per second without its '/': write {prefix}B/s; expected {help_}")
+    if mark == "B" and per_s.lower() == "ps":
+        raise UserError(f"{head} in capitals is ambiguous: bytes ({prefix}B/s) or bits ({prefix}bit/s) per second? "
+                        f"pcs takes bytes: write {prefix}B/s, dividing bits by 8; expected {help_}")
+    if mark.lower() != "b" or mark == "b":
+        bytes_ = f"{prefix}B/s" if what == "bandwidth" else f"{prefix}B"
+        reads = ("bits per second; pcs takes bytes" if per_s else
+                 "bits; pcs takes bytes per second" if what == "bandwidth" else "bits; pcs takes bytes")
+        raise UserError(f"{head} reads as {reads}: write {bytes_} (bytes) or divide bits by 8; expected {help_}")
 
 
 #: The size units as an error suggests them (:func:`_close_unit`; any case is accepted, :data:`BYTE_UNITS`).
@@ -214,13 +251,40 @@ _SIZE_SPELLINGS = ("B", "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB"
 def _close_unit(unit: str, what: str) -> str:
     """``"did you mean 'GiB'? "`` for a mistyped unit of a ``what`` (``"size"``, ``"capacity"``: the size units,
     a capacity's ``blocks`` too; ``"bandwidth"``: each size unit with ``/s``; ``"duration"``: :data:`DURATION_UNITS`),
-    ``""`` when none is close (:func:`pcs.choices.did_you_mean`, the one rule for a mistyped name)."""
+    ``""`` when none is close (:func:`pcs.choices.did_you_mean`, the one rule for a mistyped name).
+
+    A suggestion keeps the number's scale (:func:`_scale`): ``16EB``, ``16ZB`` (scales pcs does not take) and
+    ``16BG`` get none rather than ``B`` (10^18x, 10^9x off), ``10GBs`` gets ``GB/s`` and ``GiB/s``, never ``B/s``;
+    and the bare ``B`` is never suggested for a longer unit (one letter is close to any: ``5000bl`` is not 5000
+    bytes). A unit that begins a taken word of 2 letters or more (``bl``, ``bloc`` of ``blocks``) gets that word.
+    """
     from pcs.choices import did_you_mean
 
     words = (tuple(f"{u}/s" for u in _SIZE_SPELLINGS) if what == "bandwidth"
              else tuple(u for u in DURATION_UNITS if u) if what == "duration"
              else _SIZE_SPELLINGS + (("blocks",) if what == "capacity" else ()))
+    if what != "duration":
+        words = tuple(w for w in words if _scale(w) == _scale(unit) and (w != "B" or len(unit) == 1))
+        begun = tuple(w for w in words if len(unit) >= 2 and w.lower().startswith(unit.lower()))
+        if begun:
+            return f"did you mean {begun[0]!r}? "
     return did_you_mean(unit, words)
+
+
+#: The letters of a scale prefix (kilo .. yotta), any case; :func:`_scale`.
+_SCALE_LETTERS = "kmgtpezy"
+
+
+def _scale(unit: str) -> str:
+    """The scale a size or bandwidth unit names, lowercase: its first letter when that is one of kilo .. yotta
+    (``GiB/s`` -> ``g``, ``kB`` -> ``k``), else any such letter after a ``B`` (``BG`` -> ``g``), else ``""``
+    (``B``, ``blocks``, ``bl``)."""
+    low = unit.lower()
+    if low[:1] in _SCALE_LETTERS:
+        return low[:1]
+    if low[:1] != "b" or low.startswith("bl"):      # no scale, or a block count's
+        return ""
+    return next((c for c in low if c in _SCALE_LETTERS), "")
 
 
 #: The bound of each kind in the unit the user can check it against (sizes and bandwidths in bytes, durations in ns).
@@ -285,20 +349,18 @@ def parse_bandwidth(text: str | int | float) -> float:
 
     Args:
         text: e.g. ``"2000GB/s"``, ``"20 GB/s"``, ``"10GiB/s"``, ``"5e9"``.
-            Bits per second (``Gbps``) are refused as ambiguous.
+            Bits (``Gbps``, ``Gb/s``, ``gbit/s``) and bytes per second written without ``/`` (``GBps``) are
+            refused, naming the unit to write (:func:`_refuse_bits`).
     Returns:
         float bytes/s.
     Raises:
         UserError: unknown unit, malformed number, a negative value, or one > 0 that is 0 as a float.
     """
     value, unit = _split(text, "bandwidth", _BW_HELP)
+    _refuse_bits(unit, text, "bandwidth", _BW_HELP)
     u = unit
     if u.lower().endswith("/s"):
         u = u[:-2]
-    elif u.lower().endswith("bps") and u.lower()[:-3] + "b" in BYTE_UNITS:   # Gbps, Mbps: bits per second
-        prefix = u[:-3] if u[:-3] in ("k", "") else u[:-3][0].upper() + u[:-3][1:]    # Gbps -> GB/s, Gibps -> GiB/s
-        raise UserError(f"invalid bandwidth {quoted(str(text), show=repr)}: {quoted(unit, show=repr)} reads as bits per second; pcs takes bytes: "
-                        f"write {prefix}B/s (bytes) or divide bits by 8; expected {_BW_HELP}")
     elif u:
         raise UserError(f"invalid bandwidth {quoted(str(text), show=repr)}: unit must end in /s; {_close_unit(u, 'bandwidth')}"
                         f"expected {_BW_HELP}")
@@ -313,12 +375,16 @@ def _duration_mult(unit: str, text) -> int:
     """Nanoseconds per ``unit`` (:data:`DURATION_UNITS`, in any case, but for the milliseconds' upper-case ``M``).
 
     Raises:
-        UserError: an unknown unit, listing the accepted ones; the abbreviations ``Ms``/``MS``/``Msec`` (mega in SI),
-            naming ms and min (``Milliseconds`` spelled out is accepted in any case).
+        UserError: an unknown unit, listing the accepted ones; the abbreviations ``Ms``/``MS``/``Msec`` (mega in SI)
+            and a bare ``m``/``M`` (minutes or milliseconds?), naming ms and min (``Milliseconds`` spelled out is
+            accepted in any case).
     """
     if unit.startswith("M") and unit.lower() in ("ms", "msec", "msecs"):   # "Milliseconds" spelled out is clear
         raise UserError(f"invalid duration {quoted(str(text), show=repr)}: unit {quoted(unit, show=repr)} starts with an upper-case M (mega in SI); "
                          "write ms for milliseconds or min for minutes")
+    if unit.lower() == "m":     # as ls, sleep(1) read it: minutes; as ms's look-alike: milliseconds
+        raise UserError(f"invalid duration {quoted(str(text), show=repr)}: unit {unit!r} may be minutes or milliseconds; write min "
+                         "for minutes or ms for milliseconds")
     mult = DURATION_UNITS.get(unit.lower())
     if mult is None:
         raise UserError(f"invalid duration {quoted(str(text), show=repr)}: unknown unit {quoted(unit, show=repr)}; {_close_unit(unit, 'duration')}"
@@ -717,7 +783,7 @@ def a_or_an(word: str) -> str:
     """``word`` after its indefinite article, for a word that comes from a variable (a format's name, a type's, a
     number): "an" before a vowel letter or a number read from "eight" or "eleven"/"eighteen" (8, 80, 11, 18,
     11,000), else "a"; with the common exceptions, any case: "a" before :data:`_A_BEFORE` ("a uint64", "a unicode",
-    "a one"), "an" before :data:`_AN_BEFORE` ("an hour", "an ndarray"). Other letters are read as written, not as
+    "a one"), "an" before :data:`_AN_BEFORE` ("an hour", "an ndarray", "an XML"). Other letters are read as written, not as
     spelled out ("a FIFO"). An empty word gets no article (""). The compiled hosts' ``pyhost_article``
     (pcs/cache/_pol_py.c) follows the same rule for type names.
 
@@ -751,7 +817,7 @@ def format_rate(rate: float) -> str:
 #: word beginnings read with a consonant sound though spelled with a vowel ("a uint64", "a user", "a one")
 _A_BEFORE = ("uni", "use", "usu", "uint", "one", "eu")
 #: word beginnings read with a vowel sound though spelled with a consonant ("an hour", "an ndarray": "en-dee")
-_AN_BEFORE = ("hour", "honest", "nd")
+_AN_BEFORE = ("hour", "honest", "nd", "xml")
 
 
 def format_counted(n: float, noun: str, many: str | None = None) -> str:

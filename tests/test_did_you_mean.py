@@ -264,9 +264,10 @@ def test_an_event_type_that_is_no_string_is_refused_by_line(tmp_path, tag, shown
     # bits per second: bytes, GB/s, or divide by 8 (not the look-alike GB/s alone)
     (("--tier", "gpu=100blocks", "--tier", "cpu=100blocks", "--link", "cpu=10Gbps"), "--link cpu=10Gbps: invalid bandwidth '10Gbps': 'Gbps' reads as bits per second; "
                                "pcs takes bytes: write GB/s (bytes) or divide bits by 8"),
-    # 'gbs': gb/s 3 -> 6/7 = 0.86, gib/s 'g','b','s' -> 6/8 = 0.75, b/s 'bs' -> 4/6 = 0.67, kb/s 'bs' -> 4/7 = 0.57
+    # 'gbs': gb/s 3 -> 6/7 = 0.86, gib/s 'g','b','s' -> 6/8 = 0.75; b/s ('bs' -> 4/6 = 0.67) and kb/s (4/7) name
+    # another scale than G: not suggested (review 45d: B/s is 10^9x off)
     (("--tier", "gpu=100blocks", "--tier", "cpu=100blocks", "--link", "cpu=10GBs"), "--link cpu=10GBs: invalid bandwidth '10GBs': unit must end in /s; did you mean one "
-                              "of: 'GB/s', 'GiB/s', 'B/s'? expected a bandwidth"),
+                              "of: 'GB/s', 'GiB/s'? expected a bandwidth"),
 ])
 def test_a_mistyped_unit_says_the_nearest(args, needle):
     assert_one_line_error(invoke("replay", SMALL_TRACE, *args, "-q"), needle)
@@ -294,6 +295,23 @@ def test_a_mistyped_config_dtype_says_the_nearest(tmp_path, key):
     # 10/15 = 0.67; float8_e4m3fn 10/21; int8 below; the field named is the one the value came from
     assert (f"field '{key}': unknown dtype 'bfloat61'; did you mean one of: 'bfloat16', 'float16', 'float32'? "
             "valid: float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, int8") in _message(load_hf_config, p)
+
+
+@pytest.mark.parametrize("value, shown", [(["bfloat16"], "['bfloat16'] (list)"), (16, "16 (int)")])
+def test_a_config_dtype_that_is_no_string_says_it_must_be_one(tmp_path, value, shown):
+    import json
+
+    from pcs.model.hfconfig import load_hf_config
+
+    # review 45d: ["bfloat16"] was "unknown dtype ['bfloat16']; did you mean one of: 'bfloat16', ..." (a list is
+    # no name: the fix is to write the string)
+    cfg = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,
+           "num_key_value_heads": 8, "vocab_size": 32000, "intermediate_size": 11008, "torch_dtype": value}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    msg = _message(load_hf_config, p)
+    assert f"field 'torch_dtype': must be a string, a torch dtype name such as 'bfloat16', got {shown}" in msg
+    assert "did you mean" not in msg
 
 
 def _router_option(spec):

@@ -16,10 +16,11 @@ from pcs.units import ascii_int
     ("a" * 41, {}, '"' + "a" * 40 + '..." (41 characters)'),
     ("a" * 1203, {}, '"' + "a" * 40 + '..." (1,203 characters)'),
     ("ab", {"limit": 1, "show": repr}, "'a...' (2 characters)"),
-    (b"\x00" * 5, {"limit": 2, "show": repr}, "b'\\x00\\x00...' (5 bytes)"),
-    ([1, 2, 3], {"limit": 5}, "[1, 2...] (9 characters)"),        # '[1, 2, 3]' is 9 characters
-    (12345678, {"limit": 4}, "1234... (8 characters)"),           # a number has no closing quote
-    ("é" * 3, {"limit": 2}, '"\\u00e9\\u00e9..." (3 characters)'),  # cut before quoting: no escape cut in two
+    # review 45d: the shown text is bounded too (limit 2: one escape, 4 characters, at least; not two)
+    (b"\x00" * 5, {"limit": 2, "show": repr}, "b'\\x00...' (5 bytes)"),
+    ([1, 2, 3], {"limit": 5}, "[1, 2...] (9 characters of JSON)"),    # '[1, 2, 3]' is 9 characters
+    (12345678, {"limit": 4}, "1234... (8 characters of JSON)"),   # a number has no closing quote
+    ("é" * 3, {"limit": 2}, '"\\u00e9..." (3 characters)'),  # no escape cut in two; one shown at least
 ])
 def test_quoted(value, kwargs, shown):
     assert quoted(value, **kwargs) == shown
@@ -31,7 +32,7 @@ def test_a_long_trace_value_is_cut_with_its_closing_quote(tmp_path):
     p.write_text('{"token_ids": [1, 2, 3], "cache_salt": ["' + "x" * 60 + '"]}\n')
     with pytest.raises(InputError) as err:
         list(open_trace(p))
-    assert str(err.value).endswith('must be a string, got ["' + "x" * 38 + '...] (64 characters)')
+    assert str(err.value).endswith('must be a string, got ["' + "x" * 38 + '...] (64 characters of JSON)')
 
 
 def test_a_long_number_text_is_cut_with_its_closing_quote():
@@ -54,7 +55,38 @@ def test_a_long_argument_of_the_wrong_type_is_cut_with_a_sign():
         pcs.replay("unused.jsonl", tiers=[list(range(200))])
     msg = str(err.value)
     assert msg.startswith("tiers must be a sequence of 'NAME=SIZE' strings or TierSpec") and "got an item of type list: [0, 1, 2" in msg
-    assert msg.endswith("...] (890 characters)"), msg
+    assert msg.endswith("...] (890 characters of text)"), msg
     with pytest.raises(ArgumentTypeError) as err:
         pcs.replay("unused.jsonl", tiers=[[1]])
     assert str(err.value).endswith("got an item of type list: [1]")      # short: whole, as before
+
+
+@pytest.mark.parametrize("value, shown", [
+    # review 45d: json.dumps raised TypeError on bytes; a value JSON cannot write is shown by Python's repr
+    (b"\x00\x01", "b'\\x00\\x01'"),
+    ([b"\x00\x01", [], 0], "[b'\\x00\\x01', [], 0]"),
+    ({"k": (1, b"x")}, "{'k': (1, b'x')}"),
+    (2**70, "1180591620717411303424"),                   # past 2^64: JSON writes it (22 digits)
+])
+def test_any_value_is_shown_never_raised_on(value, shown):
+    assert quoted(value) == shown
+
+
+def test_an_int_past_the_digit_limit_is_named_by_its_size():
+    # str(10**5000) raises ValueError (Python's 4,300-digit limit); 10**5000 has 5,001 digits
+    assert quoted(10**5000) == "<int of about 5,001 digits>"
+
+
+@pytest.mark.parametrize("value, shown", [
+    # review 45d: short values printed whole once escaped: 40 NULs were 242 characters. Now the shown text between
+    # the quotes is at most 40: \u0000 is 6 characters, 6 of them 36, 7 would be 42
+    ("\x00" * 40, '"' + "\\u0000" * 6 + '..." (40 characters)'),
+    # one emoji is a surrogate pair in JSON, 12 characters: 3 are 36, and a pair is never split
+    ("\U0001F600" * 40, '"' + "\\ud83d\\ude00" * 3 + '..." (40 characters)'),
+    ("x" * 37 + "\U0001F600" * 3, '"' + "x" * 37 + '..." (40 characters)'),
+    # a list cut at an escape boundary: '["' (2) + 6 x '\u00e9' (36) = 38; the 7th would end at 44 > 40. Its JSON
+    # text is 2 + 30 x 6 + 2 = 184 characters, counted as such and said so
+    (["é" * 30], '["' + "\\u00e9" * 6 + '...] (184 characters of JSON)'),
+])
+def test_the_shown_text_is_bounded_and_cut_between_escapes(value, shown):
+    assert quoted(value) == shown

@@ -109,7 +109,7 @@ static int pyhost_stop(PyObject *val) {
  * case; "" for an empty word. Shared with pcs/cache/_pol_pyarr.c */
 const char *pyhost_article(const char *word) {
     static const char *const a_before[] = {"uni", "use", "usu", "uint", "one", "eu"};
-    static const char *const an_before[] = {"hour", "honest", "nd"};
+    static const char *const an_before[] = {"hour", "honest", "nd", "xml"};
     char low[8] = {0};
     size_t i;
     for (i = 0; i < sizeof low - 1 && word[i]; i++) low[i] = (char)tolower((unsigned char)word[i]);

@@ -27,10 +27,18 @@ def _plot(result, path: str, model_name: str | None, trace: str) -> None:
         raise PcsUsageError(missing_extra("--plot", "matplotlib", "plot")) from None
     plt = held_import("matplotlib.pyplot")
 
+    import logging
+
+    # PostScript (.eps, .ps) has no transparency: matplotlib logs a raw warning and draws the figure's translucent
+    # parts (the grid at alpha 0.3, the legend's frame) opaque, which reads the same on white paper: kept quiet here
+    ps_log = logging.getLogger("matplotlib.backends.backend_ps")
+    level = ps_log.level
+    ps_log.setLevel(logging.ERROR)
     try:
         with atomic_output(path) as tmp:
             fig.savefig(tmp, dpi=120, format=(Path(path).suffix.lstrip(".").lower() or "png"))
     finally:
+        ps_log.setLevel(level)
         plt.close(fig)
 
 

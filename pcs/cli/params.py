@@ -38,7 +38,7 @@ class Int(click.IntRange):
                 value = units.ascii_int(value)
             except UserError:
                 long = jsondepth.long_integer(value)      # ASCII digits, past Python's digit limit
-                self.fail(f"{quoted(value, show=repr)}: {jsondepth.too_long_text(len(long.group(1)))}" if long else
+                self.fail(f"{quoted(value, show=repr)}: {jsondepth.too_long_text(None)}" if long else   # count: quoted's
                           f"{quoted(value, show=repr)} is not an integer in ASCII digits 0-9", param, ctx)
         return super().convert(value, param, ctx)
 

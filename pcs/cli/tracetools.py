@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from pcs.cli.common import Progress, command, counted, emit, format_option, quiet_option
+from pcs.cli.common import Progress, command, counted, emit, format_option, quiet_option, with_trace_notes
 from pcs.cli.params import MAX_SEED, MAX_TOKENS, Choice, Float, Int
 from pcs.cli.traceopts import open_from_options, trace_input_options, written_block_size_note
 from pcs.errors import UserError
@@ -43,15 +43,17 @@ def events_cmd(events_path, at_s, list_held, fmt, quiet) -> None:
       pcs trace events traces/formats/vllm_kv_events_9.jsonl --at 103.2
     """
     from pcs.report.traceshape import render_events
-    from pcs.trace.kvevents import held_blocks, read_kv_events, residency_summary
+    from pcs.trace.api import read_once
+    from pcs.trace.kvevents import EMPTY_CAPTURE, held_blocks, read_kv_events, residency_summary
 
     if not Path(events_path).exists():
         raise FileNotFoundError(2, "No such file or directory", events_path)
-    st = residency_summary(read_kv_events(events_path), at_s)
-    st = {"events_file": events_path, "at_s": at_s, **st}
-    if list_held:
-        for m in st["media"]:
-            m["held"] = held_blocks(read_kv_events(events_path), at_s, m["rank"], m["medium"]).tolist()
+    with read_once(events_path, events_path, EMPTY_CAPTURE) as once:   # a FIFO: copied once, read twice
+        st = residency_summary(read_kv_events(once, events_path), at_s)
+        st = {"events_file": events_path, "at_s": at_s, **st}
+        if list_held:
+            for m in st["media"]:
+                m["held"] = held_blocks(read_kv_events(once, events_path), at_s, m["rank"], m["medium"]).tolist()
     emit(st, fmt, lambda: render_events(st), rows_key="media")
 
 
@@ -210,5 +212,6 @@ def transform_cmd(in_path, out_path, speed, tenants, tenant_mode, prefix_scale, 
                        with_session=with_session, reuse=t.reuse if synthesised else None)
     info.update(source=t.name, block_size=t.block_size, reuse=t.reuse, applied=spec.applied(),
                 before=summary(before), after=summary(after))
+    with_trace_notes(info, t, fmt, quiet)    # skipped, skipped_lines and their notes: as pcs trace stats, replay
     written_block_size_note(info, quiet)
     emit(info, fmt, lambda: render_transform(info), rows_key=None)

@@ -243,8 +243,9 @@ def _link_bandwidth(tier: str, link: str, table: Any = None) -> float:
         bps = units.parse_bandwidth(link)
     except ValueError as exc:
         msg = str(exc).splitlines()[0]
-        # bits: the same hint as envelope's --bandwidth; a mistyped unit: the close ones (pcs.units._close_unit)
-        if any(w in msg for w in ("bits", "negative", "too large", "did you mean")):
+        # bits or GBps: the same hint as envelope's --bandwidth (the unit to write); a mistyped unit: the close ones
+        # (pcs.units._close_unit)
+        if any(w in msg for w in ("bits", "negative", "too large", "did you mean", ": write ")):
             raise UserError(f"{where}: {msg}") from None
         if re.match(r"\s*[+-]?(nan|inf)", link, re.IGNORECASE):
             raise UserError(f"{where}: a bandwidth must be a finite number of bytes/s") from None

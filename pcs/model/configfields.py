@@ -101,11 +101,14 @@ class Fields:
         """The checkpoint dtype (``torch_dtype`` or ``dtype``), bf16 when neither is given.
 
         Raises:
-            InputError: an unknown dtype (naming the field it came from and the close torch dtype names,
-                :func:`pcs.choices.did_you_mean`), or a 4-bit name (no torch dtype).
+            InputError: a value that is no string, an unknown dtype (naming the field it came from and the close
+                torch dtype names, :func:`pcs.choices.did_you_mean`), or a 4-bit name (no torch dtype).
         """
         field = "torch_dtype" if self.cfg.get("torch_dtype") else "dtype"
         raw = self.cfg.get(field) or "bfloat16"
+        if not isinstance(raw, str):    # a list or a number: no name to look up or to suggest one near
+            raise InputError(self.path, None, field, f"must be a string, a torch dtype name such as 'bfloat16', got "
+                             f"{quoted(raw, show=repr)} ({type(raw).__name__})")
         try:
             name = normalize_dtype(raw)
         except ValueError:

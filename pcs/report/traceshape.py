@@ -76,7 +76,8 @@ def render_from_chat(info: dict) -> str:
 
 
 def render_transform(info: dict) -> str:
-    """``pcs trace transform``: what was applied and the shape before and after."""
+    """``pcs trace transform``: what was applied and the shape before and after, then the read's notes
+    (``info["notes"]``: synthetic reuse, bad lines skipped, :func:`pcs.cli.common.with_trace_notes`)."""
     keys = [("requests", "requests"), ("conversations", "conversations"), ("block accesses", "block_accesses"),
             ("distinct blocks", "distinct_blocks"), ("time span (s)", "time_span_s"),
             ("single-sequence hit ratio", "single_sequence_hit_ratio"),
@@ -89,7 +90,7 @@ def render_transform(info: dict) -> str:
         rows.append((label, fmt(b), fmt(a)))
     title = f"{info['path']} <- {info['source']} ({info['block_size']}-token blocks)"
     return render_table(["", "before", "after"], rows, title=title,
-                        notes=[f"applied: {'; '.join(info['applied']) or 'nothing'}"])
+                        notes=[f"applied: {'; '.join(info['applied']) or 'nothing'}", *info.get("notes", ())])
 
 
 def render_reblock(rows: list[dict], title: str, notes: list[str]) -> str:

@@ -12,6 +12,7 @@ when opening fails, and at exit (:mod:`pcs.outfile`).
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import sys
@@ -805,8 +806,28 @@ def _sorted_batches(batches: list[RequestBatch], rows: int = 1 << 16) -> list[Re
     return out
 
 
-def _spool(path, name: str) -> Path:
-    """Copy stdin or a FIFO once to a temporary file (listed in :data:`pcs.outfile.TEMPORARY` until removed).
+@contextlib.contextmanager
+def read_once(path, name: str | None = None, empty: str = EMPTY_TRACE) -> Iterator[Any]:
+    """``path`` as a file that can be read again: stdin or a FIFO is copied once to a temporary file
+    (:func:`_spool`, the trace readers' rule: a FIFO with nothing written into it is refused, ``empty`` naming
+    what it lacks), removed on leaving; any other path is given as it is (``name``: the input as errors name it).
+
+    Raises:
+        InputError: an empty FIFO, a line past the line limit, a device (:func:`_spool`).
+    """
+    if not is_stream(path):
+        yield path
+        return
+    tmp = _spool(path, name or display_name(path), empty)
+    try:
+        yield tmp
+    finally:
+        _remove_spool(tmp)
+
+
+def _spool(path, name: str, empty: str = EMPTY_TRACE) -> Path:
+    """Copy stdin or a FIFO once to a temporary file (listed in :data:`pcs.outfile.TEMPORARY` until removed); a
+    FIFO that gives no byte is refused, ``empty`` (:data:`EMPTY_TRACE`) saying what the input lacks.
 
     The copy stops with an InputError once a line runs past
     :data:`pcs.trace.source.MAX_LINE_BYTES` (``cat /dev/zero | pcs replay -``), naming that line as a file's
@@ -835,7 +856,7 @@ def _spool(path, name: str) -> Path:
         if src is not sys.stdin.buffer:
             src.close()
             if not os.path.getsize(tmp):   # a named pipe: read once, without waiting for a writer
-                raise InputError(name, None, None, f"{EMPTY_TRACE}: a named pipe (FIFO) with no data written into "
+                raise InputError(name, None, None, f"{empty}: a named pipe (FIFO) with no data written into "
                                  "it when pcs opened it; pcs reads a FIFO once and waits for no writer")
     except BaseException:
         _remove_spool(tmp)

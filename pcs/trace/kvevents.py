@@ -197,17 +197,31 @@ def _loads(name: str, ln: int, line: bytes) -> Any:
         raise InputError(name, ln, None, f"invalid JSON ({str(exc).splitlines()[0][:80]})") from None
 
 
-def read_kv_events(path) -> Iterator[KVEvent]:
+#: What an empty capture lacks, as its refusal says (a FIFO with nothing written: :func:`read_kv_events`).
+EMPTY_CAPTURE = "empty capture (no events)"
+
+
+def read_kv_events(path, name: str | None = None) -> Iterator[KVEvent]:
     """Stream the events of a capture in order (JSON Lines, or msgpack when the file is not JSON).
 
-    Line numbers in errors count batches (JSONL lines, or msgpack payloads).
+    Line numbers in errors count batches (JSONL lines, or msgpack payloads); ``name``: the capture as errors
+    name it (default: ``path``'s). Stdin or a FIFO is copied once and read from the copy, as a trace is
+    (:func:`pcs.trace.api.read_once`).
 
     Raises:
         InputError: a malformed batch or event (file, batch, field); a ``ts`` that decreases or lies
-            beyond +-2**32 s (:func:`_check_ts`).
+            beyond +-2**32 s (:func:`_check_ts`); a FIFO with nothing written into it (:data:`EMPTY_CAPTURE`).
         UserError: a msgpack capture without the ``msgpack`` package.
     """
-    name = display_name(path)
+    from pcs.trace.api import read_once
+
+    name = name or display_name(path)
+    with read_once(path, name, EMPTY_CAPTURE) as once:
+        yield from _events(once, name)
+
+
+def _events(path, name: str) -> Iterator[KVEvent]:
+    """:func:`read_kv_events` of a file (no stream), named ``name``."""
     with open_binary(path) as f:
         head = f.read(1)
     if not head:

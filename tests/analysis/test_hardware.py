@@ -270,6 +270,15 @@ def test_a_json_figure_out_of_bounds_is_named_at_its_own_line(tmp_path):
     assert str(err.value).startswith(f"{hw}:3: field 'gpu.h100-sxm.bf16_flops': must be between 1e+09"), str(err.value)
 
 
+def test_a_figure_out_of_bounds_under_an_alias_names_the_preset(tmp_path):
+    # review 45d: [gpu.h100] is the preset h100-sxm (an alias): the error at the field's line lost that name
+    hw = tmp_path / "hw.toml"
+    hw.write_text("[gpu.h100]\nbf16_flops = 5\n")
+    with pytest.raises(ValueError) as err:
+        load_hardware_file(hw)
+    assert str(err.value).startswith(f"{hw}:2: field 'gpu.h100.bf16_flops': preset h100-sxm: must be between 1e+09")
+
+
 # Review 45 (mend45b): the note "a new entry, not a change to a preset" only where a typo is likely (rule:
 # pcs.hardware.likely_typo_of); real, different parts within difflib's 0.6 of a preset get none.
 
@@ -284,6 +293,9 @@ _LINK_FIELDS = 'bandwidth_bps = "11GB/s"\nsetup_s = "20us"\n'
     ("gpu", "h100-custom"),    # custom / sxm: more than one edit; h100 (alias): a run more
     ("link", "rdma-100g"),     # 100 / 200 of rdma-200g: another number of the same length
     ("gpu", "a10"),            # one digit from the alias a100 only: aliases count only when equal (A10 is a part)
+    # review 45d: gb / b (b200) and gb / gh (gh200) differ in a part number's letter code: GB200 is another part
+    ("gpu", "gb200"),
+    ("gpu", "h100-sxm55"),     # two digits after the preset's name: not one generation digit
 ])
 def test_a_real_part_near_a_preset_gets_no_note(tmp_path, section, name):
     hw = tmp_path / "hw.toml"
@@ -300,12 +312,29 @@ def test_a_real_part_near_a_preset_gets_no_note(tmp_path, section, name):
     ("h100-sxn", "h100-sxm"),   # sxn / sxm: one letter replaced
     ("h100-smx", "h100-sxm"),   # two neighbours swapped
     ("h10-sxm", "h100-sxm"),    # 10 / 100: a digit dropped
+    # review 45d
+    ("B 200", "b200"),          # equal to b200 but for case and a space; one letter from h200 too: exact wins
+    ("h100-sxm5", "h100-sxm"),  # the preset's full name and a generation digit: H100 SXM5 is that part
 ])
 def test_a_likely_typo_of_a_preset_gets_the_note(tmp_path, name, preset):
     hw = tmp_path / "hw.toml"
     hw.write_text(f'\n[gpu."{name}"]\n{_GPU_FIELDS}')
     table = load_hardware_file(hw)
     assert table.notes == (f"{hw}:2: gpu.{name} is a new gpu entry, not a change to a preset (did you mean "
+                           f"'{preset}'? a preset's name changes that preset)",)
+
+
+@pytest.mark.parametrize("name, preset", [
+    ("nvlinkc2c", "nvlink-c2c"),      # review 45d: a separator dropped merges runs (nvlinkc / nvlink, c)
+    ("pciegen5x16", "pcie-gen5-x16"),
+    ("nvmegen4", "nvme-gen4"),
+    ("pcie-gem5-x16", "pcie-gen5-x16"),   # gem / gen: one letter of a word, not of a part's letter code
+])
+def test_a_link_typo_gets_the_note(tmp_path, name, preset):
+    hw = tmp_path / "hw.toml"
+    hw.write_text(f'\n[link."{name}"]\n{_LINK_FIELDS}')
+    table = load_hardware_file(hw)
+    assert table.notes == (f"{hw}:2: link.{name} is a new link entry, not a change to a preset (did you mean "
                            f"'{preset}'? a preset's name changes that preset)",)
 
 

@@ -121,3 +121,63 @@ def test_bits_per_second_say_the_bytes_unit(text, write):
         units.parse_bandwidth(text)
     assert f"'{text[2:]}' reads as bits per second; pcs takes bytes: write {write} (bytes) or divide bits by 8" \
         in str(err.value)
+
+
+@pytest.mark.parametrize("text, write", [("10GBps", "GB/s"), ("10Bps", "B/s"), ("10KiBps", "KiB/s"),
+                                         ("10PBps", "PB/s")])
+def test_bytes_per_second_without_slash_say_the_unit_not_bits(text, write):
+    # review 45d: a capital B is bytes; 'GBps' was called bits per second ("divide by 8"): 8x off advice
+    with pytest.raises(ValueError) as err:
+        units.parse_bandwidth(text)
+    msg = str(err.value)
+    assert f"'{text[2:]}' is bytes per second without its '/': write {write};" in msg and "bits" not in msg
+
+
+def test_bytes_per_second_in_capitals_are_ambiguous():
+    # 'GBPS': bytes (GBps) or bits (Gbps) once every letter is a capital
+    with pytest.raises(ValueError) as err:
+        units.parse_bandwidth("10GBPS")
+    assert ("'GBPS' in capitals is ambiguous: bytes (GB/s) or bits (Gbit/s) per second? pcs takes bytes: write "
+            "GB/s, dividing bits by 8") in str(err.value)
+
+
+@pytest.mark.parametrize("fn, text, reads, write", [
+    (units.parse_bytes, "16Gib", "bits; pcs takes bytes", "GiB"),           # was 'write GIB'
+    (units.parse_bandwidth, "10Gib/s", "bits per second; pcs takes bytes", "GiB/s"),
+    (units.parse_bandwidth, "10Gb", "bits; pcs takes bytes per second", "GB/s"),   # was 'did you mean GB/s' alone
+    (units.parse_bandwidth, "10gbit/s", "bits per second; pcs takes bytes", "GB/s"),
+    (units.parse_bytes, "16kbit", "bits; pcs takes bytes", "kB"),
+])
+def test_bits_name_the_bytes_unit_with_its_prefix_kept(fn, text, reads, write):
+    # one rule for the prefix (pcs.units._PREFIX): Gi stays Gi, G is G, k is k
+    with pytest.raises(ValueError) as err:
+        fn(text)
+    unit = text.lstrip("0123456789")
+    assert f"'{unit}' reads as {reads}: write {write} (bytes) or divide bits by 8" in str(err.value)
+
+
+@pytest.mark.parametrize("fn, text", [(units.parse_bytes, "16EB"), (units.parse_bytes, "16ZB"),
+                                      (units.parse_bytes, "16BG"), (units.parse_bytes, "5000bl"),
+                                      (units.parse_capacity, "16EB")])
+def test_no_suggestion_changes_the_scale(fn, text):
+    # review 45d: each said "did you mean 'B'?" (10^18x, 10^21x, 10^9x off; 5000bl meant blocks, not bytes)
+    with pytest.raises(ValueError) as err:
+        fn(text)
+    assert "did you mean" not in str(err.value)
+
+
+def test_a_block_count_begun_says_blocks_where_blocks_are_taken():
+    # 'bl' begins 'blocks' (difflib alone: 'b' 2/3 = 0.67 beats 'blocks' 4/8 = 0.5)
+    with pytest.raises(ValueError) as err:
+        units.parse_capacity("5000bl")
+    assert "unknown unit 'bl'; did you mean 'blocks'? expected" in str(err.value)
+
+
+@pytest.mark.parametrize("text", ["5m", "5M"])
+def test_a_bare_m_is_refused_as_minutes_or_milliseconds(text):
+    # review 45d: '5m' said "did you mean 'ms'?" (5 minutes is 60,000x that)
+    with pytest.raises(ValueError) as err:
+        units.parse_duration(text)
+    msg = str(err.value)
+    assert f"unit '{text[1:]}' may be minutes or milliseconds; write min for minutes or ms for milliseconds" in msg
+    assert "did you mean" not in msg

@@ -151,7 +151,8 @@ def test_link_in_bits_gets_the_bytes_hint(trace):
     r = _run("replay", trace, "--tier", "gpu=10blocks", "--tier", "cpu=1TB", "--link", "cpu=400Gb/s")
     assert r.exit_code == 2
     env = _run("envelope", "--full-prefill", "1s", "--restore-bytes", "1GB", "--bandwidth", "400Gb/s")
-    hint = "'Gb' reads as bits; pcs takes bytes: write GB (bytes) or divide bits by 8"
+    # the unit as typed, a bandwidth's to write (GB/s: 'write GB' named a size before)
+    hint = "'Gb/s' reads as bits per second; pcs takes bytes: write GB/s (bytes) or divide bits by 8"
     assert hint in r.stderr and hint in env.stderr
 
 

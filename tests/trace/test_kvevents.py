@@ -88,3 +88,35 @@ def test_cli_events(tmp_path):
     res = CliRunner().invoke(cli, ["trace", "events", str(tmp_path / "none.jsonl")])
     assert res.exit_code == 2 and res.output.startswith("pcs: error:")
     assert np.array_equal(held_blocks([]), np.zeros(0, dtype=np.uint64))
+
+
+@pytest.mark.parametrize("batch, needle", [
+    # review 45d: a bytes value was passed to json.dumps (TypeError: an internal error, exit 1); now Python's repr
+    ([b"\x00\x01", [], 0], "e.msgpack:1: field 'ts': must be a finite number of seconds, got b'\\x00\\x01'"),
+    ([0.0, [[b"Block", [b"\x01"]]], 0],
+     "e.msgpack:1: field 'events': an event must be an object or a tagged array, got [b'Block', [b'\\x01']]"),
+    ([0.0, [], {"r": [b"\xff"]}], "e.msgpack:1: field 'data_parallel_rank': must be an integer, got "
+                                  "{'r': [b'\\xff']}"),       # nested: a map holding bytes
+])
+def test_msgpack_values_json_cannot_write_are_shown(tmp_path, batch, needle):
+    from tests.helpers import assert_one_line_error, invoke
+
+    msgpack = pytest.importorskip("msgpack")
+    p = tmp_path / "e.msgpack"
+    p.write_bytes(msgpack.packb(batch))
+    assert_one_line_error(invoke("trace", "events", p), needle)
+
+
+def test_a_fifo_without_a_writer_is_refused_as_the_trace_readers_refuse_it(tmp_path):
+    # review 45d: exit 0 with 0 events; the trace readers refuse it (pcs.trace.api.read_once, one rule)
+    import os
+
+    from tests.helpers import assert_one_line_error, invoke
+
+    fifo = tmp_path / "ev"
+    os.mkfifo(fifo)
+    assert_one_line_error(invoke("trace", "events", fifo),
+                          f"{fifo}: empty capture (no events): a named pipe (FIFO) with no data written into it when "
+                          "pcs opened it; pcs reads a FIFO once and waits for no writer")
+    with pytest.raises(InputError, match="empty capture"):
+        list(read_kv_events(fifo))

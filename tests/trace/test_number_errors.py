@@ -146,4 +146,15 @@ def test_an_integer_option_past_the_digit_limit_says_so():
     r = invoke("replay", "--max-num-seqs", LONG)
     assert r.exit_code == 2
     # the value cut with its closing quote and length (pcs.errors.quoted)
-    assert f"'{LONG[:40]}...' (5,000 characters): number too long (5000 digits)" in r.stderr
+    # review 45d: "(5,000 characters): number too long (5000 digits)" said the count twice; the reason names
+    # Python's limit instead (4,300 digits by default)
+    assert f"'{LONG[:40]}...' (5,000 characters): number too long (more than 4,300 digits)" in r.stderr
+
+
+def test_a_long_integer_cell_quoted_says_its_length_once():
+    from pcs.errors import UserError
+    from pcs.units import ascii_int
+
+    with pytest.raises(UserError) as err:
+        ascii_int(LONG, "count")
+    assert str(err.value) == f"invalid count '{LONG[:40]}...' (5,000 characters): number too long (more than 4,300 digits)"

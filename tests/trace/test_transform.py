@@ -121,3 +121,25 @@ def test_cli_transform(tmp_path):
     assert res.exit_code == 2 and "input file" in res.output
     with pytest.raises(ValueError, match="speed"):
         TransformSpec(speed=0)
+
+
+def test_transform_reports_the_lines_it_skipped(tmp_path):
+    # review 45d: --on-error skip dropped a bad line without a word (no skipped, no skipped_lines, no note); now
+    # as pcs trace stats and replay report it (pcs.cli.common.with_trace_notes). The bad line is put in as line 3
+    # of 9: the file's 8 requests are all read
+    lines = MOONCAKE8.read_text().splitlines()
+    dirty = tmp_path / "dirty.jsonl"
+    dirty.write_text("\n".join(lines[:2] + ['{"bad": 1}'] + lines[2:]) + "\n")
+    res = CliRunner().invoke(cli, ["trace", "transform", str(dirty), str(tmp_path / "o.jsonl"), "--on-error", "skip",
+                                   "--format", "json", "-q"])
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.stdout)
+    message = f"{dirty}:3: field 'timestamp': missing"
+    assert info["skipped"] == 1 and info["before"]["requests"] == 8
+    assert info["skipped_lines"] == [{"file": str(dirty), "line": 3, "field": "timestamp", "problem": "missing",
+                                      "message": message}]
+    assert info["notes"] == ["1 bad trace line was skipped (--on-error skip)", f"skipped {message}"]
+    table = CliRunner().invoke(cli, ["trace", "transform", str(dirty), str(tmp_path / "o.jsonl"), "--on-error",
+                                     "skip"])
+    assert "note: 1 bad trace line was skipped (--on-error skip)" in table.stdout
+    assert f"note: skipped {message}" in table.stdout
