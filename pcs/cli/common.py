@@ -419,12 +419,7 @@ def user_errors() -> Iterator[None]:
         raise PcsStopped(f"terminated by {signal.Signals(exc.signum).name}{_written_before_stop(WRITTEN)}",
                          128 + exc.signum) from None
     except click.UsageError as exc:  # click's own parse errors: one line too, not usage + hint + error
-        where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
-        if isinstance(exc, click.BadParameter) and isinstance(exc.param, click.Argument) and exc.param_hint is None:
-            from pcs.cli.iofiles import param_label      # TRACE, as every other refusal names it (not [TRACE])
-
-            exc.param_hint = repr(param_label(exc.param, exc.ctx))
-        raise PcsUsageError(f"{exc.format_message()}{where}") from None
+        raise PcsUsageError(_usage_line(exc)) from None
     except (click.ClickException, click.exceptions.Exit, click.Abort):
         raise
     except PathError as exc:      # the API's keyword (trace=, path=) is no option of the command: the parameter as typed
@@ -440,15 +435,32 @@ def user_errors() -> Iterator[None]:
     except BrokenPipeError:  # `pcs ... | head`
         sys.stderr.close()
     except OSError as exc:
-        label = getattr(exc, "cli_label", None)
-        where = (f"{label + ' ' if label else ''}{quoted(str(exc.filename), 200, show=str)}: "
-                 if exc.filename is not None else "")
-        raise PcsUsageError(f"{where}{exc.strerror or exc}") from None
+        raise PcsUsageError(_os_error_line(exc)) from None
     except MemoryError:
         remove_temporary()
         raise PcsUsageError(OUT_OF_MEMORY) from None
     except Exception as exc:  # noqa: BLE001 - everything else is a bug: show it, say so
         raise PcsInternalError(exc) from None
+
+
+def _usage_line(exc: click.UsageError) -> str:
+    """click's parse error as one line naming the command's ``--help``; an argument named as every other refusal
+    names it (``TRACE``, not ``[TRACE]``: :func:`pcs.cli.iofiles.param_label`)."""
+    where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+    if isinstance(exc, click.BadParameter) and isinstance(exc.param, click.Argument) and exc.param_hint is None:
+        from pcs.cli.iofiles import param_label
+
+        exc.param_hint = repr(param_label(exc.param, exc.ctx))
+    return f"{exc.format_message()}{where}"
+
+
+def _os_error_line(exc: OSError) -> str:
+    """An ``OSError`` on a file as one line: the parameter as typed when known (``cli_label``), the file name (cut
+    by :func:`pcs.errors.quoted` at 200 characters), the system's reason."""
+    label = getattr(exc, "cli_label", None)
+    where = (f"{label + ' ' if label else ''}{quoted(str(exc.filename), 200, show=str)}: "
+             if exc.filename is not None else "")
+    return f"{where}{exc.strerror or exc}"
 
 
 class RegistryChoice(click.Choice):
