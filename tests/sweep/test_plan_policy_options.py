@@ -70,3 +70,28 @@ def test_a_fixed_tier_size_is_refused_with_the_plan_at_its_line(tmp_path, tier, 
     with pytest.raises(UserError) as err:
         prepare(plan, tmp_path / "out")
     assert str(err.value).startswith(f"{plan}:{line}: {key}: bad tier size '10Gb' for tier 'cpu'"), str(err.value)
+
+
+def test_a_tier_policy_refusal_is_not_placed_on_the_line_of_a_policy_holding_the_same_spec(tmp_path):
+    # review45d L1: line 7's policy and line 8's tier-policy table hold the same spec; the gpu tier's refusal is
+    # the tier-policy's (it overrides the policy there), so naming line 7 would be wrong: the plan alone, no line
+    # (lines 1-6 _HEAD's)
+    plan = tmp_path / "p.toml"
+    plan.write_text(_HEAD + 'policy = "lfu:aging=x"\n"tier-policy" = {gpu = "lfu:aging=x"}\n')
+    with pytest.raises(UserError) as err:
+        prepare(plan, tmp_path / "out")
+    text = str(err.value)
+    assert "tier-policy gpu=lfu:aging=x" in text, text
+    assert text.startswith(f"{plan}: point "), text
+
+
+@pytest.mark.parametrize("kw,words", [
+    # review45d L3: a value holding a newline was shown raw, and the CLI keeps only a message's first line
+    (dict(policy="slru:protected_share=a\nb"), "option protected_share='a\\nb': expected a number"),
+    # a policy option given twice: the last value won unseen (an admission option given twice is refused)
+    (dict(policy="slru:protected_share=0.5,protected_share=0.6"), "policy option 'protected_share' given twice"),
+])
+def test_a_policy_spec_refusal_is_whole_on_one_line(kw, words):
+    with pytest.raises(UserError) as err:
+        check_replay(tiers=_TIERS, **kw)
+    assert words in str(err.value) and "\n" not in str(err.value), str(err.value)

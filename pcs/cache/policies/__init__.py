@@ -33,6 +33,8 @@ as an int, else a float, else a string (:func:`parse_policy_spec`).
 """
 from __future__ import annotations
 
+import re
+
 import inspect
 from typing import Any, Sequence
 
@@ -173,7 +175,7 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
 
     Raises:
         UserError: an option without ``=`` or with an empty key or value (cut by :func:`pcs.errors.quoted`; the
-            whole spec named too when it has several options).
+            whole spec named too when it has several options), or an option given twice.
     """
     name, _, rest = str(spec).partition(":")
     opts: dict[str, Any] = {}
@@ -183,6 +185,9 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
             whole = "" if part == rest.strip() else f" in {quoted(str(spec), show=repr)}"   # one option: it is the spec
             raise UserError(f"bad policy option {quoted(part, show=repr)}{whole}; expected NAME:OPTION=VALUE, "
                             "e.g. lfu:aging=none")
+        if key.strip() in opts:      # as an admission option (pcs.cache.admission): the last one would win unseen
+            raise UserError(f"policy option {quoted(key.strip(), show=repr)} given twice in "
+                            f"{quoted(str(spec), show=repr)}; give it once")
         opts[key.strip()] = spec_value(value.strip())
     return name.strip(), opts
 
@@ -303,7 +308,9 @@ def typed_option(policy: str, key: str, value: Any, default: Any) -> Any:
     else:
         return value
     if typed is None:
-        raise UserError(f"eviction policy {policy!r} option {key}={quoted(str(value), show=str)}: expected {want} "
+        text = str(value)    # shown as written; with a newline or control character as Python's repr (one line)
+        shown = quoted(text, show=str if text.isprintable() else repr)
+        raise UserError(f"eviction policy {policy!r} option {key}={shown}: expected {want} "
                         f"(its default is {default!r})")
     return typed
 
@@ -406,8 +413,19 @@ def _labelled(label: str | None, spec: str, run: Any) -> Any:
         if label is None or type(exc) is not UserError:
             raise
         err = UserError(f"{label}: {exc}")
-        err.refused_value = spec
+        err.refused_value = _refused_value(label, spec)
         raise err from None
+
+
+def _refused_value(label: str, spec: str) -> str | None:
+    """The value a sweep plan holds for the argument ``label`` names (:func:`pcs.sweep.kinds.culprit` finds its
+    line by it): ``policy``'s spec; ``TIER=SPEC`` for ``tier_policies['TIER']`` (a plan's list form,
+    ``tier-policy = ["cpu=lfu:aging=x"]``); None for any other (a tier's own policy): no line rather than the line
+    of another option that holds the same spec (``policy = "lfu:aging=x"`` beside a tier-policy table)."""
+    if label.startswith("policy="):
+        return spec
+    m = re.match(r"""tier_policies\[(['"])(.*?)\1\]""", label)
+    return f"{m.group(2)}={spec}" if m else None
 
 
 def make_policies(names: Sequence[str], capacities_blocks: Sequence[int], context: PolicyContext | None = None,
