@@ -783,8 +783,8 @@ def _checked_args(k: Mapping[str, Any]) -> tuple:
     it): the arguments' types (:func:`_check_api_args`), the numbers and flags (:func:`_checked_numbers`),
     timing / policy / write policy / tp / engine / native / compute mode, the tier list (GPU tier first, only
     it ``auto``, distinct names, per-tier option names), two protected shares, each tier's eviction policy and
-    admission kinds (names, options and values, as the run builds them: :func:`_check_policies`), model, dtype and
-    hardware.
+    admission kinds (names, options and values, as the run builds them: :func:`_check_policies`), model, dtype,
+    hardware and each lower tier's link (:func:`_check_links`).
 
     Args:
         k: every keyword of :func:`replay` by name (its ``locals()`` on entry, or bound with defaults).
@@ -803,7 +803,27 @@ def _checked_args(k: Mapping[str, Any]) -> tuple:
     refuse_two_shares(opts.policy, k["tier_policies"], numbers[0])
     _check_policies(tier_specs, opts.policy, k["tier_policies"], numbers[0], k["admit"])
     spec, gpu = _model_and_gpu(k["model"], k["dtype"], k["hardware"], k["hardware_table"], opts.tp)
+    _check_links(tier_specs, k["links"], k["hardware_table"])
     return numbers, opts, tier_specs, spec, gpu
+
+
+def _check_links(tier_specs: Sequence[TierSpec], links: Mapping[str, Any] | None, table: Any) -> None:
+    """Each lower tier's link resolved as the run resolves it (:func:`_resolve_link`, one GPU), so a bad preset
+    name or bandwidth (``links={'cpu': 'pcie-gen9'}``) is refused before the trace is read and before a sweep's
+    first point runs.
+
+    Raises:
+        UserError: :func:`_resolve_link`'s refusal (its ``refused_value`` ``TIER=VALUE``, by which a sweep plan
+            names the line the link is written on).
+    """
+    for t in tier_specs[1:]:
+        link = (links or {}).get(t.name, t.link)
+        try:
+            _resolve_link(t.name, link, 1, table)
+        except UserError as exc:
+            if isinstance(link, (str, int, float)) and getattr(exc, "refused_value", None) is None:
+                exc.refused_value = f"{t.name}={link}"
+            raise
 
 
 def check_replay(**kwargs: Any) -> None:

@@ -364,6 +364,40 @@ def _variant_runs(sets: list, pols: list, adms: list, replay_kwargs: dict[str, A
             for tiers in sets for i, pol in enumerate(pols) for j, adm in enumerate(adms)]
 
 
+def _checked_runs(policies: Any, tier_sets: Any, curve_capacities: Any, admits: Any,
+                  replay_kwargs: dict[str, Any]) -> tuple:
+    """:func:`compare`'s arguments checked and its variants laid out, the trace not read: (curve capacities or
+    None, policies, tier lists, admission settings, :func:`_variant_runs`), after every variant's trace-free
+    checks (:func:`pcs.engine.api.check_replay`). ``replay_kwargs`` is not changed.
+
+    Raises:
+        UserError: as :func:`compare` raises before it reads the trace.
+    """
+    from pcs.engine.api import check_replay
+
+    caps = _check_compare_args(tier_sets, curve_capacities, replay_kwargs, policies, admits)
+    pols = [canonical_spec(p) if p else p for p in policies or ()] or [None]   # slru, never its alias protected
+    rest = {k: v for k, v in replay_kwargs.items() if k != "tiers"}
+    sets = [list(ts) for ts in tier_sets or ()] or [replay_kwargs.get("tiers")]
+    adms = list(admits or ()) or [None]
+    runs = _variant_runs(sets, pols, adms, rest)
+    for run in runs:        # every variant's trace-free checks before the trace is read, as a sweep's plan
+        check_replay(**run[-1])
+    return caps, pols, sets, adms, runs
+
+
+def check_compare(*, policies: Sequence[str | None] | None = None, tier_sets: Sequence[Sequence[str]] | None = None,
+                  curve_capacities: Sequence[int] | None = None, admits: Sequence[str] | None = None,
+                  **replay_kwargs: Any) -> None:
+    """The checks :func:`compare` makes before it reads the trace (every variant's, :func:`_checked_runs`),
+    running nothing: a sweep's compare point is refused before any point runs, as a replay point is.
+
+    Raises:
+        UserError: as :func:`compare` raises for those arguments before it reads the trace.
+    """
+    _checked_runs(policies, tier_sets, curve_capacities, admits, replay_kwargs)
+
+
 def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
             tier_sets: Sequence[Sequence[str]] | None = None, curve_capacities: Sequence[int] | None = None,
             admits: Sequence[str] | None = None, progress: Callable[[int], None] | None = None,
@@ -399,16 +433,10 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
             anything :func:`pcs.replay` raises, every variant's trace-free checks
             (:func:`pcs.engine.api.check_replay`) before the trace is read.
     """
-    from pcs.engine.api import check_replay, limited_source, replay
+    from pcs.engine.api import limited_source, replay
 
-    caps = _check_compare_args(tier_sets, curve_capacities, replay_kwargs, policies, admits)
-    pols = [canonical_spec(p) if p else p for p in policies or ()] or [None]   # slru, never its alias protected
-    one_set = replay_kwargs.pop("tiers", None)
-    sets = [list(ts) for ts in tier_sets or ()] or [one_set]
-    adms = list(admits or ()) or [None]
-    runs = _variant_runs(sets, pols, adms, replay_kwargs)
-    for run in runs:        # every variant's trace-free checks before the trace is read, as a sweep's plan
-        check_replay(**run[-1])
+    caps, pols, sets, adms, runs = _checked_runs(policies, tier_sets, curve_capacities, admits, replay_kwargs)
+    replay_kwargs.pop("tiers", None)
     source = limited_source(trace, runs[0][-1])   # the variants' one timing's row bounds (the curve reads them too)
     variants, resolved = [], {}
     for tiers, i, pol, j, adm, kwargs in runs:

@@ -44,10 +44,14 @@ class Prepared:
     traces: dict
 
 
-def _at(plan: Plan, point: Point | None, option: str | None) -> str:
+def _at(plan: Plan, point: Point | None, option: str | None, refused: object = None) -> str:
     """``PLAN:LINE`` where ``point``'s value of ``option`` is written (:func:`pcs.sweep.plan.value_field`: a
-    ``[fixed]`` key, an axis list's element, a range axis's key), or ``PLAN`` when that is not known."""
-    field = value_field(plan, option, point.options[option]) if point is not None and option else None
+    ``[fixed]`` key, an axis list's element, a range axis's key; for a NAME=VALUE option, the entry the refusal
+    names, ``refused``: ``"cpu=pcie-gen9"``), or ``PLAN`` when that is not known."""
+    value = point.options[option] if point is not None and option else None
+    if isinstance(value, dict):
+        value = refused
+    field = value_field(plan, option, value) if point is not None and option and value is not None else None
     line = plan.lines.line(field) if field is not None and plan.lines is not None else None
     return plan.source if line is None else f"{plan.source}:{line}"
 
@@ -107,7 +111,8 @@ def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False,
         from pcs.cli.common import option_names
 
         msg = str(exc) if isinstance(exc, PlanError) else option_names(str(exc).splitlines()[0], plan=True)
-        raise PlanError(f"{_at(plan, point, getattr(exc, 'plan_option', None))}: {msg}") from None
+        at = _at(plan, point, getattr(exc, 'plan_option', None), getattr(exc, 'refused_value', None))
+        raise PlanError(f"{at}: {msg}") from None
     tasks = tuple(built)
     for t in tasks:
         if t.trace_key is not None:

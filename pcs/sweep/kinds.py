@@ -223,29 +223,39 @@ def blamed(exc: Exception, option: str | None) -> Exception:
     return exc
 
 
-def _reworded(exc: Exception, message: str) -> PlanError:
-    """``exc`` re-worded as a :class:`PlanError` saying ``message``, keeping what :func:`culprit` reads."""
+def _reworded(exc: Exception, message: str, option: str | None = None) -> PlanError:
+    """``exc`` re-worded as a :class:`PlanError` saying ``message``, keeping what :func:`culprit` reads and the
+    ``refused_value`` that names a NAME=VALUE option's entry (:func:`pcs.sweep.api.prepare` finds its line by it);
+    marked as the refusal of ``option`` when given, else of ``exc``'s own mark."""
     err = PlanError(message)
     err.unknown_name = exc.name if isinstance(exc, UnknownNameError) else getattr(exc, "unknown_name", None)
     err.refused_value = getattr(exc, "refused_value", None)
-    return blamed(err, getattr(exc, "plan_option", None))
+    return blamed(err, option if option is not None else getattr(exc, "plan_option", None))
 
 
 def culprit(exc: Exception, options: dict[str, Any]) -> str | None:
     """The plan option ``exc`` refuses: its mark (:func:`blamed`; click's parameter), else the one option whose
     value is the unknown name of an :class:`pcs.errors.UnknownNameError` (``model = "llama-3.1-8"``) or the value
     the refusal keeps as ``refused_value`` (a policy spec, ``policy = "lfu:aging=x"``; an admission
-    ``"cpu=reuse:0"``, one of a list), else None (two options hold that value, or the refusal names no value: no
-    line rather than a wrong one)."""
+    ``"cpu=reuse:0"``, one of a list; a NAME=VALUE option's entry, ``"cpu=pcie-gen9"`` of ``link = {cpu = ...}``),
+    else None (two options hold that value, or the refusal names no value: no line rather than a wrong one)."""
     option = getattr(exc, "plan_option", None)
     if option is None and isinstance(exc, click.BadParameter) and exc.param is not None:
         option = exc.param.name
     name = exc.name if isinstance(exc, UnknownNameError) else getattr(exc, "unknown_name", None)
     name = name if name is not None else getattr(exc, "refused_value", None)
     if option is None and name is not None:
-        holders = [k for k, v in options.items() if v == name or (isinstance(v, list) and name in v)]
+        holders = [k for k, v in options.items() if _holds(v, name)]
         option = holders[0] if len(holders) == 1 else None
     return option if option in options else None
+
+
+def _holds(value: Any, name: Any) -> bool:
+    """Whether a point's option ``value`` is ``name``, holds it in its list, or holds it as an ``ENTRY=VALUE``
+    entry of its table (a NAME=VALUE option, as :func:`pcs.sweep.plan.make_plan` keeps it: a dict)."""
+    if isinstance(value, dict):
+        return isinstance(name, str) and name in (f"{k}={v}" for k, v in value.items())
+    return value == name or (isinstance(value, list) and name in value)
 
 
 def plan_word(name: str) -> str:
@@ -360,8 +370,23 @@ def _compare(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
     _, kwargs = replay_call_kwargs(kw, _PLACEHOLDER)
     sets = [[t for t in ts.split(",") if t.strip()] for ts in kw["tier_sets"]] or None
     _check_tier_sets(sets or (), kw["link"])
-    return dict(kwargs, policies=list(kw["policy"]) or None, tier_sets=sets, tiers=list(kw["tiers"]) or None,
-                curve_capacities=caps, admits=list(kw["admit"]) or None)
+    kwargs = dict(kwargs, policies=list(kw["policy"]) or None, tier_sets=sets, tiers=list(kw["tiers"]) or None,
+                  curve_capacities=caps, admits=list(kw["admit"]) or None)
+    _check_compare(kwargs)
+    return kwargs
+
+
+def _check_compare(kwargs: dict[str, Any]) -> None:
+    """pcs.compare's own checks that need no trace (:func:`pcs.engine.compare.check_compare`: every variant's
+    :func:`pcs.engine.api.check_replay`: policies, tier policies, links...), on the driver before any point runs,
+    in the plan's words, as :func:`_check_replay` for a replay point."""
+    from pcs.cli.common import option_names
+    from pcs.engine.compare import check_compare
+
+    try:
+        check_compare(**kwargs)
+    except UserError as exc:
+        raise _reworded(exc, option_names(str(exc).splitlines()[0], plan=True)) from None
 
 
 def _check_tier_sets(sets: Any, links: Any) -> None:
@@ -443,15 +468,15 @@ def build_task(kind: str, point: Any, base_dir: Path | str = ".",
         kw = _parse(kind, point.options, Path(base_dir))
         kwargs = builder(kw, lambda: (load or load_trace)(_trace_key(kind, kw)))
     except click.ClickException as exc:
-        raise blamed(PlanError(f"point {point.point_id} ({point_label(point.options)}): {exc.format_message()}"),
-                     culprit(exc, point.options)) from None
+        raise _reworded(exc, f"point {point.point_id} ({point_label(point.options)}): {exc.format_message()}",
+                        culprit(exc, point.options)) from None
     except ValueError as exc:   # an API message (max_num_seqs, tiers=[...]) in the plan's words
         from pcs.cli.common import option_names
 
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         msg = msg if isinstance(exc, PlanError) else option_names(msg, plan=True)
-        raise blamed(PlanError(f"point {point.point_id} ({point_label(point.options)}): {msg}"),
-                     culprit(exc, point.options)) from None
+        raise _reworded(exc, f"point {point.point_id} ({point_label(point.options)}): {msg}",
+                        culprit(exc, point.options)) from None
     return Task(point.point_id, kind, point.options, kind, kwargs, _trace_key(kind, kw) if takes_trace else None)
 
 

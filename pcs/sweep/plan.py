@@ -212,15 +212,15 @@ def _refuse_wrong_shapes(kind: str, fixed: dict[str, Any], axes: dict[str, Any],
                                 f"axes.{key}[{i - 1}]")
 
 
-def _tier_entries(fixed: dict[str, Any], axes: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
-    """Each ``tier`` entry a plan writes as one value -- ``[fixed]``'s table or list, a ``tier.NAME`` key, a
-    ``tier.NAME`` axis's list, ``"NAME=SIZE"`` strings -- as (field, tier name, size): ``field`` is where it is
-    written (``fixed.tier.cpu``, ``axes.tier.cpu[1]``, ``fixed.tier``). A range axis's values are checked by
-    :func:`pcs.sweep.axes.expand_axis`."""
+def _pair_entries(fixed: dict[str, Any], axes: dict[str, Any], option: str) -> Iterator[tuple[str, str, Any]]:
+    """Each entry of NAME=VALUE option ``option`` (``tier``, ``link``, ``tier_policy``) a plan writes as one value --
+    ``[fixed]``'s table or list, a ``NAME.ENTRY`` key, a ``NAME.ENTRY`` axis's list, ``"ENTRY=VALUE"`` strings --
+    as (field, entry name, value): ``field`` is where it is written (``fixed.tier.cpu``, ``axes.tier.cpu[1]``,
+    ``fixed.tier``). A range axis's values are checked by :func:`pcs.sweep.axes.expand_axis`."""
     for table, items in (("fixed", fixed), ("axes", axes)):
         for key, value in items.items():
             name, dot, entry = str(key).partition(".")
-            if _name(name) != "tier":
+            if _name(name) != option:
                 continue
             values = list(enumerate(value)) if table == "axes" and isinstance(value, list) else [(None, value)]
             for i, v in values:
@@ -229,7 +229,7 @@ def _tier_entries(fixed: dict[str, Any], axes: dict[str, Any]) -> Iterator[tuple
                     yield at, entry.strip().lower(), v
                 elif isinstance(v, dict):
                     yield from ((f"{at}.{k}", str(k).strip().lower(), x) for k, x in v.items())
-                else:           # "NAME=SIZE" strings (a malformed one is _pairs's to refuse)
+                else:           # "NAME=VALUE" strings (a malformed one is _pairs's to refuse)
                     pairs = (str(t).partition("=") for t in (v if isinstance(v, list) else [v]))
                     yield from ((at, k.strip().lower(), x.strip()) for k, sep, x in pairs if sep and k.strip())
 
@@ -244,7 +244,7 @@ def _check_tier_sizes(fixed: dict[str, Any], axes: dict[str, Any], source: str) 
     """
     from pcs.engine.api import parse_tier
 
-    for field, name, size in _tier_entries(fixed, axes):
+    for field, name, size in _pair_entries(fixed, axes, "tier"):
         if isinstance(size, (str, int, float)) and not isinstance(size, bool):
             try:
                 parse_tier(f"{name}={size}")
@@ -395,12 +395,18 @@ def _written(value: Any) -> str:
 def _value_fields(data: dict[str, Any]) -> dict[tuple[str, str], str]:
     """:attr:`Plan.value_fields` of a plan's parsed text: a ``[fixed]`` value at its key (``fixed.tp``), an axis
     list's element at its index (``axes.policy[1]``), a range axis's values at its key (``axes.tp``, keyed by
-    the value ``None``: the grid is written there). A NAME=VALUE option (``tier``, its tables and ``tier.cpu``
-    axes) is not keyed: which entry a refusal is about is not known, so it gets no line rather than a guess."""
+    the value ``None``: the grid is written there). A NAME=VALUE option's entry (``tier``, ``link``,
+    ``tier-policy``: a table's entry, a list's ``"cpu=..."`` string, a ``link.cpu`` key or axis element) is keyed
+    by its ``ENTRY=VALUE`` text, as the run's refusal keeps it (``refused_value``, ``"cpu=pcie-gen9"``); the
+    whole table of such an option is not keyed: which entry a refusal is about is not known without it."""
     out: dict[tuple[str, str], str] = {}
-    for table in ("fixed", "axes"):
-        items = data.get(table)
-        for key, value in (items.items() if isinstance(items, dict) else ()):
+    fixed, axes = (data.get(t) if isinstance(data.get(t), dict) else {} for t in ("fixed", "axes"))
+    for option in PAIR_FIELDS:
+        for field, entry, value in _pair_entries(fixed, axes, option):
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                out.setdefault((option, _written(f"{entry}={value}")), field)
+    for table, items in (("fixed", fixed), ("axes", axes)):
+        for key, value in items.items():
             name = _name(str(key))
             if "." in name or (isinstance(value, dict) and table == "fixed"):
                 continue
@@ -412,11 +418,18 @@ def _value_fields(data: dict[str, Any]) -> dict[tuple[str, str], str]:
     return out
 
 
+#: the NAME=VALUE options whose entries :func:`_value_fields` keys (every kind's :data:`pcs.sweep.kinds.PAIR_OPTIONS`)
+PAIR_FIELDS = ("tier", "tier_policy", "link")
+
+
 def value_field(plan: Plan, option: str, value: Any) -> str | None:
     """The key's path in ``plan`` (``axes.policy[1]``, ``fixed.tp``) where option ``option``'s ``value`` (one
-    point's, as :attr:`Point.options` holds it) is written, or None when it is not known (an in-memory plan, a
-    NAME=VALUE option): a message then names no line, never a wrong one."""
+    point's, as :attr:`Point.options` holds it; for a NAME=VALUE option the refused entry's ``"ENTRY=VALUE"``) is
+    written, or None when it is not known (an in-memory plan, a NAME=VALUE option's whole table): a message then
+    names no line, never a wrong one."""
     fields = plan.value_fields
+    if isinstance(value, dict):
+        return None
     return fields.get((option, _written(value))) or fields.get((option, _written(None)))
 
 
