@@ -256,8 +256,11 @@ _KWARG_OF = {"tiers": "--tier", "admit": "--admit", "timing": "--timing", "model
              "format": "--trace-format", "on_error": "--on-error", "sort": "--sort", "block_size": "--block-size"}
 #: The API's keyword arguments whose option is a flag (``--sort``): a plan writes them ``sort = true``.
 _FLAG_KWARGS = frozenset({"sort"})
+#: a str as Python's repr shows it (:func:`pcs.errors.quoted` with ``show=repr``): ``'lfu'``, ``'x\\n'`` (escaped),
+#: ``"it's"``; its text is :func:`_repr_text`
+_REPR = r"'(?:[^'\\]|\\.)*'|" + r'"(?:[^"\\]|\\.)*"'
 _KWARG_PATTERN = (r"(?<![\w:,'=.\[-])(" + "|".join(sorted(_KWARG_OF, key=len, reverse=True)) +
-                  r")=(?:\[('[^'\\]*'(?:, '[^'\\]*')*)\]|'([^'\\]*)'|([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)(?![\w.])|(?=[\s,;:)]|$))")
+                  r")=(?:\[('[^'\\]*'(?:, '[^'\\]*')*)\]|(" + _REPR + r")|([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)(?![\w.])|(?=[\s,;:)]|$))")
 #: A name inside a spec (``slru:protected_share=0.2``) or a quoted value is left as it is.
 _FIELD_PATTERN = r"(?<![\w:,'=-])(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b(?!=)"
 #: API phrasings of a keyword's value (pcs/engine/select.py, runner.py, api.py) -> the command line's
@@ -278,7 +281,7 @@ _PLAN_PHRASE_OF = {"engine='auto'": 'engine = "auto"', "native 'auto'": 'native 
 #: the API's ``links['cpu'] = 'VALUE'`` and ``tier_policies['cpu'] = 'VALUE'`` (pcs/engine/api.py) -> ``--link cpu=VALUE``,
 #: ``--tier-policy cpu=VALUE`` (a sweep plan: ``link cpu=VALUE``, ``tier-policy cpu=VALUE``); the value may be cut
 #: by :func:`pcs.errors.quoted` (``'lfu:xx...' (5,000 characters)``: the count stays after it)
-_LINK_PATTERN = r"(links|tier_policies)\['([^'\\]*)'\] = '([^'\\]*)'"
+_LINK_PATTERN = r"(links|tier_policies)\[(" + _REPR + r")\] = (" + _REPR + r")"
 _PAIR_OPTION_OF = {"links": "--link", "tier_policies": "--tier-policy"}
 
 
@@ -325,12 +328,46 @@ def _reworded(message: str, plan: bool) -> str:
         return message
     phrases, cut = (_PLAN_PHRASE_OF, 2) if plan else (_PHRASE_OF, 0)
     field_re, link_re, phrase_re, kwarg_re, _ = _patterns()
-    message = link_re.sub(lambda m: f"{_PAIR_OPTION_OF[m.group(1)][cut:]} {m.group(2)}={m.group(3)}", message)
+    message = link_re.sub(lambda m: f"{_PAIR_OPTION_OF[m.group(1)][cut:]} {_pair_text(m.group(2), m.group(3))}",
+                          message)
     message = field_re.sub(lambda m: _OPTION_OF[m.group(1)][cut:], message)
     message = phrase_re.sub(lambda m: phrases[m.group(0)], message)
     if plan:        # a plan has no flags to pass: it sets its keys (set trace-format = "...")
         message = _pass_pattern().sub("set ", message)
     return kwarg_re.sub(lambda m: _kwarg(m, plan), message)
+
+
+def _repr_text(shown: str) -> str:
+    """The str a :data:`_REPR` literal shows (``'x\\n'`` -> ``x`` and a newline)."""
+    import ast
+
+    return ast.literal_eval(shown)
+
+
+def _plain(shown: str) -> bool:
+    """Whether a :data:`_REPR` literal shows its value as it is: single quotes, no escape in it."""
+    return shown.startswith("'") and "\\" not in shown
+
+
+def _cli_text(shown: str) -> str:
+    """A value on the command line: as typed (``lfu:aging=x``), or still quoted when the message shows it escaped
+    or in double quotes (``'lfu:aging=x\\n'``): what the escapes show is kept, and the option and its value are
+    set apart by one space alike."""
+    return _repr_text(shown) if _plain(shown) else shown
+
+
+def _toml_text(shown: str) -> str:
+    """A value as a sweep plan (TOML) writes it: ``"lfu:aging=x"``, a control character as ``\\u0001``."""
+    import json
+
+    return json.dumps(_repr_text(shown), ensure_ascii=False)
+
+
+def _pair_text(name: str, value: str) -> str:
+    """``NAME=VALUE`` of a ``--link`` / ``--tier-policy`` from the API's two :data:`_REPR` literals: as typed
+    (``cpu=lfu``), or as one quoted string when either shows escapes (``'cpu=lfu:aging=\\x01'``)."""
+    text = f"{_repr_text(name)}={_repr_text(value)}"
+    return text if _plain(name) and _plain(value) else repr(text)
 
 
 @functools.cache
@@ -353,7 +390,7 @@ def _kwarg(m: re.Match, plan: bool) -> str:
             return f"{flag} = {{" + ", ".join(f'{n} = "{x}"' for n, x in pairs) + "}"
         return " ".join(f"{flag} {v}" for v in items)
     if m.group(3) is not None:
-        return f'{flag} = "{m.group(3)}"' if plan else f"{flag} {m.group(3)}"
+        return f"{flag} = {_toml_text(m.group(3))}" if plan else f"{flag} {_cli_text(m.group(3))}"
     if m.group(4) is not None:     # a number: block_size=16, router_stale_s=0.5
         return f"{flag} = {m.group(4)}" if plan else f"{flag} {m.group(4)}"
     if plan and m.group(1) in _FLAG_KWARGS:        # a plan sets a flag to true

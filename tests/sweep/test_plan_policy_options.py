@@ -74,15 +74,15 @@ def test_a_fixed_tier_size_is_refused_with_the_plan_at_its_line(tmp_path, tier, 
 
 def test_a_tier_policy_refusal_is_not_placed_on_the_line_of_a_policy_holding_the_same_spec(tmp_path):
     # review45d L1: line 7's policy and line 8's tier-policy table hold the same spec; the gpu tier's refusal is
-    # the tier-policy's (it overrides the policy there), so naming line 7 would be wrong: the plan alone, no line
-    # (lines 1-6 _HEAD's)
+    # the tier-policy's (it overrides the policy there), so naming line 7 would be wrong: line 8, the table's
+    # (mend46a L2; lines 1-6 _HEAD's)
     plan = tmp_path / "p.toml"
     plan.write_text(_HEAD + 'policy = "lfu:aging=x"\n"tier-policy" = {gpu = "lfu:aging=x"}\n')
     with pytest.raises(UserError) as err:
         prepare(plan, tmp_path / "out")
     text = str(err.value)
     assert "tier-policy gpu=lfu:aging=x" in text, text
-    assert text.startswith(f"{plan}: point "), text
+    assert text.startswith(f"{plan}:8: point "), text
 
 
 @pytest.mark.parametrize("kw,words", [
