@@ -320,29 +320,38 @@ def likely_typo_of(name: str, presets: dict) -> str | None:
        ``H100 SXM``, ``h100.sxm``, ``nvlinkc2c``, ``pcie-gen5x16``, ``nvmegen4``; an alias counts here,
        ``H200 SXM`` -> ``h200``);
     2. a preset's full name (ending in letters) and one more digit, its generation (``h100-sxm5``, the
-       H100 SXM5 that the preset ``h100-sxm`` is);
-    3. as many runs of the same kinds and exactly one differs by one edit (:func:`_one_edit`) that keeps a part
-       number the same number: letters by any one edit (``h100-sxn``, ``h100-smx``), digits by one digit
-       dropped or added (``h10-sxm``, ``h1000-sxm``) -- but never in a part number's letter code (a run of 1
-       or 2 letters right before a digit run: ``h``, ``gb``): another code is another part (``gb200`` /
-       ``b200``, ``gb200`` / ``gh200``, ``a100`` / ``h100``); longer words before a number (``gen5``,
-       ``rdma-200g``) take any one edit.
+       H100 SXM5 that the preset ``h100-sxm`` is); an alias that names its preset in full and more counts alike
+       (``h200-sxm5``: the alias ``h200-sxm`` of ``h200``), not one that drops part of it (``nvme5`` is not
+       ``nvme-gen4``, which the alias ``nvme`` shortens: :func:`_full_aliases`);
+    3. as many runs of the same kinds and exactly one differs by one edit (:func:`_one_edit`) in its letters,
+       never in a number -- a digit added, dropped or changed is another number (``h20`` / ``h200``,
+       ``pcie-gen5-x1`` / ``pcie-gen5-x16``, ``h10-sxm`` / ``h100-sxm``), and never in a part number's letter
+       code (a run of 1 or 2 letters right before a digit run: ``h``, ``gb``): another code is another part
+       (``gb200`` / ``b200``, ``gb200`` / ``gh200``, ``a100`` / ``h100``); longer words (``sxm``, ``gen``) take any one
+       edit (``h100-sxn``, ``h100-smx``); a preset and its aliases alike (``h200-sxn`` -> ``h200``).
 
-    A real part's name is not a typo: another number of the same length (``b100`` / ``b200``, ``a100-40gb`` /
-    ``a100-80gb``, ``rdma-100g`` / ``rdma-200g``), a run more or fewer (``l40`` / ``l40s``, ``h100-custom`` /
-    ``h100``), and a bare alias with a digit dropped (``a10``, a real part, is not a typo of the alias ``a100``:
-    rules 2 and 3 look at preset names only). It may still call a real part a typo (``h20``, one digit from
-    ``h200``): a note, the entry is kept.
+    A real part's name is not a typo: another number (``b100`` / ``b200``, ``a100-40gb`` / ``a100-80gb``,
+    ``rdma-100g`` / ``rdma-200g``, ``h20`` / ``h200``, a lane width ``x1`` / ``x16``), a run more or fewer
+    (``l40`` / ``l40s``, ``h100-custom`` / ``h100``).
     """
     mine = _tokens(name)
     names = (*presets, *aliases_of(presets))
     exact = next((p for p in names if "".join(_tokens(p)) == "".join(mine)), None)
     if exact is not None:
         return _norm(exact)
-    generation = next((p for p in presets if _generation_of(mine, _tokens(p))), None)
+    full = {**{p: p for p in presets}, **_full_aliases(presets)}
+    generation = next((p for a, p in full.items() if _generation_of(mine, _tokens(a))), None)
     if generation is not None:
         return generation
-    return next((p for p in presets if _one_edit_of_part(mine, _tokens(p))), None)
+    every = {**{p: p for p in presets}, **aliases_of(presets)}
+    return next((p for a, p in every.items() if _one_edit_of_part(mine, _tokens(a))), None)
+
+
+def _full_aliases(presets: dict) -> dict[str, str]:
+    """The aliases of ``presets`` that name their preset in full and more (alias -> preset: ``h200-sxm`` ->
+    ``h200``, the form added), not those that drop part of its name (``h100`` of ``h100-sxm``, ``nvme`` of
+    ``nvme-gen4``): a generation digit after a shortened name is not that preset's generation."""
+    return {a: p for a, p in aliases_of(presets).items() if _tokens(a)[:len(_tokens(p))] == _tokens(p)}
 
 
 def _generation_of(mine: list[str], theirs: list[str]) -> bool:
@@ -352,8 +361,8 @@ def _generation_of(mine: list[str], theirs: list[str]) -> bool:
 
 
 def _one_edit_of_part(mine: list[str], theirs: list[str]) -> bool:
-    """Rule 3 of :func:`likely_typo_of`: runs of the same kinds, one run one edit apart, a part number kept (a
-    digit run only by a digit dropped or added) and its letter code (1 or 2 letters before a digit run) kept."""
+    """Rule 3 of :func:`likely_typo_of`: runs of the same kinds, one letter run one edit apart (every number
+    kept) and a part number's letter code (1 or 2 letters before a digit run) kept."""
     if len(theirs) != len(mine):
         return False
     diff = [i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b]
@@ -364,7 +373,7 @@ def _one_edit_of_part(mine: list[str], theirs: list[str]) -> bool:
     if a.isdigit() != b.isdigit() or not _one_edit(a, b):
         return False
     if a.isdigit():
-        return len(a) != len(b)
+        return False        # another number is another part (h20 / h200, x1 / x16), never a typo
     code = i + 1 < len(mine) and mine[i + 1].isdigit() and min(len(a), len(b)) <= 2
     return not code
 
