@@ -327,12 +327,19 @@ def parse_bytes(text: str | int | float) -> int:
     return _parse_bytes(text, _BYTE_HELP)
 
 
+def _per_second(unit: str) -> bool:
+    """Whether ``unit`` is one of bandwidth, a size per second: ``/`` in it (``GB/s``, ``Gbit/s``), ``bps``
+    (``Gbps``, ``GBps``) or ``ps`` after a unit of bits or bytes (``Gbitps``, ``Gbitsps``: :data:`_BIT_BYTE`)."""
+    m = _BIT_BYTE.match(unit)
+    return "/" in unit or unit.lower().endswith("bps") or bool(m and m.group(3))
+
+
 def _parse_bytes(text: str | int | float, help_: str, near: str = "size") -> int:
     """:func:`parse_bytes`, its messages naming ``help_`` as what is expected and the units close to a mistyped one
     among those of a ``near`` (``"capacity"``: ``blocks`` too, :func:`_close_unit`); a bandwidth's unit is named
     as one."""
     value, unit = _split(text, "size", help_)
-    if "/" in unit or unit.lower().endswith("bps"):   # no look-alike: GB for Gbps would be 8x off
+    if _per_second(unit):   # no look-alike: GB for Gbps would be 8x off
         raise UserError(f"invalid size {quoted(str(text), show=repr)}: {quoted(unit, show=repr)} is a unit of bandwidth, not of size; expected {help_}")
     mult = _byte_mult(unit, text, "size", help_, near=near)
     if value < 0:
