@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator
 
 from pcs import jsondepth
 from pcs.choices import did_you_mean
-from pcs.errors import InputError, UserError
+from pcs.errors import InputError, UserError, quoted
 from pcs.units import a_or_an
 
 __all__ = ["MAX_SETTINGS_BYTES", "SETTINGS_SUFFIXES", "unread_suffix", "read_text", "read_mapping", "read_mapping_lines", "read_json_object",
@@ -138,7 +138,21 @@ class KeyLines:
 def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise UserError(f"number {text} is out of range")
+        raise UserError(f"number {quoted(text, show=str)} is out of range")
+    return value
+
+
+class _TomlOverflow(ValueError):
+    """A TOML float beyond a float's range (``1e999``, an integer part of 309 digits or more), which ``tomllib``
+    would read as inf; ``args[0]``: the number as written."""
+
+
+def _toml_float(text: str) -> float:
+    """``tomllib``'s ``parse_float``: a float, a TOML ``inf`` / ``nan`` as written (a reader checks its field),
+    never a number that overflows to infinity (:class:`_TomlOverflow`)."""
+    value = float(text)
+    if math.isinf(value) and "inf" not in text:
+        raise _TomlOverflow(text)
     return value
 
 
@@ -279,7 +293,7 @@ def read_mapping_lines(path: str | Path, keyword: str = "path") -> tuple[dict[st
                 raise UserError(f"{path}: reading TOML needs Python 3.11+ or the tomli package; "
                                  "use a .json file instead") from None
         try:
-            data = tomllib.loads(text)
+            data = tomllib.loads(text, parse_float=_toml_float)
         except tomllib.TOMLDecodeError as exc:    # its message ends "(at line 3, column 5)": the line to the front
             at = re.search(r" \(at line (\d+), column (\d+)\)$", str(exc))
             problem = str(exc)[:at.start()] + f" at column {at.group(2)}" if at else str(exc)
@@ -287,6 +301,11 @@ def read_mapping_lines(path: str | Path, keyword: str = "path") -> tuple[dict[st
         except RecursionError:
             raise InputError(str(path), None, None, "TOML nested too deeply for Python's TOML reader (the TOML "
                                                     "itself may be valid)") from None
+        except _TomlOverflow as exc:    # 1e999: out of range, at its line and key
+            m = re.search(r"(?<![\w.+\-])" + re.escape(exc.args[0]) + r"(?![\w.])", text)
+            line, field = _toml_place(text, m.start()) if m else (None, None)
+            raise InputError(str(path), line, field, f"number {quoted(exc.args[0], show=str)} is out of range "
+                             "(beyond 1.8e308 either side)") from None
         except ValueError as exc:   # an integer past Python's digit limit (int() inside the TOML reader)
             raise _toml_number_error(path, text, exc) from None
     if not isinstance(data, dict):
@@ -302,9 +321,15 @@ def _toml_number_error(path: Path, text: str, exc: ValueError) -> InputError:
     m = jsondepth.long_integer(text)
     if m is None:
         return InputError(str(path), None, None, f"invalid TOML: {exc}")
-    key = re.search(r"([A-Za-z0-9_.\-\"']+)\s*=\s*$", text[max(0, m.start() - 4096):m.start()])
-    field = key.group(1).strip("\"'") if key else None
-    return InputError(str(path), text.count("\n", 0, m.start()) + 1, field, jsondepth.too_long_text(len(m.group(1))))
+    line, field = _toml_place(text, m.start())
+    return InputError(str(path), line, field, jsondepth.too_long_text(len(m.group(1))))
+
+
+def _toml_place(text: str, start: int) -> tuple[int, str | None]:
+    """``(line, key)`` of a TOML value starting at offset ``start`` of ``text`` (``key = 999...``; the key None
+    when it is not right before the value, as in an array)."""
+    key = re.search(r"([A-Za-z0-9_.\-\"']+)\s*=\s*$", text[max(0, start - 4096):start])
+    return text.count("\n", 0, start) + 1, key.group(1).strip("\"'") if key else None
 
 
 def refuse_unknown_keys(path: str | Path, where: str | None, table: dict[str, Any], known: Iterable[str]) -> None:

@@ -157,12 +157,22 @@ def ascii_float(text: str, what: str = "number") -> float:
     no ``nan``, ``inf``, ``_`` or non-ASCII digits, which ``float()`` alone reads (docs/semantics.md §16).
 
     Raises:
-        UserError: anything else, naming ``what`` and the text (a ``ValueError``, as :func:`ascii_int`).
+        UserError: anything else, naming ``what`` and the text (a ``ValueError``, as :func:`ascii_int`). A number
+            beyond a float's range (``1e999``, an integer part of 309 digits or more) comes back as inf, as
+            ``float()`` reads it: a caller refuses it as out of range.
     """
     t = text.strip(" \t\r\n")
     if _FLOAT_TEXT.fullmatch(t) is None:
         raise UserError(f"invalid {what} {quoted(text, show=repr)}: expected a number in ASCII digits 0-9")
     return float(t)
+
+
+def number_shape(text: str) -> str | None:
+    """``"int"`` when ``text`` is written as an ASCII integer (:func:`ascii_int`'s form, whatever its length),
+    ``"float"`` when as an ASCII decimal number (:func:`ascii_float`'s), else None: a reader that takes a
+    number or a word tells a number too large to hold (refused) from a word (kept as text)."""
+    t = text.strip(" \t\r\n")
+    return "int" if _INT_TEXT.fullmatch(t) else "float" if _FLOAT_TEXT.fullmatch(t) else None
 
 
 def _split(text: str | int | float, what: str, help_: str) -> tuple[Decimal, str]:

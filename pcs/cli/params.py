@@ -57,8 +57,8 @@ class Float(click.FloatRange):
                 value = units.ascii_float(text)
             except UserError:
                 self.fail(f"{quoted(text, show=repr)} is not a number in ASCII digits 0-9", param, ctx)
-            if not math.isfinite(value):      # 1e999: ASCII, but beyond a float
-                self.fail(f"{quoted(text, show=repr)} is not a finite number", param, ctx)
+            if not math.isfinite(value):      # 1e999, 5,000 digits: ASCII, but beyond a float (read as inf)
+                self.fail(f"{quoted(text, show=repr)} is out of range: beyond 1.8e308 either side", param, ctx)
         return super().convert(value, param, ctx)
 
 

@@ -136,6 +136,9 @@ def _parse_mix(text: str) -> tuple[float, float, float]:
                 raise click.BadParameter(f"{text!r}: the share of {k.strip()} must be a finite number >= 0, got "
                                          f"{quoted(v.strip(), show=str)} (ASCII digits 0-9: no nan, inf, '_' or other scripts' "
                                          "digits)", param_hint="'--mix'") from None
+            if math.isinf(shares[k.strip()]):      # 1e999: ASCII, but beyond a float (read as inf)
+                raise click.BadParameter(f"{text!r}: the share of {k.strip()}, {quoted(v.strip(), show=str)}, is out "
+                                         "of range: beyond 1.8e308", param_hint="'--mix'")
     except ValueError:
         raise click.BadParameter(f"{text!r}: expected e.g. chat=0.6,agent=0.3,oneoff=0.1 (kinds: {', '.join(KINDS)})",
                                  param_hint="'--mix'")

@@ -33,6 +33,7 @@ as an int, else a float, else a string (:func:`parse_policy_spec`).
 """
 from __future__ import annotations
 
+import math
 import re
 
 import inspect
@@ -152,19 +153,26 @@ def spec_value(text: str) -> Any:
 
     Raises:
         UserError: an integer outside the signed 64-bit range (the compiled policies hold options as
-            ``int64``; a larger count or duration in blocks is never meaningful).
+            ``int64``; a larger count or duration in blocks is never meaningful), one past Python's 4,300 digits
+            among them; a number beyond a float's range (``1e999``, never read as inf).
     """
-    from pcs.units import ascii_float, ascii_int
+    from pcs.units import ascii_float, ascii_int, number_shape
 
-    for conv in (ascii_int, ascii_float):
-        try:
-            value = conv(text)
-        except ValueError:
-            continue
-        if conv is ascii_int and not -(2**63) <= value < 2**63:
-            raise UserError(f"option value {text} is out of range: integers must be below 2**63")
+    shape = number_shape(text)
+    if shape is None:
+        return text
+    if shape == "float":
+        value = ascii_float(text)
+        if not math.isfinite(value):    # 1e999, 309 digits or more: float() reads inf
+            raise UserError(f"option value {quoted(text)} is out of range: beyond 1.8e308 either side")
         return value
-    return text
+    try:
+        value = ascii_int(text)
+    except ValueError:      # more digits than int() converts (4,300)
+        value = None
+    if value is None or not -(2**63) <= value < 2**63:
+        raise UserError(f"option value {quoted(text)} is out of range: integers must be below 2**63")
+    return value
 
 
 def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
