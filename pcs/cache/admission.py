@@ -37,10 +37,16 @@ from pcs.choices import not_among_tiers, option_elsewhere, options_list
 from pcs.errors import UnknownNameError, UserError, quoted
 
 __all__ = ["AdmissionPolicy", "CountingAdmission", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
-           "admission_kinds", "NO_ADMISSION", "apply_admission", "check_admissions", "needs_context"]
+           "admission_kinds", "NO_ADMISSION", "is_no_admission", "apply_admission", "check_admissions", "needs_context"]
 
-#: the ``--admit`` value (per compared variant) meaning "no admission policy".
+#: the ``--admit`` value meaning "no admission policy": alone (``none``, a compared variant without one) or as a
+#: tier's kind (``cpu=none``: that tier admits every block, the default; :func:`is_no_admission`).
 NO_ADMISSION = "none"
+
+
+def is_no_admission(kind: str) -> bool:
+    """Whether ``kind`` (an ``--admit`` item, or the KIND of ``TIER=KIND``) is :data:`NO_ADMISSION`, any case."""
+    return str(kind).strip().lower() == NO_ADMISSION
 
 
 class AdmissionPolicy:
@@ -163,7 +169,7 @@ def parse_admission(text: str) -> tuple[str, dict[str, Any]]:
         raise UserError(f"bad admission {text!r}: nothing after ':'; give {kind} alone for its defaults")
     kinds = admission_kinds()
     if kind not in kinds:
-        raise UnknownNameError("admission", kind, ADMISSION_KINDS, hint="e.g. cpu=reuse:2")
+        raise UnknownNameError("admission", kind, (*ADMISSION_KINDS, NO_ADMISSION), hint="e.g. cpu=reuse:2")
     opts: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, value = part.partition("=")
@@ -257,16 +263,19 @@ def needs_context(specs: Sequence[str]) -> bool:
 
 
 def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict[str, list[str]]:
-    """``--admit TIER=KIND[:ARGS]`` values (``+`` joins several in one value) -> tier -> kinds.
+    """``--admit TIER=KIND[:ARGS]`` values (``+`` joins several in one value) -> tier -> kinds. ``none`` alone, or
+    as a tier's kind (``cpu=none``), gives no kind: that tier admits every block, as without ``--admit``.
 
     Raises:
         UserError: no ``=``, a tier not among ``tier_names``, admission refusal on the GPU
-            tier (only ``retain`` applies there), one kind given twice for a tier, or a bad kind.
+            tier (only ``retain`` applies there), one kind given twice for a tier, ``none`` and a kind for one
+            tier (``cpu=none+cpu=reuse:2``), or a bad kind.
     """
     out: dict[str, list[str]] = {}
+    nones: dict[str, str] = {}
     for value in values:
         for item in filter(None, (v.strip() for v in str(value).split("+"))):
-            if item.lower() == NO_ADMISSION:
+            if is_no_admission(item):
                 continue
             tier, sep, spec = item.partition("=")
             tier = tier.strip().lower()
@@ -274,6 +283,9 @@ def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict
                 raise UserError(f"bad admit= {item!r}; expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
             if tier not in tier_names:
                 raise UserError(not_among_tiers("admit=", tier, tier_names, quoted(tier, show=repr)))
+            if is_no_admission(spec):
+                nones[tier] = item
+                continue
             kind, _ = parse_admission(spec)
             if tier == tier_names[0] and kind != "retain":
                 raise UserError(f"admit=['{item}']: the GPU tier stores every block it computes; admission "
@@ -283,4 +295,14 @@ def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict
                 raise UserError(f"admit= gives tier {tier!r} admission {kind!r} twice ({same[0]}, {spec.strip()}); "
                                  "give it once (different kinds for one tier combine: a block must pass each)")
             out.setdefault(tier, []).append(spec.strip())
+    _refuse_none_beside_kinds(nones, out)
     return out
+
+
+def _refuse_none_beside_kinds(nones: dict[str, str], kinds: dict[str, list[str]]) -> None:
+    """UserError when a tier is given ``none`` (``nones``: tier -> the item, ``cpu=none``) and a kind (``kinds``):
+    no admission and an admission on one tier contradict each other; neither may win unseen."""
+    for tier, item in nones.items():
+        if tier in kinds:
+            raise UserError(f"admit= gives tier {tier!r} {item.strip()} (no admission) and admission "
+                            f"{kinds[tier][0]!r}; give one")

@@ -58,18 +58,20 @@ def _get_tier_policy(value: str) -> Any:
 
 
 def _check_admit(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
-    """``--admit TIER=KIND[:ARGS]``: the form and the kind (tier names are checked with the tiers)."""
-    from pcs.cache.admission import NO_ADMISSION, parse_admission
+    """``--admit TIER=KIND[:ARGS]``: the form and the kind (tier names are checked with the tiers); ``none`` alone
+    or as a tier's kind (``cpu=none``) is no admission (:func:`pcs.cache.admission.parse_admit_option`)."""
+    from pcs.cache.admission import is_no_admission, parse_admission
 
     for value in values:
         for item in filter(None, (v.strip() for v in value.split("+"))):
-            if item.lower() == NO_ADMISSION:
+            if is_no_admission(item):
                 continue
             tier, sep, spec = item.partition("=")
             try:
                 if not sep or not tier.strip() or not spec.strip():
                     raise UserError(f"{item!r}: expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
-                parse_admission(spec)
+                if not is_no_admission(spec):
+                    parse_admission(spec)
             except ValueError as exc:
                 raise click.BadParameter(str(exc), ctx, param) from None
     return values
@@ -174,7 +176,8 @@ def _tier_options(policy_multiple: bool) -> list:
                      help="Admission policy of a tier, repeatable (pcs policies lists them): cpu=reuse:2 (store "
                           "on the 2nd use), cpu=selective:2 (blocks hit twice), cpu=tinylfu, "
                           "gpu=retain:tokens=0-4096,duration=60s (keep a token range longer; duration takes "
-                          "any duration unit, 1min, 500ms, and a plain number is seconds, as it always was); "
+                          "any duration unit, 1min, 500ms, and a plain number is seconds, as it always was), "
+                          "cpu=none (no admission on that tier, the default); "
                           "single-instance "
                           "replays only (refused with --instances/--router)"
                           + ("; in pcs compare each value is one variant (join items with +; none = no "

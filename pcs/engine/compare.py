@@ -261,12 +261,12 @@ def refuse_one_admit_twice(admits: Sequence[Any], option: str = "admits") -> Non
     :func:`refuse_one_policy_twice`: tier names case-folded, options at their defaults filled in)."""
     import inspect
 
-    from pcs.cache.admission import NO_ADMISSION, admission_kinds, parse_admission
+    from pcs.cache.admission import NO_ADMISSION, admission_kinds, is_no_admission, parse_admission
 
     def kind_key(item: str) -> Any:
-        if item.strip().lower() == NO_ADMISSION:
-            return NO_ADMISSION
         tier, sep, spec = item.partition("=")
+        if is_no_admission(item) or (sep and is_no_admission(spec)):    # none, cpu=none: no admission
+            return NO_ADMISSION
         if not sep or not spec.strip():
             return item                                         # malformed: the replay's parser names it
         kind, opts = parse_admission(spec)
