@@ -37,6 +37,7 @@ def events_cmd(events_path, at_s, list_held, fmt, quiet) -> None:
     per line, or the raw msgpack payloads (the events extra: pip install -e '.[events]').
     Replays them per data-parallel rank and medium (GPU, CPU, ...) and
     reports what was held, the peak, evictions, re-stores and lifetimes.
+    EVENTS '-' reads stdin.
 
     \b
     Example:
@@ -74,7 +75,7 @@ def from_chat(chat_path, out_path, tokenizer_path, template, salt_per_tenant, fm
     \b
     CHAT: JSON Lines of chat-completions requests ('messages', optional
     'timestamp' ms or 'created' s, 'user', usage.completion_tokens), or
-    {"request": ..., "response": ...} pairs. Each request is rendered with the
+    {"request": ..., "response": ...} pairs ('-': stdin). Each request is rendered with the
     chat template (generation prompt added) and tokenized locally, so a later
     turn starts with the earlier turn's tokens: multi-turn reuse is measured,
     not guessed. OUT is token JSONL, read by every command at any --block-size.
