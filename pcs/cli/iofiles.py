@@ -220,7 +220,7 @@ def empty_path_refusal(p: click.Parameter, ctx: click.Context | None, value: str
     """The refusal of ``value``, an empty or blank value of path parameter ``p``: one line naming the parameter
     as typed (:func:`param_label`), ``FILES '': an empty path; give a file name``
     (:func:`pcs.trace.pathcheck.empty_path_problem`, the API's reason too); an empty model, the model's own
-    (``--model '': empty; give a preset name ...``). :func:`refuse_empty_paths` and :class:`pcs.cli.params.Path`
+    (``--model '': empty; give a preset name ...``). :func:`refuse_empty_paths` and :class:`pcs.cli.params.CheckedPath`
     raise it.
 
     Returns:

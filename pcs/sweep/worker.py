@@ -166,7 +166,7 @@ def make_row(point_id: str, kind: str, options: dict[str, Any], payload: dict[st
     pcs report: a sweep names its trace in ``option.trace``). A point that read a trace (its result has
     ``skipped``) has a ``skipped_lines`` cell whether or not the read skipped a line: ``[]`` for a clean read, as
     its ``skipped`` is 0 (the JSON leaves the key out, as every command's does), so one plan's points have the same
-    columns and a clean point's cell is no null beside a point that skipped lines (docs/sweep.md).
+    columns and a clean point's cell is never null beside a point that skipped lines (docs/sweep.md).
     """
     from pcs.cli.common import to_jsonable
 
