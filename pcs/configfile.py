@@ -241,8 +241,8 @@ def read_json_object_lines(path: str | Path, keyword: str = "path") -> tuple[dic
     Raises:
         PathError, InputError: as :func:`read_json_object`.
     """
+    text = read_text(path, keyword)     # checks the path as given (Path('') is '.')
     path = Path(path)
-    text = read_text(path, keyword)
     try:
         data = _loads_json(path, text)
     except InputError as exc:     # a YAML file given for a JSON one: what it is, and the way out

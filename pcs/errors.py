@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Mapping
 
-__all__ = ["quoted", "ending_with", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT"]
+__all__ = ["quoted", "ending_with", "shown_name", "printable", "NAME_LIMIT", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT"]
 
 #: Where the CLI's last line after an internal error sends the user.
 BUG_REPORT = ("this is a bug in pcs, not in your input: please report it on the pcs issue tracker "
@@ -126,6 +126,30 @@ def ending_with(prefix: str, value: Any, width: int = 300) -> str:
     'got list: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1...] (110 characters of text)'
     """
     return prefix + quoted(value, max(width - len(prefix), 40), show=repr)
+
+
+def printable(text: str) -> str:
+    """``text`` with each character that is not printable (a newline, a tab, an escape) shown as its Python escape
+    (``\\n``), so a name or a path cannot break a line of a table or a header."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+#: The most characters of a name a text output shows whole (:func:`shown_name`): a Hugging Face model id is at
+#: most 96 characters, so every real preset, model id or device name is shown whole.
+NAME_LIMIT = 100
+
+
+def shown_name(name: Any) -> str:
+    """A name pcs was given (a workload; a model, from its config; a GPU or link preset, from a hardware file) as a
+    table, a title or a note shows it: whole up to :data:`NAME_LIMIT` characters, else cut by :func:`quoted`'s rule
+    (its first characters, ``...`` and its length), so a 5,000-character name cannot fill a screen; a character
+    that is not printable shown as its escape (:func:`printable`). Only the text is cut: the JSON and CSV keep the
+    name whole (scripts match rows by it).
+
+    >>> shown_name("h100-sxm"), shown_name("w" * 5000)[-25:]
+    ('h100-sxm', 'www... (5,000 characters)')
+    """
+    return quoted(printable(str(name)), NAME_LIMIT, show=str)
 
 
 class PickledAsIs:

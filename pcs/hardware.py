@@ -530,8 +530,8 @@ def load_hardware_file(path: str | Path, base: HardwareTable | None = None) -> H
             (:mod:`pcs.configfile`).
         PathError: ``path`` is missing, a directory or not readable (naming ``path=``).
     """
+    data, lines = read_mapping_lines(path)      # checks the path as given (Path('') is '.')
     path = Path(path)
-    data, lines = read_mapping_lines(path)
     with lines.located():
         return _table_from(path, data, base, lines.at)
 

@@ -63,7 +63,7 @@ def too_long_text(digits: int | None) -> str:
     if digits is None:
         limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
         return f"number too long (more than {limit:,} digits)" if limit else "number too long"
-    return f"number too long ({digits} digits)"
+    return f"number too long ({digits:,} digits)"
 
 
 def long_integer(text: str) -> "re.Match | None":

@@ -243,8 +243,8 @@ def load_workloads(path: str | Path, auto: list[int] | None = None) -> tuple[dic
             (:meth:`pcs.configfile.KeyLines.located`); a key the format does not have (a typo is not silently
             ignored).
     """
+    data, lines = read_mapping_lines(path)      # checks the path as given (Path('') is '.')
     path = Path(path)
-    data, lines = read_mapping_lines(path)
     with lines.located():
         return _workloads_from(path, data, auto)
 

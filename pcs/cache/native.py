@@ -434,7 +434,7 @@ class NativeHierarchy(CompiledHierarchy):
         names = check_hierarchy_args(tiers, write_policy)
         if not available(tiers):
             raise UserError("the native hierarchy needs the compiled pcs.cache._lruhier and empty tiers of at most "
-                             f"{MAX_BLOCKS} blocks with eviction policies (compiled: {', '.join(COMPILED_POLICIES)}; "
+                             f"{MAX_BLOCKS:,} blocks with eviction policies (compiled: {', '.join(COMPILED_POLICIES)}; "
                              "others hosted) and admission "
                              f"policies {', '.join(COMPILED_ADMISSIONS)} (one retain per tier in front of a compiled "
                              "policy); got "

@@ -58,13 +58,13 @@ def unsupported(tiers: Sequence[Tier], groups: Sequence[CacheGroup], pools: int)
     if len(tiers) > MAX_LEVELS or len(groups) > MAX_GROUPS:
         return f"it takes at most {MAX_LEVELS} tiers and {MAX_GROUPS} cache groups"
     if any(len(t.resident) or t.reserved_blocks or t.capacity_blocks > MAX_PAGES for t in tiers):
-        return f"it needs empty tiers of at most {MAX_PAGES} pages"
+        return f"it needs empty tiers of at most {MAX_PAGES:,} pages"
     most = max((g.pages for g in groups), default=1)
     if most > MAX_BLOCK_PAGES:
-        return f"it takes at most {MAX_BLOCK_PAGES} pages a group block, got {most}"
+        return f"it takes at most {MAX_BLOCK_PAGES:,} pages a group block, got {most:,}"
     slab = 1 << (most - 1).bit_length()   # _grouphier.h: a group block's page entries, a power of two
     if any(t.capacity_blocks * slab > MAX_PAGES for t in tiers):
-        return f"it needs tiers of at most {MAX_PAGES // slab} pages with group blocks of {most} pages"
+        return f"it needs tiers of at most {MAX_PAGES // slab:,} pages with group blocks of {most:,} pages"
     return None
 
 

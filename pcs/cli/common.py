@@ -27,7 +27,8 @@ import click
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
 from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
-from pcs.errors import BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, PickledAsIs, Stopped, UserError, quoted
+from pcs.errors import (BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, PickledAsIs, Stopped, UnknownNameError,
+                        UserError, quoted)
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals", "ignore_stop_signals"]
@@ -627,6 +628,22 @@ class PcsCommand(click.Command):
             path = exc.path if isinstance(exc, PathError) else exc.filename
             exc.cli_label = label_of_value(ctx, os.fspath(path)) if isinstance(path, (str, os.PathLike)) else None
             raise
+        except UnknownNameError as exc:
+            raise _with_option(ctx, exc) from None
+
+
+def _with_option(ctx: click.Context, exc: UnknownNameError) -> UnknownNameError:
+    """``exc``, a registry's refusal of a name (a model, GPU, link ...), led by the option that gave the name, as
+    typed, when one parameter of the command line holds that name (:func:`pcs.cli.iofiles.label_of_value`):
+    ``--model: unknown model 'xxx'; valid: ...``, as ``--name: ...`` and the other refusals of a value name their
+    option. The API's message is the registry's alone (``unknown model 'xxx'``); a name read from a file (a sweep
+    plan, a hardware file) names no option and is left as it is."""
+    from pcs.cli.iofiles import label_of_value
+
+    label = label_of_value(ctx, exc.name) if isinstance(exc.name, str) else None
+    if label is not None:
+        exc.args = (f"{label}: {exc}",)
+    return exc
 
 
 class PcsGroup(click.Group):

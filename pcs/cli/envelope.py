@@ -11,7 +11,7 @@ from pcs.blocks import BlockRules
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option, typed_flag
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int, option_bandwidth, option_duration, option_size
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, refuse_unused, resolve_gpu
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_name
 from pcs.model import KV_DTYPES, get_layout
 from pcs.report.envelope import envelope_notes, render_envelope
 from pcs.units import format_bandwidth
@@ -77,7 +77,7 @@ def _prefill_source(kw: dict[str, Any], model: Any, gpu: Any) -> tuple[Any, str]
 
         util = DEFAULT_UTILISATION if kw["utilisation"] is None else kw["utilisation"]
         cm = ComputeModel(model, gpu, tp=kw["tp"], utilisation=util, dtype=kw["compute_dtype"])
-        return cm, f"compute model: {gpu.name} x{kw['tp']}, {kw['compute_dtype']}, MFU {util:g}"
+        return cm, f"compute model: {shown_name(gpu.name)} x{kw['tp']}, {kw['compute_dtype']}, MFU {util:g}"
     return None
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import click
 
 __all__ = ["OUTPUTS", "DATASET", "check_command_files", "command_inputs", "command_outputs", "refuse_empty_paths",
-           "refuse_outputs_on_inputs"]
+           "empty_path_refusal", "refuse_outputs_on_inputs"]
 
 #: command name -> the parameters (click names) that name what it writes. Every other parameter is read.
 OUTPUTS: dict[str, tuple[str, ...]] = {
@@ -204,14 +204,37 @@ def refuse_outputs_on_inputs(ctx: click.Context) -> None:
 
 
 def _wanted(p: click.Parameter) -> str:
-    """What parameter ``p`` takes instead of an empty path, for :func:`refuse_empty_paths`."""
+    """What parameter ``p`` takes instead of an empty path, for :func:`empty_path_refusal`."""
+    from pcs.trace.pathcheck import FILE_WANTED, FOLDER_WANTED
+
     if p.name == "template":
         return "a built-in template name or a file"
     if isinstance(p.type, click.Path) and not p.type.file_okay:
-        return "a folder name (. for the current folder)"
+        return FOLDER_WANTED
     if isinstance(p.type, click.Path) and p.type.dir_okay:
         return "a file or folder name"
-    return "a file name"
+    return FILE_WANTED
+
+
+def empty_path_refusal(p: click.Parameter, ctx: click.Context | None, value: str) -> Exception:
+    """The refusal of ``value``, an empty or blank value of path parameter ``p``: one line naming the parameter
+    as typed (:func:`param_label`), ``FILES '': an empty path; give a file name``
+    (:func:`pcs.trace.pathcheck.empty_path_problem`, the API's reason too); an empty model, the model's own
+    (``--model '': empty; give a preset name ...``). :func:`refuse_empty_paths` and :class:`pcs.cli.params.CheckedPath`
+    raise it.
+
+    Returns:
+        the :class:`pcs.errors.UserError` to raise.
+    """
+    from pcs.errors import UserError
+    from pcs.trace.pathcheck import empty_path_problem
+
+    label = param_label(p, ctx)      # trace stats' [TRACE]: optional, but given
+    if p.name in _MODEL_PARAMS and not isinstance(p.type, click.Path):
+        from pcs.cli.modelarg import EMPTY_MODEL
+
+        return UserError(f"{label} {value!r}: {EMPTY_MODEL}")
+    return UserError(f"{label} {value!r}: {empty_path_problem(_wanted(p))}")
 
 
 def refuse_empty_paths(ctx: click.Context) -> None:
@@ -224,20 +247,12 @@ def refuse_empty_paths(ctx: click.Context) -> None:
         UserError: one line naming the parameter as typed, ``--chat-template '': an empty path; give a built-in
             template name or a file``.
     """
-    from pcs.errors import UserError
-
     for p in ctx.command.params:
         if not (isinstance(p.type, click.Path) or p.name in _MODEL_PARAMS or p.name in _TEXT_PATH_PARAMS):
             continue
         for v in _values(ctx.params.get(p.name)):
-            if v.strip():
-                continue
-            label = param_label(p, ctx)      # trace stats' [TRACE]: optional, but given
-            if p.name in _MODEL_PARAMS and not isinstance(p.type, click.Path):
-                from pcs.cli.modelarg import EMPTY_MODEL
-
-                raise UserError(f"{label} {v!r}: {EMPTY_MODEL}")
-            raise UserError(f"{label} {v!r}: an empty path; give {_wanted(p)}")
+            if not v.strip():
+                raise empty_path_refusal(p, ctx, v)
 
 
 def check_command_files(ctx: click.Context) -> None:

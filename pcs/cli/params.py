@@ -21,7 +21,7 @@ from pcs.errors import UserError, quoted
 
 __all__ = ["option_size", "option_bandwidth", "Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
            "MAX_SEED", "Int", "Float", "Duration", "Choice", "parse_capacity_list",
-           "kv_reserve_option"]
+           "kv_reserve_option", "CheckedPath"]
 
 
 class Int(click.IntRange):
@@ -153,6 +153,20 @@ class Aliased(click.Option):
             return super().get_help_record(ctx)
         finally:
             self.opts = opts
+
+
+class CheckedPath(click.Path):
+    """A path argument or option that click checks as it parses (``exists=True``): an empty or blank value is
+    refused first, as :func:`pcs.cli.iofiles.refuse_empty_paths` refuses it for every other path parameter
+    (``FILES '': an empty path; give a file name``; click said ``File '' does not exist``). Every
+    ``click.Path(exists=True)`` of pcs is this one (tests/cli/test_empty_path_arguments.py walks the commands)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip() and param is not None:
+            from pcs.cli.iofiles import empty_path_refusal
+
+            raise empty_path_refusal(param, ctx, value)
+        return super().convert(value, param, ctx)
 
 
 class Choice(click.Choice):

@@ -17,7 +17,7 @@ import click
 
 from pcs import jsondepth
 from pcs.cli.common import command, emit, format_option, quiet_option
-from pcs.cli.params import Choice
+from pcs.cli.params import CheckedPath, Choice
 from pcs.errors import UserError
 from pcs.units import a_or_an, format_counted
 
@@ -335,7 +335,7 @@ def _refuse_trace_output(html_path: str | None, payloads: Sequence[dict]) -> Non
 
 
 @command("report")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
+@click.argument("files", nargs=-1, required=True, type=CheckedPath(dir_okay=False, exists=True))
 @click.option("-o", "--output", "--html", "html_path", type=click.Path(dir_okay=False), default=None,
               help="The HTML page to write (self-contained: opens from a file, no network).")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from pcs.cli.common import PcsGroup, Progress, emit, format_option, quiet_option
-from pcs.cli.params import Choice, Int
+from pcs.cli.params import CheckedPath, Choice, Int
 from pcs.errors import UserError
 from pcs.units import format_counted
 
@@ -79,7 +79,7 @@ def _fail(result: Any) -> None:
 
 
 @sweep.command("run", twins=True)
-@click.argument("plan", type=click.Path(exists=True, dir_okay=False))
+@click.argument("plan", type=CheckedPath(exists=True, dir_okay=False))
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
               help="Results directory: one Parquet file per point (created; points already there are skipped).")
 @click.option("--jobs", type=Int(1, MAX_JOBS), default=None,
@@ -189,7 +189,7 @@ def stopped_line(done: int, points: int, out: str) -> str:
 
 
 @sweep.command("summarize")
-@click.argument("out", type=click.Path(exists=True, file_okay=False))
+@click.argument("out", type=CheckedPath(exists=True, file_okay=False))
 @_OBJECTIVE
 @format_option
 @quiet_option

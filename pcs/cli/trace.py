@@ -17,7 +17,7 @@ import click
 from pcs.cli.common import PcsGroup, Progress, counted, emit, format_option, quiet_option, \
     skipped_lines_in_words
 from pcs.cli.iofiles import refuse_unwritten_format
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, Choice, Duration, Float, Int
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, CheckedPath, Choice, Duration, Float, Int
 # the input options every trace-taking command shares (pcs.cli.traceopts), re-exported under their old home
 from pcs.cli.traceopts import open_from_options, trace_input_options, written_block_size_note
 from pcs.errors import quoted
@@ -209,7 +209,7 @@ class _Requests(click.ParamType):
 @click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), default=512, show_default=True, help="Tokens per block.")
 @click.option("--length-scale", type=Float(0, 1e6, min_open=True), default=1.0, show_default=True,
               help="Multiply every median length (prompts, answers, prefixes) by this; Poisson mode.")
-@click.option("--azure-csv", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--azure-csv", type=CheckedPath(exists=True, dir_okay=False), default=None,
               help="Take arrival times and token counts from an Azure LLM inference CSV instead of Poisson.")
 @click.option("--to", "out_format", type=Choice(OUT_FORMATS), default=None,
               help="Output format; default parquet for *.parquet, *.pq or *.parq (any case), else mooncake; "

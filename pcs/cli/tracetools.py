@@ -37,6 +37,7 @@ def events_cmd(events_path, at_s, list_held, fmt, quiet) -> None:
     per line, or the raw msgpack payloads (the events extra: pip install -e '.[events]').
     Replays them per data-parallel rank and medium (GPU, CPU, ...) and
     reports what was held, the peak, evictions, re-stores and lifetimes.
+    EVENTS '-' reads stdin.
 
     \b
     Example:
@@ -45,9 +46,9 @@ def events_cmd(events_path, at_s, list_held, fmt, quiet) -> None:
     from pcs.report.traceshape import render_events
     from pcs.trace.api import read_once
     from pcs.trace.kvevents import EMPTY_CAPTURE, held_blocks, read_kv_events, residency_summary
+    from pcs.trace.source import check_source
 
-    if not Path(events_path).exists():
-        raise FileNotFoundError(2, "No such file or directory", events_path)
+    check_source(events_path, events_path, "events")    # '-' is stdin, as for every trace command
     with read_once(events_path, events_path, EMPTY_CAPTURE) as once:   # a FIFO: copied once, read twice
         st = residency_summary(read_kv_events(once, events_path), at_s)
         st = {"events_file": events_path, "at_s": at_s, **st}
@@ -74,7 +75,7 @@ def from_chat(chat_path, out_path, tokenizer_path, template, salt_per_tenant, fm
     \b
     CHAT: JSON Lines of chat-completions requests ('messages', optional
     'timestamp' ms or 'created' s, 'user', usage.completion_tokens), or
-    {"request": ..., "response": ...} pairs. Each request is rendered with the
+    {"request": ..., "response": ...} pairs ('-': stdin). Each request is rendered with the
     chat template (generation prompt added) and tokenized locally, so a later
     turn starts with the earlier turn's tokens: multi-turn reuse is measured,
     not guessed. OUT is token JSONL, read by every command at any --block-size.
@@ -87,11 +88,11 @@ def from_chat(chat_path, out_path, tokenizer_path, template, salt_per_tenant, fm
     """
     from pcs.report.traceshape import render_from_chat
     from pcs.trace.chat import chat_to_token_rows, load_template, load_tokenizer, read_chat_jsonl, write_token_rows
+    from pcs.trace.source import check_source
 
     from pcs.outfile import check_outputs
 
-    if not Path(chat_path).exists():
-        raise FileNotFoundError(2, "No such file or directory", chat_path)
+    check_source(chat_path, chat_path, "chat")     # '-' is stdin, as for every trace command
     check_outputs({"OUT": out_path}, {"CHAT": chat_path, "--tokenizer": tokenizer_path,
                                       "--chat-template": template if Path(template).is_file() else None})
     tok, tpl = load_tokenizer(tokenizer_path), load_template(template)

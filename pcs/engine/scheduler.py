@@ -858,6 +858,6 @@ def check_output_tokens(output_tokens) -> None:
         return
     top = int(output_tokens.max() if hasattr(output_tokens, "max") else max(output_tokens))
     if top >= MAX_OUTPUT_TOKENS:
-        raise UserError(f"an output length of {top} tokens is past what the step scheduler "
+        raise UserError(f"an output length of {top:,} tokens is past what the step scheduler "
                          "models (2**62): check the trace's output lengths, or use compute_mode='infinite' / "
                          "timing='sequential'")

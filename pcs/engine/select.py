@@ -246,7 +246,7 @@ def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
         return f"{_uncompiled_cause(other)}; got {', '.join(other)}"
     big = [name for name, _, cap in cfg.tiers if cap > MAX_COMPILED_BLOCKS]
     if big:
-        return f"tier {big[0]} has more than {MAX_COMPILED_BLOCKS} blocks"
+        return f"tier {big[0]} has more than {MAX_COMPILED_BLOCKS:,} blocks"
     return _twin_missing(cfg, "lruhier")
 
 

@@ -82,10 +82,12 @@ class Deployment:
 
     def derivation(self) -> str:
         """One line: how the GPU tier follows from HBM, utilisation, weights and reserve."""
+        from pcs.errors import shown_name   # a config's long name cut in the text (the model key keeps it whole)
+
         t = self.tp
         return (f"gpu tier {_gb(self.kv_bytes)} = {t} x ({_gb(self.hbm_bytes)} HBM x {self.gpu_memory_utilization:g}"
                 f" - {_gb(self.weights_bytes_per_gpu)} weights - {_gb(self.reserve_bytes)} reserve) per GPU"
-                f" ({self.model}: {_gb(self.weights_bytes)} of weights over {t} x {self.gpu})")
+                f" ({shown_name(self.model)}: {_gb(self.weights_bytes)} of weights over {t} x {shown_name(self.gpu)})")
 
     def check_fits(self) -> None:
         """Raise when the weights and reserve leave no KV memory.

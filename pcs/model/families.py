@@ -174,7 +174,7 @@ def _flag(f: Fields, key: str, absent: bool) -> bool:
 def _from_layer_types(raw: Any, n: int, path: str) -> tuple[str, ...]:
     """Each entry a known layer-type string (transformers ``layer_type_validation`` checks the same)."""
     if not isinstance(raw, list) or len(raw) != n:
-        raise InputError(path, None, "layer_types", f"must be a list of {n} entries (num_hidden_layers)")
+        raise InputError(path, None, "layer_types", f"must be a list of {n:,} entries (num_hidden_layers)")
     for t in raw:
         if not isinstance(t, str) or t not in LAYER_TYPE_NAMES:
             raise InputError(path, None, "layer_types",
@@ -234,7 +234,7 @@ def _nemotron_h(f: Fields, n: int) -> tuple[str, ...]:
     pattern = f.cfg.get("hybrid_override_pattern")
     if not isinstance(pattern, str) or len(pattern) != n or set(pattern) - set(_NEMOTRON):
         raise InputError(f.path, None, "hybrid_override_pattern",
-                         f"must be a string of {n} characters from M * - E (num_hidden_layers)")
+                         f"must be a string of {n:,} characters from M * - E (num_hidden_layers)")
     return tuple(_NEMOTRON[ch] for ch in pattern)
 
 

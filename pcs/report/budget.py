@@ -11,7 +11,7 @@ from typing import Any
 
 from pcs import units
 from pcs.analysis.budget import RATIO_NOTE
-from pcs.report.table import render_table
+from pcs.report.table import render_table, shown_name
 
 __all__ = ["render_budget", "render_budget_table", "render_transfer_table", "budget_csv_rows", "budget_notes",
            "transfer_notes", "BUDGET_NOTES", "TRANSFER_NOTES"]
@@ -30,7 +30,7 @@ def render_budget_table(rows: list[dict[str, Any]], overall: dict[str, Any] | No
     title = (f"device: {units.format_bytes(first['capacity_have_bytes'])} capacity, "
              f"{units.format_bandwidth(first['bandwidth_have_bps'])} bandwidth, "
              f"R_d = C_d/B_d = {units.format_duration(first['R_d_s'])}")
-    body = [[r["name"], units.format_bytes(r["capacity_need_bytes"]), units.format_percent(r["u_C"]),
+    body = [[shown_name(r["name"]), units.format_bytes(r["capacity_need_bytes"]), units.format_percent(r["u_C"]),
              units.format_bandwidth(r["bandwidth_need_bps"]), units.format_percent(r["u_B"]),
              units.format_duration(r["R_w_s"]), units.format_bytes(r["capacity_shortfall_bytes"]),
              units.format_bandwidth(r["bandwidth_shortfall_bps"]),

@@ -13,7 +13,7 @@ from typing import Any
 
 from pcs._heldimport import held_import
 from pcs.report.replay import WHOLE_BLOCKS_NOTE
-from pcs.report.table import render_table, shortened_path, shown_path
+from pcs.report.table import render_table, shortened_path, shown_name, shown_path
 from pcs.units import format_bytes, format_count, format_counted, format_percent, format_rate
 
 __all__ = ["render_curve", "curve_figure", "sampled_note", "with_sampled_note", "lru_label"]
@@ -111,7 +111,7 @@ def render_curve(payload: dict[str, Any]) -> str:
                f"{format_counted(payload['block_accesses'], 'block access', 'block accesses')}, "
                f"{format_count(payload['cacheable_blocks'])} cacheable, "
                f"block {format_counted(payload['block_size'], 'token')}"
-               + (f"; {payload['model']} {format_bytes(payload['block_bytes'])}/block reserved" if has_bytes else ""))
+               + (f"; {shown_name(payload['model'])} {format_bytes(payload['block_bytes'])}/block reserved" if has_bytes else ""))
     return render_table(headers, _rows(payload, has_bytes), title=title,
                         notes=[counted, *_notes(payload, has_bytes)])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from pcs.model.footprint import past_context
-from pcs.report.table import render_table
+from pcs.report.table import render_table, shown_name
 from pcs.units import format_bytes as gb
 from pcs.units import format_count as n
 from pcs.units import format_counted, plural
@@ -46,5 +46,5 @@ def render_deploy(d: dict[str, Any]) -> str:
         notes.append(f"block {format_counted(d['block_size'], 'token')} (--block-size): pcs replay uses its trace's block size (the "
                      "bundled sample and Mooncake: 512), so its bytes per block differ; give --block-size to match")
     return render_table(["quantity", "value", "how"], rows, notes=notes,
-                        title=f"Deployment: {d['model']}, {d['gpu']} x{d['tp']} (TP {d['tp']}), "
+                        title=f"Deployment: {shown_name(d['model'])}, {shown_name(d['gpu'])} x{d['tp']} (TP {d['tp']}), "
                               f"block {format_counted(d['block_size'], 'token')}")

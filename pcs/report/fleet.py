@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pcs.report.table import render_table, shown_path
+from pcs.report.table import render_table, shown_name, shown_path
 from pcs.units import format_bytes, format_count, format_counted, format_duration, format_percent, points_between
 
 __all__ = ["render_fleet", "render_router_compare", "compare_title", "deployment_words"]
@@ -79,7 +79,7 @@ def _deployment(s: dict[str, Any]) -> str:
     if not s.get("model"):
         return ""
     dtype = f", KV {s['kv_dtype']}" if s.get("kv_dtype") else ""
-    out = f" | {s['model']}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | block {format_counted(s['block_size'], 'token')}"
+    out = f" | {shown_name(s['model'])}{dtype} on {s['tp']}x {shown_name(s['gpu'])} (TP={s['tp']}) | block {format_counted(s['block_size'], 'token')}"
     first = next((r for r in s.get("instance_summaries") or () if r), None)
     if first:
         out += " | tiers " + ", ".join(f"{t['name']} {format_bytes(t['capacity_bytes'])}" for t in first["tiers"]) \

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pcs.model.footprint import PAGE_PADDING, FootprintResult
-from pcs.report.table import render_table
+from pcs.report.table import render_table, shown_name
 from pcs.units import format_bytes, format_count, format_counted
 
 __all__ = ["render_footprint", "footprint_notes", "fp8_note"]
@@ -42,7 +42,7 @@ def _component_table(res: FootprintResult, hybrid_block: int | None) -> str:
     rows.append(["total", res.num_layers, res.dtype, "",
                  format_count(res.per_token["reference"]), format_count(res.per_token["serialized"]),
                  format_count(res.per_block["serialized"])] + [format_bytes(t[k]) for k in _MODES])
-    title = (f"KV footprint: {res.model}, {res.dtype}, {format_counted(res.tokens, 'token')} x "
+    title = (f"KV footprint: {shown_name(res.model)}, {res.dtype}, {format_counted(res.tokens, 'token')} x "
              f"{format_counted(res.sequences, 'sequence')},"
              f" block {res.block_size}, tp {res.tp} (bytes per rank)")
     return render_table(headers, rows, title=title, notes=footprint_notes(res, hybrid_block))

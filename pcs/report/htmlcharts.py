@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from pcs.errors import shown_name
 from pcs.units import format_counted, format_rate, plural
 
 __all__ = ["Chart", "PALETTE", "DASHES", "SHAPES", "waterfall_chart", "curve_chart", "ttft_chart",
@@ -475,7 +476,7 @@ def footprint_chart(p: dict, chart_id: str = "footprint") -> Chart | None:
                                     "scale": {"domain": names, "range": [colours[i % len(colours)]
                                                                          for i in range(len(names))]}},
                           "order": {"field": "order", "type": "quantitative"}}}
-    title = f"KV bytes by accounting mode: {p['model']}, {format_counted(p['tokens'], 'token')}, block {p['block_size']}, tp {p['tp']}"
+    title = f"KV bytes by accounting mode: {shown_name(p['model'])}, {format_counted(p['tokens'], 'token')}, block {p['block_size']}, tp {p['tp']}"
     return Chart(chart_id, title, _spec(title, [layer], {"bars": rows}), 1,
                  "The table's bytes per component in each accounting mode, stacked (docs/semantics.md §13): Reference "
                  "is the payload, Serialized adds scales and padding in the rows, Reserved the whole blocks a running "

@@ -20,7 +20,7 @@ from pcs.report import htmlcharts as hc
 from pcs.report.htmltime import time_charts, utilisation_chart
 from pcs.report.htmltables import (compare_table, envelope_table, footprint_tables, hybrid_table, lens_table,
                                     runs_table, tier_table)
-from pcs.errors import UserError, quoted
+from pcs.errors import UserError, quoted, shown_name
 from pcs.report.replay import slot_unit
 from pcs.units import format_counted, format_percent, tier_arg
 
@@ -300,7 +300,7 @@ def build_page(payloads: Sequence[dict], curve: dict | None = None, oracle: dict
         sections.append(_section(f"curve{i + 2}", f"Hit-rate curve: {c['trace']}",
                                  [hc.curve_chart(c, (), f"curve{i + 2}")]))
     for i, f in enumerate(by_kind["footprint"]):
-        sections.append(_section(f"footprint{i or ''}", f"KV footprint: {f['model']}, {format_counted(f['tokens'], 'token')}",
+        sections.append(_section(f"footprint{i or ''}", f"KV footprint: {shown_name(f['model'])}, {format_counted(f['tokens'], 'token')}",
                                  [hc.footprint_chart(f, f"footprint_bytes{i or ''}")], footprint_tables(f)))
     sections = [s for s in sections if s is not None]
     first = payloads[0]
@@ -353,8 +353,8 @@ def _tiers_text(s: dict) -> str:
 #: Rows of the inputs table for a replay payload: label and a function payload -> text.
 _REPLAY_INPUTS: list[tuple[str, Callable[[dict], Any]]] = [
     ("trace", lambda s: s["trace"]),
-    ("model", lambda s: f"{s['model']} (KV {s.get('kv_dtype') or 'default'})"),
-    ("hardware", lambda s: f"{s['tp']}x {s['gpu']}, TP={s['tp']}"),
+    ("model", lambda s: f"{shown_name(s['model'])} (KV {s.get('kv_dtype') or 'default'})"),
+    ("hardware", lambda s: f"{s['tp']}x {shown_name(s['gpu'])}, TP={s['tp']}"),
     ("tiers", _tiers_text),
     ("policy", lambda s: f"{s['policy']}, write-{s['write_policy']}"),
     ("timing", lambda s: s["timing"]),

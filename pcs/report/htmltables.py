@@ -11,6 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Callable, Sequence
 
+from pcs.errors import shown_name
 from pcs.units import (format_bandwidth, format_bytes, format_count, format_counted, format_duration, format_percent,
                        format_points, tier_arg)
 from pcs.report.replay import (CEILING_LABEL, REAL_LABEL, RESTORE_TIME_NOTE, TP_NOTE, block_bytes, break_even_cells,
@@ -215,7 +216,7 @@ def compare_table(c: dict) -> dict:
         texts = [_shown(v, key, fmt, x) for v, x in zip(vs, values)]
         best = shown_best(texts, BEST.get(key))
         rows.append([cell(label)] + [cell(t, True, i in best) for i, t in enumerate(texts)])
-    return _table(f"{c['trace']} | {c['model']} | {c['timing']} timing", ["metric"] + [v["variant"] for v in vs],
+    return _table(f"{c['trace']} | {shown_name(c['model'])} | {c['timing']} timing", ["metric"] + [v["variant"] for v in vs],
                   rows, [MARKED_NOTE])
 
 
@@ -303,7 +304,7 @@ def runs_table(runs: Sequence[dict]) -> dict:
         texts = [_run_cell(s, path, fmt, x) for s, x in zip(runs, values)]
         best = shown_best(texts, direction)
         rows.append([cell(label)] + [cell(t, True, i in best) for i, t in enumerate(texts)])
-    return _table(f"{runs[0]['trace']} | {runs[0]['model']}", ["metric"] + run_labels(runs), rows, [MARKED_NOTE])
+    return _table(f"{runs[0]['trace']} | {shown_name(runs[0]['model'])}", ["metric"] + run_labels(runs), rows, [MARKED_NOTE])
 
 
 #: What a run's column may be named by (JSON key, shown as): the settings that can tell runs apart.

@@ -308,7 +308,7 @@ def check_range(value: Any, path: str, rule: NumberRange | None = None, name: st
         return
     if not rule.holds(value):
         big = isinstance(value, int) and abs(value) >= 10 ** 30
-        got = f"an integer of {len(str(abs(value)))} digits" if big else json.dumps(value)
+        got = f"an integer of {len(str(abs(value))):,} digits" if big else json.dumps(value)
         raise UserError(f"field '{name or path}': must be {rule.what}, got {got}")
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pcs import units
 from pcs.hardware import TIER_LINKS, GPUSpec, LinkSpec
-from pcs.report.table import render_table
+from pcs.report.table import render_table, shown_name
 
 __all__ = ["gpu_row", "link_row", "render_hardware", "hardware_csv_rows", "render_models"]
 
@@ -49,13 +49,13 @@ def render_hardware(gpus: list[dict[str, Any]], links: list[dict[str, Any]],
     if gpus:
         parts.append(render_table(
             ["gpu", "HBM", "HBM bandwidth", "BF16 dense", "FP8 dense"],
-            [[g["name"], units.format_bytes(g["hbm_bytes"]), units.format_bandwidth(g["hbm_bps"]),
+            [[shown_name(g["name"]), units.format_bytes(g["hbm_bytes"]), units.format_bandwidth(g["hbm_bps"]),
               _tflops(g["bf16_flops"]), _tflops(g["fp8_flops"])] for g in gpus],
             title="GPUs (dense tensor-core peaks; datasheet sources: --format json)", notes=_alias_note(gpus, aliases)))
     if links:
         parts.append(render_table(
             ["link", "bandwidth", "setup", "IOPS", "IOPS bandwidth", "default for tiers"],
-            [[r["name"], units.format_bandwidth(r["bandwidth_bps"]), units.format_duration(r["setup_s"]),
+            [[shown_name(r["name"]), units.format_bandwidth(r["bandwidth_bps"]), units.format_duration(r["setup_s"]),
               None if r["iops"] is None else units.format_count(r["iops"]),
               None if r["iops_bps"] is None else units.format_bandwidth(r["iops_bps"]),
               ", ".join(r["default_for_tiers"]) or None] for r in links],

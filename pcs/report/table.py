@@ -4,7 +4,9 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-__all__ = ["render_table", "shown_path", "shortened_path"]
+from pcs.errors import printable, shown_name  # noqa: F401 - shown_name: the name rule of the reports too
+
+__all__ = ["render_table", "shown_path", "shortened_path", "shown_name"]
 
 
 #: The width a text column is wrapped to fit (``render_table(..., wrap=True)``): terminals and docs show 100.
@@ -185,7 +187,7 @@ def shown_path(path: object) -> str:
         except ValueError:                      # another drive (Windows)
             rel = os.pardir
         text = text if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return printable(text)
 
 
 def shortened_path(text: str, width: int) -> str:

@@ -81,7 +81,8 @@ def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False,
     1 as each point is checked (its options parsed as its command parses them, about 1 ms a point).
 
     Raises:
-        PathError: ``plan`` (or a trace it names) is missing, a directory or not readable.
+        PathError: ``plan`` (or a trace it names) is missing, a directory or not readable; ``plan`` or ``out``
+            empty or blank.
         UserError / InputError: a bad plan, option or trace; a bad ``$PCS_THREADS`` (checked once, here, before
             any point: every point would refuse it).
     """
@@ -91,6 +92,9 @@ def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False,
 
         check_input_file(plan, "plan")
         plan = load_plan(plan)
+    from pcs.trace.pathcheck import refuse_empty_path
+
+    refuse_empty_path(out, "out", folder=True)     # Path('') is '.': the results went to the current folder
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UserError(f"-o {out}: not a directory")

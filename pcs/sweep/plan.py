@@ -355,8 +355,8 @@ def load_plan(path: str | Path) -> Plan:
     """
     from pcs.configfile import read_mapping_lines
 
+    data, lines = read_mapping_lines(path)      # checks the path as given (Path('') is '.')
     path = Path(path)
-    data, lines = read_mapping_lines(path)
     try:
         return replace(make_plan(data, str(path), path.parent), lines=lines, path_fields=_path_fields(data),
                        value_fields=_value_fields(data))

@@ -199,10 +199,10 @@ def read_results(out: str | Path) -> Any:
     pa = held_import("pyarrow")
     pq = held_import("pyarrow.parquet")
 
-    out = Path(out)
     from pcs.trace.pathcheck import check_input_dir
 
-    check_input_dir(out, "out")
+    check_input_dir(out, "out")        # the path as given (Path('') is '.')
+    out = Path(out)
     from concurrent.futures import ThreadPoolExecutor
 
     files = sorted(out.glob("*.parquet"))

@@ -129,10 +129,10 @@ def _stream_rows(out: str | Path):
     pq = held_import("pyarrow.parquet")
     from concurrent.futures import ThreadPoolExecutor
 
-    out = Path(out)
     from pcs.trace.pathcheck import check_input_dir
 
-    check_input_dir(out, "out")
+    check_input_dir(out, "out")        # the path as given (Path('') is '.')
+    out = Path(out)
     want = {"point_id", "kind", "single_sequence_hit_ratio", "deployment.gpu_tier_bytes", *(m for m, _ in METRICS)}
 
     def read(f: Path) -> tuple[list[str], list[dict[str, Any]]]:

@@ -163,7 +163,10 @@ def make_row(point_id: str, kind: str, options: dict[str, Any], payload: dict[st
     (``option.tier.cpu`` per entry of a NAME=VALUE option), the flattened
     result (:func:`flatten`), and ``result_json``: the result's whole JSON
     object, as the command prints it with ``--format json`` (less the ``trace_file`` pcs replay adds for
-    pcs report: a sweep names its trace in ``option.trace``).
+    pcs report: a sweep names its trace in ``option.trace``). A point that read a trace (its result has
+    ``skipped``) has a ``skipped_lines`` cell whether or not the read skipped a line: ``[]`` for a clean read, as
+    its ``skipped`` is 0 (the JSON leaves the key out, as every command's does), so one plan's points have the same
+    columns and a clean point's cell is never null beside a point that skipped lines (docs/sweep.md).
     """
     from pcs.cli.common import to_jsonable
 
@@ -174,6 +177,8 @@ def make_row(point_id: str, kind: str, options: dict[str, Any], payload: dict[st
         else:
             row[f"option.{name}"] = _scalar(value)
     row.update(flatten(payload))
+    if "skipped" in payload:
+        row.setdefault("skipped_lines", "[]")       # a clean read names no line (its JSON leaves the key out)
     row["result_json"] = json.dumps(to_jsonable(payload))
     return row
 

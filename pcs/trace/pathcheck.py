@@ -2,7 +2,8 @@
 path where a trace path goes (``pcs.replay``, ``pcs.curve``, ``pcs.fleet_replay``, ``pcs.open_trace`` alike);
 a path that is missing, a directory where a file goes (a file where a folder goes), or not readable
 (:func:`check_input_file`, :func:`check_input_dir`: a :class:`pcs.errors.PathError` naming the path and the
-keyword, where ``open`` would raise ``FileNotFoundError`` / ``IsADirectoryError`` / ``PermissionError``)."""
+keyword, where ``open`` would raise ``FileNotFoundError`` / ``IsADirectoryError`` / ``PermissionError``); an empty
+or blank path (:func:`refuse_empty_path`, the rule the command line follows too: :func:`pcs.cli.iofiles.refuse_empty_paths`)."""
 from __future__ import annotations
 
 import errno
@@ -13,7 +14,29 @@ from typing import Any
 
 from pcs.errors import PathError, UserError, quoted
 
-__all__ = ["refuse_file_objects", "check_input_file", "check_input_dir", "check_regular_file"]
+__all__ = ["refuse_file_objects", "check_input_file", "check_input_dir", "check_regular_file", "refuse_empty_path",
+           "empty_path_problem"]
+
+#: What an empty path is refused for taking, by what the parameter names (:func:`empty_path_problem`).
+FILE_WANTED, FOLDER_WANTED = "a file name", "a folder name (. for the current folder)"
+
+
+def empty_path_problem(wanted: str = FILE_WANTED) -> str:
+    """The one reason an empty or blank path is refused, by the API (:func:`refuse_empty_path`) and the command
+    line (:func:`pcs.cli.iofiles.refuse_empty_paths`): ``an empty path; give a file name``."""
+    return f"an empty path; give {wanted}"
+
+
+def refuse_empty_path(path: Any, keyword: str, folder: bool = False) -> None:
+    """Refuse an empty or blank ``str`` path before it is read as the current folder (``Path('')`` is ``.``:
+    ``path='.': Is a directory``, and a results folder ``''`` read the current one). Call it before the path
+    becomes a ``pathlib.Path`` (``Path('')`` cannot be told from ``Path('.')``); anything else passes.
+
+    Raises:
+        PathError: ``path='': an empty path; give a file name`` (``folder``: a folder name), naming ``keyword``.
+    """
+    if isinstance(path, str) and not path.strip():
+        raise PathError(path, keyword, empty_path_problem(FOLDER_WANTED if folder else FILE_WANTED))
 
 
 def _path_problem(path: Any, folder: bool) -> str | None:
@@ -40,10 +63,12 @@ def check_input_file(path: Any, keyword: str) -> None:
         path: str or os.PathLike, as the caller gave it.
         keyword: the argument that named it, as the public function spells it (``"trace"``, ``"path"``).
     Raises:
-        PathError: naming ``path`` and ``keyword``, e.g. ``trace='t.jsonl': No such file or directory``.
+        PathError: naming ``path`` and ``keyword``, e.g. ``trace='t.jsonl': No such file or directory``; an
+            empty or blank path (:func:`refuse_empty_path`).
     """
     if str(path) == "-":
         return
+    refuse_empty_path(path, keyword)
     problem = _path_problem(path, folder=False)
     if problem:
         raise PathError(os.fspath(path), keyword, problem + _unit_alone(path, problem))
@@ -86,8 +111,10 @@ def check_input_dir(path: Any, keyword: str) -> None:
     """Refuse an input folder (a sweep's output) that is missing, a file or not readable.
 
     Raises:
-        PathError: naming ``path`` and ``keyword``, e.g. ``out='runs': Not a directory``.
+        PathError: naming ``path`` and ``keyword``, e.g. ``out='runs': Not a directory``; an empty or blank
+            path (:func:`refuse_empty_path`).
     """
+    refuse_empty_path(path, keyword, folder=True)
     problem = _path_problem(path, folder=True)
     if problem:
         raise PathError(os.fspath(path), keyword, problem)

@@ -196,9 +196,9 @@ def test_unsupported_page_slab_limits():
         return [Tier("gpu", cap, make_policy("lru", cap))]
 
     assert unsupported(tiers(4), groups(4096), 1) is None
-    assert "4096 pages a group block" in unsupported(tiers(4), groups(4097), 1)
+    assert "4,096 pages a group block, got 4,097" in unsupported(tiers(4), groups(4097), 1)
     assert unsupported(tiers(134_217_728), groups(6), 1) is None
-    assert "134217728 pages" in unsupported(tiers(134_217_729), groups(6), 1)
+    assert "134,217,728 pages" in unsupported(tiers(134_217_729), groups(6), 1)
 
 
 def test_demotion_runs_hand_traced():

@@ -162,7 +162,7 @@ def test_a_number_too_long_names_file_line_and_field(work):
                          "'num_hidden_layers'"),
                         (("replay", T, "-q", "--hardware-file", "hw.json"), "hw.json:2: field 'hbm_bytes'"),
                         (("replay", "t.jsonl", "-q"), "t.jsonl:2: field 'input_length'")):
-        line = assert_one_line_error(invoke(*args), f"{where}: number too long (5000 digits)")
+        line = assert_one_line_error(invoke(*args), f"{where}: number too long (5,000 digits)")
         assert "set_int_max_str_digits" not in line
 
 

@@ -26,7 +26,7 @@ def test_a_long_toml_integer_is_named(tmp_path, body, line, field, digits):
         read_mapping(p)
     e = err.value
     assert (e.line, e.field) == (line, field)
-    assert f"number too long ({digits} digits)" in str(e)
+    assert f"number too long ({digits:,} digits)" in str(e)
 
 
 def test_digits_at_the_limit_and_long_floats_are_read(tmp_path):
@@ -42,5 +42,5 @@ def test_the_cli_prints_one_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pcs", "replay", str(ROOT / "traces" / "sample_chat.jsonl"),
                           "--hardware-file", str(hw)], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 2
-    assert out.stderr.strip() == f"pcs: error: {hw}:3: field 'hbm_gb': number too long (5000 digits)"
+    assert out.stderr.strip() == f"pcs: error: {hw}:3: field 'hbm_gb': number too long (5,000 digits)"
     assert "Traceback" not in out.stderr

@@ -40,7 +40,7 @@ def test_output_lengths_from_2_62_are_refused_by_both_loops(tmp_path, output_len
     # line: tests/trace/test_row_limits.py)
     path = _rows(tmp_path, output_length)
     reqs = list(pcs.open_trace(path))
-    msg = f"an output length of {output_length} tokens is past what the step scheduler models (2**62)"
+    msg = f"an output length of {output_length:,} tokens is past what the step scheduler models (2**62)"
     assert msg in _error(reqs) and msg in _error(reqs, engine="reference")
     at_read = f"t.jsonl:2: field 'output_length': {output_length:,} tokens is past what the step scheduler models"
     assert at_read in _error(path) and at_read in _error(path, engine="reference")

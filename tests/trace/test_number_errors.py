@@ -1,7 +1,7 @@
 """Every number a reader refuses is named by file, line and field, and by its element in a list.
 
 An integer past Python's digit limit (4,300 digits by default) inside a JSONL list said only "number too long
-(5000 digits)": no field, no element (and on a file's first line, read by format detection, "invalid JSON: ...").
+(5,000 digits)": no field, no element (and on a file's first line, read by format detection, "invalid JSON: ...").
 The JSON locator (pcs.jsondepth) now names the key that holds the number and its index in the list; the CSV
 readers and the integer options name the length instead of "not ASCII digits"; a Parquet id names its element
 as the JSONL readers do. Every JSONL shortcut parser falls back to the line reader on a bad chunk: their
@@ -43,9 +43,9 @@ def _line(ids: str = "1, 2", input_length: str = "1024", ts: int = 25) -> str:
 
 @pytest.mark.parametrize("fast", [False, "native", "simdjson", "pyarrow"])
 @pytest.mark.parametrize("bad,message", [
-    (_line(ids=f"1, 2, {LONG}"), "t.jsonl:26: field 'hash_ids': element 2: number too long (5000 digits)"),
-    (_line(ids=f"{LONG}, 2"), "t.jsonl:26: field 'hash_ids': element 0: number too long (5000 digits)"),
-    (_line(input_length=LONG), "t.jsonl:26: field 'input_length': number too long (5000 digits)"),
+    (_line(ids=f"1, 2, {LONG}"), "t.jsonl:26: field 'hash_ids': element 2: number too long (5,000 digits)"),
+    (_line(ids=f"{LONG}, 2"), "t.jsonl:26: field 'hash_ids': element 0: number too long (5,000 digits)"),
+    (_line(input_length=LONG), "t.jsonl:26: field 'input_length': number too long (5,000 digits)"),
     (_line(ids="1, 18446744073709551616"),
      "t.jsonl:26: field 'hash_ids': element 1 = 18446744073709551616 does not fit an unsigned 64-bit id"),
     (_line(ids="1, -2"), "t.jsonl:26: field 'hash_ids': element 1 = -2 does not fit an unsigned 64-bit id"),
@@ -69,18 +69,18 @@ def test_a_long_number_on_the_first_line_is_named_as_the_readers_name_it(tmp_pat
     p = _file(tmp_path, _line(ids=f"1, {LONG}", ts=0), at=1)
     r = invoke("replay", p, "-q", "--timing", "sequential", "--tier", "gpu=10blocks")
     assert r.exit_code == 2 and not r.stdout
-    assert r.stderr.strip() == f"pcs: error: {p}:1: field 'hash_ids': element 1: number too long (5000 digits)"
+    assert r.stderr.strip() == f"pcs: error: {p}:1: field 'hash_ids': element 1: number too long (5,000 digits)"
 
 
 @pytest.mark.parametrize("fmt,lines,message", [
     ("tokens", ['{"timestamp": 1, "output_length": 8, "token_ids": [1, 2, 3]}',
                 f'{{"timestamp": 2, "output_length": 8, "token_ids": [1, {LONG}]}}'],
-     "field 'token_ids': element 1: number too long (5000 digits)"),
+     "field 'token_ids': element 1: number too long (5,000 digits)"),
     ("bailian", ['{"chat_id": 1, "parent_chat_id": -1, "timestamp": 0.5, "input_length": 40, "output_length": 1, '
                  '"type": "text", "turn": 1, "hash_ids": [1, 2, 3]}',
                  f'{{"chat_id": {LONG}, "parent_chat_id": -1, "timestamp": 1, "input_length": 40, '
                  '"output_length": 1, "type": "text", "turn": 1, "hash_ids": [1, 2, 3]}'],
-     "field 'chat_id': number too long (5000 digits)"),
+     "field 'chat_id': number too long (5,000 digits)"),
 ])
 def test_the_other_jsonl_formats_name_the_field(tmp_path, fmt, lines, message):
     p = tmp_path / "t.jsonl"
@@ -108,16 +108,16 @@ def test_a_pcs_report_json_names_the_element(tmp_path):
     p.write_text('{\n  "hit_ratio": 0.5,\n  "tiers": [\n    1,\n    ' + LONG + "\n  ]\n}\n")
     r = invoke("report", p, "-o", tmp_path / "r.html")
     assert r.exit_code == 2
-    assert r.stderr.strip() == f"pcs: error: {p}:5: field 'tiers': element 1: number too long (5000 digits)"
+    assert r.stderr.strip() == f"pcs: error: {p}:5: field 'tiers': element 1: number too long (5,000 digits)"
 
 
 @pytest.mark.parametrize("name,text,message", [
     ("a.csv", f"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
-              f"2023-11-16 18:15:47.0,{LONG},44\n", "a.csv:3: field 'ContextTokens': number too long (5000 digits)"),
+              f"2023-11-16 18:15:47.0,{LONG},44\n", "a.csv:3: field 'ContextTokens': number too long (5,000 digits)"),
     ("b.csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
               "5,ChatGPT,472,18,490,Conversation log\n"
               f"6,ChatGPT,{LONG},18,490,Conversation log\n",
-     "b.csv:3: field 'Request tokens': number too long (5000 digits)"),
+     "b.csv:3: field 'Request tokens': number too long (5,000 digits)"),
 ])
 def test_a_csv_cell_past_the_digit_limit_says_so(tmp_path, name, text, message):
     """It said "must be an integer in ASCII digits 0-9" of a cell of ASCII digits."""
@@ -146,7 +146,7 @@ def test_an_integer_option_past_the_digit_limit_says_so():
     r = invoke("replay", "--max-num-seqs", LONG)
     assert r.exit_code == 2
     # the value cut with its closing quote and length (pcs.errors.quoted)
-    # review 45d: "(5,000 characters): number too long (5000 digits)" said the count twice; the reason names
+    # review 45d: "(5,000 characters): number too long (5,000 digits)" said the count twice; the reason names
     # Python's limit instead (4,300 digits by default)
     assert f"'{LONG[:40]}...' (5,000 characters): number too long (more than 4,300 digits)" in r.stderr
 
