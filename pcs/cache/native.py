@@ -45,10 +45,30 @@ from pcs.cache.admission_retention import RetainingPolicy
 _lruhier = _native.module("lruhier")    # None when the optional extension did not compile
 
 __all__ = ["NativeHierarchy", "CompiledHierarchy", "available", "policy_spec", "gate_specs", "retain_spec",
-           "COMPILED_POLICIES", "COMPILED_DATA", "COMPILED_ADMISSIONS", "RETAIN_POLICIES", "MAX_BLOCKS"]
+           "COMPILED_POLICIES", "COMPILED_DATA", "COMPILED_ADMISSIONS", "RETAIN_POLICIES", "MAX_BLOCKS",
+           "MAX_TIERS", "size_unsupported"]
 
 #: largest tier the compiled hierarchy takes (int32 entry indices); larger ones use Python.
 MAX_BLOCKS = 1 << 30
+#: most tiers the compiled hierarchy takes (pcs/cache/_lruhier.c: ``need 1..64 tiers``).
+MAX_TIERS = 64
+
+
+def size_unsupported(capacities: Sequence[tuple[str, int]]) -> str | None:
+    """The compiled hierarchy's fixed sizes, the one statement of them (:func:`available` at set-up and the
+    engine-selection table, :mod:`pcs.engine.select` rows ``compiled-hierarchy`` and ``compiled-step``, both read
+    it): None when they hold, else the first one broken: at most :data:`MAX_TIERS` tiers, each at most
+    :data:`MAX_BLOCKS` blocks.
+
+    Args:
+        capacities: ``(name, capacity in blocks)`` per tier, GPU first.
+    """
+    if len(capacities) > MAX_TIERS:
+        return f"it takes at most {MAX_TIERS} tiers, got {len(capacities)}"
+    big = [name for name, cap in capacities if cap > MAX_BLOCKS]
+    if big:
+        return f"tier {big[0]} has more than {MAX_BLOCKS:,} blocks"
+    return None
 
 #: Registered policy name -> the integer options its C twin takes, read from the Python policy object
 #: (sizes in blocks as the Python policy truncates them, so both round alike).
@@ -276,10 +296,10 @@ def available(tiers: Sequence[Tier]) -> bool:
     """Whether the compiled hierarchy can stand in for ``Hierarchy(tiers)``: extension built, every tier's
     policy with a compiled twin (:data:`COMPILED_POLICIES`) or another :class:`EvictionPolicy` (hosted:
     :func:`hosted_spec`), its admission policies with compiled twins
-    (:data:`COMPILED_ADMISSIONS`), every tier empty and at most :data:`MAX_BLOCKS` blocks."""
-    return _lruhier is not None and all(
+    (:data:`COMPILED_ADMISSIONS`), every tier empty, and the fixed sizes of :func:`size_unsupported`."""
+    return _lruhier is not None and size_unsupported([(t.name, t.capacity_blocks) for t in tiers]) is None and all(
         policy_spec(t.policy) is not None and gate_specs(getattr(t, "admission", None)) is not None
-        and _retain_ok(t.policy) and not len(t.resident) and not t.reserved_blocks and t.capacity_blocks <= MAX_BLOCKS for t in tiers)
+        and _retain_ok(t.policy) and not len(t.resident) and not t.reserved_blocks for t in tiers)
 
 
 class _Resident(Mapping):
@@ -433,8 +453,8 @@ class NativeHierarchy(CompiledHierarchy):
     def __init__(self, tiers: Sequence[Tier], write_policy: str = "back", expected_blocks: int = 0) -> None:
         names = check_hierarchy_args(tiers, write_policy)
         if not available(tiers):
-            raise UserError("the native hierarchy needs the compiled pcs.cache._lruhier and empty tiers of at most "
-                             f"{MAX_BLOCKS:,} blocks with eviction policies (compiled: {', '.join(COMPILED_POLICIES)}; "
+            raise UserError(f"the native hierarchy needs the compiled pcs.cache._lruhier and at most {MAX_TIERS} "
+                             f"empty tiers of at most {MAX_BLOCKS:,} blocks with eviction policies (compiled: {', '.join(COMPILED_POLICIES)}; "
                              "others hosted) and admission "
                              f"policies {', '.join(COMPILED_ADMISSIONS)} (one retain per tier in front of a compiled "
                              "policy); got "

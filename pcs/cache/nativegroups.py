@@ -27,7 +27,7 @@ from pcs.cache.residency import KEY_SHIFT, Residency
 from pcs.cache.tier import Tier, TierStats
 from pcs.errors import UserError
 
-__all__ = ["NativeGroupHierarchy", "available", "unsupported", "MAX_PAGES", "MAX_BLOCK_PAGES", "MAX_LEVELS", "MAX_GROUPS"]
+__all__ = ["NativeGroupHierarchy", "available", "unsupported", "size_unsupported", "MAX_PAGES", "MAX_BLOCK_PAGES", "MAX_LEVELS", "MAX_GROUPS"]
 
 _grouphier = _native.module("grouphier")    # None when the optional extension did not compile
 
@@ -43,10 +43,8 @@ _MASK = (1 << KEY_SHIFT) - 1
 
 def unsupported(tiers: Sequence[Tier], groups: Sequence[CacheGroup], pools: int) -> str | None:
     """None when :class:`NativeGroupHierarchy` can stand in for ``GroupHierarchy(tiers, ..., groups, pools)``,
-    else the reason it cannot (one pool per level, every policy ``lru`` with no admission policy, empty tiers
-    of at most :data:`MAX_PAGES` pages (a group block counted as its pages rounded up to a power of two), at
-    most :data:`MAX_BLOCK_PAGES` pages a group block, :data:`MAX_LEVELS` levels and :data:`MAX_GROUPS` groups,
-    the extension built)."""
+    else the reason it cannot (the extension built, one pool per level, every policy ``lru`` with no admission
+    policy, empty tiers, and the fixed sizes of :func:`size_unsupported`)."""
     if _grouphier is None:
         return f"the compiled {_native.TWINS['grouphier']} is not built"
     if pools != 1:
@@ -55,16 +53,32 @@ def unsupported(tiers: Sequence[Tier], groups: Sequence[CacheGroup], pools: int)
              or getattr(t, "admission", None) is not None]
     if other:
         return f"it needs every tier's policy lru without admission, got {', '.join(other)}"
-    if len(tiers) > MAX_LEVELS or len(groups) > MAX_GROUPS:
+    if any(len(t.resident) or t.reserved_blocks for t in tiers):
+        return "it needs empty tiers"
+    return size_unsupported([(t.name, t.capacity_blocks) for t in tiers], [g.pages for g in groups])
+
+
+def size_unsupported(capacities: Sequence[tuple[str, int]], group_pages: Sequence[int]) -> str | None:
+    """The compiled twin's fixed sizes, the one statement of them (:func:`unsupported` at set-up and the
+    engine-selection table, :mod:`pcs.engine.select` row ``compiled-hybrid``, both read it): None when they hold,
+    else the first one broken, in this order: at most :data:`MAX_LEVELS` levels and :data:`MAX_GROUPS` cache
+    groups; a group block of at most :data:`MAX_BLOCK_PAGES` pages; every level's pages times the slab (the most pages a group block has, rounded up to a power of two:
+    ``pcs/cache/_grouphier.h`` keeps a block's page entries side by side, int32 indices) at most :data:`MAX_PAGES`.
+
+    Args:
+        capacities: ``(name, capacity in pages)`` per level, GPU first.
+        group_pages: pages one block of each cache group takes (:attr:`pcs.cache.groups.CacheGroup.pages`).
+    """
+    if len(capacities) > MAX_LEVELS or len(group_pages) > MAX_GROUPS:
         return f"it takes at most {MAX_LEVELS} tiers and {MAX_GROUPS} cache groups"
-    if any(len(t.resident) or t.reserved_blocks or t.capacity_blocks > MAX_PAGES for t in tiers):
-        return f"it needs empty tiers of at most {MAX_PAGES:,} pages"
-    most = max((g.pages for g in groups), default=1)
+    most = max(group_pages, default=1)
     if most > MAX_BLOCK_PAGES:
         return f"it takes at most {MAX_BLOCK_PAGES:,} pages a group block, got {most:,}"
-    slab = 1 << (most - 1).bit_length()   # _grouphier.h: a group block's page entries, a power of two
-    if any(t.capacity_blocks * slab > MAX_PAGES for t in tiers):
-        return f"it needs tiers of at most {MAX_PAGES // slab:,} pages with group blocks of {most:,} pages"
+    slab = 1 << (most - 1).bit_length()
+    big = [name for name, cap in capacities if cap * slab > MAX_PAGES]
+    if big:
+        return f"it needs tiers of at most {MAX_PAGES // slab:,} pages with group blocks of {most:,} pages, " \
+               f"tier {big[0]} has more"
     return None
 
 

@@ -14,14 +14,16 @@ import numpy as np
 
 from pcs.engine.result import HybridSummary
 
-__all__ = ["component_bytes", "request_columns", "tier_fields", "hybrid_summary", "PADDING"]
+__all__ = ["component_bytes", "pads", "request_columns", "tier_fields", "hybrid_summary", "PADDING"]
 
 #: The pseudo-component holding page padding.
 PADDING = "page_padding"
 
 
 def component_bytes(plan, level: int, pages: Sequence[int]) -> dict[str, int]:
-    """Bytes per component (and ``page_padding`` when not 0) of ``pages[g]`` pages of each group at a level."""
+    """Bytes per component of ``pages[g]`` pages of each group at a level, and ``page_padding`` (0 when nothing
+    is padded) when the level's pages can hold padding (:func:`pads`): the keys follow the configuration, never
+    the pages held."""
     out: dict[str, int] = {}
     pad = 0
     for g, (grp, n) in enumerate(zip(plan.groups, pages)):
@@ -31,15 +33,30 @@ def component_bytes(plan, level: int, pages: Sequence[int]) -> dict[str, int]:
             out[c] = out.get(c, 0) + v
             used += v
         pad += n * plan.page_bytes[level][grp.pool] - used
-    if pad:
+    if pads(plan, level):
         out[PADDING] = pad
     return out
+
+
+def pads(plan, level: int) -> bool:
+    """Whether pages of ``plan`` at ``level`` can hold page padding (bytes a page holds beyond its group's
+    components' share, :func:`component_bytes`' rule): whether ONE page of some group does. That decides it for
+    any number n of pages: with no padding in one page, each component's bytes per group block are a multiple of
+    the group's pages and they fill its pages exactly, so n pages pad 0 bytes too. A configuration's property
+    (model, dtype, TP, block size, manager, layout), never the data's: the ``page_padding`` key and the
+    ``gpu_resident_bytes_page_padding`` request column are there, 0 where nothing is padded, exactly when it holds.
+    SGLang's pools (a page is one block of its group) never pad; vLLM's uniform page pads smaller layers, the last
+    layer group and the state page (docs/semantics.md §13.1)."""
+    return any(plan.page_bytes[level][grp.pool] - sum(b // grp.pages for b in plan.component_bytes[level][g].values())
+               for g, grp in enumerate(plan.groups))
 
 
 def request_columns(plan, residency) -> dict[str, np.ndarray]:
     """Per-request columns: ``gpu_resident_bytes_<component>`` (the GPU's resident pages right after the request's
     admission: cached pages, its hits and restores included, not the slots it reserved for the pages its prefill
-    will write), ``hybrid_lost_tokens``."""
+    will write; ``gpu_resident_bytes_page_padding`` when the GPU's pages can pad, :func:`pads`, 0 where they hold
+    none), ``hybrid_lost_tokens``: the same columns for every trace of one configuration (a fleet's instances
+    join their tables)."""
     pages = [np.frombuffer(c, dtype=np.int64) if len(c) else np.zeros(0, np.int64) for c in residency.request_pages]
     n = len(pages[0])
     cols: dict[str, np.ndarray] = {}
@@ -52,7 +69,7 @@ def request_columns(plan, residency) -> dict[str, np.ndarray]:
             cols[key] = cols.get(key, np.zeros(n, np.int64)) + v
             used += v
         pad += pg * plan.page_bytes[0][grp.pool] - used
-    if pad.any():
+    if pads(plan, 0):
         cols[f"gpu_resident_bytes_{PADDING}"] = pad
     lost = np.frombuffer(residency.request_lost, dtype=np.int64) if n else np.zeros(0, np.int64)
     cols["hybrid_lost_tokens"] = lost * plan.groups[0].block_size

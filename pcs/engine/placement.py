@@ -58,7 +58,7 @@ def _place(tiers: Sequence, timing: str, requested: str, native: str | None, hyb
            step: StepSetup | None = None) -> list[_Plan]:
     """The run, then (modeled timing) the sequential baseline, each chosen through the table."""
     plans = []
-    groups = [g.name for g in hybrid.groups] if hybrid is not None else None
+    groups = hybrid.groups if hybrid is not None else None
     for t in (timing, "sequential") if timing == "modeled" else (timing,):
         cfg = select.RunConfig.of(tiers, t, native, groups, _scheduler_label(step),
                                   hybrid.pools if hybrid is not None else 1)

@@ -17,6 +17,8 @@ engine                 applies when                               implementation
                        restore policy ``layerwise``, plain        (the step scheduler's loop in C) over
                        prefill attention, links ``LinkSpec``, and :class:`pcs.cache.native.NativeHierarchy`
                        everything ``compiled-hierarchy`` needs;
+                       at most 8 tiers (the C loop's size,
+                       stepnative.tiers_unsupported);
                        ``native`` not ``python``; blocks cached
                        at prefill done (``--cache-blocks-at``:
                        the other values run on ``reference``;
@@ -29,17 +31,23 @@ engine                 applies when                               implementation
                        its batched methods); its admission        tests/cache/test_native_hosted.py)
                        policies compiled (``reuse``,
                        ``selective``, ``tinylfu``; one ``retain``
-                       per tier, before a compiled one), at most 2**30
-                       blocks each, the compiled twin built,
-                       ``native`` not ``python``
+                       per tier, before a compiled one), at
+                       most 64 tiers of at most 2**30 blocks
+                       each (native.size_unsupported), the
+                       compiled twin built, ``native`` not
+                       ``python``
 ``reference``          one cache group of full attention (every   :class:`pcs.cache.Hierarchy` under the
                        model that is not hybrid)                  event loop
 ``compiled-hybrid``    one shared pool per tier (vLLM's hybrid    ``nativegroups.NativeGroupHierarchy``
                        KV cache manager, the default), every      (cache groups in C) under the event loop
                        tier's policy ``lru`` (no admission        or the step scheduler
                        policy), at most 8 tiers, 8 cache groups,  (:mod:`pcs.engine.hybridstep`)
-                       2**30 pages per tier, the compiled twin    (a sequential baseline: its C loop,
-                       built, ``native`` not ``python``           pcs.engine.seqbase)
+                       a group block of at most 4096 pages, each  (a sequential baseline: its C loop,
+                       tier's pages x the most pages of a group   pcs.engine.seqbase)
+                       block rounded up to a power of two at
+                       most 2**30 (nativegroups.size_unsupported,
+                       which its set-up reads too), the compiled
+                       twin built, ``native`` not ``python``
 ``hybrid``             no admission policy but ``retain``, which  :class:`pcs.cache.grouphier.GroupHierarchy`
                        runs on a one-full-group model only (a     (cache groups over pools of pages) under
                        hybrid model's admission is refused        the event loop
@@ -47,6 +55,11 @@ engine                 applies when                               implementation
                        a hybrid model on split pools (``sglang``)
                        or other policies
 ====================== ========================================== ==========================================
+
+Each compiled row's fixed sizes are stated once, by its compiled twin's module
+(:func:`pcs.cache.native.size_unsupported`, :func:`pcs.engine.stepnative.tiers_unsupported`,
+:func:`pcs.cache.nativegroups.size_unsupported`), and read both here and by the twin's set-up, so ``auto``
+never picks a row that then refuses the run; a row named by request that cannot run is refused with that reason.
 
 The first three rows need one full-attention cache group (a model whose
 components all take the full rule, ``docs/semantics.md §3.1``); a hybrid
@@ -110,6 +123,9 @@ class RunConfig:
             step``), with ``+chunk-attention`` when the model's prefill attention is neither per pair nor
             terms the C loop sums (:func:`pcs.engine.chunkattn.chunk_terms`); else None.
         pools: a hybrid model's pools per tier (1: one shared pool, vLLM; one per group: SGLang).
+        group_pages: pages one block of each cache group takes (:attr:`pcs.cache.groups.CacheGroup.pages`; the
+            compiled hybrid hierarchy's fixed sizes read it, :func:`pcs.cache.nativegroups.size_unsupported`);
+            empty: one page each (a model that is not hybrid).
         shared: a fleet's instances over one shared tier (``--shared-tier``): they run on one clock over
             Python hierarchies (docs/semantics.md §17.1), which only ``reference`` is.
     """
@@ -122,16 +138,19 @@ class RunConfig:
     scheduler: str | None = None
     pools: int = 1
     shared: bool = False
+    group_pages: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, tiers: Sequence[Any], timing: str, native: str | None = None,
-           groups: Sequence[str] | None = None, scheduler: str | None = None, pools: int = 1) -> "RunConfig":
+           groups: Sequence[Any] | None = None, scheduler: str | None = None, pools: int = 1) -> "RunConfig":
         """From :class:`pcs.cache.Tier` objects (their name, policy name -- with ``+`` and its admission
-        policies, if any -- and capacity); ``groups``: the names of a hybrid model's cache groups (None: not
-        hybrid); ``scheduler``: as the attribute (kept for modeled timing only); ``pools``: as the attribute."""
+        policies, if any -- and capacity); ``groups``: a hybrid model's :class:`pcs.cache.groups.CacheGroup`
+        objects (their names and pages are read; None: not hybrid); ``scheduler``: as the attribute (kept for
+        modeled timing only); ``pools``: as the attribute."""
         return cls(timing, tuple((t.name, _policy_label(t), int(t.capacity_blocks)) for t in tiers), native,
-                   tuple(groups) if groups else ("full_attention",), bool(groups),
-                   scheduler if timing == "modeled" else None, int(pools))
+                   tuple(g.name for g in groups) if groups else ("full_attention",), bool(groups),
+                   scheduler if timing == "modeled" else None, int(pools),
+                   group_pages=tuple(int(g.pages) for g in groups) if groups else ())
 
 
 def _policy_label(tier: Any) -> str:
@@ -237,16 +256,16 @@ def _registered(policy: str) -> bool:
 
 
 def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
-    from pcs.cache.native import MAX_BLOCKS as MAX_COMPILED_BLOCKS
+    from pcs.cache.native import size_unsupported
 
     if _hybrid(cfg) or _shared(cfg) or _early_caching(cfg):
         return _hybrid(cfg) or _shared(cfg) or _early_caching(cfg)
     other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if not _compiled_label(policy)]
     if other:
         return f"{_uncompiled_cause(other)}; got {', '.join(other)}"
-    big = [name for name, _, cap in cfg.tiers if cap > MAX_COMPILED_BLOCKS]
-    if big:
-        return f"tier {big[0]} has more than {MAX_COMPILED_BLOCKS:,} blocks"
+    why = size_unsupported([(name, cap) for name, _, cap in cfg.tiers])
+    if why is not None:
+        return why
     return _twin_missing(cfg, "lruhier")
 
 
@@ -274,13 +293,21 @@ def _compiled_step_applies(cfg: RunConfig) -> str | None:
     why = _compiled_hierarchy_applies(cfg)
     if why is not None:
         return why
+    from pcs.engine.stepnative import tiers_unsupported
+
+    why = tiers_unsupported(len(cfg.tiers))
+    if why is not None:
+        return why
     if _native.resolve(_native.default_mode() if cfg.native is None else cfg.native, "stepsched") != "c":
         return f"the compiled {_native.TWINS['stepsched']} is not built"
     return None
 
 
 def _compiled_hybrid_applies(cfg: RunConfig) -> str | None:
-    from pcs.cache.nativegroups import MAX_GROUPS, MAX_LEVELS, MAX_PAGES
+    """Why ``compiled-hybrid`` cannot run ``cfg``, or None; its fixed sizes are the twin's own statement of them
+    (:func:`pcs.cache.nativegroups.size_unsupported`, which its set-up checks too), so ``auto`` never picks it
+    for a replay it then refuses."""
+    from pcs.cache.nativegroups import size_unsupported
 
     if cfg.shared or _early_caching(cfg):
         return _shared(cfg) or _early_caching(cfg)
@@ -289,11 +316,9 @@ def _compiled_hybrid_applies(cfg: RunConfig) -> str | None:
     why = _plain_lru(cfg)
     if why is not None:
         return why
-    if len(cfg.tiers) > MAX_LEVELS or len(cfg.groups) > MAX_GROUPS:
-        return f"it takes at most {MAX_LEVELS} tiers and {MAX_GROUPS} cache groups"
-    big = [name for name, _, cap in cfg.tiers if cap > MAX_PAGES]
-    if big:
-        return f"tier {big[0]} has more than {MAX_PAGES} pages"
+    why = size_unsupported([(name, cap) for name, _, cap in cfg.tiers], cfg.group_pages or (1,) * len(cfg.groups))
+    if why is not None:
+        return why
     return _twin_missing(cfg, "grouphier")
 
 

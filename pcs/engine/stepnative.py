@@ -31,7 +31,7 @@ from pcs.engine.chunkattn import chunk_terms
 from pcs import beside
 from pcs.engine.runparts import PendingParts
 
-__all__ = ["NativeStepEngine", "unsupported", "loop_unsupported", "new_loop", "MAX_TIERS", "span_limit", "LEAN_COLUMNS"]
+__all__ = ["NativeStepEngine", "unsupported", "loop_unsupported", "tiers_unsupported", "new_loop", "MAX_TIERS", "span_limit", "LEAN_COLUMNS"]
 
 _stepsched = _native.module("stepsched")    # None when the optional extension did not compile
 
@@ -104,12 +104,20 @@ def unsupported(hierarchy, links, cost, config, no_cache: bool = False) -> str |
     return loop_unsupported(len(hierarchy.tiers), links, cost, config)
 
 
+def tiers_unsupported(tiers: int) -> str | None:
+    """Why the C loop cannot take ``tiers`` tiers (more than :data:`MAX_TIERS`), or None: the one statement of
+    its fixed size, read by :func:`loop_unsupported` at set-up and by the engine-selection table
+    (:mod:`pcs.engine.select` row ``compiled-step``), so ``auto`` does not pick the row for a run it falls back from."""
+    return f"the C step loop takes at most {MAX_TIERS} tiers, got {tiers}" if tiers > MAX_TIERS else None
+
+
 def loop_unsupported(tiers: int, links, cost, config) -> str | None:
     """None when the C loop models this run (whatever the hierarchy), else the reason it cannot: at most
     :data:`MAX_TIERS` tiers, ``layerwise`` restores, per-pair prefill attention or attention terms the C loop
     sums (:func:`pcs.engine.chunkattn.chunk_terms`), LinkSpec links."""
-    if tiers > MAX_TIERS:
-        return f"more than {MAX_TIERS} tiers"
+    why = tiers_unsupported(tiers)
+    if why is not None:
+        return why
     if config.restore_policy != "layerwise":
         return f"restore policy {config.restore_policy}, it needs layerwise"
     if config.cache_blocks_at != "prefill-done":

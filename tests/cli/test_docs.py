@@ -262,7 +262,7 @@ def test_unknown_command_exits_2():
 def test_replay_md_lists_every_request_column(model, count):
     # docs/replay.md's per-request table names every column a run writes. The
     # default run (two tiers, step scheduler): 17 modeled columns (hit_tokens_gpu, _cpu) + 9 of the scheduler
-    # = 26; gemma-3-27b adds gpu_resident_bytes_ for its 3 components and hybrid_lost_tokens = 30
+    # = 26; gemma-3-27b adds gpu_resident_bytes_ for its 2 components and its page padding, and hybrid_lost_tokens = 30
     from pcs import replay
 
     kw = {"model": model} if model else {}
