@@ -57,7 +57,7 @@ def test_qwen3_next_block_size_1_runs_on_hybrid_under_auto():
     3 x 144 = 432 pages, slab 512, so a tier of at most 2**30 / 512 = 2,097,152 pages; the default CPU tier
     (2 TB) holds more: compiled-hybrid does not apply."""
     s = _auto_equals_hybrid(TOKENS, *QWEN, "--tp", "8", "--block-size", "1", "--timing", "sequential")
-    assert "not compiled-hybrid: it needs tiers of at most 2097152 pages with group blocks of 432 pages" \
+    assert "not compiled-hybrid: it needs tiers of at most 2,097,152 pages with group blocks of 432 pages" \
         in s["engine_reason"]
 
 
@@ -67,7 +67,7 @@ def test_qwen3_next_big_lower_tiers_run_on_hybrid_under_auto():
     slab 32: at most 2**30 / 32 = 33,554,432 pages a tier; 100 TB of 1,572,864 B pages is 63,578,491 pages."""
     s = _auto_equals_hybrid(TOKENS, *QWEN, "--tp", "8", "--tier", "gpu=auto", "--tier", "cpu=2TB",
                             "--tier", "ssd=100TB", "--timing", "sequential")
-    assert "not compiled-hybrid: it needs tiers of at most 33554432 pages with group blocks of 27 pages, tier ssd " \
+    assert "not compiled-hybrid: it needs tiers of at most 33,554,432 pages with group blocks of 27 pages, tier ssd " \
         "has more" in s["engine_reason"]
 
 
@@ -84,10 +84,10 @@ def test_a_group_block_over_4096_pages_runs_on_hybrid_under_auto(tmp_path):
             "--timing", "sequential")
     s = _auto_equals_hybrid(*args)
     assert s["hit_ratio"] == 0.0
-    assert "not compiled-hybrid: it takes at most 4096 pages a group block, got 5760" in s["engine_reason"]
+    assert "not compiled-hybrid: it takes at most 4,096 pages a group block, got 5,760" in s["engine_reason"]
     r = invoke("replay", *args, "--engine", "compiled-hybrid", "--format", "json", "--quiet")
     assert r.exit_code == 2 and "Traceback" not in r.output
-    assert "engine 'compiled-hybrid' cannot run this replay: it takes at most 4096 pages a group block, got 5760" \
+    assert "engine 'compiled-hybrid' cannot run this replay: it takes at most 4,096 pages a group block, got 5,760" \
         in r.stderr
 
 
@@ -105,7 +105,7 @@ def test_selection_and_set_up_agree_on_the_group_block_boundary(pages, applies):
     assert (row.name == "compiled-hybrid") is applies, reason
     assert (unsupported(tiers, _groups(pages), 1) is None) is applies
     if not applies:
-        assert "not compiled-hybrid: it takes at most 4096 pages a group block, got 4097" in reason
+        assert "not compiled-hybrid: it takes at most 4,096 pages a group block, got 4,097" in reason
 
 
 @needs_grouphier
