@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator
 
 from pcs import jsondepth
 from pcs.choices import did_you_mean
-from pcs.errors import InputError, UserError, quoted
+from pcs.errors import OUT_OF_FLOAT_RANGE, InputError, UserError, quoted
 from pcs.units import a_or_an
 
 __all__ = ["MAX_SETTINGS_BYTES", "SETTINGS_SUFFIXES", "unread_suffix", "read_text", "read_mapping", "read_mapping_lines", "read_json_object",
@@ -302,10 +302,10 @@ def read_mapping_lines(path: str | Path, keyword: str = "path") -> tuple[dict[st
             raise InputError(str(path), None, None, "TOML nested too deeply for Python's TOML reader (the TOML "
                                                     "itself may be valid)") from None
         except _TomlOverflow as exc:    # 1e999: out of range, at its line and key
-            m = re.search(r"(?<![\w.+\-])" + re.escape(exc.args[0]) + r"(?![\w.])", text)
+            m = re.search(r"(?<![\w.+\-])" + re.escape(exc.args[0]) + r"(?![\w.])", jsondepth.code_only(text, "toml"))
             line, field = _toml_place(text, m.start()) if m else (None, None)
-            raise InputError(str(path), line, field, f"number {quoted(exc.args[0], show=str)} is out of range "
-                             "(beyond 1.8e308 either side)") from None
+            raise InputError(str(path), line, field, f"number {quoted(exc.args[0], show=str)} is "
+                             f"{OUT_OF_FLOAT_RANGE}") from None
         except ValueError as exc:   # an integer past Python's digit limit (int() inside the TOML reader)
             raise _toml_number_error(path, text, exc) from None
     if not isinstance(data, dict):
@@ -318,7 +318,7 @@ def _toml_number_error(path: Path, text: str, exc: ValueError) -> InputError:
     its line and key (``key = 999...``) as the JSON reader names them (located by
     :func:`pcs.jsondepth.long_integer`), instead of Python's advice for programmers; any other ValueError of the
     TOML reader as invalid TOML."""
-    m = jsondepth.long_integer(text)
+    m = jsondepth.long_integer(text, "toml")
     if m is None:
         return InputError(str(path), None, None, f"invalid TOML: {exc}")
     line, field = _toml_place(text, m.start())

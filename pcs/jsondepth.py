@@ -66,22 +66,37 @@ def too_long_text(digits: int | None) -> str:
     return f"number too long ({digits:,} digits)"
 
 
-def long_integer(text: str) -> "re.Match | None":
-    """The first integer of ``text`` (JSON or TOML: an optional sign, digits not inside a float or a word) with more
-    digits than Python converts (``sys.get_int_max_str_digits()``), its digits as group 1; None when there is none
-    or no limit. The one locator of such numbers: this module's JSON reader and :mod:`pcs.configfile`'s TOML one
-    name its line and key from it."""
+def long_integer(text: str, syntax: str | None = None) -> "re.Match | None":
+    """The first integer of ``text`` (an optional sign, digits not inside a float or a word) with more digits than
+    Python converts (``sys.get_int_max_str_digits()``), its digits as group 1; None when there is none or no limit.
+    The one locator of such numbers: this module's JSON reader and :mod:`pcs.configfile`'s TOML one name its line and
+    key from it. ``syntax`` ``"json"`` / ``"toml"``: ``text`` is a whole document, whose strings (and TOML comments)
+    are passed over (:func:`code_only`): digits in a string or a comment are not a number."""
     limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
     if not limit:
         return None
-    return re.search(r"(?<![\d.eE+\-_])[-+]?(\d{%d,})(?![\d.eE])" % (limit + 1), text)
+    return re.search(r"(?<![\d.eE+\-_])[-+]?(\d{%d,})(?![\d.eE])" % (limit + 1),
+                     code_only(text, syntax) if syntax else text)
+
+
+#: a JSON string; TOML's strings (multi-line basic and literal first, then one-line) and comments
+_NOT_CODE = {"json": re.compile(r'"(?:[^"\\]|\\.)*"'),
+             "toml": re.compile(r'"""(?:[^\\]|\\.)*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*')}
+
+
+def code_only(text: str, syntax: str) -> str:
+    """``text`` (a JSON or TOML document, ``syntax`` ``"json"`` / ``"toml"``) with every string (its quotes too) and
+    TOML comment blanked to spaces, its newlines kept: the same length and lines, so an offset found in it is the
+    offset in ``text``. For locating a value the parser refused (error paths only). A key written as a string is
+    blanked too: a caller reads keys from ``text``."""
+    return _NOT_CODE[syntax].sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
 
 
 def _too_long(text: str | bytes) -> NumberTooLongError | None:
     """The first integer of ``text`` past Python's digit limit, located (None when there is none or no limit)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    m = long_integer(text)
+    m = long_integer(text, "json")
     if m is None:
         return None
     field, index = _place(text, m.start())

@@ -161,10 +161,14 @@ def parse_admission(text: str) -> tuple[str, dict[str, Any]]:
     (('reuse', {'n': 2}), ('retain', {'tokens': '0-4096', 'duration': 60}))
 
     Raises:
-        UserError: unknown kind (the message lists them), a malformed argument or an option given twice.
+        UserError: unknown kind (the message lists them), a malformed argument, an option given twice, or options
+            given to ``none``.
     """
     kind, colon, rest = str(text).strip().partition(":")
     kind = kind.strip().lower()
+    if colon and kind == NO_ADMISSION:      # none:n=2, none: -- no admission has nothing to set
+        raise UserError(f"bad admission {text!r}: {NO_ADMISSION} (no admission) takes no options; give {NO_ADMISSION} "
+                        "alone")
     if colon and not rest.strip():      # "reuse:" is not "reuse": an argument was meant and left out
         raise UserError(f"bad admission {text!r}: nothing after ':'; give {kind} alone for its defaults")
     kinds = admission_kinds()

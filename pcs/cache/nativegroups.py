@@ -77,8 +77,8 @@ def size_unsupported(capacities: Sequence[tuple[str, int]], group_pages: Sequenc
     slab = 1 << (most - 1).bit_length()
     big = [name for name, cap in capacities if cap * slab > MAX_PAGES]
     if big:
-        return f"it needs tiers of at most {MAX_PAGES // slab:,} pages with group blocks of {most:,} pages, " \
-               f"tier {big[0]} has more"
+        return (f"it needs tiers of at most {MAX_PAGES // slab:,} pages with group blocks of {most:,} "
+                f"page{'s' if most != 1 else ''}, tier {big[0]} has more")
     return None
 
 

@@ -17,7 +17,7 @@ import click
 from pcs import jsondepth, units
 # The bounds live in pcs.argcheck: the API functions apply the same ranges (one rule, one place).
 from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_POINTS, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, MAX_TP
-from pcs.errors import UserError, quoted
+from pcs.errors import OUT_OF_FLOAT_RANGE, UserError, quoted
 
 __all__ = ["option_size", "option_bandwidth", "Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
            "MAX_SEED", "Int", "Float", "Duration", "Choice", "parse_capacity_list",
@@ -58,7 +58,7 @@ class Float(click.FloatRange):
             except UserError:
                 self.fail(f"{quoted(text, show=repr)} is not a number in ASCII digits 0-9", param, ctx)
             if not math.isfinite(value):      # 1e999, 5,000 digits: ASCII, but beyond a float (read as inf)
-                self.fail(f"{quoted(text, show=repr)} is out of range: beyond 1.8e308 either side", param, ctx)
+                self.fail(f"{quoted(text, show=repr)} is {OUT_OF_FLOAT_RANGE}", param, ctx)
         return super().convert(value, param, ctx)
 
 

@@ -20,7 +20,7 @@ from pcs.cli.iofiles import refuse_unwritten_format
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, CheckedPath, Choice, Duration, Float, Int
 # the input options every trace-taking command shares (pcs.cli.traceopts), re-exported under their old home
 from pcs.cli.traceopts import open_from_options, trace_input_options, written_block_size_note
-from pcs.errors import quoted
+from pcs.errors import OUT_OF_FLOAT_RANGE, quoted
 from pcs.report.trace import render_convert, render_stats, render_synth
 from pcs.trace.convert import OUT_FORMATS
 from pcs.units import format_counted
@@ -137,8 +137,8 @@ def _parse_mix(text: str) -> tuple[float, float, float]:
                                          f"{quoted(v.strip(), show=str)} (ASCII digits 0-9: no nan, inf, '_' or other scripts' "
                                          "digits)", param_hint="'--mix'") from None
             if math.isinf(shares[k.strip()]):      # 1e999: ASCII, but beyond a float (read as inf)
-                raise click.BadParameter(f"{text!r}: the share of {k.strip()}, {quoted(v.strip(), show=str)}, is out "
-                                         "of range: beyond 1.8e308", param_hint="'--mix'")
+                raise click.BadParameter(f"{text!r}: the share of {k.strip()}, {quoted(v.strip(), show=str)}, is "
+                                         f"{OUT_OF_FLOAT_RANGE}", param_hint="'--mix'")
     except ValueError:
         raise click.BadParameter(f"{text!r}: expected e.g. chat=0.6,agent=0.3,oneoff=0.1 (kinds: {', '.join(KINDS)})",
                                  param_hint="'--mix'")

@@ -34,7 +34,7 @@ import numpy as np
 
 from pcs import jsondepth
 from pcs.choices import close_tail
-from pcs.errors import InputError, UnknownNameError, UserError, quoted
+from pcs.errors import OUT_OF_FLOAT_RANGE, InputError, UnknownNameError, UserError, quoted
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import REUSE_VALUES, lone_surrogate  # REUSE_VALUES: the optional per-row ``reuse`` field
 from pcs.trace.request import RequestBatch
@@ -252,8 +252,8 @@ def get_time(obj: dict, key: str, name: str, ln: int) -> float:
     try:
         f = float(v)
     except OverflowError:               # an integer beyond float range (json.loads keeps it exact)
-        raise InputError(name, ln, key, f"must be finite, got an integer of {len(str(abs(v))):,} digits "
-                                        "(beyond float64's range, about 1.8e308)") from None
+        raise InputError(name, ln, key, f"must be finite, got an integer of {len(str(abs(v))):,} digits, "
+                                        f"{OUT_OF_FLOAT_RANGE}") from None
     if not math.isfinite(f):
         raise InputError(name, ln, key, f"must be finite, got {quoted(str(v), show=str)}")
     return f

@@ -51,7 +51,7 @@ def test_every_number_option_refuses_non_ascii_numbers(text):
         # the option is named by click from the parameter; the message says what is wrong
         assert err.value.param is p
         kind = "an integer" if isinstance(p.type, Int) else "a number"
-        expect = (f"{text!r} is out of range: beyond 1.8e308 either side" if text == "1e999" and isinstance(p.type, Float)
+        expect = (f"{text!r} is out of range: a float holds at most about 1.7977e308 either side" if text == "1e999" and isinstance(p.type, Float)
                   else f"{text!r} is not {kind} in ASCII digits 0-9")
         assert err.value.message == expect, (path, p.name)
 

@@ -140,8 +140,8 @@ def test_bits_per_second_as_a_size_is_a_unit_of_bandwidth(size):
 
 @pytest.mark.parametrize("text, words", [
     (_BIG, "integers must be below 2**63"),
-    ("1e999", "beyond 1.8e308 either side"),
-    (_BIG + ".5", "beyond 1.8e308 either side"),
+    ("1e999", "a float holds at most about 1.7977e308 either side"),
+    (_BIG + ".5", "a float holds at most about 1.7977e308 either side"),
 ])
 def test_a_spec_value_out_of_range(text, words):
     from pcs.cache.policies import spec_value
@@ -155,8 +155,8 @@ def test_a_spec_value_out_of_range(text, words):
     ("--admit", f"cpu=reuse:{_BIG}", "is out of range: integers must be below 2**63"),
     ("--policy", "slru:protected_share=1e999", "--policy slru:protected_share=1e999: option value \"1e999\" is out "
                                                "of range"),
-    ("--protected-share", _BIG, "(5,000 characters) is out of range: beyond 1.8e308 either side"),
-    ("--protected-share", "1e999", "'1e999' is out of range: beyond 1.8e308 either side"),
+    ("--protected-share", _BIG, "(5,000 characters) is out of range: a float holds at most about 1.7977e308 either side"),
+    ("--protected-share", "1e999", "'1e999' is out of range: a float holds at most about 1.7977e308 either side"),
 ])
 def test_a_huge_option_number_is_out_of_range(option, value, words):
     r = invoke("replay", SMALL_TRACE, "--tier", "gpu=500blocks", "--tier", "cpu=1GB", option, value)
@@ -172,8 +172,8 @@ def test_a_toml_float_past_the_range_is_named_at_its_line(tmp_path):
     hw.write_text('[gpu."mine"]\nhbm_bytes = "96GB"\nhbm_bps = "4TB/s"\nbf16_flops = 1_0e999\n')
     with pytest.raises(InputError) as err:
         load_hardware_file(hw)
-    assert str(err.value) == (f"{hw}:4: field 'bf16_flops': number 1_0e999 is out of range (beyond 1.8e308 "
-                              "either side)")
+    assert str(err.value) == (f"{hw}:4: field 'bf16_flops': number 1_0e999 is out of range: a float holds at most "
+                              "about 1.7977e308 either side")
 
 
 # 8: --admit TIER=none is no admission on that tier: the run's numbers are those without --admit.

@@ -54,7 +54,7 @@ from pcs.cache.policies.twoq import TwoQPolicy
 from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
 from pcs.choices import option_elsewhere, options_list
 from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
-from pcs.errors import UnknownNameError, UserError, quoted
+from pcs.errors import OUT_OF_FLOAT_RANGE, UnknownNameError, UserError, quoted
 from pcs.cache.policyguard import check_initialised, is_own, raised
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
@@ -164,7 +164,7 @@ def spec_value(text: str) -> Any:
     if shape == "float":
         value = ascii_float(text)
         if not math.isfinite(value):    # 1e999, 309 digits or more: float() reads inf
-            raise UserError(f"option value {quoted(text)} is out of range: beyond 1.8e308 either side")
+            raise UserError(f"option value {quoted(text)} is {OUT_OF_FLOAT_RANGE}")
         return value
     try:
         value = ascii_int(text)

@@ -1,0 +1,96 @@
+"""Review 46h's findings, mended. Every expectation is worked out by hand: lines counted in the file texts below,
+the float limit from IEEE 754 binary64 (largest finite value 1.7976931348623157e308; a decimal above the halfway
+point to the next power, about 1.7976931348623158e308, reads as infinity), admission ``none`` from
+docs/policies.md (no admission on that tier: nothing to set)."""
+from __future__ import annotations
+
+import pytest
+
+from helpers import SMALL_TRACE, assert_one_line_error, invoke
+from pcs.errors import InputError, UserError
+
+_RANGE = "out of range: a float holds at most about 1.7977e308 either side"
+
+
+def _hardware_error(tmp_path, text: str, suffix: str = ".toml") -> str:
+    from pcs.hardware import load_hardware_file
+
+    hw = tmp_path / f"hw{suffix}"
+    hw.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_hardware_file(hw)
+    return str(err.value).replace(str(hw), "HW")
+
+
+# LOW 1: a number the TOML reader refuses is found where it is written as a value, never in a comment or a string
+# written before it (the first match of its text used to win: line 1, no field).
+
+@pytest.mark.parametrize("head", [
+    "# try 1e999 here\n\n",                     # a comment
+    'name = "1e999"\n\n',                       # a one-line string
+    'note = """\n1e999\n"""\n',                 # a multi-line string spanning lines 1-3 (the value on line 4)
+])
+def test_a_toml_float_out_of_range_is_found_past_comments_and_strings(tmp_path, head):
+    text = head + '[gpu."mine"]\nbf16_flops = 1e999\n'        # the value's line: the head's lines + 2
+    line = head.count("\n") + 2
+    message = _hardware_error(tmp_path, text)
+    assert message.startswith(f"HW:{line}: field 'bf16_flops': number 1e999 is {_RANGE}"), message[:200]
+
+
+def test_a_toml_integer_too_long_is_found_past_a_comment(tmp_path):
+    text = "# " + "7" * 5000 + "\n" + '[gpu."mine"]\n' + "hbm_bytes = " + "9" * 5000 + "\n"   # the value on line 3
+    assert _hardware_error(tmp_path, text) == "HW:3: field 'hbm_bytes': number too long (5,000 digits)"
+
+
+def test_a_json_integer_too_long_is_found_past_a_string(tmp_path):
+    from pcs.jsondepth import NumberTooLongError, loads
+
+    text = '{"note": "' + "7" * 5000 + '",\n "x": [1,\n  ' + "9" * 5000 + "]}"     # the integer on line 3
+    with pytest.raises(NumberTooLongError) as err:
+        loads(text)
+    assert err.value.lineno == 3, (err.value.lineno, str(err.value)[:200])
+
+
+def test_code_only_keeps_offsets_and_lines():
+    from pcs.jsondepth import code_only
+
+    text = 'a = "x#1"  # c 2\nb = \'\'\'\n3\n\'\'\'\nc = 4\n'
+    out = code_only(text, "toml")
+    assert len(out) == len(text) and out.count("\n") == text.count("\n")
+    assert out.split("\n")[0].rstrip() == "a =" and "3" not in out and out.endswith("c = 4\n")
+
+
+# LOW 2: admission none takes no options.
+
+@pytest.mark.parametrize("value", ["cpu=none:n=2", "cpu=NONE:", "cpu=none:x"])
+def test_admission_none_with_options_is_refused(value):
+    r = invoke("replay", SMALL_TRACE, "--tier", "gpu=500blocks", "--tier", "cpu=1GB", "--admit", value)
+    spec = value.partition("=")[2]
+    assert_one_line_error(r, f"bad admission '{spec}': none (no admission) takes no options; give none alone")
+
+
+# Trivia: the float limit said right at its edge; one page said as one.
+
+@pytest.mark.parametrize("value, refused", [
+    ("1.7976931348623157e308", False),      # the largest finite float64
+    ("1.7976931348623159e308", True),       # past the halfway point: reads as infinity
+])
+def test_the_float_limit_at_its_edge(value, refused):
+    from pcs.cache.policies import spec_value
+
+    if refused:
+        with pytest.raises(UserError) as err:
+            spec_value(value)
+        assert str(err.value) == f'option value "{value}" is {_RANGE}'
+    else:
+        assert spec_value(value) == 1.7976931348623157e308
+
+
+def test_one_page_a_group_block_is_said_as_one_page():
+    from pcs.cache.nativegroups import size_unsupported
+
+    # slab 1 (one page a group block): a tier may hold 2**30 = 1,073,741,824 pages
+    assert size_unsupported([("gpu", 2**30 + 1)], [1]) == (
+        "it needs tiers of at most 1,073,741,824 pages with group blocks of 1 page, tier gpu has more")
+    assert size_unsupported([("gpu", 2**29 + 1)], [2]) == (
+        "it needs tiers of at most 536,870,912 pages with group blocks of 2 pages, tier gpu has more")
