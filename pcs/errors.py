@@ -21,7 +21,7 @@ __all__ = ["quoted", "ending_with", "shown_name", "printable", "NAME_LIMIT", "Pi
 
 #: Where the CLI's last line after an internal error sends the user.
 #: why a number is refused as out of range, the one wording of it: a float64 holds magnitudes below about
-#: 1.7977e308 (IEEE 754 binary64's largest finite value, 1.7976931348623157e308); a longer or larger number reads as
+#: 1.7977e308 (IEEE 754 double precision's largest finite value, 1.7976931348623157e308); a longer or larger number reads as
 #: infinity (``1e999``, an integer part of 309 digits or more, ``1.7976931348623159e308``)
 OUT_OF_FLOAT_RANGE = "out of range: a float holds at most about 1.7977e308 either side"
 

@@ -1,5 +1,5 @@
 """Review 46h's findings, mended. Every expectation is worked out by hand: lines counted in the file texts below,
-the float limit from IEEE 754 binary64 (largest finite value 1.7976931348623157e308; a decimal above the halfway
+the float limit from IEEE 754 double precision (largest finite value 1.7976931348623157e308; a decimal above the halfway
 point to the next power, about 1.7976931348623158e308, reads as infinity), admission ``none`` from
 docs/policies.md (no admission on that tier: nothing to set)."""
 from __future__ import annotations
