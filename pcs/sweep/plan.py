@@ -398,7 +398,8 @@ def _value_fields(data: dict[str, Any]) -> dict[tuple[str, str], str]:
     the value ``None``: the grid is written there). A NAME=VALUE option's entry (``tier``, ``link``,
     ``tier-policy``: a table's entry, a list's ``"cpu=..."`` string, a ``link.cpu`` key or axis element) is keyed
     by its ``ENTRY=VALUE`` text, as the run's refusal keeps it (``refused_value``, ``"cpu=pcie-gen9"``); the
-    whole table of such an option is not keyed: which entry a refusal is about is not known without it."""
+    whole table of such an option is not keyed: which entry a refusal is about is not known without it. Another
+    key's ``[fixed]`` table (``teir = {gpu = "500blocks"}``, refused whole) is keyed by its JSON text."""
     out: dict[tuple[str, str], str] = {}
     fixed, axes = (data.get(t) if isinstance(data.get(t), dict) else {} for t in ("fixed", "axes"))
     for option in PAIR_FIELDS:
@@ -408,7 +409,7 @@ def _value_fields(data: dict[str, Any]) -> dict[tuple[str, str], str]:
     for table, items in (("fixed", fixed), ("axes", axes)):
         for key, value in items.items():
             name = _name(str(key))
-            if "." in name or (isinstance(value, dict) and table == "fixed"):
+            if "." in name or (isinstance(value, dict) and table == "fixed" and name in PAIR_FIELDS):
                 continue
             if table == "axes" and isinstance(value, list):
                 for i, v in enumerate(value):
@@ -426,9 +427,10 @@ def value_field(plan: Plan, option: str, value: Any) -> str | None:
     """The key's path in ``plan`` (``axes.policy[1]``, ``fixed.tp``) where option ``option``'s ``value`` (one
     point's, as :attr:`Point.options` holds it; for a NAME=VALUE option the refused entry's ``"ENTRY=VALUE"``) is
     written, or None when it is not known (an in-memory plan, a NAME=VALUE option's whole table): a message then
-    names no line, never a wrong one."""
+    names no line, never a wrong one. Another option's ``[fixed]`` table (an unknown key's, refused whole) is
+    found by its JSON text."""
     fields = plan.value_fields
-    if isinstance(value, dict):
+    if isinstance(value, dict) and option in PAIR_FIELDS:
         return None
     return fields.get((option, _written(value))) or fields.get((option, _written(None)))
 

@@ -1,0 +1,47 @@
+"""A new user's findings (mend46d). Every expectation is worked out by hand: plan lines counted in the plan texts
+below, message wording from docs/sweep.md ("the refused entry names its line"), docs/traces.md (an empty source is
+an error) and the options' --help."""
+from __future__ import annotations
+
+import pytest
+
+from helpers import SMALL_TRACE
+from pcs.errors import UserError
+
+# A plan's first lines (line 1: kind, 3: [fixed], 4: trace, 5: timing, 6: tier); each test adds from line 7.
+_HEAD = f'kind = "replay"\n\n[fixed]\ntrace = "{SMALL_TRACE}"\ntiming = "sequential"\n' \
+        'tier = {gpu = "500blocks", cpu = "10GB"}\n'
+
+
+def _prepare_error(tmp_path, text: str) -> str:
+    from pcs.sweep.api import prepare
+
+    plan = tmp_path / "p.toml"
+    plan.write_text(text)
+    with pytest.raises(UserError) as err:
+        prepare(plan, tmp_path / "out")
+    return str(err.value)
+
+
+# 1: an entry naming a tier that is not among the tiers, or an unknown key written as a table, names its line.
+
+@pytest.mark.parametrize("lines, line, words", [
+    ('link = {disk = "pcie-gen5-x16"}\n', 7, "link names tier 'disk', which is not among the tiers: gpu, cpu"),
+    ('link = ["disk=pcie-gen5-x16"]\n', 7, "link names tier 'disk', which is not among the tiers: gpu, cpu"),
+    ('"tier-policy" = {cpu = "lru", disk = "lfu"}\n', 7, "tier-policy names tier 'disk', which is not among"),
+    ('"tier-policy" = ["cpu=lru", "disk=lfu"]\n', 7, "tier-policy names tier 'disk', which is not among"),
+    ('\n[fixed.tier-policy]\ncpu = "lru"\ndisk = "lfu"\n', 10, "tier-policy names tier 'disk', which is not among"),
+    ('teir = {gpu = "500blocks"}\n', 7, "unknown option 'teir' for pcs replay; did you mean 'tier'?"),
+])
+def test_an_entry_not_among_the_tiers_names_its_line(tmp_path, lines, line, words):
+    text = _prepare_error(tmp_path, _HEAD + lines)
+    assert text.startswith(f"{tmp_path / 'p.toml'}:{line}: point "), text
+    assert words in text, text
+
+
+def test_check_replay_keeps_the_entry_not_among_the_tiers():
+    from pcs.engine.api import check_replay
+
+    with pytest.raises(UserError) as err:
+        check_replay(tiers=["gpu=500blocks", "cpu=10GB"], tier_policies={"cpu": "lru", "disk": "lfu"})
+    assert err.value.refused_value == "disk=lfu"
