@@ -45,3 +45,27 @@ def test_check_replay_keeps_the_entry_not_among_the_tiers():
     with pytest.raises(UserError) as err:
         check_replay(tiers=["gpu=500blocks", "cpu=10GB"], tier_policies={"cpu": "lru", "disk": "lfu"})
     assert err.value.refused_value == "disk=lfu"
+
+
+# 2: an empty or blank path in a plan is refused at load as empty, in the plan's words (field and line), as
+# trace = "." is refused as a directory -- not read as the plan's folder by the point's command.
+
+@pytest.mark.parametrize("text, line, field, problem", [
+    ('kind = "replay"\n\n[axes]\ntrace = [""]\n', 4, "axes.trace[0]", "an empty path; give a file name"),
+    (_HEAD + '"hardware-file" = ""\n', 7, "fixed.hardware-file", "an empty path; give a file name"),
+    (_HEAD + 'model-config = " "\n', 7, "fixed.model-config", "an empty path; give a file name"),
+    (_HEAD + 'model = ""\n', 7, "fixed.model", "empty; give a preset name (`pcs models`) or a config.json path"),
+])
+def test_an_empty_plan_path_is_refused_as_empty(tmp_path, text, line, field, problem):
+    text = _prepare_error(tmp_path, text)
+    assert text == f"{tmp_path / 'p.toml'}:{line}: field '{field}': {problem}", text
+
+
+def test_an_empty_plan_trace_exits_2_in_one_line(tmp_path):
+    from helpers import assert_one_line_error, invoke
+
+    plan = tmp_path / "emptytrace.toml"
+    plan.write_text('kind = "replay"\n\n[fixed]\ntrace = ""\n')
+    result = invoke("sweep", str(plan), "-o", str(tmp_path / "out"))
+    assert result.exit_code == 2
+    assert_one_line_error(result, f"{plan}:4: field 'fixed.trace': an empty path; give a file name")
