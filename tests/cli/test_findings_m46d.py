@@ -69,3 +69,34 @@ def test_an_empty_plan_trace_exits_2_in_one_line(tmp_path):
     result = invoke("sweep", str(plan), "-o", str(tmp_path / "out"))
     assert result.exit_code == 2
     assert_one_line_error(result, f"{plan}:4: field 'fixed.trace': an empty path; give a file name")
+
+
+# 3: an empty KV-event source is refused alike, naming the input (docs/traces.md: "An empty source ... is an
+# error"), as an empty FIFO already was; before, stdin, an empty file and a blank-lines file gave all-zero counts.
+
+@pytest.mark.parametrize("content", ["", "\n\n  \n", "\r\n\t\r\n"])
+def test_an_empty_event_file_is_refused(tmp_path, content):
+    from helpers import assert_one_line_error, invoke
+
+    capture = tmp_path / "kv.jsonl"
+    capture.write_text(content)
+    result = invoke("trace", "events", str(capture))
+    assert_one_line_error(result, f"{capture}: empty capture (no events)")
+
+
+def test_empty_event_stdin_is_refused():
+    from helpers import assert_one_line_error, invoke
+
+    result = invoke("trace", "events", "-", input="")
+    assert_one_line_error(result, "-: empty capture (no events)")
+
+
+def test_read_kv_events_refuses_an_empty_file(tmp_path):
+    from pcs.errors import InputError
+    from pcs.trace.kvevents import read_kv_events
+
+    capture = tmp_path / "kv.jsonl"
+    capture.write_text("\n")
+    with pytest.raises(InputError) as err:
+        list(read_kv_events(capture, "kv.jsonl"))
+    assert str(err.value) == "kv.jsonl: empty capture (no events)"
