@@ -100,3 +100,40 @@ def test_read_kv_events_refuses_an_empty_file(tmp_path):
     with pytest.raises(InputError) as err:
         list(read_kv_events(capture, "kv.jsonl"))
     assert str(err.value) == "kv.jsonl: empty capture (no events)"
+
+
+# 4: a number too large for any option is refused by the option's type first: a value of the wrong type gets that
+# type's message (the range message would imply a smaller float would do); a number option keeps the range words.
+
+_TIERS = ("--tier", "gpu=500blocks", "--tier", "cpu=1GB")
+
+
+@pytest.mark.parametrize("option, value, words", [
+    ("--policy", "lfu:aging=1e999", "--policy lfu:aging=1e999: lfu aging must be one of dynamic, none, got '1e999'"),
+    ("--admit", "cpu=reuse:1e999", "--admit cpu=reuse:1e999: admission reuse: N must be an int >= 1, got '1e999'"),
+    ("--policy", "s3fifo:move_to_main_threshold=1e999",
+     "option move_to_main_threshold=1e999: expected an integer (its default is 2)"),
+    # a number of the option's type: the range words stay (pcs.errors.OUT_OF_FLOAT_RANGE for a float)
+    ("--policy", "s3fifo:small_share=1e999",
+     'option value "1e999" is out of range: a float holds at most about 1.7977e308 either side'),
+    ("--admit", "cpu=retain:duration=1e999",
+     'option value "1e999" is out of range: a float holds at most about 1.7977e308 either side'),
+    ("--admit", "cpu=reuse:99999999999999999999",
+     'option value "99999999999999999999" is out of range: integers must be below 2**63'),
+])
+def test_the_type_check_comes_before_the_range(option, value, words):
+    from helpers import assert_one_line_error, invoke
+
+    line = assert_one_line_error(invoke("replay", SMALL_TRACE, *_TIERS, option, value), words)
+    assert "Invalid value" not in line, line
+
+
+@pytest.mark.parametrize("admit, words", [
+    ("cpu=reuse:1e999", "admission reuse: N must be an int >= 1, got '1e999'"),
+    ("cpu=reuse:n=1,n=2", "admission option 'n' given twice in 'reuse:n=1,n=2'; give it once"),
+])
+def test_a_plan_admit_refusal_is_in_the_plan_words(tmp_path, admit, words):
+    text = _prepare_error(tmp_path, _HEAD + f'admit = "{admit}"\n')
+    assert text.startswith(f"{tmp_path / 'p.toml'}:7: point "), text
+    assert f'admit = "{admit}": {words}' in text, text
+    assert "Invalid value" not in text, text
