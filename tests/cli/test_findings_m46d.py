@@ -137,3 +137,27 @@ def test_a_plan_admit_refusal_is_in_the_plan_words(tmp_path, admit, words):
     assert text.startswith(f"{tmp_path / 'p.toml'}:7: point "), text
     assert f'admit = "{admit}": {words}' in text, text
     assert "Invalid value" not in text, text
+
+
+# 5: a size in bytes without --model: the message says what --model gives, not that the curve needs no model.
+
+def test_curve_bytes_without_a_model_does_not_contradict_itself():
+    from helpers import assert_one_line_error, invoke
+
+    line = assert_one_line_error(invoke("curve", SMALL_TRACE, "--capacities", "100GB"),
+                                 "--capacities '100GB': a size in bytes needs --model NAME",
+                                 "or give blocks, e.g. 5000blocks")
+    assert "needs no model" not in line, line
+
+
+# 6: a policy that takes no options says so, not "its options: none" (which reads as a value).
+
+@pytest.mark.parametrize("option, value, words", [
+    ("--policy", "lru:foo=1", "--policy lru:foo=1: eviction policy 'lru' takes no option 'foo'; it takes no options"),
+    ("--admit", "cpu=reuse:foo=1", "admission 'reuse' takes no option 'foo'; its options: n="),
+])
+def test_no_options_is_said_as_none_taken(option, value, words):
+    from helpers import assert_one_line_error, invoke
+
+    line = assert_one_line_error(invoke("replay", SMALL_TRACE, *_TIERS, option, value), words)
+    assert "options: none" not in line, line
