@@ -294,8 +294,10 @@ def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict
             tier = tier.strip().lower()
             if not sep or not tier or not spec.strip():
                 raise UserError(f"bad admit= {item!r}; expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
-            if tier not in tier_names:
-                raise UserError(not_among_tiers("admit=", tier, tier_names, quoted(tier, show=repr)))
+            if tier not in tier_names:     # the item kept: a sweep plan names the line it is written on
+                err = UserError(not_among_tiers("admit=", tier, tier_names, quoted(tier, show=repr)))
+                err.refused_value = item
+                raise err
             if is_no_admission(spec):
                 nones[tier] = item
                 continue

@@ -32,6 +32,8 @@ def _prepare_error(tmp_path, text: str) -> str:
     ('"tier-policy" = ["cpu=lru", "disk=lfu"]\n', 7, "tier-policy names tier 'disk', which is not among"),
     ('\n[fixed.tier-policy]\ncpu = "lru"\ndisk = "lfu"\n', 10, "tier-policy names tier 'disk', which is not among"),
     ('teir = {gpu = "500blocks"}\n', 7, "unknown option 'teir' for pcs replay; did you mean 'tier'?"),
+    ('admit = "cpux=reuse:2"\n', 7, "admit names tier 'cpux', which is not among the tiers: gpu, cpu"),
+    ('\n[axes]\nadmit = [\n  "cpu=reuse:2",\n  "cpux=reuse:2",\n]\n', 11, "admit names tier 'cpux', which is not"),
 ])
 def test_an_entry_not_among_the_tiers_names_its_line(tmp_path, lines, line, words):
     text = _prepare_error(tmp_path, _HEAD + lines)
