@@ -138,12 +138,14 @@ def not_among_tiers(option: str, name: str, tiers: Iterable[str], shown: str | N
 
 def options_list(takes: Iterable[str]) -> str:
     """How a refusal lists the options an eviction policy, an admission kind or a router takes (one wording for
-    all three, as a spec writes them): ``its options: NAME=, ...``, or ``its options: none``.
+    all three, as a spec writes them): ``its options: NAME=, ...``, or ``it takes no options`` (not ``its
+    options: none``, which reads as a value).
 
     >>> options_list(("small_share", "ghost_share")), options_list(())
-    ('its options: small_share=, ghost_share=', 'its options: none')
+    ('its options: small_share=, ghost_share=', 'it takes no options')
     """
-    return f"its options: {', '.join(f'{t}=' for t in takes) or 'none'}"
+    takes = ", ".join(f"{t}=" for t in takes)
+    return f"its options: {takes}" if takes else "it takes no options"
 
 
 def option_elsewhere(key: str, name: str, options_of: Mapping[str, Iterable[str]]) -> str:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Sequence
 
-from pcs.cache.policies import spec_value
+from pcs.cache.policies import refuse_out_of_range, spec_value
 from pcs.choices import not_among_tiers, option_elsewhere, options_list
 from pcs.errors import UnknownNameError, UserError, quoted
 
@@ -85,6 +85,7 @@ class CountingAdmission(AdmissionPolicy):
     first_option: ClassVar[str] = ""
 
     def __init__(self, threshold: int = 2) -> None:
+        refuse_out_of_range(threshold, "int", f"admission {self.kind}: {self.first_option.upper()}: ")
         if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
             raise UserError(f"admission {self.kind}: {self.first_option.upper()} must be an int >= 1, "
                              f"got {quoted(threshold, show=repr)}")
@@ -236,9 +237,17 @@ def _made(spec: str, context: Any, tier: str) -> AdmissionPolicy:
     except UserError as exc:
         if not tier:
             raise
-        err = UserError(f"admit={quoted(f'{tier}={spec}', show=repr)}: {exc}")
-        err.refused_value = f"{tier}={spec}"
-        raise err from None
+        raise admit_refusal(f"{tier}={spec}", str(exc)) from None
+
+
+def admit_refusal(item: str, problem: str) -> UserError:
+    """The refusal of one ``admit=`` item ``TIER=KIND[:ARGS]`` (``admit='cpu=reuse:0': PROBLEM``, cut by
+    :func:`pcs.errors.quoted`; the command line's ``--admit cpu=reuse:0: ...``, a plan's ``admit = "..."``), the
+    item kept as its ``refused_value``: a sweep plan names the line it is written on. One wording for the
+    option's reader (``pcs replay --admit``) and the run (:func:`apply_admission`)."""
+    err = UserError(f"admit={quoted(item, show=repr)}: {problem}")
+    err.refused_value = item
+    return err
 
 
 class _CheckOnly:
@@ -285,8 +294,10 @@ def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict
             tier = tier.strip().lower()
             if not sep or not tier or not spec.strip():
                 raise UserError(f"bad admit= {item!r}; expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
-            if tier not in tier_names:
-                raise UserError(not_among_tiers("admit=", tier, tier_names, quoted(tier, show=repr)))
+            if tier not in tier_names:     # the item kept: a sweep plan names the line it is written on
+                err = UserError(not_among_tiers("admit=", tier, tier_names, quoted(tier, show=repr)))
+                err.refused_value = item
+                raise err
             if is_no_admission(spec):
                 nones[tier] = item
                 continue

@@ -123,10 +123,9 @@ def parse_capacity_list(text: str, option: str, block_bytes: int | Callable[[], 
         except ValueError as exc:
             raise UserError(f"{option} {item!r}: {exc}") from None
         if cap.size_bytes is not None and block_bytes is None:
-            raise UserError(f"{option} {item!r}: a size in bytes needs --model: the curve is in blocks and needs "
-                             f"no model; --model NAME (pcs replay's default is llama-2-70b) gives the bytes per "
-                             f"block that turn {item} into blocks and adds a bytes column; or give blocks, e.g. "
-                             "5000blocks")
+            raise UserError(f"{option} {item!r}: a size in bytes needs --model NAME (pcs replay's default is "
+                             f"llama-2-70b), whose bytes per block turn {item} into blocks and add a bytes column; "
+                             "or give blocks, e.g. 5000blocks")
         if cap.size_bytes is not None and callable(block_bytes):
             block_bytes = block_bytes()
         blocks = cap.to_blocks(None if callable(block_bytes) else block_bytes, f"{option} {item!r}")

@@ -59,21 +59,26 @@ def _get_tier_policy(value: str) -> Any:
 
 def _check_admit(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
     """``--admit TIER=KIND[:ARGS]``: the form and the kind (tier names are checked with the tiers); ``none`` alone
-    or as a tier's kind (``cpu=none``) is no admission (:func:`pcs.cache.admission.parse_admit_option`)."""
-    from pcs.cache.admission import is_no_admission, parse_admission
+    or as a tier's kind (``cpu=none``) is no admission (:func:`pcs.cache.admission.parse_admit_option`).
+
+    Raises:
+        UserError: the item's refusal as the run words it (:func:`pcs.cache.admission.admit_refusal`:
+            ``--admit cpu=reuse:n=1,n=2: ...``; a plan's ``admit = "..."`` at its line).
+    """
+    from pcs.cache.admission import admit_refusal, is_no_admission, parse_admission
 
     for value in values:
         for item in filter(None, (v.strip() for v in value.split("+"))):
             if is_no_admission(item):
                 continue
             tier, sep, spec = item.partition("=")
+            if not sep or not tier.strip() or not spec.strip():
+                raise admit_refusal(item, "expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
             try:
-                if not sep or not tier.strip() or not spec.strip():
-                    raise UserError(f"{item!r}: expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
                 if not is_no_admission(spec):
                     parse_admission(spec)
             except ValueError as exc:
-                raise click.BadParameter(str(exc), ctx, param) from None
+                raise admit_refusal(item, str(exc)) from None
     return values
 
 

@@ -425,10 +425,19 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
             raise UserError(f"{what} must be a mapping of tier name to value, e.g. {{'cpu': ...}}, got {mapping!r}")
         for k in mapping or {}:
             if k not in names:
-                raise UserError(not_among_tiers(what, k, names, quoted(k, show=repr)))
+                raise _entry_refused(UserError(not_among_tiers(what, k, names, quoted(k, show=repr))), k, mapping[k])
     if links and names[0] in links:
         raise UserError(f"links= is for lower tiers; {names[0]!r} is the GPU tier")
     return specs
+
+
+def _entry_refused(exc: UserError, name: str, value: Any) -> UserError:
+    """``exc`` keeping the refused entry of a NAME=VALUE mapping (``links``, ``tier_policies``) as its
+    ``refused_value`` ``NAME=VALUE`` (a value given as text or a number: a sweep plan names the line the entry is
+    written on by it, as :func:`_check_links` does)."""
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        exc.refused_value = f"{name}={value}"
+    return exc
 
 
 def _model_and_gpu(model, dtype, hardware, table, tp: int = 1):

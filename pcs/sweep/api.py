@@ -17,7 +17,7 @@ from typing import Callable
 from pcs.errors import UserError
 from pcs.sweep.backends import default_jobs, run_local, run_ray
 from pcs.sweep.kinds import PlanError, Task, build_task, point_label
-from pcs.sweep.plan import Plan, Point, check_paths, load_plan, value_field
+from pcs.sweep.plan import PAIR_FIELDS, Plan, Point, check_paths, load_plan, value_field
 from pcs.sweep.result import SweepRun
 from pcs.sweep.store import done_ids, write_point
 from pcs.sweep.worker import LoadedTrace, Outcome, load_trace
@@ -49,7 +49,7 @@ def _at(plan: Plan, point: Point | None, option: str | None, refused: object = N
     ``[fixed]`` key, an axis list's element, a range axis's key; for a NAME=VALUE option, the entry the refusal
     names, ``refused``: ``"cpu=pcie-gen9"``), or ``PLAN`` when that is not known."""
     value = point.options[option] if point is not None and option else None
-    if isinstance(value, dict):
+    if isinstance(value, dict) and (option in PAIR_FIELDS or refused is not None):
         value = refused
     field = value_field(plan, option, value) if point is not None and option and value is not None else None
     line = plan.lines.line(field) if field is not None and plan.lines is not None else None

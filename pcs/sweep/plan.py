@@ -368,7 +368,8 @@ def load_plan(path: str | Path) -> Plan:
         raise PlanKeyError(f"{path}:{line}{':' if rest.startswith(' [') else ''}{rest}", exc.field) from None
 
 
-#: plan options that name a file a point reads (relative to the plan's folder; ``model`` only when a file is there)
+#: plan options that name a file a point reads (relative to the plan's folder; ``model`` only when a file is
+#: there, and checked here only when empty)
 PATH_OPTIONS = ("trace", "model", "model_config", "hardware_file", "workloads", "prefill_csv")
 
 
@@ -378,11 +379,11 @@ def _path_fields(data: dict[str, Any]) -> dict[tuple[str, Any], str]:
     for table, many in (("fixed", False), ("axes", True)):
         for key, value in (data.get(table) or {}).items():
             name = _name(str(key))
-            if name not in PATH_OPTIONS or name == "model":
+            if name not in PATH_OPTIONS:
                 continue
             values = value if isinstance(value, list) else [value]
             for i, v in enumerate(values):
-                if isinstance(v, str):
+                if isinstance(v, str) and (name != "model" or not v.strip()):    # a model: only an empty one
                     out.setdefault((name, v), f"{table}.{key}[{i}]" if many or isinstance(value, list) else f"{table}.{key}")
     return out
 
@@ -398,7 +399,8 @@ def _value_fields(data: dict[str, Any]) -> dict[tuple[str, str], str]:
     the value ``None``: the grid is written there). A NAME=VALUE option's entry (``tier``, ``link``,
     ``tier-policy``: a table's entry, a list's ``"cpu=..."`` string, a ``link.cpu`` key or axis element) is keyed
     by its ``ENTRY=VALUE`` text, as the run's refusal keeps it (``refused_value``, ``"cpu=pcie-gen9"``); the
-    whole table of such an option is not keyed: which entry a refusal is about is not known without it."""
+    whole table of such an option is not keyed: which entry a refusal is about is not known without it. Another
+    key's ``[fixed]`` table (``teir = {gpu = "500blocks"}``, refused whole) is keyed by its JSON text."""
     out: dict[tuple[str, str], str] = {}
     fixed, axes = (data.get(t) if isinstance(data.get(t), dict) else {} for t in ("fixed", "axes"))
     for option in PAIR_FIELDS:
@@ -408,7 +410,7 @@ def _value_fields(data: dict[str, Any]) -> dict[tuple[str, str], str]:
     for table, items in (("fixed", fixed), ("axes", axes)):
         for key, value in items.items():
             name = _name(str(key))
-            if "." in name or (isinstance(value, dict) and table == "fixed"):
+            if "." in name or (isinstance(value, dict) and table == "fixed" and name in PAIR_FIELDS):
                 continue
             if table == "axes" and isinstance(value, list):
                 for i, v in enumerate(value):
@@ -426,9 +428,10 @@ def value_field(plan: Plan, option: str, value: Any) -> str | None:
     """The key's path in ``plan`` (``axes.policy[1]``, ``fixed.tp``) where option ``option``'s ``value`` (one
     point's, as :attr:`Point.options` holds it; for a NAME=VALUE option the refused entry's ``"ENTRY=VALUE"``) is
     written, or None when it is not known (an in-memory plan, a NAME=VALUE option's whole table): a message then
-    names no line, never a wrong one."""
+    names no line, never a wrong one. Another option's ``[fixed]`` table (an unknown key's, refused whole) is
+    found by its JSON text."""
     fields = plan.value_fields
-    if isinstance(value, dict):
+    if isinstance(value, dict) and option in PAIR_FIELDS:
         return None
     return fields.get((option, _written(value))) or fields.get((option, _written(None)))
 
@@ -441,22 +444,25 @@ def check_paths(plan: Plan, points: Iterable[Point]) -> None:
         InputError: naming the plan, the line and field of the value (:attr:`Plan.path_fields`; the field alone
             when its line is not found), the path as written and as resolved, and the problem
             (``p.toml:3: field 'fixed.trace': 'gone.jsonl' (from the plan's folder: runs/gone.jsonl): No such
-            file or directory``).
-    """
-    from pcs.trace.pathcheck import check_input_file
+            file or directory``); an empty or blank path (``field 'fixed.trace': an empty path; give a file
+            name``; an empty ``model``: ``empty; give a preset name ...``)."""
+    from pcs.cli.modelarg import EMPTY_MODEL
+    from pcs.trace.pathcheck import check_input_file, empty_path_problem
 
     checked: set[tuple[str, str]] = set()
     for point in points:
         for (name, written), where in plan.path_fields.items():
-            if (name, written) in checked or written in ("", "-") or not _uses(point.options.get(name), written):
+            if (name, written) in checked or written == "-" or not _uses(point.options.get(name), written):
                 continue
             checked.add((name, written))
+            line = plan.lines.line(where) if plan.lines is not None else None
+            if not written.strip():     # Path('') is '.': refused as empty, before it is read as the plan's folder
+                raise InputError(plan.source, line, where, EMPTY_MODEL if name == "model" else empty_path_problem())
             resolved = written if Path(written).is_absolute() else str(plan.base_dir / written)
             try:
                 check_input_file(resolved, name)
             except InputError as exc:
                 how = "" if resolved == written else f" (from the plan's folder: {resolved})"
-                line = plan.lines.line(where) if plan.lines is not None else None
                 raise InputError(plan.source, line, where, f"{written!r}{how}: {exc.problem}") from None
 
 

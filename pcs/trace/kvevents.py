@@ -197,7 +197,7 @@ def _loads(name: str, ln: int, line: bytes) -> Any:
         raise InputError(name, ln, None, f"invalid JSON ({str(exc).splitlines()[0][:80]})") from None
 
 
-#: What an empty capture lacks, as its refusal says (a FIFO with nothing written: :func:`read_kv_events`).
+#: What an empty capture lacks, as its refusal says (an empty FIFO, stdin or file: :func:`read_kv_events`).
 EMPTY_CAPTURE = "empty capture (no events)"
 
 
@@ -210,7 +210,8 @@ def read_kv_events(path, name: str | None = None) -> Iterator[KVEvent]:
 
     Raises:
         InputError: a malformed batch or event (file, batch, field); a ``ts`` that decreases or lies
-            beyond +-2**32 s (:func:`_check_ts`); a FIFO with nothing written into it (:data:`EMPTY_CAPTURE`).
+            beyond +-2**32 s (:func:`_check_ts`); an empty source -- a FIFO with nothing written into it,
+            empty stdin, an empty or blank-lines file -- (:data:`EMPTY_CAPTURE`).
         UserError: a msgpack capture without the ``msgpack`` package.
     """
     from pcs.trace.api import read_once
@@ -221,18 +222,27 @@ def read_kv_events(path, name: str | None = None) -> Iterator[KVEvent]:
 
 
 def _events(path, name: str) -> Iterator[KVEvent]:
-    """:func:`read_kv_events` of a file (no stream), named ``name``."""
+    """:func:`read_kv_events` of a file (no stream), named ``name``.
+
+    Raises:
+        InputError: an empty source -- no byte, or blank/whitespace lines only -- as :data:`EMPTY_CAPTURE`,
+            naming ``name`` (docs/traces.md: an empty source is an error, a FIFO's or a file's alike).
+    """
     with open_binary(path) as f:
         head = f.read(1)
     if not head:
-        return
+        raise InputError(name, None, None, EMPTY_CAPTURE)
     last = [-math.inf]
     if head in (b"{", b"[", b" ", b"\n", b"\t", b"\r", b"\xef"):  # JSON (maybe after whitespace or a BOM)
+        batches = 0
         for first, chunk in iter_chunks(path, name=name):
             for ln, line in iter_lines(first, chunk):
                 if not line.strip():
                     continue
+                batches += 1
                 yield from _batch(_loads(name, ln, line), name, ln, last)
+        if not batches:
+            raise InputError(name, None, None, EMPTY_CAPTURE)
     else:
         for n, obj in _msgpack_objects(path, name):
             yield from _batch(obj, name, n, last)

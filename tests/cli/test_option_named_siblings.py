@@ -86,7 +86,7 @@ def test_footprint_at_replay_defaults_says_none_differ():
 @pytest.mark.parametrize("args,said", [
     (("--admit", "cpu=reuse:m=2"), "admission 'reuse' takes no option 'm'; its options: n="),
     (("--instances", "2", "--router", "random:k=3"), "not of random; its options: seed="),
-    (("--policy", "lru:k=3"), "eviction policy 'lru' takes no option 'k'; its options: none"),
+    (("--policy", "lru:k=3"), "eviction policy 'lru' takes no option 'k'; it takes no options"),
 ])
 def test_one_wording_for_the_options_a_name_takes(args, said):
     assert_one_line_error(invoke(*_REPLAY, *args), said)

@@ -30,9 +30,9 @@ def test_a_size_without_a_model_says_what_model_would_do():
     r = invoke("curve", "--capacities", "200GB")
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert r.output.strip() == (
-        "pcs: error: --capacities '200GB': a size in bytes needs --model: the curve is in blocks and needs no "
-        "model; --model NAME (pcs replay's default is llama-2-70b) gives the bytes per block that turn 200GB into "
-        "blocks and adds a bytes column; or give blocks, e.g. 5000blocks")
+        "pcs: error: --capacities '200GB': a size in bytes needs --model NAME (pcs replay's default is "
+        "llama-2-70b), whose bytes per block turn 200GB into blocks and add a bytes column; or give blocks, e.g. "
+        "5000blocks")
 
 
 def test_the_html_curve_axes_share_ticks_and_space_the_unit():

@@ -145,16 +145,46 @@ def __getattr__(name: str) -> Any:
 DEFAULT_POLICY = _CHOICE_DEFAULT
 
 
+class OutOfRangeText(str):
+    """A spec value that reads as a number no option can hold (``1e999``, ``2**63`` or more): kept as its text,
+    so an option of another type refuses it with that type's message (``aging=1e999``: "must be one of dynamic,
+    none"; ``reuse:1e999``: "N must be an int >= 1"), and an option of its type by :func:`refuse_out_of_range`.
+
+    Attributes:
+        kind: ``"int"`` (an integer outside the signed 64-bit range) or ``"float"`` (beyond a float's range).
+        problem: why a number option refuses it (``option value "1e999" is out of range: a float holds ...``).
+    """
+
+    kind: str
+    problem: str
+
+
+def refuse_out_of_range(value: Any, wanted: str, lead: str = "") -> None:
+    """Refuse ``value`` when it is an :class:`OutOfRangeText` an option of type ``wanted`` reads (``"float"``: any
+    number, :data:`pcs.errors.OUT_OF_FLOAT_RANGE` for a float; ``"int"``: an integer past 64 bits -- a float
+    such as ``1e999`` gets the option's own "an integer" message); anything else passes.
+
+    Raises:
+        UserError: ``lead`` then the value's :attr:`OutOfRangeText.problem`.
+    """
+    if isinstance(value, OutOfRangeText) and (wanted == "float" or value.kind == wanted):
+        raise UserError(f"{lead}{value.problem}")
+
+
+def _out_of_range(text: str, kind: str, problem: str) -> OutOfRangeText:
+    value = OutOfRangeText(text)
+    value.kind, value.problem = kind, f"option value {quoted(text)} is {problem}"
+    return value
+
+
 def spec_value(text: str) -> Any:
     """An option value of a policy or admission spec: an int, else a float, else the text as given. Numbers are
     written in ASCII (:func:`pcs.units.ascii_int` / :func:`pcs.units.ascii_float`, docs/semantics.md §16):
     ``1_000``, full-width ``１２``, ``nan`` and ``inf``, which ``int()`` / ``float()`` read, stay text, which an
-    option typed as a number refuses (:func:`typed_option`, the admission kinds' checks).
-
-    Raises:
-        UserError: an integer outside the signed 64-bit range (the compiled policies hold options as
-            ``int64``; a larger count or duration in blocks is never meaningful), one past Python's 4,300 digits
-            among them; a number beyond a float's range (``1e999``, never read as inf).
+    option typed as a number refuses (:func:`typed_option`, the admission kinds' checks). A number no option can
+    hold -- an integer outside the signed 64-bit range (the compiled policies hold options as ``int64``), one past
+    Python's 4,300 digits among them; a float beyond its range (``1e999``, never read as inf) -- is an
+    :class:`OutOfRangeText`: the option's type check comes first (:func:`refuse_out_of_range`).
     """
     from pcs.units import ascii_float, ascii_int, number_shape
 
@@ -164,14 +194,14 @@ def spec_value(text: str) -> Any:
     if shape == "float":
         value = ascii_float(text)
         if not math.isfinite(value):    # 1e999, 309 digits or more: float() reads inf
-            raise UserError(f"option value {quoted(text)} is {OUT_OF_FLOAT_RANGE}")
+            return _out_of_range(text, "float", OUT_OF_FLOAT_RANGE)
         return value
     try:
         value = ascii_int(text)
     except ValueError:      # more digits than int() converts (4,300)
         value = None
     if value is None or not -(2**63) <= value < 2**63:
-        raise UserError(f"option value {quoted(text)} is out of range: integers must be below 2**63")
+        return _out_of_range(text, "int", "out of range: integers must be below 2**63")
     return value
 
 
@@ -304,8 +334,11 @@ def typed_option(policy: str, key: str, value: Any, default: Any) -> Any:
     (False, 1.0)
 
     Raises:
-        UserError: (a ValueError) a value that does not convert; one line naming the policy and the option.
+        UserError: (a ValueError) a value that does not convert; one line naming the policy and the option; a
+            number out of the option's type's range (:func:`refuse_out_of_range`).
     """
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        refuse_out_of_range(value, "float" if isinstance(default, float) else "int")
     if isinstance(default, bool):
         typed = _BOOLS.get(str(value).lower())
         want = "true or false"
