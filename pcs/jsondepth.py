@@ -81,7 +81,7 @@ def long_integer(text: str, syntax: str | None = None) -> "re.Match | None":
 
 #: a JSON string; TOML's strings (multi-line basic and literal first, then one-line) and comments
 _NOT_CODE = {"json": re.compile(r'"(?:[^"\\]|\\.)*"'),
-             "toml": re.compile(r'"""(?:[^\\]|\\.)*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*')}
+             "toml": re.compile(r'"""(?:[^\\]|\\[\s\S])*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*')}
 
 
 def code_only(text: str, syntax: str) -> str:

@@ -92,3 +92,38 @@ def test_one_page_a_group_block_is_said_as_one_page():
         "it needs tiers of at most 1,073,741,824 pages with group blocks of 1 page, tier gpu has more")
     assert size_unsupported([("gpu", 2**29 + 1)], [2]) == (
         "it needs tiers of at most 536,870,912 pages with group blocks of 2 pages, tier gpu has more")
+
+
+# Review 46k: a TOML multi-line basic string continued by a backslash at a line's end (TOML 1.0 "line ending
+# backslash") is passed over whole: the refused number is the real value written after it.
+
+def test_a_toml_number_past_a_backslash_continued_string(tmp_path):
+    text = ('note = """\\\n  a note \\\n  """\n'        # lines 1-3: one string, two lines continued by a backslash
+            '[gpu."mine"]\nbf16_flops = 1e999\n'          # line 5: the value refused
+            'tag = """x"""\nhbm_bps = 1e999\n')           # line 7: the same text again, after another string
+    assert _hardware_error(tmp_path, text).startswith(f"HW:5: field 'bf16_flops': number 1e999 is {_RANGE}")
+
+
+# Review 46k: a policy option whose default is None (a plug-in's) gets no number that no option holds as text:
+# refused as before this round; a str default gets the number's text as a plain str (docs/policies.md).
+
+def test_a_plugin_option_of_text_refuses_a_number_out_of_range(monkeypatch):
+    from pcs.cache import policies as reg
+
+    class Labelled(reg.LRUPolicy):
+        name = "h46_label"
+
+        def __init__(self, capacity_blocks: int, label: str = "a", limit: object = None) -> None:
+            super().__init__(capacity_blocks)
+
+    monkeypatch.setattr(reg, "_POLICIES", {**reg._POLICIES, "h46_label": Labelled})
+    monkeypatch.setattr(reg, "POLICY_ORIGINS", {**reg.POLICY_ORIGINS, "h46_label": "test"})
+    for spec, value in (("h46_label:limit=1e999", "1e999"), ("h46_label:limit=" + "9" * 20, "9" * 20)):
+        with pytest.raises(UserError) as err:       # a None default: the type unknown, a number refused as before
+            reg.check_policy(spec)
+        assert str(err.value).startswith(f"eviction policy 'h46_label' option limit: option value \"{value}\" is "
+                                         "out of range"), str(err.value)
+    reg.check_policy("h46_label:limit=12,label=b")      # in range: accepted as before
+    # a str default takes the digits as its text, a plain str (no subclass reaches the policy)
+    cls, given = reg._arguments("h46_label:label=" + "9" * 20, {})
+    assert given == {"label": "9" * 20} and type(given["label"]) is str

@@ -328,7 +328,9 @@ _BOOLS = {"true": True, "false": False, "1": True, "0": False}
 def typed_option(policy: str, key: str, value: Any, default: Any) -> Any:
     """Option ``key`` of a policy spec (``value`` as :func:`spec_value` read it) typed by its ``__init__`` default
     (docs/policies.md "Option values"): a bool default takes true/false/1/0 (any case), an int default an integer,
-    a float default a number (as float); any other default (str, None, none) leaves the value as read.
+    a float default a number (as float); a str default takes a number no option holds (an
+    :class:`OutOfRangeText`) as plain text; any other default (None, none) leaves the value as read (a number no
+    option holds is refused by :func:`_arguments`).
 
     >>> typed_option("lifo", "keep_reused", "False", False), typed_option("slru", "protected_share", 1, 0.8)
     (False, 1.0)
@@ -346,6 +348,8 @@ def typed_option(policy: str, key: str, value: Any, default: Any) -> Any:
         typed, want = (value if isinstance(value, int) else None), "an integer"
     elif isinstance(default, float):
         typed, want = (float(value) if isinstance(value, (int, float)) else None), "a number"
+    elif isinstance(default, str) and isinstance(value, OutOfRangeText):
+        return str(value)       # a text option takes the number as its text: the policy checks it (lfu:aging=1e999)
     else:
         return value
     if typed is None:
@@ -382,6 +386,8 @@ def _arguments(name: str, options: dict[str, Any]) -> tuple[type[EvictionPolicy]
             raise UserError(f"eviction policy {cls.name!r} takes no option {quoted(key, show=repr)}; "
                             f"{option_elsewhere(key, cls.name, {**options_of, cls.name: takes})}"
                             f"{options_list(takes)}")
+    for key, value in given.items():    # a number no option holds reaches no policy as text (a None default)
+        refuse_out_of_range(value, "float", f"eviction policy {cls.name!r} option {key}: ")
     return cls, given
 
 
