@@ -155,16 +155,29 @@ class Aliased(click.Option):
 
 
 class CheckedPath(click.Path):
-    """A path argument or option that click checks as it parses (``exists=True``): an empty or blank value is
-    refused first, as :func:`pcs.cli.iofiles.refuse_empty_paths` refuses it for every other path parameter
-    (``FILES '': an empty path; give a file name``; click said ``File '' does not exist``). Every
-    ``click.Path(exists=True)`` of pcs is this one (tests/cli/test_empty_path_arguments.py walks the commands)."""
+    """Every path argument or option of pcs (``click.Path``'s settings: ``exists``, ``dir_okay``, ``file_okay``,
+    ``allow_dash``), refused as the readers refuse a path, in one wording: the parameter as typed, the path, the
+    reason in ``os.strerror``'s words (``TRACE traces: Is a directory``, ``--plot out.txt: Not a directory``,
+    ``PLAN gone.toml: No such file or directory``; :func:`pcs.trace.pathcheck.path_problem`, printed by
+    :func:`pcs.cli.common.user_errors` as a :class:`pcs.errors.PathError`); click said ``Invalid value for 'TRACE':
+    File 'traces' is a directory.``. An empty or blank value is refused first, as
+    :func:`pcs.cli.iofiles.refuse_empty_paths` refuses it (``FILES '': an empty path; give a file name``).
+    tests/cli/test_empty_path_arguments.py walks the commands: every ``click.Path`` of pcs is this one."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and not value.strip() and param is not None:
-            from pcs.cli.iofiles import empty_path_refusal
+        if isinstance(value, str) and param is not None and not (self.allow_dash and self.file_okay and value == "-"):
+            from pcs.cli.iofiles import empty_path_refusal, param_label
+            from pcs.errors import PathError
+            from pcs.trace.pathcheck import path_problem
 
-            raise empty_path_refusal(param, ctx, value)
+            if not value.strip():
+                raise empty_path_refusal(param, ctx, value)
+            problem = path_problem(value, self.file_okay, self.dir_okay, missing_ok=not self.exists,
+                                   readable=self.readable, writable=self.writable)
+            if problem:
+                refusal = PathError(value, param.name or "", problem)
+                refusal.cli_label = param_label(param, ctx)
+                raise refusal
         return super().convert(value, param, ctx)
 
 

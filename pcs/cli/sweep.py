@@ -80,7 +80,7 @@ def _fail(result: Any) -> None:
 
 @sweep.command("run", twins=True)
 @click.argument("plan", type=CheckedPath(exists=True, dir_okay=False))
-@click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
+@click.option("-o", "--out", required=True, type=CheckedPath(file_okay=False),
               help="Results directory: one Parquet file per point (created; points already there are skipped).")
 @click.option("--jobs", type=Int(1, MAX_JOBS), default=None,
               help="Local processes, at most the CPUs this process may use (default: those CPUs; more is "

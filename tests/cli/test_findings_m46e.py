@@ -1,0 +1,39 @@
+"""A new user's findings (mend46e): one mistake, one wording, whichever command meets it. Every expected line is
+worked out by hand from the rules the messages follow: a path refusal is ``PARAMETER PATH: REASON`` with the reason
+in ``os.strerror``'s words (docs/semantics.md §16's one-line errors, as ``pcs trace stats`` words it); a count is
+written with thousands separators (pcs.errors.quoted's style)."""
+from __future__ import annotations
+
+import click
+import pytest
+
+from helpers import SMALL_TRACE, all_commands, assert_one_line_error, invoke
+
+# 1: a folder where a file is read (a file where a folder goes) is worded by every command as trace stats words it.
+
+@pytest.mark.parametrize("args, line", [
+    (("replay", "d"), "pcs: error: TRACE d: Is a directory"),
+    (("trace", "stats", "d"), "pcs: error: TRACE d: Is a directory"),
+    (("curve", "d"), "pcs: error: TRACE d: Is a directory"),
+    (("sweep", "run", "d", "-o", "out"), "pcs: error: PLAN d: Is a directory"),
+    (("sweep", "run", "gone.toml", "-o", "out"), "pcs: error: PLAN gone.toml: No such file or directory"),
+    (("report", "d"), "pcs: error: FILES d: Is a directory"),
+    (("sweep", "summarize", "f.txt"), "pcs: error: OUT f.txt: Not a directory"),
+    (("replay", SMALL_TRACE, "--requests-out", "d"), "pcs: error: --requests-out d: Is a directory"),
+    (("replay", SMALL_TRACE, "--hardware-file", "d"), "pcs: error: --hardware-file d: Is a directory"),
+    (("budget", "--workloads", "d"), "pcs: error: --workloads d: Is a directory"),
+    (("trace", "convert", SMALL_TRACE, "d"), "pcs: error: OUT d: Is a directory"),
+])
+def test_a_folder_where_a_file_goes_is_one_wording(args, line, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "f.txt").write_text("x")
+    assert assert_one_line_error(invoke(*args)) == line
+
+
+def test_every_path_parameter_is_checked_by_pcs():
+    from pcs.cli.params import CheckedPath
+
+    plain = [(" ".join(names), p.name) for names, cmd in all_commands() for p in cmd.params
+             if isinstance(p.type, click.Path) and not isinstance(p.type, CheckedPath)]
+    assert plain == []
