@@ -481,10 +481,19 @@ def user_errors() -> Iterator[None]:
         raise PcsInternalError(exc) from None
 
 
+#: ``ctx.meta`` key a group sets when it supplied the subcommand the user left out (``pcs sweep PLAN`` runs
+#: ``pcs sweep run PLAN``): (the command line as typed, as run), so a refusal names the command the user typed too.
+SHORT_FOR = "pcs.short_for"
+
+
 def _usage_line(exc: click.UsageError) -> str:
-    """click's parse error as one line naming the command's ``--help``; an argument named as every other refusal
-    names it (``TRACE``, not ``[TRACE]``: :func:`pcs.cli.iofiles.param_label`)."""
+    """click's parse error as one line naming the command's ``--help`` (and, for a shorthand, the command as typed:
+    ``(see 'pcs sweep run --help'; 'pcs sweep PLAN' is short for 'pcs sweep run PLAN')``, :data:`SHORT_FOR`); an
+    argument named as every other refusal names it (``TRACE``, not ``[TRACE]``: :func:`pcs.cli.iofiles.param_label`)."""
     where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+    typed, run = exc.ctx.meta.get(SHORT_FOR, ("", "")) if exc.ctx is not None else ("", "")
+    if typed and run.startswith(exc.ctx.command_path + " "):
+        where = f" (see '{exc.ctx.command_path} --help'; '{typed}' is short for '{run}')"
     if isinstance(exc, click.BadParameter) and isinstance(exc.param, click.Argument) and exc.param_hint is None:
         from pcs.cli.iofiles import param_label
 

@@ -37,3 +37,24 @@ def test_every_path_parameter_is_checked_by_pcs():
     plain = [(" ".join(names), p.name) for names, cmd in all_commands() for p in cmd.params
              if isinstance(p.type, click.Path) and not isinstance(p.type, CheckedPath)]
     assert plain == []
+
+
+# 2: `pcs sweep PLAN` (short for `pcs sweep run PLAN`) names the command as typed beside the one whose --help helps.
+
+def _as_pcs(*args):
+    """``pcs ARGS`` in this process under the console script's name (click's runner calls it ``cli``)."""
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    return CliRunner().invoke(cli, [str(a) for a in args], prog_name="pcs")
+
+
+def test_the_sweep_shorthand_names_the_command_as_typed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.toml").write_text('kind = "replay"\n')
+    short = "(see 'pcs sweep run --help'; 'pcs sweep PLAN' is short for 'pcs sweep run PLAN')"
+    assert assert_one_line_error(_as_pcs("sweep", "p.toml")) == f"pcs: error: Missing option '-o' / '--out'. {short}"
+    # typed in full: the hint as before
+    assert assert_one_line_error(_as_pcs("sweep", "run", "p.toml")) == \
+        "pcs: error: Missing option '-o' / '--out'. (see 'pcs sweep run --help')"
