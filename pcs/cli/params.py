@@ -24,10 +24,45 @@ __all__ = ["option_size", "option_bandwidth", "Aliased", "MAX_TP", "MAX_BLOCK_SI
            "kv_reserve_option", "CheckedPath"]
 
 
-class Int(click.IntRange):
+class _Ranged:
+    """The one refusal of a number outside its range, for :class:`Int` and :class:`Float` (every ranged option):
+    the value through :func:`pcs.errors.quoted` (at most :data:`SHOWN_DIGITS` characters, then cut with its
+    length), the bounds with thousands separators, no trailing period: ``'--tp': 99999999999999999999... (26
+    characters) is not in the range 1<=x<=1,024`` (click said ``99999999999999999999999999 is not in the range
+    1<=x<=1024.``). ``--help`` keeps click's ``[1<=x<=1024]``."""
+
+    min: Any
+    max: Any
+    min_open: bool
+    max_open: bool
+
+    def _refuse_outside(self, number: Any, param: click.Parameter | None, ctx: click.Context | None) -> None:
+        """Fail (click's usage error naming the option) when ``number`` is outside ``[min, max]`` (open ends
+        excluded); NaN is outside every range."""
+        low_ok = number > self.min if self.min_open else number >= self.min
+        high_ok = number < self.max if self.max_open else number <= self.max
+        if not (low_ok and high_ok):
+            lop, rop = "<" if self.min_open else "<=", "<" if self.max_open else "<="
+            self.fail(f"{quoted(str(number), SHOWN_DIGITS, show=str)} is not in the range "
+                      f"{_bound(self.min)}{lop}x{rop}{_bound(self.max)}", param, ctx)
+
+
+#: The most characters of a number a range refusal shows whole (:class:`_Ranged`): every 64-bit integer (20).
+SHOWN_DIGITS = 20
+
+
+def _bound(bound: float) -> str:
+    """A range's bound as a refusal writes it: a whole number with thousands separators (``1,000,000,000``),
+    another as ``repr`` shows it (``0.5``, ``1e-09``)."""
+    if isinstance(bound, int) or (isinstance(bound, float) and bound.is_integer() and abs(bound) < 1e21):
+        return f"{int(bound):,}"
+    return repr(bound)
+
+
+class Int(_Ranged, click.IntRange):
     """An integer option in ``[min, max]`` (both bounds always given: no unbounded integer option), written in
     ASCII digits (:func:`pcs.units.ascii_int`: ``1_000`` and full-width ``１２``, which Python's ``int()`` reads,
-    are refused naming the option; docs/semantics.md §16)."""
+    are refused naming the option; docs/semantics.md §16); a value outside is :class:`_Ranged`'s refusal."""
 
     def __init__(self, min: int, max: int) -> None:  # noqa: A002 - click's names
         super().__init__(min=min, max=max)
@@ -40,12 +75,15 @@ class Int(click.IntRange):
                 long = jsondepth.long_integer(value)      # ASCII digits, past Python's digit limit
                 self.fail(f"{quoted(value, show=repr)}: {jsondepth.too_long_text(None)}" if long else   # count: quoted's
                           f"{quoted(value, show=repr)} is not an integer in ASCII digits 0-9", param, ctx)
-        return super().convert(value, param, ctx)
+        number = click.INT.convert(value, param, ctx)
+        self._refuse_outside(number, param, ctx)
+        return super().convert(number, param, ctx)
 
 
-class Float(click.FloatRange):
-    """A finite float option in a range: NaN and infinities are refused as well as values outside it; written
-    in ASCII (:func:`pcs.units.ascii_float`: no ``1_000``, full-width digits, ``nan`` or ``inf``)."""
+class Float(_Ranged, click.FloatRange):
+    """A finite float option in a range: NaN and infinities are refused as well as values outside it
+    (:class:`_Ranged`'s refusal); written in ASCII (:func:`pcs.units.ascii_float`: no ``1_000``, full-width
+    digits, ``nan`` or ``inf``)."""
 
     def __init__(self, min: float, max: float, min_open: bool = False, max_open: bool = False) -> None:  # noqa: A002
         super().__init__(min=min, max=max, min_open=min_open, max_open=max_open)
@@ -59,7 +97,9 @@ class Float(click.FloatRange):
                 self.fail(f"{quoted(text, show=repr)} is not a number in ASCII digits 0-9", param, ctx)
             if not math.isfinite(value):      # 1e999, 5,000 digits: ASCII, but beyond a float (read as inf)
                 self.fail(f"{quoted(text, show=repr)} is {OUT_OF_FLOAT_RANGE}", param, ctx)
-        return super().convert(value, param, ctx)
+        number = click.FLOAT.convert(value, param, ctx)
+        self._refuse_outside(number, param, ctx)
+        return super().convert(number, param, ctx)
 
 
 class Duration(click.ParamType):

@@ -58,3 +58,22 @@ def test_the_sweep_shorthand_names_the_command_as_typed(tmp_path, monkeypatch):
     # typed in full: the hint as before
     assert assert_one_line_error(_as_pcs("sweep", "run", "p.toml")) == \
         "pcs: error: Missing option '-o' / '--out'. (see 'pcs sweep run --help')"
+
+
+# 3: a number outside its range: the value through quoted (20 characters at most, then its length), the bounds
+# with thousands separators, no trailing period; one refusal for every Int and Float option.
+
+@pytest.mark.parametrize("args, words", [
+    (("footprint", "--model", "llama-3.1-8b", "--tokens", "99999999999999999999999999"),
+     "'--tokens': 99999999999999999999... (26 characters) is not in the range 0<=x<=1,000,000,000"),
+    (("footprint", "--model", "llama-3.1-8b", "--tokens", "1000000001"),
+     "'--tokens': 1000000001 is not in the range 0<=x<=1,000,000,000"),
+    (("curve", SMALL_TRACE, "--seed", "-1"), "'--seed': -1 is not in the range 0<=x<=9,223,372,036,854,775,807"),
+    (("replay", SMALL_TRACE, "--gpu-memory-utilization", "0"), "'--gpu-memory-utilization': 0.0 is not in the range 0<x<=1"),
+    (("sweep", "run", "p.toml", "-o", "out", "--jobs", "5000"), "'--jobs': 5000 is not in the range 1<=x<=4,096"),
+])
+def test_a_number_outside_its_range_in_pcs_form(args, words, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.toml").write_text('kind = "replay"\n')
+    line = assert_one_line_error(invoke(*args))
+    assert line.startswith(f"pcs: error: Invalid value for {words} (see 'cli "), line   # no period before the hint
