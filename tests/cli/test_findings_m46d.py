@@ -121,7 +121,7 @@ _TIERS = ("--tier", "gpu=500blocks", "--tier", "cpu=1GB")
     ("--admit", "cpu=retain:duration=1e999",
      'option value "1e999" is out of range: a float holds at most about 1.7977e308 either side'),
     ("--admit", "cpu=reuse:99999999999999999999",
-     'option value "99999999999999999999" is out of range: integers must be below 2**63'),
+     'option value "99999999999999999999" is out of range: an integer holds -2^63 to 2^63 - 1 (64 bits)'),
 ])
 def test_the_type_check_comes_before_the_range(option, value, words):
     from helpers import assert_one_line_error, invoke

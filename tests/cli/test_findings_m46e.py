@@ -77,3 +77,19 @@ def test_a_number_outside_its_range_in_pcs_form(args, words, tmp_path, monkeypat
     (tmp_path / "p.toml").write_text('kind = "replay"\n')
     line = assert_one_line_error(invoke(*args))
     assert line.startswith(f"pcs: error: Invalid value for {words} (see 'cli "), line   # no period before the hint
+
+
+# 4: the 64-bit limit in one wording, 2^63 - 1 (pcs.errors.INT64_LIMIT), each message with its unit: a capacity in
+# GB is a size (bytes), one in blocks a block count; a policy option's integer says the signed 64-bit range.
+
+@pytest.mark.parametrize("args, tail", [
+    (("--tier", "gpu=1e999GB"), "invalid capacity '1e999GB': too large (more than 2^63 - 1 bytes, about 9,223 PB)"),
+    (("--tier", "gpu=100GB", "--tier", "cpu=99999999999TB"),
+     "invalid size '99999999999TB': too large (more than 2^63 - 1 bytes, about 9,223 PB)"),
+    (("--tier", "gpu=1e999blocks"), "invalid block count '1e999blocks': too large (more than 2^63 - 1 blocks)"),
+    (("--tier", "gpu=100GB", "--tier", "cpu=1TB", "--admit", "cpu=reuse:99999999999999999999"),
+     'option value "99999999999999999999" is out of range: an integer holds -2^63 to 2^63 - 1 (64 bits)'),
+])
+def test_the_64_bit_limit_is_one_wording(args, tail):
+    line = assert_one_line_error(invoke("replay", SMALL_TRACE, *args))
+    assert line.endswith(": " + tail), line

@@ -54,7 +54,7 @@ from pcs.cache.policies.twoq import TwoQPolicy
 from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
 from pcs.choices import option_elsewhere, options_list
 from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
-from pcs.errors import OUT_OF_FLOAT_RANGE, UnknownNameError, UserError, quoted
+from pcs.errors import OUT_OF_FLOAT_RANGE, OUT_OF_INT64_RANGE, UnknownNameError, UserError, quoted
 from pcs.cache.policyguard import check_initialised, is_own, raised
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
@@ -201,7 +201,7 @@ def spec_value(text: str) -> Any:
     except ValueError:      # more digits than int() converts (4,300)
         value = None
     if value is None or not -(2**63) <= value < 2**63:
-        return _out_of_range(text, "int", "out of range: integers must be below 2**63")
+        return _out_of_range(text, "int", OUT_OF_INT64_RANGE)
     return value
 
 
