@@ -93,3 +93,27 @@ def test_a_number_outside_its_range_in_pcs_form(args, words, tmp_path, monkeypat
 def test_the_64_bit_limit_is_one_wording(args, tail):
     line = assert_one_line_error(invoke("replay", SMALL_TRACE, *args))
     assert line.endswith(": " + tail), line
+
+
+# 5: a plan's messages name its options as the plan writes them (docs/sweep.md "Options": `tier-policy`), the point
+# descriptions too, and a list as TOML writes it.
+
+def _plan_error(tmp_path, text: str) -> str:
+    (tmp_path / "p.toml").write_text(text)
+    return assert_one_line_error(invoke("sweep", "run", tmp_path / "p.toml", "-o", tmp_path / "out"))
+
+
+_TIERS = f'[fixed]\ntrace = "{SMALL_TRACE}"\ntier = {{gpu = "500blocks", cpu = "10GB"}}\n'
+
+
+def test_an_entry_given_twice_names_the_plans_key(tmp_path):
+    line = _plan_error(tmp_path, f'kind = "replay"\n{_TIERS}"tier-policy" = ["cpu=lru", "CPU=fifo"]\n')
+    assert line == f"pcs: error: {tmp_path / 'p.toml'}:5: [fixed]: tier-policy entry 'cpu' is given twice; give each entry once"
+
+
+def test_a_point_is_described_in_the_plans_words(tmp_path):
+    line = _plan_error(tmp_path, f'kind = "compare"\n{_TIERS}policy = ["lru", "fifo"]\n'
+                                 '[axes]\n"tier-policy.cpu" = ["lru", "lfu:aging=x"]\n')
+    described = (f'(trace={SMALL_TRACE} tier.gpu=500blocks tier.cpu=10GB policy=["lru", "fifo"] '
+                 'tier-policy.cpu=lfu:aging=x): tier-policy cpu=lfu:aging=x: ')
+    assert f"{tmp_path / 'p.toml'}:7: point " in line and described in line, line
