@@ -498,7 +498,31 @@ def _usage_line(exc: click.UsageError) -> str:
         from pcs.cli.iofiles import param_label
 
         exc.param_hint = repr(param_label(exc.param, exc.ctx))
+    if isinstance(exc, click.NoSuchOption) and exc.ctx is not None and exc.option_name.startswith("--"):
+        return f"{_option_typo(exc.option_name, exc.ctx)}{where}"
     return f"{exc.format_message()}{where}"
+
+
+def _option_typo(typed: str, ctx: click.Context) -> str:
+    """The refusal of ``typed``, a long option ``ctx``'s command lacks, with the "did you mean" of every unknown name
+    (:func:`pcs.choices.did_you_mean`'s rule, the one a sweep plan's mistyped key gets): compared without the
+    dashes, the closest first, one option once (an :class:`pcs.cli.params.Aliased` option's hidden spellings
+    count as it): ``No such option '--teir'; did you mean '--tier'?`` (click listed its candidates sorted,
+    ``'--dtype', '--router', '--tier'``); none close: click's ``No such option '--xyz'.``."""
+    from pcs.choices import close_names, meant
+
+    names: dict[str, str] = {}
+    aliases: dict[str, str] = {}
+    for p in ctx.command.get_params(ctx):
+        longs = [o for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
+        for o in longs:
+            names[o[2:].lower()] = o
+            if o != longs[0]:
+                aliases[o[2:].lower()] = longs[0][2:].lower()
+    close = close_names(typed[2:], [n for n in names if n not in aliases], aliases)
+    if not close:
+        return f"No such option {typed!r}."
+    return f"No such option {typed!r}; {meant(names[c.lower()] for c in close).strip()}"
 
 
 def _os_error_line(exc: OSError) -> str:

@@ -117,3 +117,18 @@ def test_a_point_is_described_in_the_plans_words(tmp_path):
     described = (f'(trace={SMALL_TRACE} tier.gpu=500blocks tier.cpu=10GB policy=["lru", "fifo"] '
                  'tier-policy.cpu=lfu:aging=x): tier-policy cpu=lfu:aging=x: ')
     assert f"{tmp_path / 'p.toml'}:7: point " in line and described in line, line
+
+
+# 6: a mistyped long option gets pcs's "did you mean" (pcs.choices.did_you_mean: the closest first, compared without
+# the dashes), as a plan's mistyped key does; click sorted its candidates ('--dtype', '--router', '--tier').
+# difflib's ratio 2M/T, by hand: teir~tier 2*3/8 = 0.75, teir~router 2*3/10 = 0.6 (the cutoff), teir~dtype 2*2/9 < 0.6.
+
+@pytest.mark.parametrize("args, line", [
+    (("replay", "--teir", "gpu=1GB"), "No such option '--teir'; did you mean one of: '--tier', '--router'? "
+                                      "(see 'cli replay --help')"),
+    (("trace", "stats", "--fromat", "json"), "No such option '--fromat'; did you mean '--format'? "
+                                             "(see 'cli trace stats --help')"),
+    (("replay", "--xyzzy"), "No such option '--xyzzy'. (see 'cli replay --help')"),
+])
+def test_a_mistyped_option_gets_the_closest_first(args, line):
+    assert assert_one_line_error(invoke(*args)) == f"pcs: error: {line}"
