@@ -132,3 +132,28 @@ def test_a_point_is_described_in_the_plans_words(tmp_path):
 ])
 def test_a_mistyped_option_gets_the_closest_first(args, line):
     assert assert_one_line_error(invoke(*args)) == f"pcs: error: {line}"
+
+
+# 7: a policy, admission kind or router that takes no options says so once, naming the option refused.
+
+@pytest.mark.parametrize("args, tail", [
+    (("--policy", "lru:foo=1"), "--policy lru:foo=1: eviction policy 'lru' takes no options, got 'foo'"),
+    (("--policy", "fifo:protected_share=0.2"), "--policy fifo:protected_share=0.2: eviction policy 'fifo' takes no "
+                                               "options, got 'protected_share'; 'protected_share' is an option of slru, "
+                                               "not of fifo"),
+    (("--policy", "lfu:foo=1"), "--policy lfu:foo=1: eviction policy 'lfu' takes no option 'foo'; its options: aging="),
+])
+def test_no_options_is_said_once(args, tail):
+    assert assert_one_line_error(invoke("replay", SMALL_TRACE, *args)) == f"pcs: error: {tail}"
+
+
+def test_a_router_without_options_says_so_once():
+    import importlib
+
+    from pcs.fleet.routers import ROUTERS
+
+    router = importlib.import_module(f"pcs.fleet.routers.{ROUTERS['round-robin']}").ROUTER
+    assert router.OPTIONS == {}
+    with pytest.raises(ValueError) as err:
+        router(2, foo=1)
+    assert str(err.value) == "router 'round-robin' takes no options, got 'foo'"

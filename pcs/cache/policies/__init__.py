@@ -52,7 +52,7 @@ from pcs.cache.policies.sieve import SievePolicy
 from pcs.cache.policies.slru import DEFAULT_PROTECTED_SHARE, ProtectedPolicy, SLRUPolicy
 from pcs.cache.policies.twoq import TwoQPolicy
 from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
-from pcs.choices import option_elsewhere, options_list
+from pcs.choices import no_such_option
 from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
 from pcs.errors import OUT_OF_FLOAT_RANGE, OUT_OF_INT64_RANGE, UnknownNameError, UserError, quoted
 from pcs.cache.policyguard import check_initialised, is_own, raised
@@ -379,9 +379,7 @@ def _arguments(name: str, options: dict[str, Any]) -> tuple[type[EvictionPolicy]
             # each option written NAME=, as a spec takes it (slru:protected_share=0.2): the command line's message
             # rewriting (pcs/cli/common.py) leaves a name followed by '=' as it is
             options_of = {n: policy_options(n) for n in registered_names()}
-            raise UserError(f"eviction policy {cls.name!r} takes no option {quoted(key, show=repr)}; "
-                            f"{option_elsewhere(key, cls.name, {**options_of, cls.name: takes})}"
-                            f"{options_list(takes)}")
+            raise UserError(no_such_option("eviction policy", cls.name, key, {**options_of, cls.name: takes}))
     return cls, given
 
 
