@@ -22,7 +22,7 @@ import numbers
 from typing import Any, Callable
 
 from pcs.choices import MAX_BLOCK_SIZE  # tokens per block: one constant (pcs.choices, numpy-free)
-from pcs.errors import ArgumentTypeError, UserError, ending_with
+from pcs.errors import INT64_LIMIT, ArgumentTypeError, UserError, ending_with
 
 __all__ = ["check_text", "check_bandwidth", "check_int", "check_byte_count", "check_real", "check_number_list", "check_flag", "INT64_MAX", "MAX_TP", "MAX_BLOCK_SIZE",
            "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS", "MAX_SEED"]
@@ -46,7 +46,7 @@ MAX_SEED = 2**63 - 1
 
 
 def _num(x: Any) -> str:
-    return "2^63 - 1" if x == INT64_MAX else (str(x) if isinstance(x, int) else f"{x:g}")
+    return INT64_LIMIT if x == INT64_MAX else (str(x) if isinstance(x, int) else f"{x:g}")
 
 
 def _range_text(lo: Any, hi: Any, lo_open: bool, hi_open: bool) -> str:

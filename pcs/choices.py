@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:     # annotations only: this module imports nothing at run time
     from collections.abc import Iterable, Mapping
+    from typing import Any
 
 __all__ = ["WRITE_POLICIES", "TIMINGS", "TRACE_FORMATS", "LENGTH_ONLY_FORMATS", "ON_ERROR", "MAX_INSTANCES", "MAX_STALE_S",
            "BUILTIN_POLICIES", "POLICY_ALIASES", "DEFAULT_POLICY", "MAX_BLOCK_SIZE",
-           "DEFAULT_TOKEN_BLOCK_SIZE", "CLOSE_CUTOFF", "did_you_mean", "close_tail", "option_elsewhere", "options_list",
+           "DEFAULT_TOKEN_BLOCK_SIZE", "CLOSE_CUTOFF", "did_you_mean", "close_tail", "option_elsewhere", "options_list", "no_such_option",
            "not_among_tiers", "close_names", "meant"]
 
 #: ``back``: evicted blocks move down one tier; ``through``: computed blocks are
@@ -146,6 +147,25 @@ def options_list(takes: Iterable[str]) -> str:
     """
     takes = ", ".join(f"{t}=" for t in takes)
     return f"its options: {takes}" if takes else "it takes no options"
+
+
+def no_such_option(what: str, name: str, key: Any, options_of: Mapping[str, Iterable[str]]) -> str:
+    """The one refusal of option ``key`` that ``name`` (an eviction policy, an admission kind, a router: ``what``)
+    does not take, ``options_of`` (name -> its options, ``name``'s own among them) saying what each takes: the option
+    refused, :func:`option_elsewhere`, then :func:`options_list`; a ``name`` that takes no options says so once.
+
+    >>> no_such_option("eviction policy", "lfu", "foo", {"lfu": ["aging"]})
+    "eviction policy 'lfu' takes no option 'foo'; its options: aging="
+    >>> no_such_option("eviction policy", "lru", "foo", {"lru": []})
+    "eviction policy 'lru' takes no options, got 'foo'"
+    """
+    from pcs.errors import quoted
+
+    takes = list(options_of.get(name, ()))
+    elsewhere = option_elsewhere(key, name, options_of)
+    if takes:
+        return f"{what} {name!r} takes no option {quoted(key, show=repr)}; {elsewhere}{options_list(takes)}"
+    return f"{what} {name!r} takes no options, got {quoted(key, show=repr)}" + (f"; {elsewhere.rstrip('; ')}" if elsewhere else "")
 
 
 def option_elsewhere(key: str, name: str, options_of: Mapping[str, Iterable[str]]) -> str:

@@ -17,12 +17,17 @@ import re
 from typing import Any, Callable, Iterable, Mapping
 
 __all__ = ["quoted", "ending_with", "shown_name", "printable", "NAME_LIMIT", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT",
-           "OUT_OF_FLOAT_RANGE"]
+           "OUT_OF_FLOAT_RANGE", "INT64_LIMIT", "OUT_OF_INT64_RANGE"]
 
 #: why a number is refused as out of range, the one wording of it: a float64 holds magnitudes below about
 #: 1.7977e308 (IEEE 754 double precision's largest finite value, 1.7976931348623157e308); a longer or larger number reads as
 #: infinity (``1e999``, an integer part of 309 digits or more, ``1.7976931348623159e308``)
 OUT_OF_FLOAT_RANGE = "out of range: a float holds at most about 1.7977e308 either side"
+#: the 64-bit limit as every message writes it: the largest integer pcs takes, keeps or writes (an int64 column's,
+#: the compiled twins'); a message adds its unit after it (``2^63 - 1 bytes, about 9,223 PB``, ``2^63 - 1 blocks``)
+INT64_LIMIT = "2^63 - 1"
+#: why an integer is refused as past 64 bits (a policy option's ``reuse:99999999999999999999``), the one wording of it
+OUT_OF_INT64_RANGE = f"out of range: an integer holds -2^63 to {INT64_LIMIT} (64 bits)"
 
 #: Where the CLI's last line after an internal error sends the user.
 BUG_REPORT = ("this is a bug in pcs, not in your input: please report it on the pcs issue tracker "

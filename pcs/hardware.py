@@ -29,7 +29,7 @@ from typing import Any, Callable
 from pcs import units
 from pcs.configfile import read_mapping_lines
 from pcs.choices import did_you_mean
-from pcs.errors import InputError, UnknownNameError, UserError, quoted
+from pcs.errors import INT64_LIMIT, InputError, UnknownNameError, UserError, quoted
 from pcs._dataclass import dataclass
 
 __all__ = [
@@ -170,7 +170,7 @@ class LinkSpec:
             _check_range(self.name, "io_size_bytes", self.io_size_bytes, MIN_IO_SIZE, math.inf, "bytes")
             if self.iops * self.io_size_bytes > 2**63 - 1:   # the bound of every bandwidth (pcs.units), as budget's
                 raise UserError(f"{self.name}: iops {self.iops:g} x io_size_bytes {self.io_size_bytes:,} = "
-                                f"{self.iops * self.io_size_bytes:.4g} bytes/s, more than 2^63 - 1 bytes/s: give a "
+                                f"{self.iops * self.io_size_bytes:.4g} bytes/s, more than {INT64_LIMIT} bytes/s: give a "
                                 "smaller IOPS or I/O size")
 
     @property

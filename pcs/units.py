@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal, InvalidOperation
-from pcs.errors import UserError, quoted
+from pcs.errors import INT64_LIMIT, UserError, quoted
 from pcs._dataclass import dataclass
 
 __all__ = [
@@ -189,7 +189,8 @@ def _split(text: str | int | float, what: str, help_: str) -> tuple[Decimal, str
     except InvalidOperation:  # pragma: no cover - regex guarantees a number
         raise UserError(f"invalid {what} {quoted(str(text), show=repr)}: expected {help_}") from None
     if value and value.adjusted() > _MAX_EXPONENT:  # 1e999999 would overflow the decimal context
-        raise UserError(f"invalid {what} {quoted(str(text), show=repr)}: too large (more than {_LIMIT[what]})")
+        raise UserError(f"invalid {what} {quoted(str(text), show=repr)}: too large (more than "
+                        f"{_limit_of(what, m.group(2))})")
     return value, m.group(2)
 
 
@@ -298,9 +299,19 @@ def _scale(unit: str) -> str:
 
 
 #: The bound of each kind in the unit the user can check it against (sizes and bandwidths in bytes, durations in ns).
-_LIMIT = {"size": "2^63 - 1 bytes, about 9,223 PB", "bandwidth": "2^63 - 1 bytes/s, about 9,223 PB/s",
-          "duration": "2^63 - 1 ns, about 292 years", "block count": "2^63 - 1 blocks",
-          "capacity": "2^63 - 1 bytes or blocks"}
+#: (pcs.errors.INT64_LIMIT, the one wording of the 64-bit limit, then the unit); a capacity is a size or a block
+#: count by its unit (:func:`_limit_of`), either without one.
+_LIMIT = {"size": f"{INT64_LIMIT} bytes, about 9,223 PB", "bandwidth": f"{INT64_LIMIT} bytes/s, about 9,223 PB/s",
+          "duration": f"{INT64_LIMIT} ns, about 292 years", "block count": f"{INT64_LIMIT} blocks",
+          "capacity": f"{INT64_LIMIT} bytes or blocks"}
+
+
+def _limit_of(what: str, unit: str) -> str:
+    """The bound :data:`_LIMIT` names for a ``what`` written with ``unit``: a capacity in bytes (``1e999GB``) is a
+    size's, one in blocks a block count's; ``capacity``'s own (bytes or blocks) only without a unit."""
+    if what == "capacity" and unit:
+        return _LIMIT["block count" if unit.lower().startswith("bl") else "size"]
+    return _LIMIT[what]
 
 
 def _bounded(value, text, what: str):
@@ -520,7 +531,7 @@ def capacity_to_blocks(size_bytes: int | None, blocks: int | None, block_bytes: 
     """
     if blocks is not None:
         if block_bytes and blocks * block_bytes > MAX_VALUE:
-            raise UserError(f"{what}: {blocks:,} blocks x {block_bytes:,} B per block is more than 2^63 - 1 bytes "
+            raise UserError(f"{what}: {blocks:,} blocks x {block_bytes:,} B per block is more than {INT64_LIMIT} bytes "
                             f"(about 9,223 PB), the bound of a size in bytes; give at most "
                             f"{MAX_VALUE // block_bytes:,} blocks")
         return blocks

@@ -22,7 +22,7 @@ from pcs import units
 from pcs.analysis.envelope import json_number
 from pcs.argcheck import check_byte_count, check_real
 from pcs.configfile import read_mapping_lines, refuse_unknown_keys
-from pcs.errors import InputError, UserError, quoted
+from pcs.errors import INT64_LIMIT, InputError, UserError, quoted
 
 __all__ = [
     "BudgetResult", "Workload", "budget", "total", "parse_workload", "load_workloads",
@@ -144,7 +144,7 @@ def total(workloads: Iterable[Workload], name: str = "all together") -> Workload
     for value, what, unit in zip(need, ("capacity", "bandwidth"), ("bytes", "bytes/s")):
         if value > 2**63 - 1:
             raise UserError(f"the workloads {', '.join(w.name for w in items)} together need {value:.4g} {unit} of "
-                            f"{what}, more than 2^63 - 1 {unit}: give smaller needs")
+                            f"{what}, more than {INT64_LIMIT} {unit}: give smaller needs")
     return Workload(name, *need)
 
 
@@ -333,7 +333,7 @@ def _rate_bps(rate_per_s: float, size_bytes: int, rate_name: str, size_name: str
     bps = check_real(rate_per_s, rate_name, lo=0) * check_real(size_bytes, size_name, lo=0)
     if bps > 2**63 - 1:
         raise UserError(f"{rate_name} {rate_per_s:g} x {size_name} {size_bytes:,} bytes = {bps:.4g} bytes/s, more "
-                        "than 2^63 - 1 bytes/s: give a smaller rate or size")
+                        f"than {INT64_LIMIT} bytes/s: give a smaller rate or size")
     return bps
 
 

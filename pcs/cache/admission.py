@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Sequence
 
 from pcs.cache.policies import refuse_out_of_range, spec_value
-from pcs.choices import not_among_tiers, option_elsewhere, options_list
+from pcs.choices import no_such_option, not_among_tiers
 from pcs.errors import UnknownNameError, UserError, quoted
 
 __all__ = ["AdmissionPolicy", "CountingAdmission", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
@@ -203,8 +203,7 @@ def make_admission(text: str, context: Any = None) -> AdmissionPolicy:
     takes = options_of[kind]
     for key in opts:
         if key not in takes:
-            raise UserError(f"admission {kind!r} takes no option {key!r}; {option_elsewhere(key, kind, options_of)}"
-                            f"{options_list(takes)}")
+            raise UserError(no_such_option("admission", kind, key, options_of))
     return cls(**opts, context=context) if "context" in inspect.signature(cls.__init__).parameters else cls(**opts)
 
 

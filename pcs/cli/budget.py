@@ -10,7 +10,7 @@ from pcs.analysis.budget import (RATIO_NOTE, BudgetResult, Workload, average_ban
                         load_workloads, name_problem, parse_workload, total, transfer_time_s)
 from pcs.analysis.budget import budget as budget_of  # not `from pcs.analysis import budget`: pcs may re-export the function
 from pcs.cli.common import PcsUsageError, command, emit, format_option, quiet_option
-from pcs.cli.params import option_bandwidth, option_size
+from pcs.cli.params import CheckedPath, option_bandwidth, option_size
 from pcs.cli.presets import hardware_file_option, hardware_table, link_options, refuse_unused, resolve_link
 from pcs.errors import UserError
 from pcs.report.budget import budget_csv_rows, budget_notes, render_budget
@@ -105,7 +105,7 @@ def _row(name: str, r: BudgetResult) -> dict[str, Any]:
 @click.option("--name", default="workload", show_default=True, help="Name of the --capacity-need/--bandwidth-need workload.")
 @click.option("--workload", multiple=True, metavar="NAME:CAP:BW",
               help="A workload as NAME:CAPACITY:BANDWIDTH, e.g. A:30GB:1000GB/s. Repeatable.")
-@click.option("--workloads", "workloads_file", type=click.Path(dir_okay=False),
+@click.option("--workloads", "workloads_file", type=CheckedPath(dir_okay=False),
               help="TOML or JSON file of workloads (and optionally the device); see docs/views.md.")
 @click.option("--capacity-have", help="C_d: bytes the device offers for this data, e.g. 80GB.")
 @click.option("--bandwidth-have", help="B_d: bytes/s the device path offers, e.g. 2000GB/s.")

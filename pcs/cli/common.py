@@ -481,15 +481,48 @@ def user_errors() -> Iterator[None]:
         raise PcsInternalError(exc) from None
 
 
+#: ``ctx.meta`` key a group sets when it supplied the subcommand the user left out (``pcs sweep PLAN`` runs
+#: ``pcs sweep run PLAN``): (the command line as typed, as run), so a refusal names the command the user typed too.
+SHORT_FOR = "pcs.short_for"
+
+
 def _usage_line(exc: click.UsageError) -> str:
-    """click's parse error as one line naming the command's ``--help``; an argument named as every other refusal
-    names it (``TRACE``, not ``[TRACE]``: :func:`pcs.cli.iofiles.param_label`)."""
+    """click's parse error as one line naming the command's ``--help`` (and, for a shorthand, the command as typed:
+    ``(see 'pcs sweep run --help'; 'pcs sweep PLAN' is short for 'pcs sweep run PLAN')``, :data:`SHORT_FOR`); an
+    argument named as every other refusal names it (``TRACE``, not ``[TRACE]``: :func:`pcs.cli.iofiles.param_label`)."""
     where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+    typed, run = exc.ctx.meta.get(SHORT_FOR, ("", "")) if exc.ctx is not None else ("", "")
+    if typed and run.startswith(exc.ctx.command_path + " "):
+        where = f" (see '{exc.ctx.command_path} --help'; '{typed}' is short for '{run}')"
     if isinstance(exc, click.BadParameter) and isinstance(exc.param, click.Argument) and exc.param_hint is None:
         from pcs.cli.iofiles import param_label
 
         exc.param_hint = repr(param_label(exc.param, exc.ctx))
+    if isinstance(exc, click.NoSuchOption) and exc.ctx is not None and exc.option_name.startswith("--"):
+        return f"{_option_typo(exc.option_name, exc.ctx)}{where}"
     return f"{exc.format_message()}{where}"
+
+
+def _option_typo(typed: str, ctx: click.Context) -> str:
+    """The refusal of ``typed``, a long option ``ctx``'s command lacks, with the "did you mean" of every unknown name
+    (:func:`pcs.choices.did_you_mean`'s rule, the one a sweep plan's mistyped key gets): compared without the
+    dashes, the closest first, one option once (an :class:`pcs.cli.params.Aliased` option's hidden spellings
+    count as it): ``No such option '--teir'; did you mean '--tier'?`` (click listed its candidates sorted,
+    ``'--dtype', '--router', '--tier'``); none close: click's ``No such option '--xyz'.``."""
+    from pcs.choices import close_names, meant
+
+    names: dict[str, str] = {}
+    aliases: dict[str, str] = {}
+    for p in ctx.command.get_params(ctx):
+        longs = [o for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
+        for o in longs:
+            names[o[2:].lower()] = o
+            if o != longs[0]:
+                aliases[o[2:].lower()] = longs[0][2:].lower()
+    close = close_names(typed[2:], [n for n in names if n not in aliases], aliases)
+    if not close:
+        return f"No such option {typed!r}."
+    return f"No such option {typed!r}; {meant(names[c.lower()] for c in close).strip()}"
 
 
 def _os_error_line(exc: OSError) -> str:

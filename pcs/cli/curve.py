@@ -10,7 +10,7 @@ from pcs import _native
 from pcs.extras import missing_extra
 from pcs.cli.common import (PcsUsageError, Progress, RegistryChoice, command, counted, emit, format_option,
                              quiet_option, with_trace_notes)
-from pcs.cli.params import MAX_COUNT, MAX_POINTS, MAX_SEED, Aliased, Choice, Float, Int, parse_capacity_list
+from pcs.cli.params import CheckedPath, MAX_COUNT, MAX_POINTS, MAX_SEED, Aliased, Choice, Float, Int, parse_capacity_list
 from pcs.cli.report import check_outputs, write_outputs
 from pcs.cli.traceopts import open_from_options, trace_input_options
 from pcs.model import KV_DTYPES, get_layout
@@ -63,7 +63,7 @@ def _plot_format_ok(path: str) -> None:
 
 
 @command("curve", twins=True)
-@click.argument("trace", required=False, type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("trace", required=False, type=CheckedPath(dir_okay=False, allow_dash=True))
 @click.option("--capacities", metavar="LIST",
               help="Comma-separated cache sizes in blocks (1000blocks,5000blocks) or, with --model, in bytes "
                    "(40GB,80GB); a plain number other than 0 is refused.")
@@ -86,12 +86,12 @@ def _plot_format_ok(path: str) -> None:
 @click.option("--native", type=Choice(_native.MODES), default=None, help=_native.HELP)
 @click.option("--kernel", type=Choice(_native.MODES), default=None, hidden=True,
               help="Deprecated alias of --native (its older name).")
-@click.option("--plot", "plot_path", type=click.Path(), default=None,
+@click.option("--plot", "plot_path", type=CheckedPath(), default=None,
               help="Also draw the curves to this image, its type by the suffix: "
                    f"{', '.join('.' + t for t in PLOT_TYPES)} (needs the plot extra: pip install -e '.[plot]'); "
                    "with --model a second axis gives the capacity in bytes. A path without a suffix is a folder "
                    "for every figure of the HTML page (<figure>.png, .svg).")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--html", "html_path", type=CheckedPath(dir_okay=False), default=None,
               help="Also write a self-contained HTML report to FILE (pip install -e '.[report]').")
 @trace_input_options
 @format_option

@@ -5,7 +5,7 @@ import click
 
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.modelarg import load_model, model_options
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Float, Int
+from pcs.cli.params import CheckedPath, MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Float, Int
 from pcs.errors import UserError
 from pcs.model import KV_DTYPES, get_layout
 
@@ -26,7 +26,7 @@ __all__ = ["deploy"]
 @click.option("--gpu-memory-utilization", type=Float(0, 1, min_open=True), default=None,
               help="Share of HBM the engine may use (vLLM's gpu_memory_utilization; default 0.9).")
 @click.option("--kv-reserve", default=None, help="Activation/runtime memory per GPU (default 5GB).")
-@click.option("--hardware-file", type=click.Path(dir_okay=False), help="TOML/JSON overrides of GPU presets.")
+@click.option("--hardware-file", type=CheckedPath(dir_okay=False), help="TOML/JSON overrides of GPU presets.")
 @format_option
 @quiet_option
 def deploy(model_name: str | None, model_config: str | None, gpu: str, tp: int, dtype: str | None,

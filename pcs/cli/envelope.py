@@ -9,7 +9,7 @@ import click
 from pcs.analysis.envelope import envelope as envelope_lib, restore_for_tokens, restored_tokens
 from pcs.blocks import BlockRules
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option, typed_flag
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int, option_bandwidth, option_duration, option_size
+from pcs.cli.params import CheckedPath, MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int, option_bandwidth, option_duration, option_size
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, refuse_unused, resolve_gpu
 from pcs.errors import UserError, shown_name
 from pcs.model import KV_DTYPES, get_layout
@@ -193,7 +193,7 @@ def _restore_bytes(kw: dict[str, Any], from_tokens: int | None) -> int:
                    "best case, ((T - 1) // block) x block tokens; as pcs footprint's --tokens (older name "
                    "--prompt-tokens).")
 @click.option("--model", help="Model preset (list: pcs models) or a config.json path, for D and the compute model.")
-@click.option("--model-config", type=click.Path(dir_okay=False), help="Local Hugging Face config.json instead of --model.")
+@click.option("--model-config", type=CheckedPath(dir_okay=False), help="Local Hugging Face config.json instead of --model.")
 @click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout),
               help="KV cache layout for D, as in pcs replay and pcs footprint (default: the model's).")
 @click.option("--kv-dtype", type=RegistryChoice(KV_DTYPES, get_layout), hidden=True, help="Older name of --dtype.")
@@ -219,7 +219,7 @@ def _restore_bytes(kw: dict[str, Any], from_tokens: int | None) -> int:
                    "not HBM use, which is --gpu-memory-utilization in replay/deploy (older name --utilisation).")
 @click.option("--compute-dtype", type=Choice(["bf16", "fp16", "fp8"]), default="bf16", show_default=True,
               help="Precision of the prefill matmuls (selects the GPU's dense peak).")
-@click.option("--prefill-csv", type=click.Path(dir_okay=False),
+@click.option("--prefill-csv", type=CheckedPath(dir_okay=False),
               help="CSV of measured prefill points (header tokens,seconds), interpolated; replaces the compute model.")
 @hardware_file_option
 @format_option

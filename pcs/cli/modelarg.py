@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from pcs.cli.common import PcsUsageError
+from pcs.cli.params import CheckedPath
 
 __all__ = ["load_model", "is_config_path", "config_file", "preset_clash_note", "model_callback", "model_options"]
 
@@ -99,7 +100,7 @@ def model_options(f):
     help text; :func:`load_model` reads them (``model_name``, ``model_config``)."""
     from pcs.model import MODEL_NAMES     # here, not at import: pcs replay imports this module for its --help
 
-    f = click.option("--model-config", "model_config", type=click.Path(dir_okay=False), default=None,
+    f = click.option("--model-config", "model_config", type=CheckedPath(dir_okay=False), default=None,
                      help="A local Hugging Face config.json instead of a preset (no network).")(f)
     return click.option("--model", "model_name", default=None, metavar="NAME", callback=model_callback,
                         help=f"Model preset: {', '.join(MODEL_NAMES)} (see `pcs models`), or a config.json path.")(f)

@@ -24,10 +24,45 @@ __all__ = ["option_size", "option_bandwidth", "Aliased", "MAX_TP", "MAX_BLOCK_SI
            "kv_reserve_option", "CheckedPath"]
 
 
-class Int(click.IntRange):
+class _Ranged:
+    """The one refusal of a number outside its range, for :class:`Int` and :class:`Float` (every ranged option):
+    the value through :func:`pcs.errors.quoted` (at most :data:`SHOWN_DIGITS` characters, then cut with its
+    length), the bounds with thousands separators, no trailing period: ``'--tp': 99999999999999999999... (26
+    characters) is not in the range 1<=x<=1,024`` (click said ``99999999999999999999999999 is not in the range
+    1<=x<=1024.``). ``--help`` keeps click's ``[1<=x<=1024]``."""
+
+    min: Any
+    max: Any
+    min_open: bool
+    max_open: bool
+
+    def _refuse_outside(self, number: Any, param: click.Parameter | None, ctx: click.Context | None) -> None:
+        """Fail (click's usage error naming the option) when ``number`` is outside ``[min, max]`` (open ends
+        excluded); NaN is outside every range."""
+        low_ok = number > self.min if self.min_open else number >= self.min
+        high_ok = number < self.max if self.max_open else number <= self.max
+        if not (low_ok and high_ok):
+            lop, rop = "<" if self.min_open else "<=", "<" if self.max_open else "<="
+            self.fail(f"{quoted(str(number), SHOWN_DIGITS, show=str)} is not in the range "
+                      f"{_bound(self.min)}{lop}x{rop}{_bound(self.max)}", param, ctx)
+
+
+#: The most characters of a number a range refusal shows whole (:class:`_Ranged`): every 64-bit integer (20).
+SHOWN_DIGITS = 20
+
+
+def _bound(bound: float) -> str:
+    """A range's bound as a refusal writes it: a whole number with thousands separators (``1,000,000,000``),
+    another as ``repr`` shows it (``0.5``, ``1e-09``)."""
+    if isinstance(bound, int) or (isinstance(bound, float) and bound.is_integer() and abs(bound) < 1e21):
+        return f"{int(bound):,}"
+    return repr(bound)
+
+
+class Int(_Ranged, click.IntRange):
     """An integer option in ``[min, max]`` (both bounds always given: no unbounded integer option), written in
     ASCII digits (:func:`pcs.units.ascii_int`: ``1_000`` and full-width ``１２``, which Python's ``int()`` reads,
-    are refused naming the option; docs/semantics.md §16)."""
+    are refused naming the option; docs/semantics.md §16); a value outside is :class:`_Ranged`'s refusal."""
 
     def __init__(self, min: int, max: int) -> None:  # noqa: A002 - click's names
         super().__init__(min=min, max=max)
@@ -40,12 +75,15 @@ class Int(click.IntRange):
                 long = jsondepth.long_integer(value)      # ASCII digits, past Python's digit limit
                 self.fail(f"{quoted(value, show=repr)}: {jsondepth.too_long_text(None)}" if long else   # count: quoted's
                           f"{quoted(value, show=repr)} is not an integer in ASCII digits 0-9", param, ctx)
-        return super().convert(value, param, ctx)
+        number = click.INT.convert(value, param, ctx)
+        self._refuse_outside(number, param, ctx)
+        return super().convert(number, param, ctx)
 
 
-class Float(click.FloatRange):
-    """A finite float option in a range: NaN and infinities are refused as well as values outside it; written
-    in ASCII (:func:`pcs.units.ascii_float`: no ``1_000``, full-width digits, ``nan`` or ``inf``)."""
+class Float(_Ranged, click.FloatRange):
+    """A finite float option in a range: NaN and infinities are refused as well as values outside it
+    (:class:`_Ranged`'s refusal); written in ASCII (:func:`pcs.units.ascii_float`: no ``1_000``, full-width
+    digits, ``nan`` or ``inf``)."""
 
     def __init__(self, min: float, max: float, min_open: bool = False, max_open: bool = False) -> None:  # noqa: A002
         super().__init__(min=min, max=max, min_open=min_open, max_open=max_open)
@@ -59,7 +97,9 @@ class Float(click.FloatRange):
                 self.fail(f"{quoted(text, show=repr)} is not a number in ASCII digits 0-9", param, ctx)
             if not math.isfinite(value):      # 1e999, 5,000 digits: ASCII, but beyond a float (read as inf)
                 self.fail(f"{quoted(text, show=repr)} is {OUT_OF_FLOAT_RANGE}", param, ctx)
-        return super().convert(value, param, ctx)
+        number = click.FLOAT.convert(value, param, ctx)
+        self._refuse_outside(number, param, ctx)
+        return super().convert(number, param, ctx)
 
 
 class Duration(click.ParamType):
@@ -155,16 +195,29 @@ class Aliased(click.Option):
 
 
 class CheckedPath(click.Path):
-    """A path argument or option that click checks as it parses (``exists=True``): an empty or blank value is
-    refused first, as :func:`pcs.cli.iofiles.refuse_empty_paths` refuses it for every other path parameter
-    (``FILES '': an empty path; give a file name``; click said ``File '' does not exist``). Every
-    ``click.Path(exists=True)`` of pcs is this one (tests/cli/test_empty_path_arguments.py walks the commands)."""
+    """Every path argument or option of pcs (``click.Path``'s settings: ``exists``, ``dir_okay``, ``file_okay``,
+    ``allow_dash``), refused as the readers refuse a path, in one wording: the parameter as typed, the path, the
+    reason in ``os.strerror``'s words (``TRACE traces: Is a directory``, ``--plot out.txt: Not a directory``,
+    ``PLAN gone.toml: No such file or directory``; :func:`pcs.trace.pathcheck.path_problem`, printed by
+    :func:`pcs.cli.common.user_errors` as a :class:`pcs.errors.PathError`); click said ``Invalid value for 'TRACE':
+    File 'traces' is a directory.``. An empty or blank value is refused first, as
+    :func:`pcs.cli.iofiles.refuse_empty_paths` refuses it (``FILES '': an empty path; give a file name``).
+    tests/cli/test_empty_path_arguments.py walks the commands: every ``click.Path`` of pcs is this one."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and not value.strip() and param is not None:
-            from pcs.cli.iofiles import empty_path_refusal
+        if isinstance(value, str) and param is not None and not (self.allow_dash and self.file_okay and value == "-"):
+            from pcs.cli.iofiles import empty_path_refusal, param_label
+            from pcs.errors import PathError
+            from pcs.trace.pathcheck import path_problem
 
-            raise empty_path_refusal(param, ctx, value)
+            if not value.strip():
+                raise empty_path_refusal(param, ctx, value)
+            problem = path_problem(value, self.file_okay, self.dir_okay, missing_ok=not self.exists,
+                                   readable=self.readable, writable=self.writable)
+            if problem:
+                refusal = PathError(value, param.name or "", problem)
+                refusal.cli_label = param_label(param, ctx)
+                raise refusal
         return super().convert(value, param, ctx)
 
 

@@ -12,6 +12,7 @@ import click
 
 from pcs import units
 from pcs.cli.common import apply_options, command, emit, format_option, quiet_option
+from pcs.cli.params import CheckedPath
 from pcs.errors import UserError
 from pcs.hardware import (ALIASES, GPUSpec, HardwareTable, LinkSpec, get_gpu, get_link, load_hardware_file,
                           override)
@@ -64,7 +65,7 @@ def _changes(kwargs: dict[str, Any], overrides: dict[str, tuple[str, str]]) -> d
 
 def hardware_file_option(f: Callable) -> Callable:
     """``--hardware-file FILE``: TOML/JSON overrides and new entries (see pcs.hardware.load_hardware_file)."""
-    return click.option("--hardware-file", type=click.Path(dir_okay=False),
+    return click.option("--hardware-file", type=CheckedPath(dir_okay=False),
                         help="TOML or JSON file overriding or adding GPU/link presets, "
                              "e.g. [gpu.h100-sxm] hbm_bps = \"3TB/s\".")(f)
 

@@ -17,7 +17,7 @@ from pcs.cli.common import Progress, RegistryChoice, apply_options, command, emi
 from pcs.cli.fleet import FLEET_NO_HTML, fleet_options, replay_fleet, wants_fleet
 from pcs.cli.modelarg import is_config_path, model_callback
 from pcs.cli.rerun import replay_command
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Choice, Duration, Float, Int, kv_reserve_option
+from pcs.cli.params import CheckedPath, MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Choice, Duration, Float, Int, kv_reserve_option
 from pcs.cli.report import check_outputs, html_options, write_replay_outputs
 from pcs.engine import select
 from pcs.engine.restores import RESTORE_POLICIES
@@ -116,7 +116,7 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
 def _trace_options() -> list:
     """The trace argument and how it is read."""
     return [
-        click.argument("trace", required=False, type=click.Path(dir_okay=False)),
+        click.argument("trace", required=False, type=CheckedPath(dir_okay=False)),
         click.option("--trace-format", type=Choice(list(FORMATS)), help="Trace format (default: detected)."),
         click.option("--sort", is_flag=True, help="Reorder the trace by arrival time instead of rejecting a "
                                                   "decreasing timestamp (holds the trace in memory)."),
@@ -147,7 +147,7 @@ def _deployment_options() -> list:
                           "(vLLM's gpu_memory_utilization; default 0.9)."),
         click.option("--kv-reserve", help="Activation/runtime memory per GPU besides weights and KV when the GPU "
                                           "tier is sized from the deployment (default 5GB; see pcs deploy)."),
-        click.option("--hardware-file", type=click.Path(dir_okay=False),
+        click.option("--hardware-file", type=CheckedPath(dir_okay=False),
                      help="TOML/JSON overrides of GPU and link presets."),
     ]
 
@@ -550,7 +550,7 @@ _REPLAY_MODULES = ("pcs.engine.api", "pcs.engine.deployment", "pcs.engine.schedu
 @command("replay", twins=True, preload=_REPLAY_MODULES)
 @replay_options
 @fleet_options(multiple=False)
-@click.option("--requests-out", type=click.Path(dir_okay=False),
+@click.option("--requests-out", type=CheckedPath(dir_okay=False),
               help="Write one row per request to FILE.parquet or FILE.csv.")
 @html_options
 @format_option

@@ -26,10 +26,10 @@ __all__ = ["report", "html_options", "check_outputs", "write_outputs", "write_re
 
 def html_options(f: Callable) -> Callable:
     """``--html FILE`` and ``--plot DIR`` (the page and its figures)."""
-    f = click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
+    f = click.option("--plot", "plot_dir", type=CheckedPath(file_okay=False), default=None,
                      help="Also write every figure of the page as DIR/<figure>.png and .svg "
                           "(needs the plot extra: pip install -e '.[plot]').")(f)
-    return click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+    return click.option("--html", "html_path", type=CheckedPath(dir_okay=False), default=None,
                         help="Also write a self-contained HTML report to FILE (charts, tables, inputs; no "
                              "network; needs the report extra: pip install -e '.[report]').")(f)
 
@@ -336,9 +336,9 @@ def _refuse_trace_output(html_path: str | None, payloads: Sequence[dict]) -> Non
 
 @command("report")
 @click.argument("files", nargs=-1, required=True, type=CheckedPath(dir_okay=False, exists=True))
-@click.option("-o", "--output", "--html", "html_path", type=click.Path(dir_okay=False), default=None,
+@click.option("-o", "--output", "--html", "html_path", type=CheckedPath(dir_okay=False), default=None,
               help="The HTML page to write (self-contained: opens from a file, no network).")
-@click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
+@click.option("--plot", "plot_dir", type=CheckedPath(file_okay=False), default=None,
               help="Also write every figure as DIR/<figure>.png and .svg (pip install -e '.[plot]').")
 @click.option("--no-curve", is_flag=True,
               help="Do not read a replay's trace for the hit-rate curve and the oracle (Belady).")

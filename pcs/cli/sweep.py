@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from pcs.cli.common import PcsGroup, Progress, emit, format_option, quiet_option
+from pcs.cli.common import SHORT_FOR, PcsGroup, Progress, emit, format_option, quiet_option
 from pcs.cli.params import CheckedPath, Choice, Int
 from pcs.errors import UserError
 from pcs.units import format_counted
@@ -28,7 +28,8 @@ class _SweepGroup(PcsGroup):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
-            args = ["run", *args]
+            args = ["run", *args]       # a refusal names the command as typed too (pcs.cli.common._usage_line)
+            ctx.meta[SHORT_FOR] = (f"{ctx.command_path} PLAN", f"{ctx.command_path} run PLAN")
         return super().parse_args(ctx, _bare_ray_before_plan(args))
 
 
@@ -80,7 +81,7 @@ def _fail(result: Any) -> None:
 
 @sweep.command("run", twins=True)
 @click.argument("plan", type=CheckedPath(exists=True, dir_okay=False))
-@click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
+@click.option("-o", "--out", required=True, type=CheckedPath(file_okay=False),
               help="Results directory: one Parquet file per point (created; points already there are skipped).")
 @click.option("--jobs", type=Int(1, MAX_JOBS), default=None,
               help="Local processes, at most the CPUs this process may use (default: those CPUs; more is "

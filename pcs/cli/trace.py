@@ -72,7 +72,7 @@ def stats(trace_path, trace_format, block_size, on_error, sort, fmt, quiet) -> N
 
 @trace.command("convert")
 @click.argument("in_path", metavar="IN")
-@click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
+@click.argument("out_path", metavar="OUT", type=CheckedPath(dir_okay=False))
 @click.option("--to", "out_format", type=Choice(OUT_FORMATS), default=None,
               help="Output format; default parquet for *.parquet, *.pq or *.parq (any case), else mooncake "
                    "(*.gz is gzipped); a *.csv or *.tsv name needs --to (pcs writes no CSV).")
@@ -188,7 +188,7 @@ class _Requests(click.ParamType):
 
 
 @trace.command("synth")
-@click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
+@click.argument("out_path", metavar="OUT", type=CheckedPath(dir_okay=False))
 @click.option("--requests", "num_requests", type=_Requests(), default=1700, show_default=True,
               help="Requests to generate (with --azure-csv: at most its rows; all = every row).")
 @click.option("--seed", type=Int(0, MAX_SEED), default=0, show_default=True, help="RNG seed; same seed, same bytes.")
@@ -215,7 +215,7 @@ class _Requests(click.ParamType):
               help="Output format; default parquet for *.parquet, *.pq or *.parq (any case), else mooncake; "
                    "a *.csv or *.tsv name needs "
                    "--to (pcs writes no CSV).")
-@click.option("--tokens-out", type=click.Path(dir_okay=False), default=None,
+@click.option("--tokens-out", type=CheckedPath(dir_okay=False), default=None,
               help="Also write the token-id JSONL form (same requests; pcs hashes it to the same blocks).")
 @format_option
 @quiet_option

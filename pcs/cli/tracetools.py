@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from pcs.cli.common import Progress, command, counted, emit, format_option, quiet_option, with_trace_notes
-from pcs.cli.params import MAX_SEED, MAX_TOKENS, Choice, Float, Int
+from pcs.cli.params import CheckedPath, MAX_SEED, MAX_TOKENS, Choice, Float, Int
 from pcs.cli.traceopts import open_from_options, trace_input_options, written_block_size_note
 from pcs.errors import UserError
 
@@ -60,8 +60,8 @@ def events_cmd(events_path, at_s, list_held, fmt, quiet) -> None:
 
 @command("from-chat")
 @click.argument("chat_path", metavar="CHAT")
-@click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
-@click.option("--tokenizer", "tokenizer_path", required=True, type=click.Path(dir_okay=False),
+@click.argument("out_path", metavar="OUT", type=CheckedPath(dir_okay=False))
+@click.option("--tokenizer", "tokenizer_path", required=True, type=CheckedPath(dir_okay=False),
               help="The model's local tokenizer.json (read with the 'tokenizers' library; no network).")
 @click.option("--chat-template", "template", default="chatml", show_default=True,
               help="Built-in chatml or llama3, a Jinja template file, or a tokenizer_config.json with chat_template.")
@@ -141,7 +141,7 @@ def _large_output_note(requests: int, spec) -> None:
 
 @command("transform")
 @click.argument("in_path", metavar="IN")
-@click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
+@click.argument("out_path", metavar="OUT", type=CheckedPath(dir_okay=False))
 @click.option("--speed", type=Float(1e-6, 1e6), default=1.0, show_default=True,
               help="Arrival-rate multiplier: arrival times are divided by it (2 = twice the traffic rate).")
 @click.option("--tenants", type=Int(1, 1000), default=1, show_default=True,

@@ -45,7 +45,7 @@ from dataclasses import field
 from typing import Any, Callable
 
 from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, check_int
-from pcs.errors import ArgumentTypeError, UserError
+from pcs.errors import INT64_LIMIT, ArgumentTypeError, UserError
 from pcs.model.components import KVComponent
 from pcs.model.spec import ModelSpec, check_mode
 from pcs._dataclass import dataclass
@@ -453,7 +453,7 @@ def _check_fits(tokens: int, sequences: int, rows: list[dict[str, Any]]) -> None
     most = max(v for row in rows for k, v in row.items() if k.endswith("_bytes") and isinstance(v, int))
     if most > MAX_VALUE:
         raise UserError(f"{tokens:,} tokens x {sequences:,} sequences need {format_bytes(most)} = {most:.3e} B, more "
-                        f"than 2^63 - 1 bytes (about 9,223 PB), the largest size pcs handles: give fewer tokens "
+                        f"than {INT64_LIMIT} bytes (about 9,223 PB), the largest size pcs handles: give fewer tokens "
                         "or sequences")
 
 

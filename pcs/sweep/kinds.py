@@ -481,8 +481,16 @@ def build_task(kind: str, point: Any, base_dir: Path | str = ".",
 
 
 def point_label(options: dict[str, Any]) -> str:
+    """A point's options as its messages describe it, in the plan's words: each key as the plan writes it
+    (:func:`plan_word`: ``tier-policy.cpu=lfu``, ``write-policy=through``), a table by its entries
+    (``tier.gpu=500blocks``), a list and a flag as TOML writes them (``policy=["lru", "fifo"]``, ``sort=true``),
+    any other value as it is (``tier.cpu=10GB``, ``tp=1``)."""
+    import json
+
     parts = []
     for k, v in options.items():
-        parts += ([f"{k}.{e}={x}" for e, x in v.items()] if isinstance(v, dict)
-                  else [f"{k}={str(v).lower()}"] if isinstance(v, bool) else [f"{k}={v}"])   # TOML's true
+        word = plan_word(k)
+        parts += ([f"{word}.{e}={x}" for e, x in v.items()] if isinstance(v, dict)
+                  else [f"{word}={json.dumps(v, ensure_ascii=False)}"] if isinstance(v, (bool, list))
+                  else [f"{word}={v}"])
     return " ".join(parts)

@@ -120,7 +120,10 @@ class PlanKeyError(UserError):
 
 def _pairs(name: str, value: Any, where: str, field: str) -> dict[str, Any]:
     """A ``NAME=VALUE`` option as an ordered dict (a table, or a list of "NAME=VALUE" strings); ``field``: its key's
-    path in the plan, for a :class:`PlanKeyError`."""
+    path in the plan, for a :class:`PlanKeyError`; a message names the option as the plan writes it (``tier-policy``)."""
+    from pcs.sweep.kinds import plan_word
+
+    name = plan_word(name)
     if isinstance(value, dict):
         entries = [(str(k), v) for k, v in value.items()]
     else:

@@ -15,7 +15,7 @@ from typing import Any
 from pcs.errors import PathError, UserError, quoted
 
 __all__ = ["refuse_file_objects", "check_input_file", "check_input_dir", "check_regular_file", "refuse_empty_path",
-           "empty_path_problem"]
+           "empty_path_problem", "path_problem"]
 
 #: What an empty path is refused for taking, by what the parameter names (:func:`empty_path_problem`).
 FILE_WANTED, FOLDER_WANTED = "a file name", "a folder name (. for the current folder)"
@@ -42,15 +42,31 @@ def refuse_empty_path(path: Any, keyword: str, folder: bool = False) -> None:
 def _path_problem(path: Any, folder: bool) -> str | None:
     """Why ``path`` cannot be read as a file (``folder``: as a folder), in the words of ``os.strerror``; None
     when it can (a FIFO or a device passes: :func:`pcs.trace.source.check_source` grades those)."""
+    return path_problem(path, file_ok=not folder, dir_ok=folder)
+
+
+def path_problem(path: Any, file_ok: bool = True, dir_ok: bool = True, missing_ok: bool = False,
+                 readable: bool = True, writable: bool = False) -> str | None:
+    """Why ``path`` is refused, in the words of ``os.strerror`` (``No such file or directory``, ``Is a directory``,
+    ``Not a directory``, ``Permission denied``), or None: the one rule of the API's path checks
+    (:func:`check_input_file`, :func:`check_input_dir`) and the command line's (:class:`pcs.cli.params.CheckedPath`).
+
+    Args:
+        path: str or os.PathLike. file_ok / dir_ok: whether a file (anything not a folder: a FIFO, a device) /
+            a folder may stand there. missing_ok: a path that does not exist passes (an output).
+        readable, writable: an existing path must be readable (a folder: readable and searchable) / writable.
+    """
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        return os.strerror(errno.ENOENT)
+        return None if missing_ok else os.strerror(errno.ENOENT)
     except OSError as exc:     # a parent that is a file (ENOTDIR), no permission on a parent, a loop ...
-        return exc.strerror or str(exc)
-    if stat.S_ISDIR(st.st_mode) != folder:
-        return os.strerror(errno.ENOTDIR if folder else errno.EISDIR)
-    if not os.access(path, os.R_OK | (os.X_OK if folder else 0)):
+        return None if missing_ok else exc.strerror or str(exc)
+    folder = stat.S_ISDIR(st.st_mode)
+    if (folder and not dir_ok) or (not folder and not file_ok):
+        return os.strerror(errno.EISDIR if folder else errno.ENOTDIR)
+    wanted = (os.R_OK | (os.X_OK if folder else 0) if readable else 0) | (os.W_OK if writable else 0)
+    if wanted and not os.access(path, wanted):
         return os.strerror(errno.EACCES)
     return None
 

@@ -92,8 +92,8 @@ def test_options_each_policy_takes():
     assert policy_options("slru") == policy_options("protected") == ("protected_share",)
     assert policy_options("lru") == policy_options("fifo") == ()
     # protected_share is slru's: said so (review 45), not a look-alike
-    with pytest.raises(ValueError, match="takes no option 'protected_share'; 'protected_share' is an option of slru, "
-                                         "not of lru; it takes no options"):
+    with pytest.raises(ValueError, match="^eviction policy 'lru' takes no options, got 'protected_share'; "
+                                         "'protected_share' is an option of slru, not of lru$"):
         make_policy("lru", 10, protected_share=0.5)
     assert make_policy("slru", 10, protected_share=0.5).protected_max_blocks == 5     # floor(0.5 x 10)
 

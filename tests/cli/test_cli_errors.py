@@ -26,7 +26,7 @@ def _assert_one_line(result, needle):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["replay", "."], "is a directory"),
+    (["replay", "."], "TRACE .: Is a directory"),        # the readers' wording (was click's "File '.' is a directory.")
     (["footprint", "--model", "llama-3.1-8b", "--tokens", "-5"], "--tokens"),
     (["budget", "--format", "xml"], "'xml' is not one of"),
     (["no-such-command"], "No such command"),

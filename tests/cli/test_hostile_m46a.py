@@ -139,7 +139,7 @@ def test_bits_per_second_as_a_size_is_a_unit_of_bandwidth(size):
 # 6: a number past Python's int-string limit or a float's range is refused as out of range, never read as inf.
 
 @pytest.mark.parametrize("text, words", [
-    (_BIG, "integers must be below 2**63"),
+    (_BIG, "an integer holds -2^63 to 2^63 - 1 (64 bits)"),
     ("1e999", "a float holds at most about 1.7977e308 either side"),
     (_BIG + ".5", "a float holds at most about 1.7977e308 either side"),
 ])
@@ -152,7 +152,7 @@ def test_a_spec_value_out_of_range(text, words):
 
 
 @pytest.mark.parametrize("option, value, words", [
-    ("--admit", f"cpu=reuse:{_BIG}", "is out of range: integers must be below 2**63"),
+    ("--admit", f"cpu=reuse:{_BIG}", "is out of range: an integer holds -2^63 to 2^63 - 1 (64 bits)"),
     ("--policy", "slru:protected_share=1e999", "--policy slru:protected_share=1e999: option value \"1e999\" is out "
                                                "of range"),
     ("--protected-share", _BIG, "(5,000 characters) is out of range: a float holds at most about 1.7977e308 either side"),

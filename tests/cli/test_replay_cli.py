@@ -58,7 +58,7 @@ def test_default_run_names_its_defaults_and_reason():
     (["--link", "cpu=warp-drive"], "neither a preset"),
     (["--timing", "fast"], "'fast' is not one of 'modeled', 'sequential'"),
     (["--write-policy", "sideways"], "'sideways' is not one of 'back', 'through'"),
-    (["--tp", "0"], "'--tp': 0 is not in the range 1<=x<=1024"),
+    (["--tp", "0"], "'--tp': 0 is not in the range 1<=x<=1,024 (see"),     # separators, no period (mend46e)
     (["--protected-share", "2", "--policy", "protected"], "'--protected-share': 2.0 is not in the range"),
     (["--protected-share", "0.5"], "no tier uses slru (policies: lru)"),
     (["--protected-share", "0.5", "--policy", "fifo", "--tier-policy", "gpu=lru"], "policies: fifo, lru"),

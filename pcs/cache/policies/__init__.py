@@ -52,9 +52,9 @@ from pcs.cache.policies.sieve import SievePolicy
 from pcs.cache.policies.slru import DEFAULT_PROTECTED_SHARE, ProtectedPolicy, SLRUPolicy
 from pcs.cache.policies.twoq import TwoQPolicy
 from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
-from pcs.choices import option_elsewhere, options_list
+from pcs.choices import no_such_option
 from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
-from pcs.errors import OUT_OF_FLOAT_RANGE, UnknownNameError, UserError, quoted
+from pcs.errors import OUT_OF_FLOAT_RANGE, OUT_OF_INT64_RANGE, UnknownNameError, UserError, quoted
 from pcs.cache.policyguard import check_initialised, is_own, raised
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
@@ -201,7 +201,7 @@ def spec_value(text: str) -> Any:
     except ValueError:      # more digits than int() converts (4,300)
         value = None
     if value is None or not -(2**63) <= value < 2**63:
-        return _out_of_range(text, "int", "out of range: integers must be below 2**63")
+        return _out_of_range(text, "int", OUT_OF_INT64_RANGE)
     return value
 
 
@@ -383,9 +383,7 @@ def _arguments(name: str, options: dict[str, Any]) -> tuple[type[EvictionPolicy]
             # each option written NAME=, as a spec takes it (slru:protected_share=0.2): the command line's message
             # rewriting (pcs/cli/common.py) leaves a name followed by '=' as it is
             options_of = {n: policy_options(n) for n in registered_names()}
-            raise UserError(f"eviction policy {cls.name!r} takes no option {quoted(key, show=repr)}; "
-                            f"{option_elsewhere(key, cls.name, {**options_of, cls.name: takes})}"
-                            f"{options_list(takes)}")
+            raise UserError(no_such_option("eviction policy", cls.name, key, {**options_of, cls.name: takes}))
     for key, value in given.items():    # a number no option holds reaches no policy as text (a None default)
         refuse_out_of_range(value, "float", f"eviction policy {cls.name!r} option {key}: ")
     return cls, given

@@ -14,7 +14,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 from pcs.choices import MAX_STALE_S
-from pcs.choices import option_elsewhere, options_list
+from pcs.choices import no_such_option, option_elsewhere, options_list
 from pcs.errors import UnknownNameError, UserError, quoted
 
 __all__ = ["ROUTERS", "Request", "Router", "parse_router", "router_names", "stale_view_applies"]
@@ -76,9 +76,7 @@ class Router:
         self.instances = int(instances)
         for k, v in options.items():
             if k not in self.OPTIONS:
-                raise UserError(f"router {self.name!r} has no option {quoted(k, show=repr)}; "
-                                f"{option_elsewhere(k, self.name, {**_options_of(), self.name: self.OPTIONS})}"
-                                f"{options_list(self.OPTIONS)}")
+                raise UserError(no_such_option("router", self.name, k, {**_options_of(), self.name: self.OPTIONS}))
         self.options = {k: options.get(k, d) for k, (_, d, _) in self.OPTIONS.items()}
 
     def choose(self, req: Request, index: Any, load: Any) -> int:
