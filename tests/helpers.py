@@ -1043,3 +1043,21 @@ def pcs_parquet(tmp_path, arrival, prompt, output, ids):
     p = tmp_path / "t.parquet"
     pq.write_table(t, p)
     return p
+
+
+# A sweep plan's first lines (line 1: kind, 3: [fixed], 4: trace, 5: timing, 6: tier); a test adds from line 7.
+PLAN_HEAD = f'kind = "replay"\n\n[fixed]\ntrace = "{SMALL_TRACE}"\ntiming = "sequential"\n' \
+            'tier = {gpu = "500blocks", cpu = "10GB"}\n'
+
+
+def plan_refusal(tmp_path, text: str) -> str:
+    """The message of the UserError ``pcs.sweep.api.prepare`` raises for a plan ``p.toml`` in ``tmp_path``
+    holding ``text`` (the checks made before any point runs)."""
+    from pcs.errors import UserError
+    from pcs.sweep.api import prepare
+
+    plan = tmp_path / "p.toml"
+    plan.write_text(text)
+    with pytest.raises(UserError) as err:
+        prepare(plan, tmp_path / "out")
+    return str(err.value)

@@ -5,22 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import SMALL_TRACE
+from helpers import PLAN_HEAD, SMALL_TRACE, plan_refusal
 from pcs.errors import UserError
 
-# A plan's first lines (line 1: kind, 3: [fixed], 4: trace, 5: timing, 6: tier); each test adds from line 7.
-_HEAD = f'kind = "replay"\n\n[fixed]\ntrace = "{SMALL_TRACE}"\ntiming = "sequential"\n' \
-        'tier = {gpu = "500blocks", cpu = "10GB"}\n'
-
-
-def _prepare_error(tmp_path, text: str) -> str:
-    from pcs.sweep.api import prepare
-
-    plan = tmp_path / "p.toml"
-    plan.write_text(text)
-    with pytest.raises(UserError) as err:
-        prepare(plan, tmp_path / "out")
-    return str(err.value)
+_HEAD, _prepare_error = PLAN_HEAD, plan_refusal    # a plan's lines 1-6; each test adds from line 7
 
 
 # 1: an entry naming a tier that is not among the tiers, or an unknown key written as a table, names its line.

@@ -8,24 +8,12 @@ import json
 
 import pytest
 
-from helpers import SMALL_TRACE, assert_one_line_error, invoke
+from helpers import PLAN_HEAD, SMALL_TRACE, assert_one_line_error, invoke, plan_refusal
 from pcs.errors import UserError
 
 _BIG = "1" * 5000       # past Python's 4,300-digit int-string limit, and past a float (309 digits or more)
 
-# A plan's first lines (line 1: kind, 3: [fixed], 4: trace, 5: timing, 6: tier); each test adds from line 7.
-_HEAD = f'kind = "replay"\n\n[fixed]\ntrace = "{SMALL_TRACE}"\ntiming = "sequential"\n' \
-        'tier = {gpu = "500blocks", cpu = "10GB"}\n'
-
-
-def _prepare_error(tmp_path, text: str) -> str:
-    from pcs.sweep.api import prepare
-
-    plan = tmp_path / "p.toml"
-    plan.write_text(text)
-    with pytest.raises(UserError) as err:
-        prepare(plan, tmp_path / "out")
-    return str(err.value)
+_HEAD, _prepare_error = PLAN_HEAD, plan_refusal    # a plan's lines 1-6; each test adds from line 7
 
 
 # L2: a refused tier-policy entry is named by the line it is written on, in each of a plan's forms.

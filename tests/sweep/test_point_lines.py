@@ -7,19 +7,12 @@ import re
 
 import pytest
 
-from helpers import SMALL_TRACE
-from pcs.errors import UserError
-from pcs.sweep.api import prepare
+from helpers import SMALL_TRACE, plan_refusal
 
 _HEAD = f'kind = "replay"\n\n[fixed]\ntrace = "{SMALL_TRACE}"\ntier = {{gpu = "500blocks"}}\n'   # lines 1-5
 
 
-def _refusal(tmp_path, text: str) -> str:
-    plan = tmp_path / "p.toml"
-    plan.write_text(text)
-    with pytest.raises(UserError) as err:
-        prepare(plan, tmp_path / "out")
-    return str(err.value)
+_refusal = plan_refusal
 
 
 @pytest.mark.parametrize("rest,line,words", [
