@@ -329,7 +329,7 @@ def _router_option(spec):
      "admission 'selective' takes no option 'n'; 'n' is an option of reuse, not of selective; its options: k"),
     # k is consistent-hash's (random takes seed)
     (_router_option, "random:k=3",
-     "router 'random': bad option 'k=3'; 'k' is an option of consistent-hash, not of random; its options: seed="),
+     "router 'random' takes no option 'k'; 'k' is an option of consistent-hash, not of random; its options: seed="),
     # an option of no other: the look-alike among its own, as before
     (_policy_option, "s3fifo:ghost_shar=0.5", "takes no option 'ghost_shar'; did you mean 'ghost_share'? its options"),
 ])

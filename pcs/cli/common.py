@@ -519,7 +519,8 @@ def _option_typo(typed: str, ctx: click.Context) -> str:
             names[o[2:].lower()] = o
             if o != longs[0]:
                 aliases[o[2:].lower()] = longs[0][2:].lower()
-    close = close_names(typed[2:], [n for n in names if n not in aliases], aliases)
+    exact = names.get(typed[2:].lower())
+    close = [exact[2:]] if exact else close_names(typed[2:], [n for n in names if n not in aliases], aliases)
     if not close:
         return f"No such option {typed!r}."
     return f"No such option {typed!r}; {meant(names[c.lower()] for c in close).strip()}"

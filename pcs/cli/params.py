@@ -26,8 +26,8 @@ __all__ = ["option_size", "option_bandwidth", "Aliased", "MAX_TP", "MAX_BLOCK_SI
 
 class _Ranged:
     """The one refusal of a number outside its range, for :class:`Int` and :class:`Float` (every ranged option):
-    the value through :func:`pcs.errors.quoted` (at most :data:`SHOWN_DIGITS` characters, then cut with its
-    length), the bounds with thousands separators, no trailing period: ``'--tp': 99999999999999999999... (26
+    a float shown whole (its repr: at most 24 characters, its exponent kept), an integer through
+    :func:`pcs.errors.quoted` (at most :data:`SHOWN_DIGITS` characters, then cut with its length), the bounds with thousands separators, no trailing period: ``'--tp': 99999999999999999999... (26
     characters) is not in the range 1<=x<=1,024`` (click said ``99999999999999999999999999 is not in the range
     1<=x<=1024.``). ``--help`` keeps click's ``[1<=x<=1024]``."""
 
@@ -43,7 +43,8 @@ class _Ranged:
         high_ok = number < self.max if self.max_open else number <= self.max
         if not (low_ok and high_ok):
             lop, rop = "<" if self.min_open else "<=", "<" if self.max_open else "<="
-            self.fail(f"{quoted(str(number), SHOWN_DIGITS, show=str)} is not in the range "
+            shown = repr(number) if isinstance(number, float) else quoted(str(number), SHOWN_DIGITS, show=str)
+            self.fail(f"{shown} is not in the range "
                       f"{_bound(self.min)}{lop}x{rop}{_bound(self.max)}", param, ctx)
 
 

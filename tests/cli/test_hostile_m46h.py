@@ -127,3 +127,29 @@ def test_a_plugin_option_of_text_refuses_a_number_out_of_range(monkeypatch):
     # a str default takes the digits as its text, a plain str (no subclass reaches the policy)
     cls, given = reg._arguments("h46_label:label=" + "9" * 20, {})
     assert given == {"label": "9" * 20} and type(given["label"]) is str
+
+
+# Review 46m: a float out of range shown whole (its exponent is why); a router's refused option in the one wording
+# of eviction policies and admissions (pcs.choices.no_such_option); a long option mistyped only in case: that one.
+
+def test_a_float_out_of_range_keeps_its_exponent():
+    r = invoke("trace", "events", str(SMALL_TRACE), "--at", "123456789012345678901234")
+    # 123456789012345678901234 as a float64 is 1.2345678901234569e+23 (17 significant digits, round to nearest)
+    assert_one_line_error(r, "'--at': 1.2345678901234569e+23 is not in the range "
+                             "-1,000,000,000,000,000,000<=x<=1,000,000,000,000,000,000")
+
+
+@pytest.mark.parametrize("router, words", [
+    ("round-robin:x=1", "router 'round-robin' takes no options, got 'x'"),
+    ("random:k=3", "router 'random' takes no option 'k'; 'k' is an option of consistent-hash, not of random; its "
+                   "options: seed="),
+])
+def test_a_router_option_it_does_not_take(router, words):
+    r = invoke("replay", str(SMALL_TRACE), "--tier", "gpu=500blocks", "--instances", "2", "--router", router)
+    assert_one_line_error(r, words)
+
+
+@pytest.mark.parametrize("typed", ["--TIER", "--Tier"])
+def test_an_option_mistyped_in_case_suggests_it_alone(typed):
+    r = invoke("replay", str(SMALL_TRACE), typed, "gpu=500blocks")
+    assert_one_line_error(r, f"No such option '{typed}'; did you mean '--tier'?")

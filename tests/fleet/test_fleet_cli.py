@@ -58,7 +58,7 @@ def test_compare_routers_one_column_each():
 def test_fleet_errors_are_one_line():
     for args, needle in ((["--instances", "2", "--router", "session"], "session ids"),
                          (["--router", "nope"], "unknown router"),
-                         (["--router", "prefix:k=2"], "bad option"),
+                         (["--router", "prefix:k=2"], "router 'prefix' takes no options, got 'k'; 'k' is an option of consistent-hash"),
                          (["--instances", "0"], "--instances")):
         r = _run("replay", *args)
         assert r.exit_code == 2 and needle in r.output and "Traceback" not in r.output

@@ -192,7 +192,7 @@ def test_stale_index_applies_evictions_late():
 def test_router_options_errors():
     with pytest.raises(ValueError, match="unknown router"):
         parse_router("nope", 2)
-    with pytest.raises(ValueError, match="bad option"):
+    with pytest.raises(ValueError, match="router 'prefix' takes no options, got 'k'"):
         parse_router("prefix:k=3", 2)
     with pytest.raises(ValueError, match="overlap must be a finite number in"):
         parse_router("cache-aware:overlap=x", 2)
@@ -223,7 +223,7 @@ REFUSED_SPECS = [
     ("Prefix", "unknown router 'Prefix'"),
     ("", "unknown router ''"),
     ("random:seed=1,seed=2", "option seed given twice"),
-    ("cache-aware:OVERLAP=1", "bad option 'OVERLAP=1'"),
+    ("cache-aware:OVERLAP=1", "router 'cache-aware' takes no option 'OVERLAP'"),
 ]
 
 

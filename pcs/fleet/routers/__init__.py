@@ -14,7 +14,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 from pcs.choices import MAX_STALE_S
-from pcs.choices import no_such_option, option_elsewhere, options_list
+from pcs.choices import no_such_option, options_list
 from pcs.errors import UnknownNameError, UserError, quoted
 
 __all__ = ["ROUTERS", "Request", "Router", "parse_router", "router_names", "stale_view_applies"]
@@ -146,9 +146,11 @@ def _parse_options(name: str, cls: type, rest: str) -> dict[str, Any]:
     options: dict[str, Any] = {}
     for part in rest.split(","):
         key, sep, text = part.partition("=")
-        if not sep or key not in cls.OPTIONS:
-            raise UserError(f"router {name!r}: bad option {quoted(part, show=repr)}; "
-                            f"{option_elsewhere(key, name, _options_of()) if sep else ''}{options_list(cls.OPTIONS)}")
+        if not sep:
+            raise UserError(f"router {name!r}: bad option {quoted(part, show=repr)}; expected OPTION=VALUE; "
+                            f"{options_list(cls.OPTIONS)}")
+        if key not in cls.OPTIONS:      # the one refusal of an option a name does not take (pcs.choices)
+            raise UserError(no_such_option("router", name, key, _options_of()))
         if key in options:
             raise UserError(f"router {name!r}: option {key} given twice")
         if text != text.strip() or "_" in text:      # exact values: ' 1' and '1_000' are refused
