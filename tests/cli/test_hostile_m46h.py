@@ -153,3 +153,17 @@ def test_a_router_option_it_does_not_take(router, words):
 def test_an_option_mistyped_in_case_suggests_it_alone(typed):
     r = invoke("replay", str(SMALL_TRACE), typed, "gpu=500blocks")
     assert_one_line_error(r, f"No such option '{typed}'; did you mean '--tier'?")
+
+
+# Review 46k (left last round): an integer past 64 bits given to a float option is the float it reads as
+# (99999999999999999999 = 1e20 to float64's precision), which the option then bounds; past a float's range too
+# (400 digits > 308), out of range.
+
+@pytest.mark.parametrize("value, words", [
+    ("-99999999999999999999", "protected share must be within [0, 1], got -1e+20"),
+    ("99999999999999999999", "protected share must be within [0, 1], got 1e+20"),
+    ("9" * 400, f"(400 characters) is {_RANGE}"),
+])
+def test_a_long_integer_for_a_float_option_is_a_float(value, words):
+    r = invoke("replay", str(SMALL_TRACE), "--tier", "gpu=500blocks", "--policy", f"slru:protected_share={value}")
+    assert_one_line_error(r, words)

@@ -325,6 +325,13 @@ def policy_defaults(name: str) -> dict[str, Any]:
 _BOOLS = {"true": True, "false": False, "1": True, "0": False}
 
 
+def _float_of(value: OutOfRangeText) -> Any:
+    """An integer past 64 bits (ASCII digits, :func:`spec_value`) as the float a float option takes, or, past a
+    float's range too (309 digits or more), an :class:`OutOfRangeText` of kind ``"float"``."""
+    number = float(str(value))      # float() reads any count of digits (inf past the range), never raising
+    return number if math.isfinite(number) else _out_of_range(str(value), "float", OUT_OF_FLOAT_RANGE)
+
+
 def typed_option(policy: str, key: str, value: Any, default: Any) -> Any:
     """Option ``key`` of a policy spec (``value`` as :func:`spec_value` read it) typed by its ``__init__`` default
     (docs/policies.md "Option values"): a bool default takes true/false/1/0 (any case), an int default an integer,
@@ -339,6 +346,8 @@ def typed_option(policy: str, key: str, value: Any, default: Any) -> Any:
         UserError: (a ValueError) a value that does not convert; one line naming the policy and the option; a
             number out of the option's type's range (:func:`refuse_out_of_range`).
     """
+    if isinstance(default, float) and isinstance(value, OutOfRangeText) and value.kind == "int":
+        value = _float_of(value)    # an integer past 64 bits is a number all the same (-1e20): the policy bounds it
     if isinstance(default, (int, float)) and not isinstance(default, bool):
         refuse_out_of_range(value, "float" if isinstance(default, float) else "int")
     if isinstance(default, bool):
