@@ -434,8 +434,10 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
 def _entry_refused(exc: UserError, name: str, value: Any) -> UserError:
     """``exc`` keeping the refused entry of a NAME=VALUE mapping (``links``, ``tier_policies``) as its
     ``refused_value`` ``NAME=VALUE`` (a value given as text or a number: a sweep plan names the line the entry is
-    written on by it, as :func:`_check_links` does)."""
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+    written on by it), unless ``exc`` already names the value it refuses. :func:`_tier_specs` and
+    :func:`_check_links` both mark their refusals by it."""
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool) \
+            and getattr(exc, "refused_value", None) is None:
         exc.refused_value = f"{name}={value}"
     return exc
 
@@ -830,9 +832,7 @@ def _check_links(tier_specs: Sequence[TierSpec], links: Mapping[str, Any] | None
         try:
             _resolve_link(t.name, link, 1, table)
         except UserError as exc:
-            if isinstance(link, (str, int, float)) and getattr(exc, "refused_value", None) is None:
-                exc.refused_value = f"{t.name}={link}"
-            raise
+            raise _entry_refused(exc, t.name, link) from None
 
 
 def check_replay(**kwargs: Any) -> None:

@@ -36,6 +36,7 @@ from typing import Any, Iterable, Iterator
 
 from pcs.choices import did_you_mean
 from pcs.errors import InputError, UserError
+from pcs.sweep.kinds import PAIR_OPTIONS
 from pcs.sweep.axes import expand_axis
 
 __all__ = ["Plan", "PlanKeyError", "Point", "load_plan", "value_field", "make_plan", "point_id", "input_files", "KINDS", "MAX_POINTS"]
@@ -423,8 +424,9 @@ def _value_fields(data: dict[str, Any]) -> dict[tuple[str, str], str]:
     return out
 
 
-#: the NAME=VALUE options whose entries :func:`_value_fields` keys (every kind's :data:`pcs.sweep.kinds.PAIR_OPTIONS`)
-PAIR_FIELDS = ("tier", "tier_policy", "link")
+#: the NAME=VALUE options whose entries :func:`_value_fields` keys: every kind's, from their one list
+#: (:data:`pcs.sweep.kinds.PAIR_OPTIONS`)
+PAIR_FIELDS = tuple(sorted(set().union(*PAIR_OPTIONS.values())))
 
 
 def value_field(plan: Plan, option: str, value: Any) -> str | None:
