@@ -19,7 +19,7 @@ if TYPE_CHECKING:     # annotations only: this module imports nothing at run tim
 
 __all__ = ["WRITE_POLICIES", "TIMINGS", "TRACE_FORMATS", "LENGTH_ONLY_FORMATS", "ON_ERROR", "MAX_INSTANCES", "MAX_STALE_S",
            "BUILTIN_POLICIES", "POLICY_ALIASES", "DEFAULT_POLICY", "MAX_BLOCK_SIZE",
-           "DEFAULT_TOKEN_BLOCK_SIZE", "CLOSE_CUTOFF", "did_you_mean", "close_tail", "option_elsewhere", "options_list", "no_such_option",
+           "DEFAULT_TOKEN_BLOCK_SIZE", "CLOSE_CUTOFF", "did_you_mean", "close_tail", "option_elsewhere", "options_list", "no_such_option", "malformed_option",
            "not_among_tiers", "close_names", "meant"]
 
 #: ``back``: evicted blocks move down one tier; ``through``: computed blocks are
@@ -166,6 +166,28 @@ def no_such_option(what: str, name: str, key: Any, options_of: Mapping[str, Iter
     if takes:
         return f"{what} {name!r} takes no option {quoted(key, show=repr)}; {elsewhere}{options_list(takes)}"
     return f"{what} {name!r} takes no options, got {quoted(key, show=repr)}" + (f"; {elsewhere.rstrip('; ')}" if elsewhere else "")
+
+
+def malformed_option(what: str, name: str, part: str, spec: str, takes: Iterable[str]) -> str:
+    """The one refusal of a malformed option ``part`` (no ``=``, an empty option name or value) of ``spec``
+    (``NAME:OPTION=VALUE,...``) of ``name``, an eviction policy, an admission kind or a router (``what``), which
+    takes ``takes``: the option, the whole spec when it holds more than that one, ``expected OPTION=VALUE`` and
+    :func:`options_list`; a ``name`` that takes no options says so as :func:`no_such_option` does.
+
+    >>> malformed_option("router", "least-loaded", "x", "least-loaded:x", ["by"])
+    "router 'least-loaded': bad option 'x'; expected OPTION=VALUE; its options: by="
+    >>> malformed_option("eviction policy", "slru", "=3", "slru:protected_share=0.5,=3", ["protected_share"])
+    "eviction policy 'slru': bad option '=3' in 'slru:protected_share=0.5,=3'; expected OPTION=VALUE; its options: protected_share="
+    >>> malformed_option("eviction policy", "lru", "x", "lru:x", [])
+    "eviction policy 'lru' takes no options, got 'x'"
+    """
+    from pcs.errors import quoted
+
+    takes = list(takes)
+    if not takes:
+        return no_such_option(what, name, part, {name: takes})
+    whole = "" if part.strip() == str(spec).partition(":")[2].strip() else f" in {quoted(str(spec), show=repr)}"
+    return f"{what} {name!r}: bad option {quoted(part, show=repr)}{whole}; expected OPTION=VALUE; {options_list(takes)}"
 
 
 def option_elsewhere(key: str, name: str, options_of: Mapping[str, Iterable[str]]) -> str:

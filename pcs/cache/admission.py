@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Sequence
 
-from pcs.cache.policies import refuse_out_of_range, spec_value
-from pcs.choices import no_such_option, not_among_tiers
+from pcs.cache.policies import number_option, spec_value
+from pcs.choices import malformed_option, no_such_option, not_among_tiers
 from pcs.errors import UnknownNameError, UserError, quoted
 
 __all__ = ["AdmissionPolicy", "CountingAdmission", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
@@ -85,7 +85,7 @@ class CountingAdmission(AdmissionPolicy):
     first_option: ClassVar[str] = ""
 
     def __init__(self, threshold: int = 2) -> None:
-        refuse_out_of_range(threshold, "int", f"admission {self.kind}: {self.first_option.upper()}: ")
+        threshold = number_option(threshold, "int", f"admission {self.kind}: {self.first_option.upper()}: ")
         if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
             raise UserError(f"admission {self.kind}: {self.first_option.upper()} must be an int >= 1, "
                              f"got {quoted(threshold, show=repr)}")
@@ -162,8 +162,8 @@ def parse_admission(text: str) -> tuple[str, dict[str, Any]]:
     (('reuse', {'n': 2}), ('retain', {'tokens': '0-4096', 'duration': 60}))
 
     Raises:
-        UserError: unknown kind (the message lists them), a malformed argument, an option given twice, or options
-            given to ``none``.
+        UserError: unknown kind (the message lists them), a malformed argument (an empty option name or value:
+            :func:`pcs.choices.malformed_option`), an option given twice, or options given to ``none``.
     """
     kind, colon, rest = str(text).strip().partition(":")
     kind = kind.strip().lower()
@@ -181,11 +181,19 @@ def parse_admission(text: str) -> tuple[str, dict[str, Any]]:
         if not sep:
             key, value = kinds[kind].first_option, part
         if not key.strip() or not value.strip():
-            raise UserError(f"bad admission argument {part!r} in {text!r}")
+            raise UserError(malformed_option("admission", kind, part, text, _options_of()[kind]))
         if key.strip() in opts:
             raise UserError(f"admission option {key.strip()!r} given twice in {text!r}; give it once")
         opts[key.strip()] = spec_value(value.strip())
     return kind, opts
+
+
+def _options_of() -> dict[str, list[str]]:
+    """Admission kind -> the options it takes (its ``__init__``'s keywords but the trace context), in order."""
+    import inspect
+
+    return {k: [p for p in inspect.signature(c.__init__).parameters if p not in ("self", "context")]
+            for k, c in admission_kinds().items()}
 
 
 def make_admission(text: str, context: Any = None) -> AdmissionPolicy:
@@ -198,8 +206,7 @@ def make_admission(text: str, context: Any = None) -> AdmissionPolicy:
     cls = admission_kinds()[kind]
     import inspect
 
-    options_of = {k: [p for p in inspect.signature(c.__init__).parameters if p not in ("self", "context")]
-                  for k, c in admission_kinds().items()}
+    options_of = _options_of()
     takes = options_of[kind]
     for key in opts:
         if key not in takes:

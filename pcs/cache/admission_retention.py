@@ -60,10 +60,10 @@ def _duration_s(value: Any) -> float:
     Raises:
         UserError: not a duration (the units' message: an unknown unit, a negative duration ...), or not > 0.
     """
-    from pcs.cache.policies import refuse_out_of_range
+    from pcs.cache.policies import number_option
     from pcs.units import parse_duration
 
-    refuse_out_of_range(value, "float", "admission retain: duration: ")
+    value = number_option(value, "float", "admission retain: duration: ")    # 99999999999999999999 is 1e20 s
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise UserError(f"admission retain: duration must be > 0 seconds (60s, 1min, or 60 for seconds), "
                         f"got {value!r}")

@@ -90,7 +90,8 @@ class TinyLFUAdmission(AdmissionPolicy):
     Args:
         sample: W in multiples of the tier's capacity (Caffeine: 10).
     Raises:
-        UserError: sample <= 0.
+        UserError: sample not a number in (0, :data:`MAX_SAMPLE`] (a number past a float's range:
+            :func:`pcs.cache.policies.number_option`).
     """
 
     kind = "tinylfu"
@@ -99,6 +100,9 @@ class TinyLFUAdmission(AdmissionPolicy):
     source = "Einziger, Friedman and Manes, ACM ToS 2017; Caffeine FrequencySketch / BoundedLocalCache.admit"
 
     def __init__(self, sample: float = 10) -> None:
+        from pcs.cache.policies import number_option
+
+        sample = number_option(sample, "float", "admission tinylfu: sample: ")     # 99999999999999999999 is 1e20
         if isinstance(sample, bool) or not isinstance(sample, (int, float)) or not 0 < sample <= MAX_SAMPLE:
             raise UserError(f"admission tinylfu: sample must be > 0 and <= {MAX_SAMPLE:g} (capacities), "
                              f"got {sample!r}")

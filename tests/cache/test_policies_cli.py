@@ -19,7 +19,8 @@ TIERS = ("--tier", "gpu=1000blocks", "--tier", "cpu=3000blocks")
     (["--admit", "cpu=reuse:0"], ["N must be an int >= 1"]),
     (["--policy", "lfu:aging=sometimes"], ["lfu aging must be one of dynamic, none"]),
     (["--policy", "s3fifo:smal_share=0.2"], ["takes no option 'smal_share'", "small_share"]),
-    (["--policy", "lfu:aging"], ["bad policy option 'aging'"]),
+    # a malformed option in the one wording of policies, admissions and routers (pcs.choices.malformed_option)
+    (["--policy", "lfu:aging"], ["eviction policy 'lfu': bad option 'aging'; expected OPTION=VALUE; its options: aging="]),
 ])
 def test_bad_policy_and_admission_options_are_one_line_errors(args, needles):
     assert_one_line_error(invoke("replay", T, *TIERS, "-q", *args), *needles)

@@ -17,7 +17,7 @@ _REPLAY = ("replay", SMALL_TRACE, "--tier", "gpu=auto", "--tier", "cpu=1GB")
     (("--tier", f"gpu=1{X}"), ["bad tier size '1xxx", "(5,001 characters) for tier 'gpu'", "(5,000 characters)"]),
     (("--tier", f"gpu={X}GB"), ["bad tier size 'xxx", "(5,002 characters)"]),
     # 'lru:' + 5,000: the spec as --policy gave it, then the option refused
-    (("--policy", f"lru:{X}"), ["--policy lru:xxx", "(5,004 characters)", "bad policy option 'xxx"]),
+    (("--policy", f"lru:{X}"), ["--policy lru:xxx", "(5,004 characters)", "eviction policy 'lru' takes no options, got 'xxx"]),
     (("--policy", f"lfu:aging={X}"), ["--policy lfu:aging=xxx", "(5,010 characters)", "lfu aging must be one of"]),
     (("--tier-policy", f"cpu=lru:{X}"), ["--tier-policy cpu=lru:xxx", "(5,004 characters)"]),
     (("--link", f"cpu={X}"), ["--link cpu=xxx", "(5,000 characters): neither a preset"]),

@@ -52,13 +52,13 @@ from pcs.cache.policies.sieve import SievePolicy
 from pcs.cache.policies.slru import DEFAULT_PROTECTED_SHARE, ProtectedPolicy, SLRUPolicy
 from pcs.cache.policies.twoq import TwoQPolicy
 from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
-from pcs.choices import no_such_option
+from pcs.choices import malformed_option, no_such_option
 from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
 from pcs.errors import OUT_OF_FLOAT_RANGE, OUT_OF_INT64_RANGE, UnknownNameError, UserError, quoted
 from pcs.cache.policyguard import check_initialised, is_own, raised
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
-           "policy_defaults", "parse_policy_spec", "check_policy", "check_policies", "needs_context", "registered_names", "POLICY_NAMES",
+           "policy_defaults", "parse_policy_spec", "number_option", "check_policy", "check_policies", "needs_context", "registered_names", "POLICY_NAMES",
            "POLICY_ALIASES", "canonical_spec", "configuration_key", "POLICY_CHOICES", "POLICY_ORIGINS", "PLUGIN_ERRORS", "ENTRY_POINT_GROUP", "DEFAULT_POLICY",
            "is_builtin", "LRUPolicy", "SLRUPolicy", "ProtectedPolicy", "FIFOPolicy", "ARCPolicy", "S3FIFOPolicy",
            "SievePolicy", "LFUPolicy", "TwoQPolicy", "GDSFPolicy", "BeladyPolicy", "DEFAULT_PROTECTED_SHARE",
@@ -212,17 +212,16 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
     ('s3fifo', {'small_share': 0.2, 'move_to_main_threshold': 3})
 
     Raises:
-        UserError: an option without ``=`` or with an empty key or value (cut by :func:`pcs.errors.quoted`; the
-            whole spec named too when it has several options), or an option given twice.
+        UserError: an option without ``=`` or with an empty key or value (:func:`pcs.choices.malformed_option`:
+            the one wording of policies, admission kinds and routers), or an option given twice;
+            :class:`pcs.errors.UnknownNameError` for an unknown name with such an option.
     """
     name, _, rest = str(spec).partition(":")
     opts: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, value = part.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            whole = "" if part == rest.strip() else f" in {quoted(str(spec), show=repr)}"   # one option: it is the spec
-            raise UserError(f"bad policy option {quoted(part, show=repr)}{whole}; expected NAME:OPTION=VALUE, "
-                            "e.g. lfu:aging=none")
+        if not sep or not key.strip() or not value.strip():     # an unknown name is the first thing wrong
+            raise UserError(malformed_option("eviction policy", get_policy(name).name, part, spec, policy_options(name)))
         if key.strip() in opts:      # as an admission option (pcs.cache.admission): the last one would win unseen
             raise UserError(f"policy option {quoted(key.strip(), show=repr)} given twice in "
                             f"{quoted(str(spec), show=repr)}; give it once")
@@ -332,6 +331,26 @@ def _float_of(value: OutOfRangeText) -> Any:
     return number if math.isfinite(number) else _out_of_range(str(value), "float", OUT_OF_FLOAT_RANGE)
 
 
+def number_option(value: Any, wanted: str, lead: str = "") -> Any:
+    """``value`` (as :func:`spec_value` read it) as an option of type ``wanted`` reads it: the one rule of the
+    number options of eviction policies (:func:`typed_option`), admission kinds and routers (docs/policies.md
+    "Option values"). ``"float"``: an integer past 64 bits is the float it is (``-99999999999999999999`` is
+    -1e20, which the option then bounds), one past a float's range too (309 digits or more) and a float beyond
+    it (``1e999``) are out of range; ``"int"``: an integer past 64 bits is out of range (a float such as
+    ``1e999`` is left for the option's own "an integer" message). Anything else is returned as it is.
+
+    >>> number_option(spec_value("-99999999999999999999"), "float"), number_option("x", "int")
+    (-1e+20, 'x')
+
+    Raises:
+        UserError: ``lead`` then why the number is out of range (:func:`refuse_out_of_range`).
+    """
+    if wanted == "float" and isinstance(value, OutOfRangeText) and value.kind == "int":
+        value = _float_of(value)    # a number all the same (-1e20): the option bounds it
+    refuse_out_of_range(value, wanted, lead)
+    return value
+
+
 def typed_option(policy: str, key: str, value: Any, default: Any) -> Any:
     """Option ``key`` of a policy spec (``value`` as :func:`spec_value` read it) typed by its ``__init__`` default
     (docs/policies.md "Option values"): a bool default takes true/false/1/0 (any case), an int default an integer,
@@ -346,10 +365,8 @@ def typed_option(policy: str, key: str, value: Any, default: Any) -> Any:
         UserError: (a ValueError) a value that does not convert; one line naming the policy and the option; a
             number out of the option's type's range (:func:`refuse_out_of_range`).
     """
-    if isinstance(default, float) and isinstance(value, OutOfRangeText) and value.kind == "int":
-        value = _float_of(value)    # an integer past 64 bits is a number all the same (-1e20): the policy bounds it
     if isinstance(default, (int, float)) and not isinstance(default, bool):
-        refuse_out_of_range(value, "float" if isinstance(default, float) else "int")
+        value = number_option(value, "float" if isinstance(default, float) else "int")
     if isinstance(default, bool):
         typed = _BOOLS.get(str(value).lower())
         want = "true or false"

@@ -14,8 +14,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 from pcs.choices import MAX_STALE_S
-from pcs.choices import no_such_option, options_list
-from pcs.errors import UnknownNameError, UserError, quoted
+from pcs.choices import malformed_option, no_such_option
+from pcs.errors import UnknownNameError, UserError
 
 __all__ = ["ROUTERS", "Request", "Router", "parse_router", "router_names", "stale_view_applies"]
 
@@ -118,18 +118,26 @@ def _convert(router: str, key: str, typ: type, text: str, bounds: tuple | None) 
     """``text`` as ``typ``, inside ``bounds`` (lo, hi) both included; UserError naming the router and option.
 
     One message per option whatever is wrong (not a number, nan/inf, out of range), e.g.
-    ``router 'cache-aware': option overlap must be a finite number in [0, 1e+06], got nan``."""
+    ``router 'cache-aware': option overlap must be a finite number in [0, 1e+06], got nan``; a float option's
+    value is read as a policy's or an admission's is (:func:`pcs.cache.policies.number_option`: an integer past
+    64 bits is the float it is, a number past a float's range says so)."""
     if typ is str:
         return text
     lo, hi = bounds if bounds is not None else (0, None)
     fmt = (lambda v: f"{v:,}") if typ is int else (lambda v: f"{v:g}")
     what = f"{_KIND[typ]} in [{fmt(lo)}, {fmt(hi)}]" if hi is not None else f"{_KIND[typ]} >= {fmt(lo)}"
-    from pcs.units import ascii_float, ascii_int
+    if typ is float:
+        from pcs.cache.policies import number_option, spec_value
 
-    try:        # ASCII digits only (docs/semantics.md §16): int('１２') would read full-width digits
-        value = (ascii_int if typ is int else ascii_float)(text)
-    except ValueError:
-        value = None
+        value = number_option(spec_value(text), "float", f"router {router!r}: option {key}: ")
+        value = value if isinstance(value, (int, float)) else None
+    else:       # an int option holds up to its bound, 2^64 - 1 for a seed: past 64 bits signed (spec_value's) too
+        from pcs.units import ascii_int
+
+        try:        # ASCII digits only (docs/semantics.md §16): int('１２') would read full-width digits
+            value = ascii_int(text)
+        except ValueError:
+            value = None
     if value is None or value != value or not lo <= value <= (hi if hi is not None else float("inf")) \
             or value in (float("inf"), float("-inf")):
         raise UserError(f"router {router!r}: option {key} must be {what}, got {text!r}")
@@ -146,9 +154,8 @@ def _parse_options(name: str, cls: type, rest: str) -> dict[str, Any]:
     options: dict[str, Any] = {}
     for part in rest.split(","):
         key, sep, text = part.partition("=")
-        if not sep:
-            raise UserError(f"router {name!r}: bad option {quoted(part, show=repr)}; expected OPTION=VALUE; "
-                            f"{options_list(cls.OPTIONS)}")
+        if not sep or not key or not text:      # the one wording of a malformed option (pcs.choices)
+            raise UserError(malformed_option("router", name, part, f"{name}:{rest}", cls.OPTIONS))
         if key not in cls.OPTIONS:      # the one refusal of an option a name does not take (pcs.choices)
             raise UserError(no_such_option("router", name, key, _options_of()))
         if key in options:

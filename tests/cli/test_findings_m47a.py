@@ -1,0 +1,83 @@
+"""Review 47's findings on option and plan values, mended (mend47a). Every expectation is worked out by hand:
+99999999999999999999 (20 nines, 10^20 - 1) is 1e20 as a float64 (53 bits hold about 16 significant digits: it rounds
+to 10^20), past a signed 64-bit integer (2^63 - 1 is about 9.22e18); a float64 holds at most about 1.7977e308, so
+1e999 is past it; a duration of 1e20 s is past 2^63 - 1 ns (about 292 years); tinylfu's sample is a number in
+(0, 1e6] (docs/policies.md); each router's options from ``pcs replay --help`` (least-loaded takes by=, cache-aware
+overlap= and load=, prefix none)."""
+from __future__ import annotations
+
+import pytest
+
+from helpers import SMALL_TRACE, assert_one_line_error, invoke
+
+_FLOAT_RANGE = "out of range: a float holds at most about 1.7977e308 either side"
+_TIERS = ("--tier", "gpu=500blocks", "--tier", "cpu=1GB")
+_NINES = "99999999999999999999"
+
+
+def _admit(value: str):
+    return invoke("replay", str(SMALL_TRACE), *_TIERS, "--admit", value, "-q")
+
+
+def _router(value: str):
+    return invoke("replay", str(SMALL_TRACE), "--instances", "2", "--router", value, "-q")
+
+
+# 1. An admission's float option (retain's duration, tinylfu's sample) and a router's (cache-aware's overlap) read a
+# value as a policy's float option does (pcs.cache.policies.number_option): an integer past 64 bits is the float it
+# is, which the option then bounds; a number past a float's range says so (was the 64-bit integer limit, or the
+# value shown as text).
+
+@pytest.mark.parametrize("value, words", [
+    (f"cpu=retain:tokens=0-64,duration={_NINES}",
+     "admission retain: duration=1e+20: invalid duration '1e+20': too large (more than 2^63 - 1 ns, about 292 years)"),
+    (f"cpu=retain:tokens=0-64,duration=-{_NINES}",
+     "admission retain: duration=-1e+20: invalid duration '-1e+20': must not be negative"),
+    ("cpu=tinylfu:sample=1e999", f'admission tinylfu: sample: option value "1e999" is {_FLOAT_RANGE}'),
+])
+def test_an_admission_float_option_reads_a_long_integer_as_a_float(value, words):
+    assert_one_line_error(_admit(value), words)
+
+
+def test_a_router_float_option_past_a_float_range_says_so():
+    assert_one_line_error(_router("cache-aware:overlap=1e999"),
+                          f'router \'cache-aware\': option overlap: option value "1e999" is {_FLOAT_RANGE}')
+
+
+# 2. tinylfu's sample past 64 bits: the number it is, bounded as any value of it (was the text '999...9').
+
+@pytest.mark.parametrize("value, shown", [(_NINES, "1e+20"), (f"-{_NINES}", "-1e+20")])
+def test_tinylfu_sample_past_64_bits_is_a_number(value, shown):
+    assert_one_line_error(_admit(f"cpu=tinylfu:sample={value}"),
+                          f"admission tinylfu: sample must be > 0 and <= 1e+06 (capacities), got {shown}")
+
+
+# 3. A malformed option (no '=', an empty name or value) in one wording for policies, admissions and routers
+# (pcs.choices.malformed_option): the kind and name, the option, the spec when it holds more, OPTION=VALUE, the
+# options the name takes; a name that takes none says so (the router's 'least-loaded:x' was the model: unchanged).
+
+@pytest.mark.parametrize("option, value, words", [
+    ("--router", "cache-aware:=3", "router 'cache-aware': bad option '=3'; expected OPTION=VALUE; its options: "
+                                   "overlap=, load="),
+    ("--router", "cache-aware:overlap=", "router 'cache-aware': bad option 'overlap='; expected OPTION=VALUE; "
+                                         "its options: overlap=, load="),
+    ("--router", "prefix:=3", "router 'prefix' takes no options, got '=3'"),
+    ("--policy", "slru:=3", "eviction policy 'slru': bad option '=3'; expected OPTION=VALUE; its options: "
+                            "protected_share="),
+    ("--policy", "slru:protected_share=0.5,x", "eviction policy 'slru': bad option 'x' in "
+                                               "'slru:protected_share=0.5,x'; expected OPTION=VALUE; its options: "
+                                               "protected_share="),
+    ("--policy", "lru:x", "eviction policy 'lru' takes no options, got 'x'"),
+    ("--admit", "cpu=reuse:=3", "admission 'reuse': bad option '=3'; expected OPTION=VALUE; its options: n="),
+    ("--admit", "cpu=retain:tokens=0-64,duration=", "admission 'retain': bad option 'duration=' in "
+                                                    "'retain:tokens=0-64,duration='; expected OPTION=VALUE; its "
+                                                    "options: tokens=, duration="),
+])
+def test_a_malformed_option_in_one_wording(option, value, words):
+    if option == "--router":
+        r = _router(value)
+    elif option == "--admit":
+        r = _admit(value)
+    else:
+        r = invoke("replay", str(SMALL_TRACE), "--policy", value, "-q")
+    assert_one_line_error(r, words)
