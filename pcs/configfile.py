@@ -137,8 +137,8 @@ class KeyLines:
 
 def _finite(text: str) -> float:
     value = float(text)
-    if not math.isfinite(value):
-        raise UserError(f"number {quoted(text, show=str)} is out of range")
+    if not math.isfinite(value):    # 1e999: the TOML reader's words (read_mapping_lines)
+        raise UserError(f"number {quoted(text, show=str)} is {OUT_OF_FLOAT_RANGE}")
     return value
 
 
@@ -157,7 +157,7 @@ def _toml_float(text: str) -> float:
 
 
 def _no_constant(name: str) -> Any:
-    raise UserError(f"{name} is not a JSON number")
+    raise UserError(f"{name} is not finite (and not a JSON number)")
 
 
 def _lone_surrogate(value: Any, where: str = "") -> tuple[str, str] | None:
@@ -197,13 +197,17 @@ def _parse_json(path: Path, text: str) -> Any:
         raise InputError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}") from None
     except jsondepth.TooDeepError as exc:
         raise InputError(str(path), None, None, str(exc)) from None
-    except jsondepth.NumberTooLongError as exc:
-        raise InputError(str(path), exc.lineno, exc.field, str(exc)) from None
+    except jsondepth.NumberTooLongError as exc:     # named by its whole path (fixed.x[1]), as every field here
+        from pcs.keylines import json_value_path
+
+        where = json_value_path(text, exc.offset) if exc.offset is not None else None
+        raise InputError(str(path), exc.lineno, where or exc.field,
+                         jsondepth.too_long_text(exc.digits) if where else str(exc)) from None
     except jsondepth.DuplicateKeyError as exc:    # its line and the object's path (jsondepth.duplicate_place)
         raise InputError(str(path), exc.lineno, exc.field, str(exc)) from None
-    except ValueError as exc:  # _finite / _no_constant: NaN, Infinity, 1e999
+    except ValueError as exc:  # _finite / _no_constant: NaN, Infinity, 1e999 (their own words: not finite, out of range)
         line, field = _not_finite_place(text)
-        raise InputError(str(path), line, field, f"invalid JSON: {exc}") from None
+        raise InputError(str(path), line, field, str(exc)) from None
 
 
 def _not_finite_place(text: str) -> tuple[int | None, str | None]:
@@ -326,10 +330,12 @@ def _toml_number_error(path: Path, text: str, exc: ValueError) -> InputError:
 
 
 def _toml_place(text: str, start: int) -> tuple[int, str | None]:
-    """``(line, key)`` of a TOML value starting at offset ``start`` of ``text`` (``key = 999...``; the key None
-    when it is not right before the value, as in an array)."""
-    key = re.search(r"([A-Za-z0-9_.\-\"']+)\s*=\s*$", text[max(0, start - 4096):start])
-    return text.count("\n", 0, start) + 1, key.group(1).strip("\"'") if key else None
+    """``(line, key path)`` of a TOML value starting at offset ``start`` of ``text``: the whole path, as every
+    field of a settings file is named (:func:`pcs.keylines.toml_value_path`: ``fixed.seed`` under ``[fixed]``,
+    ``a.b.c`` for ``a.b."c"``, ``x[0].a`` in an array); None when the scan does not find it."""
+    from pcs.keylines import toml_value_path
+
+    return text.count("\n", 0, start) + 1, toml_value_path(text, start)
 
 
 def refuse_unknown_keys(path: str | Path, where: str | None, table: dict[str, Any], known: Iterable[str]) -> None:

@@ -47,11 +47,14 @@ class NumberTooLongError(PickledAsIs, ValueError):
         lineno: line of the number in the text (1-based). field: the key of the object member that holds it
         (its value, or the array it is an element of), None when no key does (a top-level array).
         digits: its digits. index: its position (0-based) in the array holding it, None when it is no array's
-        element; the message names it (``element 2: number too long ...``).
+        element; the message names it (``element 2: number too long ...``). offset: where the number starts in
+        the text (its sign or first digit), None when not known: a reader that names the whole key path
+        (:func:`pcs.keylines.json_value_path`) finds it there.
     """
 
-    def __init__(self, lineno: int, field: str | None, digits: int, index: int | None = None) -> None:
-        self.lineno, self.field, self.digits, self.index = lineno, field, digits, index
+    def __init__(self, lineno: int, field: str | None, digits: int, index: int | None = None,
+                 offset: int | None = None) -> None:
+        self.lineno, self.field, self.digits, self.index, self.offset = lineno, field, digits, index, offset
         super().__init__(("" if index is None else f"element {index}: ") + too_long_text(digits))
 
 
@@ -100,7 +103,7 @@ def _too_long(text: str | bytes) -> NumberTooLongError | None:
     if m is None:
         return None
     field, index = _place(text, m.start())
-    return NumberTooLongError(text.count("\n", 0, m.start()) + 1, field, len(m.group(1)), index)
+    return NumberTooLongError(text.count("\n", 0, m.start()) + 1, field, len(m.group(1)), index, m.start())
 
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},:]')

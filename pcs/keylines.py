@@ -17,7 +17,7 @@ import json
 import re
 from typing import Iterator
 
-__all__ = ["toml_lines", "json_lines", "json_values"]
+__all__ = ["toml_lines", "json_lines", "json_values", "toml_value_path", "json_value_path"]
 
 _JSON_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+|\s+')
 
@@ -30,6 +30,18 @@ def json_values(text: str) -> Iterator[tuple[str, int, str]]:
     """``(path, line, token)`` of every value of the JSON ``text``, in the file's order: ``token`` is the
     scalar as written (``NaN``, ``1e999``, ``"x"``) or ``{`` / ``[`` for a container; ``line`` is the line of the
     value's key in an object, of the value itself in an array. Stops at a token it cannot place."""
+    for path, line, tok, _ in _json_scan(text):
+        yield path, line, tok
+
+
+def json_value_path(text: str, offset: int) -> str | None:
+    """The path (``fixed.x[1]``, as :func:`json_lines` spells it) of the value written at ``offset`` of the JSON
+    ``text`` (a number's sign or first digit), or None when no value starts there or it is the top level."""
+    return next((path or None for path, _, _, start in _json_scan(text) if start == offset), None)
+
+
+def _json_scan(text: str) -> Iterator[tuple[str, int, str, int]]:
+    """:func:`json_values`, each value with its offset in ``text``."""
     stack: list[list] = []      # [is_object, path, key or index, key's line]
     line, want_key = 1, False
     for m in _JSON_TOKEN.finditer(text):
@@ -60,7 +72,7 @@ def json_values(text: str) -> Iterator[tuple[str, int, str]]:
                 path, at = _join(stack[-1][1], str(stack[-1][2])), stack[-1][3]
             else:
                 path, at = f"{stack[-1][1]}[{stack[-1][2]}]", line
-            yield path, at, tok
+            yield path, at, tok, m.start()
             if tok in "{[":
                 stack.append([tok == "{", path, None if tok == "{" else 0, line])
                 want_key = tok == "{"
@@ -102,6 +114,7 @@ class _Toml:
         self.newlines = [m.start() for m in re.finditer("\n", text)]
         self.lines: dict[str, int] = {}
         self.arrays: dict[str, int] = {}     # array-of-tables path -> entries so far
+        self.values: dict[int, str] = {}     # offset where a value starts -> its path
 
     def line(self, i: int) -> int:
         return bisect.bisect_left(self.newlines, i) + 1
@@ -137,6 +150,7 @@ class _Toml:
 
     def value(self, i: int, path: str) -> int:
         t = self.text
+        self.values.setdefault(i, path)
         for quote in ('"""', "'''"):
             if t.startswith(quote, i):
                 end = t.find(quote, i + 3)
@@ -217,9 +231,21 @@ def toml_lines(text: str) -> dict[str, int]:
     """Key path -> line of the TOML ``text`` (module docstring): ``[table]`` and ``[[array]]`` headers (the
     ``n``-th ``[[workload]]`` is ``workload[n-1]``), dotted and quoted keys, inline tables and arrays, across
     lines; multi-line strings are stepped over."""
+    return _scanned(text).lines
+
+
+def toml_value_path(text: str, offset: int) -> str | None:
+    """The key path (``fixed.x[0].a``, as :func:`toml_lines` spells it: a quoted key by its name, ``a.b."c"`` is
+    ``a.b.c``) of the value written at ``offset`` of the TOML ``text`` (a number's sign or first digit), or None
+    when the scan finds no value starting there."""
+    return _scanned(text).values.get(offset)
+
+
+def _scanned(text: str) -> _Toml:
+    """One scan of the TOML ``text``, as far as it can follow it."""
     scan = _Toml(text)
     try:
         scan.run()
     except (_Lost, IndexError):
         pass
-    return scan.lines
+    return scan

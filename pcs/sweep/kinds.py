@@ -162,7 +162,7 @@ def _shown(value: Any) -> str:
 
 def _text(name: str, value: Any) -> str:
     if isinstance(value, bool) or isinstance(value, (dict, list)):
-        raise UserError(f"option {name!r} takes one value, got {value!r}")
+        raise UserError(f"option {plan_word(name)!r} takes one value, got {value!r}")
     return repr(value) if isinstance(value, float) else str(value)
 
 
@@ -186,7 +186,7 @@ def _argv(kind: str, options: dict[str, Any], base: Path) -> list[str]:
     for name, value in options.items():
         try:
             if name in _OUTPUT_OPTIONS:
-                raise UserError(f"option {name!r} shapes a command's output only; a sweep writes one dataset row per "
+                raise UserError(f"option {plan_word(name)!r} shapes a command's output only; a sweep writes one dataset row per "
                                  f"point, which pcs sweep summarize reads")
             if name not in params:
                 raise UserError(unknown_option(name, kind, [k for k in params if k not in FLEET_OPTIONS]))
@@ -195,7 +195,7 @@ def _argv(kind: str, options: dict[str, Any], base: Path) -> list[str]:
                 args.append(_resolve(name, p, _text(name, value), base))
             elif getattr(p, "is_flag", False):
                 if not isinstance(value, bool):
-                    raise UserError(f"option {name!r} is a flag: true or false, got {value!r}")
+                    raise UserError(f"option {plan_word(name)!r} is a flag: true or false, got {value!r}")
                 flags += [opt] if value else []
             elif p.multiple:
                 items = ([f"{k}={v}" for k, v in value.items()] if isinstance(value, dict)
@@ -205,7 +205,7 @@ def _argv(kind: str, options: dict[str, Any], base: Path) -> list[str]:
             else:
                 if isinstance(value, list):
                     if name not in COMMA_OPTIONS:      # make_plan refuses it first; an in-memory point too
-                        raise UserError(f"option {name!r} takes one value, got {_shown(value)}")
+                        raise UserError(f"option {plan_word(name)!r} takes one value, got {_shown(value)}")
                     value = ",".join(_text(name, v) for v in value)
                 flags += [opt, _resolve(name, p, _text(name, value), base)]
         except UserError as exc:    # the option refused: its value's line in the plan (pcs.sweep.api)
@@ -277,8 +277,8 @@ def unknown_option(name: str, kind: str, valid: list[str]) -> str:
     words = sorted({plan_word(v) for v in valid})
     close = did_you_mean(plan_word(name), words)
     if not close:
-        return f"unknown option {name!r} for pcs {kind}; valid: {', '.join(words)}"
-    return f"unknown option {name!r} for pcs {kind}; {close}(valid: {', '.join(words)})"
+        return f"unknown option {plan_word(name)!r} for pcs {kind}; valid: {', '.join(words)}"
+    return f"unknown option {plan_word(name)!r} for pcs {kind}; {close}(valid: {', '.join(words)})"
 
 
 def _parse(kind: str, options: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -309,8 +309,8 @@ def _no_reblock(kw: dict[str, Any]) -> None:
     from pcs.trace.reblock import plan_engine_block_size
 
     if plan_engine_block_size(kw["trace"], kw["trace_format"], kw["block_size"]) is not None:
-        raise UserError(f"block_size {kw['block_size']} re-blocks the trace's ids; pcs sweep replays a trace at "
-                         "its recorded block size (run pcs replay --block-size for a re-blocked run)")
+        raise blamed(UserError(f"block-size {kw['block_size']} re-blocks the trace's ids; pcs sweep replays a trace "
+                               "at its recorded block size (run pcs replay --block-size for a re-blocked run)"), "block_size")
 
 
 #: the fleet options of pcs replay / compare, which a sweep point refuses (:func:`_no_fleet`)

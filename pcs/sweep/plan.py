@@ -30,13 +30,14 @@ import datetime
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from pcs.choices import did_you_mean
 from pcs.errors import InputError, UserError
-from pcs.sweep.kinds import PAIR_OPTIONS
+from pcs.sweep.kinds import PAIR_OPTIONS, plan_word, point_label
 from pcs.sweep.axes import expand_axis
 
 __all__ = ["Plan", "PlanKeyError", "Point", "load_plan", "value_field", "make_plan", "point_id", "input_files", "KINDS", "MAX_POINTS"]
@@ -122,8 +123,6 @@ class PlanKeyError(UserError):
 def _pairs(name: str, value: Any, where: str, field: str) -> dict[str, Any]:
     """A ``NAME=VALUE`` option as an ordered dict (a table, or a list of "NAME=VALUE" strings); ``field``: its key's
     path in the plan, for a :class:`PlanKeyError`; a message names the option as the plan writes it (``tier-policy``)."""
-    from pcs.sweep.kinds import plan_word
-
     name = plan_word(name)
     if isinstance(value, dict):
         entries = [(str(k), v) for k, v in value.items()]
@@ -163,7 +162,7 @@ def _set(options: dict[str, Any], key: str, value: Any, pair_options: frozenset[
     name = _name(name)
     if dot:
         if name not in pair_options:
-            raise PlanKeyError(f"{where}: {key!r}: only NAME=VALUE options ({', '.join(sorted(pair_options))}) "
+            raise PlanKeyError(f"{where}: {key!r}: only NAME=VALUE options ({', '.join(sorted(map(plan_word, pair_options)))}) "
                             "take an entry after a dot", f"{table}.{key}")
         table = dict(options.get(name) or {})
         table[entry.strip().lower()] = value
@@ -174,22 +173,38 @@ def _set(options: dict[str, Any], key: str, value: Any, pair_options: frozenset[
         options[name] = value
 
 
-def _no_dates(value: Any, where: str, table: str, key: str = "") -> None:
-    """Refuse a TOML date, time or date-time (``tomllib`` gives datetime objects) anywhere in an option's value:
-    no option takes one, and the point id's canonical JSON could not hold it.
+def _scalars(value: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """``(path, scalar)`` of every scalar in an option's ``value`` written at ``path``, in order: a table's entry
+    after a dot, a list's element by its 0-based index (``x[0].a``), as the readers name fields (:mod:`pcs.keylines`)."""
+    todo = [(path, value)]
+    while todo:
+        at, item = todo.pop()
+        if isinstance(item, dict):
+            todo.extend((f"{at}.{k}", v) for k, v in reversed(list(item.items())))
+        elif isinstance(item, list):
+            todo.extend((f"{at}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+        else:
+            yield at, item
+
+
+def _refuse_odd_values(options: dict[str, Any], where: str, table: str) -> None:
+    """Refuse, anywhere in an option's value, a TOML date, time or date-time (``tomllib`` gives datetime objects: no
+    option takes one, and the point id's canonical JSON could not hold it) and a number that is not finite (TOML's
+    ``nan``, ``inf``, ``-inf``, ``+nan``; JSON's ``NaN`` the JSON reader refuses itself): no option takes one.
 
     Raises:
-        UserError: naming ``where`` (the plan and its table) and the option.
+        PlanKeyError: naming ``where`` (the plan and its table) and the value's path (``x[0].a``, :func:`_scalars`),
+            at its line (``table``.path).
     """
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _no_dates(v, where, table, f"{key}.{k}" if key else str(k))
-    elif isinstance(value, list):
-        for v in value:
-            _no_dates(v, where, table, key)
-    elif isinstance(value, (datetime.date, datetime.time)):     # datetime.datetime is a date
-        raise PlanKeyError(f"{where}: option {key!r}: a TOML date/time ({value.isoformat()}) is not an option value; "
-                        "write the value as a string (a duration such as \"2s\", a size such as \"10GB\")", f"{table}.{key}")
+    for key, value in options.items():
+        for path, v in _scalars(value, str(key)):
+            if isinstance(v, (datetime.date, datetime.time)):     # datetime.datetime is a date
+                raise PlanKeyError(f"{where}: option {path!r}: a TOML date/time ({v.isoformat()}) is not an option "
+                                   "value; write the value as a string (a duration such as \"2s\", a size such as "
+                                   "\"10GB\")", f"{table}.{path}")
+            if isinstance(v, float) and not math.isfinite(v):
+                raise PlanKeyError(f"{where}: option {path!r}: {v!r} is not finite; give a finite number",
+                                   f"{table}.{path}")
 
 
 def _refuse_wrong_shapes(kind: str, fixed: dict[str, Any], axes: dict[str, Any], source: str) -> None:
@@ -287,7 +302,7 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     Raises:
         UserError: an empty plan, an unknown top-level key or kind, a bad axis, a value that does not fit its
             option (a nested list, a table where one value goes: :func:`pcs.sweep.kinds.shape_problem`), a TOML
-            date/time as a value, an option
+            date/time or a number that is not finite (``nan``, ``inf``) as a value, an option
             both fixed and an axis, a tier size the run refuses (:func:`_check_tier_sizes`), one option or table
             entry named twice (two spellings,
             ``write-policy`` / ``write_policy``, or ``tier.cpu`` / ``tier.CPU``), two points with one id, more than
@@ -312,7 +327,7 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     for what, table in (("fixed", fixed), ("axes", axes)):
         if not isinstance(table, dict):
             raise PlanKeyError(f"{source}: [{what}] must be a table of options", what)
-        _no_dates(table, f"{source} [{what}]", what)
+        _refuse_odd_values(table, f"{source} [{what}]", what)
     _refuse_same_option(fixed, f"{source} [fixed]", "fixed")
     _refuse_same_option(axes, f"{source} [axes]", "axes")
     _refuse_wrong_shapes(kind, fixed, axes, source)
@@ -344,7 +359,7 @@ def _points(kind: str, base: dict[str, Any], names: list[str], values: list[list
             _set(opts, n, v, pairs, f"{source} [axes]", "axes")
         pid = point_id(kind, opts)
         if pid in seen:
-            raise UserError(f"{source}: two points have the same options {opts!r}")
+            raise UserError(f"{source}: two points have the same options ({point_label(opts)})")
         seen.add(pid)
         points.append(Point(pid, opts))
     return tuple(points)

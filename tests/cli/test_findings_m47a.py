@@ -81,3 +81,91 @@ def test_a_malformed_option_in_one_wording(option, value, words):
     else:
         r = invoke("replay", str(SMALL_TRACE), "--policy", value, "-q")
     assert_one_line_error(r, words)
+
+
+# 4-6: a sweep plan's messages. PLAN_HEAD is 6 lines (kind, a blank line, [fixed], trace, timing, tier): a key
+# written after it is on line 7. Paths as the readers name fields (pcs.keylines): a table's entry after a dot, a
+# list's element by its 0-based index (fixed.x[0].a).
+
+def _json_refusal(tmp_path, text: str) -> str:
+    """The message of the UserError pcs.sweep.api.prepare raises for a plan p.json holding ``text``."""
+    from pcs.errors import UserError
+    from pcs.sweep.api import prepare
+
+    plan = tmp_path / "p.json"
+    plan.write_text(text)
+    with pytest.raises(UserError) as err:
+        prepare(plan, tmp_path / "out")
+    return str(err.value).replace(str(plan), "P")
+
+
+def _toml_refusal(tmp_path, extra: str) -> str:
+    from helpers import PLAN_HEAD, plan_refusal
+
+    return plan_refusal(tmp_path, PLAN_HEAD + extra).replace(str(tmp_path / "p.toml"), "P")
+
+
+_AXIS = '[axes]\npolicy = ["lru", "fifo"]\n'
+
+
+# 4. Every message names a plan key as the plan writes it, with dashes (docs/sweep.md), never its underscore form.
+
+@pytest.mark.parametrize("extra, words", [
+    ('requests-out = "x.csv"\n' + _AXIS, "option 'requests-out' shapes a command's output only"),
+    ('gap-orcle = true\n' + _AXIS, "unknown option 'gap-orcle' for pcs replay; did you mean 'gap-oracle'?"),
+    ('"write-policy.x" = "back"\n' + _AXIS, "'write-policy.x': only NAME=VALUE options (link, tier, tier-policy) "
+                                            "take an entry after a dot"),
+    ('block-size = 32\n' + _AXIS, "block-size 32 re-blocks the trace's ids"),
+])
+def test_a_plan_key_is_named_with_dashes(tmp_path, extra, words):
+    message = _toml_refusal(tmp_path, extra)
+    assert words in message, message
+
+
+# 5. A number that is not finite is refused as such at its line and key (was: click's "not an integer in ASCII
+# digits", or "invalid JSON").
+
+@pytest.mark.parametrize("written, shown", [("nan", "nan"), ("+nan", "nan"), ("inf", "inf"), ("-inf", "-inf")])
+def test_a_toml_number_not_finite_is_refused_at_its_key(tmp_path, written, shown):
+    message = _toml_refusal(tmp_path, f"tp = {written}\n" + _AXIS)
+    assert message == f"P:7: [fixed]: option 'tp': {shown} is not finite; give a finite number", message
+
+
+def test_a_toml_axis_value_not_finite_is_named_by_its_index(tmp_path):
+    message = _toml_refusal(tmp_path, '[axes]\ntp = [1, -inf]\n')       # [axes] on line 7, tp on line 8
+    assert message == "P:8: [axes]: option 'tp[1]': -inf is not finite; give a finite number", message
+
+
+@pytest.mark.parametrize("written", ["NaN", "Infinity", "-Infinity"])
+def test_a_json_number_not_finite_is_refused_at_its_key(tmp_path, written):
+    text = '{"kind": "replay",\n "fixed": {"trace": "t.jsonl",\n   "tp": %s}}\n' % written      # tp on line 3
+    assert _json_refusal(tmp_path, text) == f"P:3: field 'fixed.tp': {written} is not finite (and not a JSON number)"
+
+
+# 6. A value's path in the plan, whole: a quoted key by its name, the table it is in, a list's element by index.
+
+_FLOAT_TEXT = f"number 1e999 is {_FLOAT_RANGE}"
+
+
+@pytest.mark.parametrize("extra, field, problem", [
+    ('a.b."c" = 1e999\n', "fixed.a.b.c", _FLOAT_TEXT),                  # was 'a.b."c' (its quote lost)
+    ("x = [{a = 1e999}]\n", "fixed.x[0].a", _FLOAT_TEXT),               # was 'a'
+    ("seed = " + "9" * 5000 + "\n", "fixed.seed", "number too long (5,000 digits)"),     # was 'seed'
+])
+def test_a_toml_value_is_named_by_its_whole_path(tmp_path, extra, field, problem):
+    assert _toml_refusal(tmp_path, extra) == f"P:7: field '{field}': {problem}"
+
+
+@pytest.mark.parametrize("value, field, problem", [
+    ("9" * 5000, "fixed.seed", "number too long (5,000 digits)"),                   # was 'seed'
+    ("[1, %s]" % ("9" * 5000), "fixed.seed[1]", "number too long (5,000 digits)"),  # was 'seed': element 1: ...
+    ("[{\"a\": 1e999}]", "fixed.seed[0].a", _FLOAT_TEXT),       # was 'invalid JSON: number 1e999 is out of range'
+])
+def test_a_json_value_is_named_by_its_whole_path(tmp_path, value, field, problem):
+    text = '{"kind": "curve",\n "fixed": {"trace": "t.jsonl",\n   "seed": %s}}\n' % value      # seed on line 3
+    assert _json_refusal(tmp_path, text) == f"P:3: field '{field}': {problem}"
+
+
+def test_a_toml_date_in_a_list_is_named_by_its_index(tmp_path):
+    message = _toml_refusal(tmp_path, "x = [{a = 1979-05-27}]\n" + _AXIS)
+    assert message.startswith("P:7: [fixed]: option 'x[0].a': a TOML date/time (1979-05-27)"), message   # was 'x.a'

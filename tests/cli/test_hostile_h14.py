@@ -96,10 +96,10 @@ def test_f1_one_cache_layer_is_enough(tmp_path):
 
 
 @pytest.mark.parametrize("table, line, needle", [
-    ("axes", "policy = [1979-05-27T07:32:00Z]", "[axes]: option 'policy': a TOML date/time (1979-05-27T07:32:00+00:00)"),
+    ("axes", "policy = [1979-05-27T07:32:00Z]", "[axes]: option 'policy[0]': a TOML date/time (1979-05-27T07:32:00+00:00)"),
     ("fixed", "ttft-slo = 07:32:00", "[fixed]: option 'ttft-slo': a TOML date/time (07:32:00)"),
     ("fixed", 'tier = {gpu = "40blocks", cpu = 1979-05-27}', "[fixed]: option 'tier.cpu': a TOML date/time (1979-05-27)"),
-    ("axes", '"tier.cpu" = ["10blocks", 1979-05-27]', "[axes]: option 'tier.cpu': a TOML date/time"),
+    ("axes", '"tier.cpu" = ["10blocks", 1979-05-27]', "[axes]: option 'tier.cpu[1]': a TOML date/time"),    # its path
 ])
 def test_f2_toml_dates_in_a_sweep_plan_are_refused_with_file_and_key(tmp_path, table, line, needle):
     # F2: tomllib turns these into datetime/date/time objects; the point id's json.dumps raised TypeError

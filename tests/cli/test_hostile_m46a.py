@@ -160,7 +160,7 @@ def test_a_toml_float_past_the_range_is_named_at_its_line(tmp_path):
     hw.write_text('[gpu."mine"]\nhbm_bytes = "96GB"\nhbm_bps = "4TB/s"\nbf16_flops = 1_0e999\n')
     with pytest.raises(InputError) as err:
         load_hardware_file(hw)
-    assert str(err.value) == (f"{hw}:4: field 'bf16_flops': number 1_0e999 is out of range: a float holds at most "
+    assert str(err.value) == (f"{hw}:4: field 'gpu.mine.bf16_flops': number 1_0e999 is out of range: a float holds at most "
                               "about 1.7977e308 either side")
 
 

@@ -34,12 +34,12 @@ def test_a_toml_float_out_of_range_is_found_past_comments_and_strings(tmp_path, 
     text = head + '[gpu."mine"]\nbf16_flops = 1e999\n'        # the value's line: the head's lines + 2
     line = head.count("\n") + 2
     message = _hardware_error(tmp_path, text)
-    assert message.startswith(f"HW:{line}: field 'bf16_flops': number 1e999 is {_RANGE}"), message[:200]
+    assert message.startswith(f"HW:{line}: field 'gpu.mine.bf16_flops': number 1e999 is {_RANGE}"), message[:200]
 
 
 def test_a_toml_integer_too_long_is_found_past_a_comment(tmp_path):
     text = "# " + "7" * 5000 + "\n" + '[gpu."mine"]\n' + "hbm_bytes = " + "9" * 5000 + "\n"   # the value on line 3
-    assert _hardware_error(tmp_path, text) == "HW:3: field 'hbm_bytes': number too long (5,000 digits)"
+    assert _hardware_error(tmp_path, text) == "HW:3: field 'gpu.mine.hbm_bytes': number too long (5,000 digits)"
 
 
 def test_a_json_integer_too_long_is_found_past_a_string(tmp_path):
@@ -101,7 +101,7 @@ def test_a_toml_number_past_a_backslash_continued_string(tmp_path):
     text = ('note = """\\\n  a note \\\n  """\n'        # lines 1-3: one string, two lines continued by a backslash
             '[gpu."mine"]\nbf16_flops = 1e999\n'          # line 5: the value refused
             'tag = """x"""\nhbm_bps = 1e999\n')           # line 7: the same text again, after another string
-    assert _hardware_error(tmp_path, text).startswith(f"HW:5: field 'bf16_flops': number 1e999 is {_RANGE}")
+    assert _hardware_error(tmp_path, text).startswith(f"HW:5: field 'gpu.mine.bf16_flops': number 1e999 is {_RANGE}")
 
 
 # Review 46k: a policy option whose default is None (a plug-in's) gets no number that no option holds as text:

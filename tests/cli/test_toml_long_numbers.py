@@ -15,9 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("body, line, field, digits", [
-    ("[device]\nname = \"x\"\nhbm_gb = " + "9" * 5000 + "\n", 3, "hbm_gb", 5000),   # line 3, the key's value
+    ("[device]\nname = \"x\"\nhbm_gb = " + "9" * 5000 + "\n", 3, "device.hbm_gb", 5000),   # line 3: its whole path
     ("a = 1\nb = -" + "1" * 4400 + "\n", 2, "b", 4400),                            # a sign is not a digit
-    ("x = [1, " + "2" * 4301 + "]\n", 1, None, 4301),                               # in an array: no field
+    ("x = [1, " + "2" * 4301 + "]\n", 1, "x[1]", 4301),                             # in an array: its element
 ])
 def test_a_long_toml_integer_is_named(tmp_path, body, line, field, digits):
     p = tmp_path / "plan.toml"
@@ -42,5 +42,5 @@ def test_the_cli_prints_one_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pcs", "replay", str(ROOT / "traces" / "sample_chat.jsonl"),
                           "--hardware-file", str(hw)], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 2
-    assert out.stderr.strip() == f"pcs: error: {hw}:3: field 'hbm_gb': number too long (5,000 digits)"
+    assert out.stderr.strip() == f"pcs: error: {hw}:3: field 'device.hbm_gb': number too long (5,000 digits)"
     assert "Traceback" not in out.stderr

@@ -132,7 +132,7 @@ def test_an_unknown_key_gets_the_suggestion_the_cli_gives_in_the_plans_spelling(
     plan.write_text(f"[fixed]\ntp = 1\n{key} = 'x'\n", encoding="utf-8")
     res = _pcs("sweep", plan, "-o", tmp_path / "out", "--jobs", "1")
     assert res.exit_code == 2 and len(res.stderr.splitlines()) == 1, res.output
-    assert f"unknown option '{key}' for pcs replay; did you mean " in res.stderr
+    assert f"unknown option '{key.replace('_', '-')}' for pcs replay; did you mean " in res.stderr    # as a plan writes it
     assert f"'{meant}'" in res.stderr.split("did you mean ", 1)[1].split("?", 1)[0]
     assert "(tp=1 " in res.stderr                      # the point's label in the plan's words, not "--tp 1"
     valid = res.stderr.split("(valid: ", 1)[1].strip().rstrip(")").split(", ")
