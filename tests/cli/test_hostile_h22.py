@@ -160,7 +160,7 @@ def test_a_number_too_long_names_file_line_and_field(work):
                 '{"timestamp": 1, "hash_ids": [1, 2], "input_length": ' + big + ', "output_length": 3}\n')
     for args, where in ((("footprint", "--model-config", "cfg.json", "--tokens", "10"), "cfg.json:3: field "
                          "'num_hidden_layers'"),
-                        (("replay", T, "-q", "--hardware-file", "hw.json"), "hw.json:2: field 'hbm_bytes'"),
+                        (("replay", T, "-q", "--hardware-file", "hw.json"), "hw.json:2: field 'gpus.x.hbm_bytes'"),
                         (("replay", "t.jsonl", "-q"), "t.jsonl:2: field 'input_length'")):
         line = assert_one_line_error(invoke(*args), f"{where}: number too long (5,000 digits)")
         assert "set_int_max_str_digits" not in line

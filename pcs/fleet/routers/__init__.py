@@ -130,7 +130,7 @@ def _convert(router: str, key: str, typ: type, text: str, bounds: tuple | None) 
         from pcs.cache.policies import number_option, spec_value
 
         value = number_option(spec_value(text), "float", f"router {router!r}: option {key}: ")
-        value = value if isinstance(value, (int, float)) else None
+        value = float(value) if isinstance(value, (int, float)) else None     # 1 and -0 as floats: 1.0, 0.0
     else:       # an int option holds up to its bound, 2^64 - 1 for a seed: past 64 bits signed (spec_value's) too
         from pcs.units import ascii_int
 
