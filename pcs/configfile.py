@@ -57,7 +57,8 @@ def unread_suffix(path: str | Path) -> str:
         return (f"{shown_path(path)}: {a_or_an(lang)} file ({path.suffix}), which pcs does not read: it reads "
                 f"settings as {reads}, by the suffix; {out}")
     what = f"unknown file type {path.suffix!r}" if suffix else "no suffix"
-    return f"{shown_path(path)}: {what}; {did_you_mean(suffix, SETTINGS_SUFFIXES) if suffix else ''}pcs reads {reads}, by the suffix"
+    near = did_you_mean(suffix, SETTINGS_SUFFIXES) if suffix else ""
+    return f"{shown_path(path)}: {what}; {near}pcs reads {reads}, by the suffix"
 
 
 #: Largest settings file read, bytes (a model config is a few kB; 16 MiB leaves room for anything real).

@@ -702,7 +702,10 @@ class PcsGroup(click.Group):
         except click.UsageError as exc:
             raise PcsUsageError(_usage_line(exc)) from None
 
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's, but a name that is no subcommand is refused by :func:`no_such_command` (one that looks like an
+        option is left to click, which parses it as one)."""
         name = args[0] if args else ""
         if name and not name.startswith("-") and not ctx.resilient_parsing and self.get_command(ctx, name) is None:
             raise no_such_command(name, ctx)

@@ -70,7 +70,8 @@ def check_outputs(html_path: str | None, plot_dir: str | None, inputs: Mapping[s
 
             raise UserError(f"--plot {shown_path(plot_dir)}: {dangling_link_problem(plot_dir)}")
         if p.exists() and not p.is_dir():
-            raise UserError(f"--plot {shown_path(plot_dir)}: exists and is not a folder (--plot names a folder of figures)")
+            raise UserError(f"--plot {shown_path(plot_dir)}: exists and is not a folder (--plot names a folder of "
+                            "figures)")
         if not p.resolve().parent.is_dir():
             raise UserError(f"--plot {shown_path(plot_dir)}: the folder {str(p.parent)!r} does not exist")
     if html_path:
@@ -309,7 +310,8 @@ def _read_payload(path: str) -> dict:
         field = f"field '{exc.field}': " if exc.field else ""
         raise UserError(f"{shown_path(path)}:{exc.lineno}: {field}{exc}") from None
     except json.JSONDecodeError as exc:
-        raise UserError(f"{shown_path(path)}: line {exc.lineno}: not JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
+        raise UserError(f"{shown_path(path)}: line {exc.lineno}: not JSON ({exc.msg.removesuffix(' at')} at column "
+                        f"{exc.colno})") from None
     try:
         kind, written = payload_kind(payload), {}
         if kind == "curve":     # a curve JSON of a pcs before 2026-12-04: today's names, and the names it holds

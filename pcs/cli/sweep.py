@@ -179,7 +179,8 @@ def _run_locked(plan: str, out: str, jobs: int | None, ray_address: str | None, 
     prep = _prepare_told(plan, out, force, quiet)
     jobs = _jobs_capped(jobs, len(prep.tasks), quiet) if ray_address is None else jobs
     if not quiet and fmt != "table":
-        click.echo(f"pcs: note: {format_counted(len(prep.plan.points), 'point')}, {prep.skipped_points} already in {shown_path(out)}, "
+        click.echo(f"pcs: note: {format_counted(len(prep.plan.points), 'point')}, {prep.skipped_points} already in "
+                   f"{shown_path(out)}, "
                    f"{len(prep.tasks)} to run", err=True)
     try:
         with Progress(quiet, desc="sweep", unit=" point", total=len(prep.tasks)) as progress:
