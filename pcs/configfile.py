@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator
 
 from pcs import jsondepth
 from pcs.choices import did_you_mean
-from pcs.errors import OUT_OF_FLOAT_RANGE, InputError, UserError, quoted
+from pcs.errors import OUT_OF_FLOAT_RANGE, InputError, UserError, quoted, shown_path
 from pcs.units import a_or_an
 
 __all__ = ["MAX_SETTINGS_BYTES", "SETTINGS_SUFFIXES", "unread_suffix", "read_text", "read_mapping", "read_mapping_lines", "read_json_object",
@@ -54,10 +54,11 @@ def unread_suffix(path: str | Path) -> str:
         lang = _UNREAD_LANGUAGES[suffix]
         out = ("convert the file to TOML (the same tables and keys)" if lang in _AS_TOML else
                "write its settings as TOML")
-        return (f"{path}: {a_or_an(lang)} file ({path.suffix}), which pcs does not read: it reads "
+        return (f"{shown_path(path)}: {a_or_an(lang)} file ({path.suffix}), which pcs does not read: it reads "
                 f"settings as {reads}, by the suffix; {out}")
     what = f"unknown file type {path.suffix!r}" if suffix else "no suffix"
-    return f"{path}: {what}; {did_you_mean(suffix, SETTINGS_SUFFIXES) if suffix else ''}pcs reads {reads}, by the suffix"
+    near = did_you_mean(suffix, SETTINGS_SUFFIXES) if suffix else ""
+    return f"{shown_path(path)}: {what}; {near}pcs reads {reads}, by the suffix"
 
 
 #: Largest settings file read, bytes (a model config is a few kB; 16 MiB leaves room for anything real).

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Mapping
 
-__all__ = ["quoted", "ending_with", "shown_name", "printable", "NAME_LIMIT", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT",
+__all__ = ["quoted", "ending_with", "shown_name", "shown_path", "printable", "NAME_LIMIT", "PATH_LIMIT", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT",
            "OUT_OF_FLOAT_RANGE", "INT64_LIMIT", "OUT_OF_INT64_RANGE"]
 
 #: why a number is refused as out of range, the one wording of it: a float64 holds magnitudes below about
@@ -40,7 +40,9 @@ def quoted(value: Any, limit: int = 40, show: Callable[[Any], str] | None = None
     the closing quote or bracket and the value's size, so a cut value is seen to be cut (one rule for every
     message; before, ``json.dumps(v)[:40]`` dropped the closing quote and said nothing).
 
-    What is shown: a value JSON cannot write (``bytes``, a list holding bytes, as msgpack gives them) or one
+    What is shown: ``show=str`` shows the text bare, each character that is not printable (a control character, a
+    right-to-left mark U+202E or another bidi control, a newline) as its escape (:func:`printable`): a file name or
+    a value in a message cannot reorder or break the line around it (``repr`` and JSON escape them too). A value JSON cannot write (``bytes``, a list holding bytes, as msgpack gives them) or one
     ``show`` refuses is shown by Python's ``repr`` (bytes as ``b'\x00\x01'``); a value neither can show (an int
     past Python's digit limit) by its type and size (``<int of 5,000 digits>``).
 
@@ -66,10 +68,11 @@ def quoted(value: Any, limit: int = 40, show: Callable[[Any], str] | None = None
     """
     import json
 
-    show = json.dumps if show is None else show
+    show = json.dumps if show is None else _printable_text if show is str else show
     if isinstance(value, (str, bytes, bytearray)):
         text, used = _shown(value[:limit], show)
-        opener, body, closer = _quotes(text, value[:limit])
+        bare = used is _printable_text and isinstance(value, str)     # no quotes to find: an escape may end it
+        opener, body, closer = ("", text, "") if bare else _quotes(text, value[:limit])
         if len(value) <= limit and len(body) <= limit:
             return text
         unit = "characters" if isinstance(value, str) else "bytes"
@@ -145,6 +148,33 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
+def _printable_text(value: Any) -> str:
+    """``str(value)`` through :func:`printable`: what :func:`quoted` shows for ``show=str``."""
+    return printable(str(value))
+
+
+#: The most characters of a file name a message shows whole (:func:`shown_path`).
+PATH_LIMIT = 200
+
+
+def shown_path(path: Any) -> str:
+    r"""A file name as every message shows it: its text (``os.fspath``; bytes decoded as the file system does), each
+    character that is not printable escaped (a right-to-left mark U+202E shows as ``\u202e``, so it cannot
+    reverse the rest of the line) and cut past :data:`PATH_LIMIT` characters, by :func:`quoted`'s rule
+    (``show=str``).
+
+    >>> shown_path("a\u202etxt.jsonl")
+    'a\\u202etxt.jsonl'
+    """
+    import os
+
+    try:
+        text = os.fsdecode(path)
+    except TypeError:
+        text = str(path)
+    return quoted(text, PATH_LIMIT, show=str)
+
+
 #: The most characters of a name a text output shows whole (:func:`shown_name`): a Hugging Face model id is at
 #: most 96 characters, so every real preset, model id or device name is shown whole.
 NAME_LIMIT = 100
@@ -209,7 +239,8 @@ class InputError(UserError):
         problem: what is wrong, e.g. ``"must be >= 0, got -3"``.
 
     ``str(err)`` is ``"PATH:LINE: field 'F': PROBLEM"`` with the absent parts
-    left out, the one-line message the CLI prints.
+    left out, the one-line message the CLI prints; PATH and F with each character that is not printable escaped
+    (:func:`printable`: a right-to-left mark in a file name is ``\\u202e``), the attributes as given.
     """
 
     def __init__(self, path: str, line: int | None, field: str | None, problem: str):
@@ -217,8 +248,9 @@ class InputError(UserError):
         self.line = line
         self.field = field
         self.problem = problem
-        where = self.path if line is None else f"{self.path}:{line}"
-        what = f"field '{field}': {problem}" if field else problem
+        shown = printable(self.path)         # a bidi or control character in a name is escaped (shown_path)
+        where = shown if line is None else f"{shown}:{line}"
+        what = f"field '{printable(str(field))}': {problem}" if field else problem
         super().__init__(f"{where}: {what}")
 
 

@@ -33,7 +33,7 @@ import os
 import stat
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
-from pcs.errors import UserError, raise_if_stopped
+from pcs.errors import UserError, raise_if_stopped, shown_path
 from pcs.units import a_or_an
 
 __all__ = ["TEMPORARY", "WRITTEN", "STREAMED", "REFUSED", "atomic_output", "check_outputs", "refuse_dash_folder",
@@ -202,7 +202,7 @@ def create_temporary(folder, prefix: str, suffix: str = "") -> tuple[int, str]:
         except OSError:          # nothing was created; a signal (Terminated) leaves the name listed
             TEMPORARY.discard(tmp)
             raise
-    raise FileExistsError(f"{folder}: no free temporary name {prefix}...{suffix} in it")
+    raise FileExistsError(f"{shown_path(folder)}: no free temporary name {prefix}...{suffix} in it")
 
 
 def _reserve_temporary(target: Path) -> str:
@@ -214,7 +214,7 @@ def _reserve_temporary(target: Path) -> str:
     try:
         fd, tmp = create_temporary(target.parent, f".{target.name}.", ".tmp")
     except FileExistsError as exc:
-        raise FileExistsError(f"{target}: no free temporary name beside it") from exc
+        raise FileExistsError(f"{shown_path(target)}: no free temporary name beside it") from exc
     except OSError as exc:
         raise _named(exc, exc.filename, target) from None
     os.close(fd)
@@ -245,11 +245,11 @@ def refuse_one_path(option: str, folder, outputs: Mapping[str, object]) -> None:
         return
     for opt, path in outputs.items():
         if path is not None and same_file(folder, path):
-            raise UserError(f"{option} {folder} and {opt} {path} name one path: give each output its own name")
+            raise UserError(f"{option} {shown_path(folder)} and {opt} {shown_path(path)} name one path: give each output its own name")
 
 
 def _refusal(option: str, path, kind: str) -> str:
-    return (f"{option} {path} is {a_or_an(kind)}: pcs writes an output to a file, a FIFO or a character device "
+    return (f"{option} {shown_path(path)} is {a_or_an(kind)}: pcs writes an output to a file, a FIFO or a character device "
             "(such as /dev/null); give a file name")
 
 
@@ -267,7 +267,7 @@ def _check_one(option: str, path, hint: str = STDOUT_HINT) -> str | None:
         kind = node_kind(path)
     except OSError as exc:
         why = "a symbolic link that loops" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
-        raise UserError(f"{option} {path}: {why}; give a file name") from None
+        raise UserError(f"{option} {shown_path(path)}: {why}; give a file name") from None
     if kind == "directory":
         raise IsADirectoryError(errno.EISDIR, f"{option}: is a directory", os.fspath(path))
     if kind in REFUSED:
@@ -277,9 +277,9 @@ def _check_one(option: str, path, hint: str = STDOUT_HINT) -> str | None:
     folder = _resolved(path).parent
     if not folder.is_dir():
         what = "does not exist" if not folder.exists() else "is not a folder"
-        raise UserError(f"{option} {path}: the folder {str(folder)!r} {what}")
+        raise UserError(f"{option} {shown_path(path)}: the folder {str(folder)!r} {what}")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise UserError(f"{option} {path}: the folder {str(folder)!r} is not writable")
+        raise UserError(f"{option} {shown_path(path)}: the folder {str(folder)!r} is not writable")
     return kind
 
 
@@ -310,7 +310,7 @@ def refuse_inputs(outputs: Iterable[tuple[str, object]], inputs: Iterable[tuple[
     for opt, path in outputs:
         for what, src in inputs if path is not None else ():
             if same_file(path, src):
-                raise UserError(f"{opt} {path} is also an input file of this run ({what}); pcs never modifies "
+                raise UserError(f"{opt} {shown_path(path)} is also an input file of this run ({what}); pcs never modifies "
                                  "its inputs: choose another output name")
 
 
@@ -336,4 +336,4 @@ def check_outputs(outputs: Mapping[str, object], inputs: Mapping[str, object] = 
         refuse_inputs([(opt, path)], inputs.items())
         for opt2, path2 in given[:i]:
             if kind != "character device" and same_file(path, path2):
-                raise UserError(f"{opt} {path} and {opt2} {path2} name one file: give each output its own name")
+                raise UserError(f"{opt} {shown_path(path)} and {opt2} {shown_path(path2)} name one file: give each output its own name")

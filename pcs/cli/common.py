@@ -28,19 +28,22 @@ from pcs.cli.progress import Progress, counted  # noqa: F401 - the names command
 from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
 from pcs.errors import (BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, PickledAsIs, Stopped, UnknownNameError,
-                        UserError, quoted)
+                        UserError, printable, quoted, shown_path)
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals", "ignore_stop_signals"]
 
 
 class PcsUsageError(PickledAsIs, click.ClickException):
-    """A user error: printed as one line ``pcs: error: ...``, exit code 2."""
+    """A user error: printed as one line ``pcs: error: ...``, exit code 2; a character that is not printable (a
+    right-to-left mark, a control character) in it shown as its escape (:func:`pcs.errors.printable`), the last
+    guard of the rule every message keeps (a file name through :func:`pcs.errors.shown_path`, a value through
+    :func:`pcs.errors.quoted`): none reaches the terminal raw."""
 
     exit_code = 2
 
     def show(self, file=None) -> None:  # noqa: D401 - click API
-        click.echo(f"pcs: error: {self.format_message()}", err=True)
+        click.echo(f"pcs: error: {printable(self.format_message())}", err=True)
 
 
 class PcsInternalError(PickledAsIs, click.ClickException):
@@ -418,7 +421,7 @@ def _in_option_words(exc: UserError, first: str) -> str:
     """``first``, the first line of ``exc``, in the command's words (:func:`option_names`) -- but for the file an
     :class:`pcs.errors.InputError` names at its start, which is the user's path as given (a folder named
     ``block_size=16`` is no option)."""
-    path = getattr(exc, "path", None)
+    path = printable(getattr(exc, "path", None) or "")      # as InputError shows it
     if isinstance(exc, InputError) and path and first.startswith(path):
         return path + option_names(first[len(path):])
     return option_names(first)
@@ -456,13 +459,15 @@ def user_errors() -> Iterator[None]:
         remove_temporary()
         raise PcsStopped(f"terminated by {signal.Signals(exc.signum).name}{_written_before_stop(WRITTEN)}",
                          128 + exc.signum) from None
+    except _HELP_FOR_NO_ARGS:       # `pcs trace` alone: the group's help (it was `pcs: error: Usage: ...`)
+        raise
     except click.UsageError as exc:  # click's own parse errors: one line too, not usage + hint + error
         raise PcsUsageError(_usage_line(exc)) from None
     except (click.ClickException, click.exceptions.Exit, click.Abort):
         raise
     except PathError as exc:      # the API's keyword (trace=, path=) is no option of the command: the parameter as typed
         label = getattr(exc, "cli_label", None)
-        raise PcsUsageError(f"{label + ' ' if label else ''}{quoted(exc.path, 200, show=str)}: {exc.problem}") from None
+        raise PcsUsageError(f"{label + ' ' if label else ''}{shown_path(exc.path)}: {exc.problem}") from None
     except UserError as exc:     # a sweep plan's refusal is in the plan's words already (pcs.sweep.kinds.PlanError)
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise PcsUsageError(first if getattr(exc, "plan_words", False) else _in_option_words(exc, first)) from None
@@ -527,10 +532,10 @@ def _option_typo(typed: str, ctx: click.Context) -> str:
 
 
 def _os_error_line(exc: OSError) -> str:
-    """An ``OSError`` on a file as one line: the parameter as typed when known (``cli_label``), the file name (cut
-    by :func:`pcs.errors.quoted` at 200 characters), the system's reason."""
+    """An ``OSError`` on a file as one line: the parameter as typed when known (``cli_label``), the file name
+    (:func:`pcs.errors.shown_path`: escaped, cut at 200 characters), the system's reason."""
     label = getattr(exc, "cli_label", None)
-    where = (f"{label + ' ' if label else ''}{quoted(str(exc.filename), 200, show=str)}: "
+    where = (f"{label + ' ' if label else ''}{shown_path(exc.filename)}: "
              if exc.filename is not None else "")
     return f"{where}{exc.strerror or exc}"
 
@@ -681,9 +686,46 @@ def _with_option(ctx: click.Context, exc: UnknownNameError) -> UnknownNameError:
 
 
 class PcsGroup(click.Group):
-    """A command group whose ``@group.command`` makes :class:`PcsCommand` s."""
+    """A command group whose ``@group.command`` makes :class:`PcsCommand` s, and whose parse errors are the
+    project's one line (:func:`user_errors`' form): a subcommand it lacks named with the closest ones
+    (:func:`no_such_command`), an option it lacks with the "did you mean" of :func:`_option_typo`."""
 
     command_class = PcsCommand
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """click's parse, a refusal of it raised as :class:`PcsUsageError`: the top group ``pcs`` is parsed
+        before any command's :func:`user_errors` is in place (``pcs --verison`` printed click's usage block)."""
+        try:
+            return super().parse_args(ctx, args)
+        except _HELP_FOR_NO_ARGS:       # `pcs trace` alone: its help, as click gives it
+            raise
+        except click.UsageError as exc:
+            raise PcsUsageError(_usage_line(exc)) from None
+
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's, but a name that is no subcommand is refused by :func:`no_such_command` (one that looks like an
+        option is left to click, which parses it as one)."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and not ctx.resilient_parsing and self.get_command(ctx, name) is None:
+            raise no_such_command(name, ctx)
+        return super().resolve_command(ctx, args)
+
+
+def no_such_command(name: str, ctx: click.Context) -> click.UsageError:
+    """The refusal of ``name``, a subcommand the group of ``ctx`` lacks, with the "did you mean" of every unknown
+    name (:func:`pcs.choices.close_names` over the group's commands): ``No such command 'replya'; did you mean
+    'replay'?`` (the top group suggested none: it loads its commands lazily, and click's list was empty); none
+    close: click's ``No such command 'xyz'.``. :func:`user_errors` prints it with the group's ``--help``."""
+    from pcs.choices import close_names, meant
+
+    close = close_names(name, ctx.command.list_commands(ctx))
+    return click.UsageError(f"No such command {name!r}" + (f"; {meant(close).strip()}" if close else "."), ctx)
+
+
+#: click's "no arguments: show the help" (click 8.2 on: a UsageError whose ``show`` prints the help; before, the
+#: help was printed and the context exited): passed through as it is, never made a one-line error.
+_HELP_FOR_NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 #: ``@command("name")``: ``click.command`` making a :class:`PcsCommand`.

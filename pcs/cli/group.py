@@ -16,7 +16,7 @@ import importlib
 import pcs.cli.main  # noqa: F401  (OPENBLAS_NUM_THREADS before numpy loads; release_signals)
 import click
 
-from pcs.cli.common import unwind_on_signals, user_errors
+from pcs.cli.common import PcsGroup, unwind_on_signals, user_errors
 from pcs.cli.main import release_signals
 
 #: command name -> "module:attribute" of its click command.
@@ -54,8 +54,9 @@ SUMMARIES: dict[str, str] = {
 }
 
 
-class LazyGroup(click.Group):
-    """A click group that imports a subcommand's module only when it is used."""
+class LazyGroup(PcsGroup):
+    """A click group that imports a subcommand's module only when it is used; its parse errors are one line
+    (:class:`pcs.cli.common.PcsGroup`)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

@@ -26,6 +26,8 @@ from typing import Any
 
 import click
 
+from pcs.errors import shown_path
+
 __all__ = ["OUTPUTS", "DATASET", "check_command_files", "command_inputs", "command_outputs", "refuse_empty_paths",
            "empty_path_refusal", "refuse_outputs_on_inputs"]
 
@@ -155,7 +157,8 @@ def _refuse_in_dataset(label: str, folder: str, inputs: list[tuple[str, str]]) -
 
     for what, path in inputs:
         if os.path.exists(path) and _read_as_result(path, folder):
-            raise UserError(f"{label} {folder} holds {path}, an input of the run ({what}); the results folder is "
+            raise UserError(f"{label} {shown_path(folder)} holds {shown_path(path)}, an input of the run ({what}); "
+                            "the results folder is "
                              "read and written whole (every Parquet file in it): give a folder apart from the inputs")
 
 
@@ -179,7 +182,8 @@ def _refuse_stdout_file(outputs: list[tuple[click.Parameter, str, str]]) -> None
         except OSError:
             continue
         if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
-            raise UserError(f"{label} {path} is the file standard output is redirected to; the command's printed "
+            raise UserError(f"{label} {shown_path(path)} is the file standard output is redirected to; "
+                            "the command's printed "
                              "output would be lost: give the output its own file")
 
 
@@ -298,6 +302,7 @@ def refuse_unwritten_format(out_path: Any, out_format: str | None, option: str =
     name = str(out_path).lower().removesuffix(".gz")
     suffix = next((s for s in _UNWRITTEN_SUFFIXES if name.endswith(s)), None)
     if out_format is None and suffix is not None:
-        raise UserError(f"{option} {out_path}: pcs writes no {suffix[1:].upper()} trace (it writes Mooncake or "
+        raise UserError(f"{option} {shown_path(out_path)}: pcs writes no {suffix[1:].upper()} trace "
+                        "(it writes Mooncake or "
                         f"Bailian JSONL, or Parquet): name it .jsonl or .parquet, or give --to mooncake to write "
                         f"JSONL under this name")

@@ -213,13 +213,35 @@ class CheckedPath(click.Path):
 
             if not value.strip():
                 raise empty_path_refusal(param, ctx, value)
+            output = _output_access(self, param, ctx)
+            readable, writable = output or (self.readable, self.writable)
             problem = path_problem(value, self.file_okay, self.dir_okay, missing_ok=not self.exists,
-                                   readable=self.readable, writable=self.writable)
+                                   readable=readable, writable=writable)
             if problem:
                 refusal = PathError(value, param.name or "", problem)
                 refusal.cli_label = param_label(param, ctx)
                 raise refusal
+            if output:      # click's own check would ask an output to be readable
+                return self.coerce_path_result(value)
         return super().convert(value, param, ctx)
+
+
+def _output_access(path_type: click.Path, param: click.Parameter,
+                   ctx: click.Context | None) -> tuple[bool, bool] | None:
+    """(readable, writable) an existing path of ``param``, an output (:data:`pcs.cli.iofiles.OUTPUTS`), must be
+    for :func:`pcs.trace.pathcheck.path_problem`; None for an input (its ``click.Path``'s settings: readable).
+    An output need not be readable -- it is written to a temporary file then renamed over, so a write-only
+    ``out.csv`` (``chmod 200``) is fine; click's ``readable`` default refused it -- and a folder (``--plot``,
+    ``-o``) must be writable and searchable, and readable too when the command also reads it
+    (:data:`pcs.cli.iofiles.DATASET`: a sweep's results); an output file's folder is checked by
+    :func:`pcs.outfile.check_outputs`."""
+    from pcs.cli.iofiles import DATASET, OUTPUTS
+
+    command = ctx.command.name if ctx is not None else None
+    if param.name not in OUTPUTS.get(command, ()):
+        return None
+    folder = not path_type.file_okay
+    return folder and (command, param.name) in DATASET, folder
 
 
 class Choice(click.Choice):

@@ -18,7 +18,7 @@ import click
 from pcs import jsondepth
 from pcs.cli.common import command, emit, format_option, quiet_option
 from pcs.cli.params import CheckedPath, Choice
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_path
 from pcs.units import a_or_an, format_counted
 
 __all__ = ["report", "html_options", "check_outputs", "write_outputs", "write_replay_outputs", "command_line"]
@@ -46,7 +46,9 @@ def check_outputs(html_path: str | None, plot_dir: str | None, inputs: Mapping[s
 
     The page goes through :func:`pcs.outfile.check_outputs` (its folder
     exists and is writable, it is not an input of the run, not ``-``);
-    ``--plot DIR`` is a folder (made if missing) whose parent must exist.
+    ``--plot DIR`` is a folder (made if missing) whose parent must exist, and not a symbolic link to a missing
+    target (:func:`pcs.trace.pathcheck.dangling_link_problem`: ``curve --plot DIR`` takes a file as well, so its
+    ``CheckedPath`` lets a link through).
 
     Args:
         inputs: what each input of the run is (``"TRACE"`` ...) -> its path or None.
@@ -63,10 +65,15 @@ def check_outputs(html_path: str | None, plot_dir: str | None, inputs: Mapping[s
     refuse_one_path("--plot", plot_dir, {**others, html_option: html_path})
     if plot_dir:
         p = Path(plot_dir)
+        if p.is_symlink() and not p.exists():     # no folder can be made there (it said `File exists`)
+            from pcs.trace.pathcheck import dangling_link_problem
+
+            raise UserError(f"--plot {shown_path(plot_dir)}: {dangling_link_problem(plot_dir)}")
         if p.exists() and not p.is_dir():
-            raise UserError(f"--plot {plot_dir}: exists and is not a folder (--plot names a folder of figures)")
+            raise UserError(f"--plot {shown_path(plot_dir)}: exists and is not a folder (--plot names a folder of "
+                            "figures)")
         if not p.resolve().parent.is_dir():
-            raise UserError(f"--plot {plot_dir}: the folder {str(p.parent)!r} does not exist")
+            raise UserError(f"--plot {shown_path(plot_dir)}: the folder {str(p.parent)!r} does not exist")
     if html_path:
         from pcs.report.html import require_jinja2
 
@@ -117,13 +124,14 @@ def _unreadable_trace(trace: str) -> str | None:
 
     if trace == "-":
         return "trace - was stdin, read once by the run"
+    shown = shown_path(trace)
     try:
         kind = node_kind(trace)
     except OSError as exc:
-        return f"trace {trace} cannot be read ({exc.strerror or exc})"
+        return f"trace {shown} cannot be read ({exc.strerror or exc})"
     if kind == "file":
         return None
-    return f"trace {trace} not found" if kind is None else f"trace {trace} is {a_or_an(kind)}, not a file"
+    return f"trace {shown} not found" if kind is None else f"trace {shown} is {a_or_an(kind)}, not a file"
 
 
 def replay_page_curve(trace: Any, s: dict, quiet: bool) -> tuple[dict | None, dict | None]:
@@ -255,8 +263,8 @@ def _refuse_trace(path: str) -> None:
                                            or len(objs) == 2 and objs[1] is not None):
         kind = "a trace"
     if kind is not None:
-        raise UserError(f"{path}: {kind}, not pcs JSON: replay it with --format json first "
-                        f"(pcs replay {path} --format json > run.json; then pcs report run.json)")
+        raise UserError(f"{shown_path(path)}: {kind}, not pcs JSON: replay it with --format json first "
+                        f"(pcs replay {shown_path(path)} --format json > run.json; then pcs report run.json)")
 
 
 def _json_object(line: bytes) -> dict | None:
@@ -280,7 +288,7 @@ def _json_text(path: str) -> str:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
-        raise UserError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
+        raise UserError(f"{shown_path(path)}:{line}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
 
 
 def _read_payload(path: str) -> dict:
@@ -294,15 +302,16 @@ def _read_payload(path: str) -> dict:
     try:
         payload = jsondepth.loads(_json_text(path), object_pairs_hook=jsondepth.no_duplicate_keys)
     except jsondepth.DuplicateKeyError as exc:
-        raise UserError(f"{path}{'' if exc.lineno is None else f':{exc.lineno}'}: "
+        raise UserError(f"{shown_path(path)}{'' if exc.lineno is None else f':{exc.lineno}'}: "
                         f"{f'field {exc.field!r}: ' if exc.field else ''}{exc}") from None
     except jsondepth.TooDeepError as exc:
-        raise UserError(f"{path}: {exc}") from None
+        raise UserError(f"{shown_path(path)}: {exc}") from None
     except jsondepth.NumberTooLongError as exc:
         field = f"field '{exc.field}': " if exc.field else ""
-        raise UserError(f"{path}:{exc.lineno}: {field}{exc}") from None
+        raise UserError(f"{shown_path(path)}:{exc.lineno}: {field}{exc}") from None
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: line {exc.lineno}: not JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
+        raise UserError(f"{shown_path(path)}: line {exc.lineno}: not JSON ({exc.msg.removesuffix(' at')} at column "
+                        f"{exc.colno})") from None
     try:
         kind, written = payload_kind(payload), {}
         if kind == "curve":     # a curve JSON of a pcs before 2026-12-04: today's names, and the names it holds
@@ -311,7 +320,7 @@ def _read_payload(path: str) -> dict:
             check_replay_payload(payload)     # the headline's ranges and the gap's sum: the closer message first
         check_payload(kind, payload, written)     # then every field against its declared type (one walk)
     except ValueError as exc:
-        raise UserError(f"{path}: {exc}") from None
+        raise UserError(f"{shown_path(path)}: {exc}") from None
     return payload
 
 

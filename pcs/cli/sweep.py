@@ -10,9 +10,9 @@ from typing import Any
 
 import click
 
-from pcs.cli.common import SHORT_FOR, PcsGroup, Progress, emit, format_option, quiet_option
+from pcs.cli.common import SHORT_FOR, PcsGroup, Progress, emit, format_option, no_such_command, quiet_option
 from pcs.cli.params import CheckedPath, Choice, Int
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_path
 from pcs.units import format_counted
 
 __all__ = ["sweep"]
@@ -28,9 +28,24 @@ class _SweepGroup(PcsGroup):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            if _mistyped_command(args[0], ctx):
+                raise no_such_command(args[0], ctx)
             args = ["run", *args]       # a refusal names the command as typed too (pcs.cli.common._usage_line)
             ctx.meta[SHORT_FOR] = (f"{ctx.command_path} PLAN", f"{ctx.command_path} run PLAN")
         return super().parse_args(ctx, _bare_ray_before_plan(args))
+
+
+def _mistyped_command(word: str, ctx: click.Context) -> bool:
+    """Whether ``word``, the first argument of ``pcs sweep`` and no subcommand, is a subcommand mistyped rather
+    than the plan of the shorthand ``pcs sweep PLAN``: no file or folder of that name exists, it is no option,
+    and a subcommand is close to it (:func:`pcs.choices.close_names`: ``runn`` -> ``run``). A file named ``runn``
+    is still run as a plan; ``plan.tmol`` is still a missing plan."""
+    import os
+
+    from pcs.choices import close_names
+
+    return (not word.startswith("-") and not os.path.lexists(word)
+            and bool(close_names(word, ctx.command.list_commands(ctx))))
 
 
 def _bare_ray_before_plan(args: list[str]) -> list[str]:
@@ -128,7 +143,7 @@ def _prepare_told(plan: str, out: str, force: bool, quiet: bool) -> Any:
     loaded = load_plan(plan)
     n = len(loaded.points)
     if not quiet and n >= PLANNING_NOTE_POINTS:
-        click.echo(f"pcs: note: checking the {n:,} points of {plan} (each point's options, as its command "
+        click.echo(f"pcs: note: checking the {n:,} points of {shown_path(plan)} (each point's options, as its command "
                    "parses them) before the first one runs", err=True)
     with Progress(quiet, desc="planning", unit=" point", total=n) as planning:
         return prepare(loaded, out, force, progress=planning)
@@ -164,7 +179,8 @@ def _run_locked(plan: str, out: str, jobs: int | None, ray_address: str | None, 
     prep = _prepare_told(plan, out, force, quiet)
     jobs = _jobs_capped(jobs, len(prep.tasks), quiet) if ray_address is None else jobs
     if not quiet and fmt != "table":
-        click.echo(f"pcs: note: {format_counted(len(prep.plan.points), 'point')}, {prep.skipped_points} already in {out}, "
+        click.echo(f"pcs: note: {format_counted(len(prep.plan.points), 'point')}, {prep.skipped_points} already in "
+                   f"{shown_path(out)}, "
                    f"{len(prep.tasks)} to run", err=True)
     try:
         with Progress(quiet, desc="sweep", unit=" point", total=len(prep.tasks)) as progress:
@@ -186,7 +202,7 @@ def stopped_line(done: int, points: int, out: str) -> str:
     it again does -- the rest, or with every point in (the stop came after the last one's file), the summary."""
     then = "run it again to do the rest" if done < points else "run it again for the summary (nothing left to run)"
     return (f"pcs: sweep stopped: {done} of {format_counted(points, 'point')} {'is' if done == 1 else 'are'} in "
-            f"{out}; {then}")
+            f"{shown_path(out)}; {then}")
 
 
 @sweep.command("summarize")

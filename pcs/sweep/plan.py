@@ -387,6 +387,12 @@ def load_plan(path: str | Path) -> Plan:
         raise PlanKeyError(f"{path}:{line}{':' if rest.startswith(' [') else ''}{rest}", exc.field) from None
 
 
+#: Why ``-`` (stdin) is refused as a plan's file (:func:`check_paths`): every point reads its files, and a plan
+#: that reads one trace in many points cannot read stdin, which is read once, more than once.
+STDIN_IN_PLAN = ("'-' (stdin): a plan cannot read stdin: its points each read their files, and stdin can be read "
+                 "once; name a file")
+
+
 #: plan options that name a file a point reads (relative to the plan's folder; ``model`` only when a file is
 #: there, and checked here only when empty)
 PATH_OPTIONS = ("trace", "model", "model_config", "hardware_file", "workloads", "prefill_csv")
@@ -465,19 +471,22 @@ def check_paths(plan: Plan, points: Iterable[Point]) -> None:
             when its line is not found), the path as written and as resolved, and the problem
             (``p.toml:3: field 'fixed.trace': 'gone.jsonl' (from the plan's folder: runs/gone.jsonl): No such
             file or directory``); an empty or blank path (``field 'fixed.trace': an empty path; give a file
-            name``; an empty ``model``: ``empty; give a preset name ...``)."""
+            name``; an empty ``model``: ``empty; give a preset name ...``); ``-`` (:data:`STDIN_IN_PLAN`: it
+            skipped the check, and every point then failed on its own, naming no line)."""
     from pcs.cli.modelarg import EMPTY_MODEL
     from pcs.trace.pathcheck import check_input_file, empty_path_problem
 
     checked: set[tuple[str, str]] = set()
     for point in points:
         for (name, written), where in plan.path_fields.items():
-            if (name, written) in checked or written == "-" or not _uses(point.options.get(name), written):
+            if (name, written) in checked or not _uses(point.options.get(name), written):
                 continue
             checked.add((name, written))
             line = plan.lines.line(where) if plan.lines is not None else None
             if not written.strip():     # Path('') is '.': refused as empty, before it is read as the plan's folder
                 raise InputError(plan.source, line, where, EMPTY_MODEL if name == "model" else empty_path_problem())
+            if written == "-":
+                raise InputError(plan.source, line, where, STDIN_IN_PLAN)
             resolved = written if Path(written).is_absolute() else str(plan.base_dir / written)
             try:
                 check_input_file(resolved, name)

@@ -25,7 +25,7 @@ import numpy as np
 from pcs import jsondepth
 from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
-from pcs.errors import InputError, PickledAsIs, UnknownNameError, UserError
+from pcs.errors import InputError, PickledAsIs, UnknownNameError, UserError, shown_path
 from pcs.units import a_or_an, format_count, format_counted
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
 from pcs.trace.hashids import BlankLine, invalid_json, not_an_object, strict_loads
@@ -185,11 +185,17 @@ def detect_format(path, name: str | None = None, on_error: str = "raise") -> str
     :data:`SKIP_SNIFF_LINES` non-blank lines (:data:`SKIP_SNIFF_BYTES`).
 
     Raises:
+        PathError: a path that is empty or blank, missing, a directory or not readable, naming ``path=`` as every
+            public function taking a path does (:func:`pcs.trace.pathcheck.check_input_file`; it raised
+            ``FileNotFoundError`` / ``IsADirectoryError``).
         InputError: empty file, a first line no rule recognises (with ``on_error="skip"``: no line among those read
             names a format), a duplicate key or bad JSON in it, or a file that is no request trace (KV-cache
             events, a chat log, UTF-16 text); each but the empty file's names the line, ``FILE:LINE: ...``, as the
             readers' errors do.
     """
+    from pcs.trace.pathcheck import check_input_file
+
+    check_input_file(path, "path")
     return _detected(path, name, on_error)[0]
 
 
@@ -1019,7 +1025,7 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
         schema = opened.schema             # made once (pyarrow builds one at each read of the property)
         stored = parquet_block_size(path, name, pf, schema)
         if block_size is not None and block_size != stored:
-            raise UserError(f"{name}: Parquet trace was written at block size {stored}; "
+            raise UserError(f"{shown_path(name)}: Parquet trace was written at block size {stored}; "
                              f"block_size={block_size} cannot re-block hashed ids (convert the token trace instead)")
         block_size = stored
     trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort, reuse, first_line)

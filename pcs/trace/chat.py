@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from pcs.choices import close_tail
-from pcs.errors import InputError, UserError, quoted
+from pcs.errors import InputError, UserError, quoted, shown_path
 from pcs.extras import missing_extra
 from pcs.trace.batches import arrival_error
 from pcs.trace.hashids import get_int, get_time, strict_loads
@@ -189,7 +189,7 @@ def load_tokenizer(path):
     try:
         return Tokenizer.from_file(str(path))
     except Exception as exc:  # tokenizers raises its own Exception subclass
-        raise UserError(f"{path}: not a tokenizer.json ({str(exc).splitlines()[0][:100]})") from None
+        raise UserError(f"{shown_path(path)}: not a tokenizer.json ({str(exc).splitlines()[0][:100]})") from None
 
 
 def load_template(spec: str) -> Callable[..., str]:

@@ -24,7 +24,7 @@ from typing import Iterable
 import numpy as np
 
 from pcs._heldimport import held_import
-from pcs.errors import UnknownNameError, UserError
+from pcs.errors import UnknownNameError, UserError, shown_path
 from pcs.outfile import atomic_output, publish  # noqa: F401 - publish: the name pcs.trace.chat once imported
 from pcs.trace.request import RequestBatch
 
@@ -162,7 +162,7 @@ def block_size_note(fmt: str, block_size: int, path: Any) -> str | None:
     spec = {"mooncake": MOONCAKE, "bailian": BAILIAN}.get(fmt)
     if spec is None or spec.default_block_size == block_size:
         return None
-    return (f"{path} is {fmt} JSONL at {block_size}-token blocks, but {fmt} is read at {spec.default_block_size}-"
+    return (f"{shown_path(path)} is {fmt} JSONL at {block_size}-token blocks, but {fmt} is read at {spec.default_block_size}-"
             f"token blocks unless told: read it with --block-size {block_size}, or write .parquet (keeps the "
             "block size)")
 
@@ -238,9 +238,13 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
     Raises:
         UserError: unknown format; ``batches`` holds no request (every pcs reader refuses an empty
             trace: ``empty trace (no requests)``), nothing written.
+        PathError: an empty or blank ``out_path`` (:func:`pcs.trace.pathcheck.refuse_empty_path`).
     """
+    from pcs.trace.pathcheck import refuse_empty_path
+
     if fmt not in OUT_FORMATS:
         raise UnknownNameError("output format", fmt, OUT_FORMATS)
+    refuse_empty_path(out_path, "out_path")
     out_path = Path(out_path)
     remap = IdRemapper() if remap_ids else None
     n = m = 0
@@ -288,12 +292,15 @@ def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None =
 
     Raises:
         UserError: unknown format; input and output are the same file.
-        PathError: a trace path that is missing, a directory or not readable (:func:`pcs.trace.api.opened`).
+        PathError: a trace path that is missing, a directory or not readable (:func:`pcs.trace.api.opened`); an
+            empty or blank ``out_path`` (:func:`pcs.trace.pathcheck.refuse_empty_path`).
         InputError: bad input content.
     """
     from pcs.trace.api import opened, skipped_lines_json
+    from pcs.trace.pathcheck import refuse_empty_path
 
     trace = opened(trace)
+    refuse_empty_path(out_path, "out_path")     # Path('') is '.': it was written onto the current folder
     fmt = out_format_for(out_path, fmt)
     if Path(out_path).exists() and trace.name != "-" and Path(out_path).resolve() == Path(trace.path).resolve():
         raise UserError(f"output {out_path} is the input file; pcs never modifies inputs")

@@ -18,6 +18,8 @@ import hashlib
 import os
 from typing import Any
 
+from pcs.errors import shown_path
+
 __all__ = ["trace_file", "trace_file_change"]
 
 #: Bytes hashed at each end of the file.
@@ -55,17 +57,18 @@ def trace_file_change(recorded: dict[str, Any]) -> tuple[str | None, str | None]
     """``(why it is not the run's trace, None)``, ``(None, a note)`` when only the mtime moved, or ``(None,
     None)`` when the file at ``recorded["path"]`` has the recorded size and hash."""
     path = recorded["path"]
+    shown = shown_path(path)
     try:
         now = trace_file(path)
     except OSError as exc:
-        return f"trace {path} cannot be read ({exc.strerror or exc})", None
+        return f"trace {shown} cannot be read ({exc.strerror or exc})", None
     if now is None:
-        return f"trace {path} is not a regular file", None
+        return f"trace {shown} is not a regular file", None
     if now["bytes"] != recorded["bytes"]:
-        return f"trace {path} has {now['bytes']:,} bytes, the run read {recorded['bytes']:,}", None
+        return f"trace {shown} has {now['bytes']:,} bytes, the run read {recorded['bytes']:,}", None
     if now["head_tail_blake2b"] != recorded["head_tail_blake2b"]:
-        return f"trace {path} differs from the run's (same size, other first/last MiB)", None
+        return f"trace {shown} differs from the run's (same size, other first/last MiB)", None
     if now["mtime_ns"] != recorded.get("mtime_ns"):
-        return None, (f"trace {path} was modified since the run (mtime) but its size and first and last MiB "
+        return None, (f"trace {shown} was modified since the run (mtime) but its size and first and last MiB "
                       "match; an edit inside it would not be seen")
     return None, None

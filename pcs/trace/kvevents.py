@@ -41,7 +41,7 @@ import numpy as np
 
 from pcs import jsondepth
 from pcs.choices import did_you_mean
-from pcs.errors import InputError, UserError, quoted
+from pcs.errors import InputError, UserError, quoted, shown_path
 from pcs.extras import missing_extra
 from pcs.trace.batches import arrival_error
 from pcs.trace.hashids import invalid_json, strict_loads
@@ -166,7 +166,7 @@ def _msgpack_objects(path, name: str) -> Iterator[tuple[int, Any]]:
     try:
         import msgpack
     except ImportError:
-        raise UserError(f"{name}: " + missing_extra("reading msgpack KV events", "msgpack", "events")
+        raise UserError(f"{shown_path(name)}: " + missing_extra("reading msgpack KV events", "msgpack", "events")
                          + ", or convert the capture to JSON Lines") from None
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
     with open_binary(path) as f:
@@ -211,7 +211,7 @@ def read_kv_events(path, name: str | None = None) -> Iterator[KVEvent]:
     Raises:
         InputError: a malformed batch or event (file, batch, field); a ``ts`` that decreases or lies
             beyond +-2**32 s (:func:`_check_ts`); an empty source -- a FIFO with nothing written into it,
-            empty stdin, an empty or blank-lines file -- (:data:`EMPTY_CAPTURE`).
+            empty stdin, an empty or blank-lines file -- or one whose batches hold no event (:data:`EMPTY_CAPTURE`).
         UserError: a msgpack capture without the ``msgpack`` package.
     """
     from pcs.trace.api import read_once
@@ -226,26 +226,45 @@ def _events(path, name: str) -> Iterator[KVEvent]:
 
     Raises:
         InputError: an empty source -- no byte, or blank/whitespace lines only -- as :data:`EMPTY_CAPTURE`,
-            naming ``name`` (docs/traces.md: an empty source is an error, a FIFO's or a file's alike).
+            naming ``name`` (docs/traces.md: an empty source is an error, a FIFO's or a file's alike); batches
+            whose ``events`` lists are all empty, the same kind (no event to replay): :data:`EMPTY_CAPTURE`, then
+            how many batches (raised once they are read, after any event a malformed batch would have refused).
     """
     with open_binary(path) as f:
         head = f.read(1)
     if not head:
         raise InputError(name, None, None, EMPTY_CAPTURE)
-    last = [-math.inf]
+    batches, events, last = 0, 0, [-math.inf]
+    for ln, obj in _batch_objects(path, name, head):
+        batches += 1
+        for ev in _batch(obj, name, ln, last):
+            events += 1
+            yield ev
+    if not events:      # no batch, or batches whose events lists are all empty: nothing to replay either way
+        raise InputError(name, None, None, EMPTY_CAPTURE + _batches_without_events(batches))
+
+
+def _batches_without_events(batches: int) -> str:
+    """What :data:`EMPTY_CAPTURE` adds for a capture of ``batches`` batches and no event: ``''`` for none, else
+    ``: its batch has an empty events list`` / ``: its N batches have empty events lists`` (such a capture
+    printed an all-zero table)."""
+    if not batches:
+        return ""
+    if batches == 1:
+        return ": its batch has an empty events list"
+    return f": its {batches:,} batches have empty events lists"
+
+
+def _batch_objects(path, name: str, head: bytes) -> Iterator[tuple[int, Any]]:
+    """``(line, batch object)`` of a capture whose first byte is ``head``: JSON Lines (blank lines skipped) or
+    msgpack payloads (their 1-based number as the line)."""
     if head in (b"{", b"[", b" ", b"\n", b"\t", b"\r", b"\xef"):  # JSON (maybe after whitespace or a BOM)
-        batches = 0
         for first, chunk in iter_chunks(path, name=name):
             for ln, line in iter_lines(first, chunk):
-                if not line.strip():
-                    continue
-                batches += 1
-                yield from _batch(_loads(name, ln, line), name, ln, last)
-        if not batches:
-            raise InputError(name, None, None, EMPTY_CAPTURE)
+                if line.strip():
+                    yield ln, _loads(name, ln, line)
     else:
-        for n, obj in _msgpack_objects(path, name):
-            yield from _batch(obj, name, n, last)
+        yield from _msgpack_objects(path, name)
 
 
 @dataclass

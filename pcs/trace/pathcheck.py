@@ -15,7 +15,7 @@ from typing import Any
 from pcs.errors import PathError, UserError, quoted
 
 __all__ = ["refuse_file_objects", "check_input_file", "check_input_dir", "check_regular_file", "refuse_empty_path",
-           "empty_path_problem", "path_problem"]
+           "empty_path_problem", "path_problem", "dangling_link_problem"]
 
 #: What an empty path is refused for taking, by what the parameter names (:func:`empty_path_problem`).
 FILE_WANTED, FOLDER_WANTED = "a file name", "a folder name (. for the current folder)"
@@ -53,22 +53,38 @@ def path_problem(path: Any, file_ok: bool = True, dir_ok: bool = True, missing_o
 
     Args:
         path: str or os.PathLike. file_ok / dir_ok: whether a file (anything not a folder: a FIFO, a device) /
-            a folder may stand there. missing_ok: a path that does not exist passes (an output).
-        readable, writable: an existing path must be readable (a folder: readable and searchable) / writable.
+            a folder may stand there. missing_ok: a path that does not exist passes (an output) -- but for a
+            folder (not ``file_ok``) a symbolic link to a missing target, which no folder can be made at (it
+            said ``File exists`` once the run made its folder): :func:`dangling_link_problem`.
+        readable, writable: an existing path must be readable / writable (a folder: searchable too, either way).
     """
     try:
         st = os.stat(path)
     except FileNotFoundError:
+        if missing_ok and not file_ok and os.path.islink(path):
+            return dangling_link_problem(path)
         return None if missing_ok else os.strerror(errno.ENOENT)
     except OSError as exc:     # a parent that is a file (ENOTDIR), no permission on a parent, a loop ...
         return None if missing_ok else exc.strerror or str(exc)
     folder = stat.S_ISDIR(st.st_mode)
     if (folder and not dir_ok) or (not folder and not file_ok):
         return os.strerror(errno.EISDIR if folder else errno.ENOTDIR)
-    wanted = (os.R_OK | (os.X_OK if folder else 0) if readable else 0) | (os.W_OK if writable else 0)
+    wanted = (os.R_OK if readable else 0) | (os.W_OK if writable else 0)
+    wanted |= os.X_OK if folder and wanted else 0
     if wanted and not os.access(path, wanted):
         return os.strerror(errno.EACCES)
     return None
+
+
+def dangling_link_problem(path: Any) -> str:
+    """Why a symbolic link whose target does not exist is refused where a folder is to be made (an output folder:
+    ``--plot``, ``pcs sweep run -o``): ``a symbolic link to 'T', which does not exist; give a folder name`` (the
+    target as the link holds it, escaped and cut by :func:`pcs.errors.quoted`)."""
+    try:
+        target = quoted(os.readlink(path), 200, show=repr)
+    except OSError:     # gone or changed since: say what it was
+        return "a symbolic link to a missing target; give a folder name"
+    return f"a symbolic link to {target}, which does not exist; give a folder name"
 
 
 def check_input_file(path: Any, keyword: str) -> None:

@@ -39,7 +39,7 @@ from typing import Iterator
 
 import numpy as np
 
-from pcs.errors import UnknownNameError, UserError
+from pcs.errors import UnknownNameError, UserError, shown_path
 from pcs.trace.idmix import mix64
 from pcs.trace.request import RequestBatch
 from pcs._dataclass import dataclass
@@ -151,7 +151,7 @@ def check_chained(b: RequestBatch, name: str = "trace") -> None:
     parent[starts], first[starts] = 0, 1
     pairs = np.unique(np.stack([h, parent, first], axis=1), axis=0)
     if pairs.shape[0] != np.unique(h).size:
-        raise UserError(f"{name}: some block hash follows different parent hashes, so hashes are not chained prefix "
+        raise UserError(f"{shown_path(name)}: some block hash follows different parent hashes, so hashes are not chained prefix "
                          "hashes and cannot be re-blocked")
 
 
