@@ -196,7 +196,7 @@ def detect_format(path, name: str | None = None, on_error: str = "raise") -> str
 def _detected(path, name: str | None = None, on_error: str = "raise") -> tuple[str, bytes | None]:
     """:func:`detect_format`'s format (its rules and errors) and, when it is a JSON-lines format detected with
     ``on_error="raise"``, the first non-blank line it read it from (else None): :class:`Trace` reads its
-    ``"reuse"`` key there (:func:`_first_row_synthetic`) instead of reading the file's head again."""
+    ``"reuse"`` key there (:func:`_first_row_reuse`) instead of reading the file's head again."""
     name = name or display_name(path)
     if _sniff_parquet(path):
         return "parquet", None
@@ -418,26 +418,38 @@ def _default_block_size(fmt: str) -> int:
             "burstgpt": DEFAULT_TOKEN_BLOCK_SIZE}[fmt]
 
 
-def _first_row_synthetic(path, name: str | None = None, on_error: str = "raise",
-                         first_line: bytes | None = None) -> bool:
-    """True when the first JSONL row says ``"reuse": "synthetic"`` (the readers check every row); ``name``: the
-    trace's name in errors. ``on_error="skip"``: the first row the readers accept, among the lines
-    :func:`detect_format` reads (a line that is not a JSON object, or gives a key twice, is one they skip).
-    ``first_line``: with ``on_error="raise"``, the file's first non-blank line as detection read it
-    (:func:`_detected`), read instead of the file; None: the file is read."""
+def _first_row_reuse(path, name: str | None = None, on_error: str = "raise",
+                     first_line: bytes | None = None) -> str | None:
+    """The synthesised reuse the first JSONL row states (the readers check every row's ``reuse``), else None: its
+    ``reuse_assumption`` when it has one (:data:`pcs.trace.hashids.REUSE_ASSUMPTION_KEY`: the assumption of the
+    lengths-only trace it was converted from, :func:`pcs.trace.hashids.row_reuse_assumption`), else
+    :data:`pcs.trace.hashids.SYNTH_REUSE` when it says ``"reuse": "synthetic"``. ``name``: the trace's name in
+    errors. ``on_error="skip"``: the first row the readers accept, among the lines :func:`detect_format` reads
+    (a line that is not a JSON object, or gives a key twice, is one they skip). ``first_line``: with
+    ``on_error="raise"``, the file's first non-blank line as detection read it (:func:`_detected`), read instead of
+    the file; None: the file is read.
+
+    Raises:
+        InputError: the first row's ``reuse_assumption`` is malformed (:func:`pcs.trace.hashids.row_reuse_assumption`).
+    """
+    from pcs.trace.hashids import SYNTH_REUSE, row_reuse_assumption
+
     skip = on_error == "skip"
+    shown = name or display_name(path)
     lines = [(1, first_line)] if first_line is not None and not skip else _head_lines(
-        path, name or display_name(path), SKIP_SNIFF_LINES if skip else 1, SKIP_SNIFF_BYTES if skip else 1 << 20)
-    for _, line in lines:
+        path, shown, SKIP_SNIFF_LINES if skip else 1, SKIP_SNIFF_BYTES if skip else 1 << 20)
+    for ln, line in lines:
         if not skip and b'"reuse"' not in line:
-            return False
+            return None
         try:        # a key given twice is no row of pcs trace synth (the readers refuse it)
             obj = jsondepth.loads(line.decode("utf-8"), object_pairs_hook=jsondepth.no_duplicate_keys)
         except ValueError:
             continue
         if isinstance(obj, dict):
-            return obj.get("reuse") == "synthetic"
-    return False
+            if obj.get("reuse") != "synthetic":
+                return None
+            return row_reuse_assumption(obj, shown, ln) or SYNTH_REUSE
+    return None
 
 
 def synthetic_reuse_note(trace) -> str | None:
@@ -457,7 +469,9 @@ def synthetic_reuse_note(trace) -> str | None:
         return ('this trace was generated (rows marked "reuse": "synthetic", as pcs trace synth writes): its prefix '
                 "reuse is synthetic; the hit ratios measure the generator's sessions, not recorded reuse "
                 "(docs/traces-formats.md)")
-    note = (f"this trace records lengths only: its prefix reuse is synthetic ({reuse}); the hit ratios measure "
+    what = ("records lengths only" if getattr(trace, "format", None) in LENGTH_ONLY
+            else "was converted from a lengths-only trace")    # its ids made under the assumption, then written
+    note = (f"this trace {what}: its prefix reuse is synthetic ({reuse}); the hit ratios measure "
             "that assumption, not recorded reuse (docs/traces-formats.md)")
     if "every block is new" in reuse and getattr(trace, "format", None) == "azure":
         note += ("; to replay its arrivals and lengths with sessions that reuse prefixes: pcs trace synth OUT.jsonl "
@@ -616,11 +630,9 @@ class Trace:
             head = peek_lines(self.path, 1, name=self.name)
             self.has_sessions = fmt == "burstgpt" and bool(head) and b"Session ID" in head[0]
             self.reuse = reuse_model.describe(self.has_sessions)
-        elif fmt in ("mooncake", "bailian", "tokens") and _first_row_synthetic(self.path, self.name, on_error,
-                                                                                first_line):
-            from pcs.trace.hashids import SYNTH_REUSE
-
-            self.reuse = SYNTH_REUSE  # known before the rows are read (trace convert writes it into Parquet)
+        elif fmt in ("mooncake", "bailian", "tokens"):
+            # known before the rows are read (trace convert writes it into Parquet)
+            self.reuse = _first_row_reuse(self.path, self.name, on_error, first_line) or self.reuse
 
     def __repr__(self) -> str:
         return f"Trace({self.name!r}, format={self.format!r}, block_size={self.block_size})"
@@ -664,7 +676,7 @@ class Trace:
         for t in (self,) if self._origin is None else (self, self._origin):   # a limited view's reads: its origin's
             t.skipped, t.first_skipped, t.blank_skipped = state.skipped, state.first_skipped, state.blank
             t.skipped_lines = state.named
-            if state.synthetic_rows:
+            if state.synthetic_rows and not t.reuse.startswith("synthesised"):  # the first row's assumption kept
                 from pcs.trace.hashids import SYNTH_REUSE
 
                 t.reuse = SYNTH_REUSE

@@ -111,14 +111,31 @@ def ms_stamp(arrival_s: float) -> int | float:
     return min(near, key=lambda v: (abs(v / 1000.0 - arrival_s), abs(v - ms)))
 
 
-def _jsonl_lines(b: RequestBatch, fmt: str, remap: IdRemapper | None, synthetic: bool = False) -> str:
+def _reuse_marks(reuse: str | None) -> tuple[str, str]:
+    """(the JSONL mark of the first row written, of every other row) for a trace whose reuse is ``reuse``: none for
+    recorded reuse (None); ``"reuse": "synthetic"`` on every row for synthesised reuse, and on the first row also
+    the assumption of a lengths-only source (:data:`pcs.trace.hashids.REUSE_ASSUMPTION_KEY`; not for
+    :data:`pcs.trace.hashids.SYNTH_REUSE`, a generated trace's), so a reader states it as the source did."""
+    from pcs.trace.hashids import REUSE_ASSUMPTION_KEY, SYNTH_REUSE
+
+    if reuse is None:
+        return "", ""
+    mark = '"reuse": "synthetic", '
+    if reuse == SYNTH_REUSE:
+        return mark, mark
+    return f"{mark}{json.dumps(REUSE_ASSUMPTION_KEY)}: {json.dumps(reuse)}, ", mark
+
+
+def _jsonl_lines(b: RequestBatch, fmt: str, remap: IdRemapper | None, marks: tuple[str, str] = ("", "")) -> str:
+    """The JSONL rows of ``b``; ``marks``: :func:`_reuse_marks` (the first for row 0 of ``b``: pass ``("", "")``
+    or the rest's twice after the first batch)."""
     hashes = remap(b.block_hashes) if remap else b.block_hashes
     off = b.block_offsets.tolist()
     hl = hashes.tolist()
     out = io.StringIO()
     arr, pt, ot = b.arrival_s.tolist(), b.prompt_tokens.tolist(), b.output_tokens.tolist()
-    mark = '"reuse": "synthetic", ' if synthetic else ""
     for i in range(len(arr)):
+        mark = marks[0] if i == 0 else marks[1]
         ids = ", ".join(map(str, hl[off[i]:off[i + 1]]))
         if fmt == "mooncake":
             out.write(f'{{"timestamp": {ms_stamp(arr[i])}, "input_length": {pt[i]}, "output_length": {ot[i]}, '
@@ -235,8 +252,9 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
             all three; a tuple, those named; False, none); None: those the batches carry
             (:func:`pcs.trace.parquet.session_columns` of the first), so a trace's session ids are never dropped.
         reuse: a synthesised-reuse assumption (``Trace.reuse``): Parquet keeps it in the metadata
-            (``pcs.reuse``); JSONL marks every row ``"reuse": "synthetic"`` (read back as
-            :data:`pcs.trace.hashids.SYNTH_REUSE`), so the synthetic-reuse note follows the trace.
+            (``pcs.reuse``); JSONL marks every row ``"reuse": "synthetic"`` and, for a lengths-only source's
+            assumption (not :data:`pcs.trace.hashids.SYNTH_REUSE`), names it on the first row
+            (``reuse_assumption``, :func:`_reuse_marks`), so the reuse note follows the trace as it was stated.
     Returns:
         ``{"requests": n, "block_accesses": m, "path": str, "format": fmt, "session_columns": [...]}``: the session
         columns the batches carry (:func:`pcs.trace.parquet.session_columns`; ``[]`` none), written to Parquet
@@ -273,9 +291,10 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
         else:
             with open(tmp, "wb") as raw:
                 sink = gzip_sink(raw, out_path) if out_path.suffix == ".gz" else raw
+                marks = _reuse_marks(reuse)
                 for b in batches:
-                    sink.write(_jsonl_lines(b, fmt, remap, reuse is not None).encode())
-                    n, m = n + len(b), m + b.block_hashes.size
+                    sink.write(_jsonl_lines(b, fmt, remap, marks).encode())
+                    n, m, marks = n + len(b), m + b.block_hashes.size, (marks[1], marks[1])
                 if sink is not raw:
                     sink.close()
         if not n:   # inside atomic_output: nothing is written
