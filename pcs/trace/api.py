@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import re
 import sys
 import weakref
 from pathlib import Path
@@ -452,6 +453,28 @@ def _first_row_reuse(path, name: str | None = None, on_error: str = "raise",
     return None
 
 
+_FITS = re.compile(r"\(block_size=(\d+) fits\)$")
+
+
+def reblock_hint(error: InputError, asked: int | None) -> InputError:
+    """``error``, a hash-id line's id-count error whose hint names a block size that fits (:func:`pcs.trace.hashids.
+    _likely_block_size`), with how to re-block the trace to ``asked`` (the caller's ``block_size``) when that is
+    another size: a JSONL file does not record its block size, so ``block_size`` names the size it was recorded at
+    (docs/traces-formats.md); Parquet records it, and reads at any multiple of it re-blocked
+    (:func:`pcs.trace.reblock.plan_engine_block_size`). Else ``error`` itself.
+
+    >>> reblock_hint(InputError("t.jsonl", 1, "hash_ids", "has 7 ids; was it? (block_size=16 fits)"), 64).problem[-46:]
+    'does not), then replay that with block_size=64'
+    """
+    m = _FITS.search(error.problem)
+    if asked is None or m is None or int(m.group(1)) == asked:
+        return error
+    return InputError(error.path, error.line, error.field,
+                      f"{error.problem}; to replay it re-blocked to {asked}-token blocks, convert it to Parquet "
+                      f"at block_size={m.group(1)} (trace convert: Parquet keeps the block size, which JSONL does "
+                      f"not), then replay that with block_size={asked}")
+
+
 def synthetic_reuse_note(trace) -> str | None:
     """The note every report of a trace with synthesised prefix reuse carries, else None.
 
@@ -747,7 +770,7 @@ class Trace:
         if error.field == "hash_ids":      # a count of ids: a block size that fits the lines before it too
             from pcs.trace.bshint import rehinted
 
-            return rehinted(error, self.path, self.format)
+            return reblock_hint(rehinted(error, self.path, self.format), self.given_block_size)
         if error.problem.startswith("invalid JSON") and last_line_unended(self.path, error.line, self.name):
             return InputError(error.path, error.line, error.field, error.problem + "; it is the file's last line "
                               "and ends without a newline: the file looks cut short (truncated)")
