@@ -456,18 +456,20 @@ def _first_row_reuse(path, name: str | None = None, on_error: str = "raise",
 _FITS = re.compile(r"\(block_size=(\d+) fits\)$")
 
 
-def reblock_hint(error: InputError, asked: int | None) -> InputError:
+def reblock_hint(error: InputError, asked: int | None, default: int | None = None) -> InputError:
     """``error``, a hash-id line's id-count error whose hint names a block size that fits (:func:`pcs.trace.hashids.
     _likely_block_size`), with how to re-block the trace to ``asked`` (the caller's ``block_size``) when that is
-    another size: a JSONL file does not record its block size, so ``block_size`` names the size it was recorded at
-    (docs/traces-formats.md); Parquet records it, and reads at any multiple of it re-blocked
-    (:func:`pcs.trace.reblock.plan_engine_block_size`). Else ``error`` itself.
+    another size that one re-blocks to (a multiple or a divisor of the one that fits): a JSONL file does not record
+    its block size, so ``block_size`` names the size it was recorded at (docs/traces-formats.md); Parquet records
+    it, and ``pcs replay`` re-blocks it (:func:`pcs.trace.reblock.plan_engine_block_size`). Else ``error`` itself,
+    also when the size that fits is the format's ``default`` (a replay of the file itself re-blocks from that).
 
     >>> reblock_hint(InputError("t.jsonl", 1, "hash_ids", "has 7 ids; was it? (block_size=16 fits)"), 64).problem[-46:]
     'does not), then replay that with block_size=64'
     """
     m = _FITS.search(error.problem)
-    if asked is None or m is None or int(m.group(1)) == asked:
+    fit = int(m.group(1)) if m is not None else None
+    if asked is None or fit is None or fit in (asked, default) or (asked % fit and fit % asked):
         return error
     return InputError(error.path, error.line, error.field,
                       f"{error.problem}; to replay it re-blocked to {asked}-token blocks, convert it to Parquet "
@@ -770,7 +772,8 @@ class Trace:
         if error.field == "hash_ids":      # a count of ids: a block size that fits the lines before it too
             from pcs.trace.bshint import rehinted
 
-            return reblock_hint(rehinted(error, self.path, self.format), self.given_block_size)
+            return reblock_hint(rehinted(error, self.path, self.format), self.given_block_size,
+                                _default_block_size(self.format))
         if error.problem.startswith("invalid JSON") and last_line_unended(self.path, error.line, self.name):
             return InputError(error.path, error.line, error.field, error.problem + "; it is the file's last line "
                               "and ends without a newline: the file looks cut short (truncated)")
