@@ -127,6 +127,12 @@ def _not_json(first: bytes, exc: Exception, name: str, ln: int = 1) -> tuple[str
                 f"{exc.start}); JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode the file"), "json"
     if first.lstrip()[:1] in (b"{", b"[") and not isinstance(exc, UnicodeDecodeError):
         return None         # meant as JSON (an object, or an array: json.dump's first line is "["): the readers' message
+    cells = _csv_cells(first)
+    if cells is not None and not isinstance(exc, UnicodeDecodeError):
+        return (f"cannot detect the format: the first non-blank line looks like a CSV header ({len(cells)} columns) "
+                "but not one of a CSV format pcs detects (Azure: TIMESTAMP, ContextTokens, GeneratedTokens, 2025 "
+                "also NumImages; BurstGPT: Timestamp, Model, Request tokens, Response tokens, Total tokens, Log Type; "
+                f"any order); pass format= ({', '.join(FORMATS)}: azure or burstgpt for CSV)"), "line"
     return (f"cannot detect the format: the first non-blank line is not JSON; pass format= "
             f"({', '.join(FORMATS)})"), "line"
 
@@ -225,11 +231,32 @@ def _detected(path, name: str | None = None, on_error: str = "raise") -> tuple[s
     raise InputError(error.path, error.line, error.field, f"{error.problem}; {why}") from None
 
 
+def _csv_cells(line: bytes) -> list[str] | None:
+    """A first non-blank line's cells read as a CSV header (quotes removed, cells stripped), None when it cannot be
+    one: it starts as JSON (``{``, ``[``), is not UTF-8 or CSV, or has fewer than two cells."""
+    if line.lstrip()[:1] in (b"{", b"["):
+        return None
+    import csv
+
+    try:
+        cells = next(csv.reader([line.decode("utf-8").rstrip("\r\n")]), [])
+    except (UnicodeDecodeError, csv.Error):
+        return None
+    return [c.strip() for c in cells] if len(cells) >= 2 else None
+
+
 def _csv_format(line: bytes) -> str | None:
-    """The length-only format a first non-blank line's CSV header names (:func:`detect_format`), else None."""
-    if line.startswith(b"TIMESTAMP,"):
+    """The length-only format a first non-blank line's CSV header names (:func:`detect_format`), else None: its
+    cells read as its reader reads a header (quoted or not, stripped), the columns by name in any order -- a
+    ``TIMESTAMP`` column: azure; ``Timestamp`` and ``Request tokens``: burstgpt. The reader then checks the rest of
+    the header (:func:`pcs.trace.azure.azure_columns`, :func:`pcs.trace.burstgpt._header`) and names what is
+    wrong."""
+    cells = _csv_cells(line)
+    if cells is None:
+        return None
+    if "TIMESTAMP" in cells:
         return "azure"
-    if line.startswith(b"Timestamp,") and b"Request tokens" in line:
+    if "Timestamp" in cells and "Request tokens" in cells:
         return "burstgpt"
     return None
 
