@@ -172,7 +172,11 @@ class CompareResult:
                                    omit_none=True, default=None)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON payload of ``pcs compare --format json`` (keys in ``docs/json.md``)."""
+        """The JSON payload of ``pcs compare --format json`` (keys in ``docs/json.md``) less the keys the command
+        adds (docs/json.md, "pcs compare"): each variant's ``tier_capacities``, ``notes`` -- the trace's caveats
+        (synthetic prefix reuse, bad lines skipped: :func:`pcs.trace.api.trace_notes` of the trace read), then
+        the variants' lower tiers that never received a block (:func:`pcs.cli.compare.tier_notes` of this
+        result) --, ``skipped`` and ``skipped_lines`` (the trace's ``Trace.skipped``, ``Trace.skipped_lines``)."""
         return to_dict(self)
 
 
