@@ -819,7 +819,20 @@ def with_trace_notes(payload: dict[str, Any], trace: Any, fmt: str, quiet: bool)
     from pcs.trace.api import trace_notes
 
     with_skipped_lines(payload, trace)
+    drop_api_trace_notes(payload, trace)
     return add_notes(payload, tuple(trace_notes(trace, option_names)), fmt, quiet)
+
+
+def drop_api_trace_notes(payload: dict[str, Any], trace: Any) -> dict[str, Any]:
+    """``payload`` (changed in place) without the trace's caveats an API result appended last to its ``notes`` in
+    the API's words (:func:`pcs.trace.api.trace_notes`: ``pcs.fleet_replay``), before a command gives them in its
+    own (the key stays where it is, holding the notes before them)."""
+    from pcs.trace.api import trace_notes
+
+    api, notes = list(trace_notes(trace)), list(payload.get("notes") or ())
+    if api and notes[-len(api):] == api:
+        payload["notes"] = notes[:-len(api)]
+    return payload
 
 
 def with_skipped_lines(payload: dict[str, Any], trace: Any,

@@ -109,17 +109,22 @@ def _with_tier_capacities(res: Any, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tier_notes(res: Any, payload: dict[str, Any], fmt: str, quiet: bool) -> tuple[str, ...]:
+    """:func:`tier_notes` added to ``payload["notes"]`` and, outside the table format and without ``-q``, printed
+    on stderr, as :func:`pcs.cli.common.with_trace_notes` does."""
+    return add_notes(payload, tier_notes(res), fmt, quiet)
+
+
+def tier_notes(res: Any) -> tuple[str, ...]:
     """The variants' lower tiers that never received a block (:func:`pcs.report.tiercheck.tier_config_notes`),
-    each note once, led by the variants it concerns when not all; added to ``payload["notes"]`` and, outside the
-    table format and without ``-q``, printed on stderr, as :func:`pcs.cli.common.with_trace_notes` does."""
+    each note once, led by the variants it concerns when not all: the notes ``pcs compare`` adds after the trace's,
+    and a sweep's compare point too (:func:`pcs.sweep.worker._payload`)."""
     from pcs.report.tiercheck import tier_config_notes
 
     by_note: dict[str, list[str]] = {}
     for v in res.variants:
         for note in tier_config_notes(v.summary.to_dict()) if v.summary is not None else ():
             by_note.setdefault(note, []).append(v.variant)
-    notes = tuple(n if len(vs) == len(res.variants) else f"{', '.join(vs)}: {n}" for n, vs in by_note.items())
-    return add_notes(payload, notes, fmt, quiet)
+    return tuple(n if len(vs) == len(res.variants) else f"{', '.join(vs)}: {n}" for n, vs in by_note.items())
 
 
 def _parse_capacities(text: str, kw: dict[str, Any], block_size: int) -> list[str]:

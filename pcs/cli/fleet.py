@@ -11,7 +11,7 @@ from typing import Any, Callable
 import click
 
 from pcs.choices import ROUTER_NAMES
-from pcs.cli.common import Progress, RegistryChoice, emit, with_trace_notes
+from pcs.cli.common import Progress, RegistryChoice, drop_api_trace_notes, emit, with_trace_notes
 from pcs.cli.params import Duration, Int
 from pcs.errors import UserError
 
@@ -80,7 +80,7 @@ def replay_fleet(fmt: str, requests_out: str | None, kw: dict[str, Any]) -> None
                            **kwargs)
     if requests_out:
         write_requests(res.requests, requests_out)
-    payload = res.summary.to_dict()
+    payload = drop_api_trace_notes(res.summary.to_dict(), trace)    # given below in the command's words
     if not kw["quiet"] and fmt != "table":      # the run's notes on stderr, as pcs replay prints them
         for note in payload["notes"]:
             click.echo(f"pcs: note: {note}", err=True)

@@ -627,8 +627,9 @@ def _with_trace_notes(s: Any, trace: Any, streams: dict | None) -> Any:
     """The replay summary ``s`` with the notes about the trace itself: an exact re-blocking, then
     :func:`pcs.trace.api.trace_notes` (synthetic reuse and the like), then the tiers that never received a block
     (:func:`pcs.report.tiercheck.with_replay_notes`, which a sweep's replay points use too)."""
-    from pcs.report.tiercheck import with_replay_notes
+    from pcs.report.tiercheck import with_replay_notes, without_trace_notes
 
+    s = without_trace_notes(s, trace)     # pcs.replay's, in the API's words: given below in the command's
     if streams is not None:
         s = dataclasses.replace(s, notes=s.notes + (f"the trace's {streams['exact'].source.block_size}-token ids "
                                                      f"were re-blocked to {streams['exact'].block_size} tokens "

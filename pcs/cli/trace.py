@@ -111,7 +111,7 @@ def convert_cmd(in_path, out_path, out_format, remap_ids, trace_format, block_si
     with Progress(quiet, desc="convert", total=t.estimated_requests) as progress:
         info = convert(counted(t, progress), out_path, out_format, remap_ids=remap_ids)
     info = skipped_lines_in_words(info)
-    written_block_size_note(info, quiet)
+    written_block_size_note(info, quiet, converted=True)
     emit(info, fmt, lambda: render_convert(info), rows_key=None)
 
 

@@ -43,11 +43,15 @@ def open_from_options(path, trace_format, block_size, on_error, sort):
     return open_trace(path, format=trace_format, block_size=block_size, on_error=on_error, sort=sort)
 
 
-def written_block_size_note(info: dict, quiet: bool) -> None:
+def written_block_size_note(info: dict, quiet: bool, converted: bool = False) -> None:
     """On stderr: the trace just written is JSONL at blocks its readers do not assume
-    (:func:`pcs.trace.convert.block_size_note`; convert, synth and transform)."""
-    from pcs.trace.convert import block_size_note
+    (:func:`pcs.trace.convert.block_size_note`; convert, synth and transform); with ``converted`` (convert,
+    transform: a trace read, not made) also that its session ids were dropped (:func:`pcs.trace.convert.
+    session_note`)."""
+    from pcs.trace.convert import block_size_note, session_note
 
-    note = block_size_note(info["format"], info["block_size"], info["path"])
-    if note and not quiet:
-        click.echo(f"pcs: note: {note}", err=True)
+    notes = (block_size_note(info["format"], info["block_size"], info["path"]),
+             session_note(info) if converted else None)
+    for note in notes:
+        if note and not quiet:
+            click.echo(f"pcs: note: {note}", err=True)

@@ -186,7 +186,8 @@ def transform_cmd(in_path, out_path, speed, tenants, tenant_mode, prefix_scale, 
       pcs trace transform trace.jsonl long.jsonl --prefix-scale 3 --max-input-tokens 32768
     """
     from pcs.report.traceshape import render_transform
-    from pcs.trace.convert import out_format_for, write_trace
+    from pcs.trace.convert import out_format_for, refuse_bailian_without_sessions, write_trace
+    from pcs.trace.parquet import session_columns
     from pcs.trace.request import concat_batches
     from pcs.trace.transform import TransformSpec, summary, transform
 
@@ -205,14 +206,12 @@ def transform_cmd(in_path, out_path, speed, tenants, tenant_mode, prefix_scale, 
     _large_output_note(len(before), spec)
     after = transform(before, spec).batch
     ofmt = out_format_for(out_path, out_format)
-    with_session = after.session_id is not None and after.parent_id is not None
-    if ofmt == "bailian" and not with_session:
-        raise UserError(f"the input ({t.format}) has no chat_id/parent_chat_id/turn; write mooncake or parquet")
+    refuse_bailian_without_sessions(ofmt, session_columns(after), t.format)
     synthesised = t.reuse.startswith("synthesised")  # the synthetic-reuse note follows the trace
     info = write_trace([after], out_path, ofmt, block_size=t.block_size, remap_ids=True, source_format=t.format,
-                       with_session=with_session, reuse=t.reuse if synthesised else None)
+                       reuse=t.reuse if synthesised else None)
     info.update(source=t.name, block_size=t.block_size, reuse=t.reuse, applied=spec.applied(),
                 before=summary(before), after=summary(after))
     with_trace_notes(info, t, fmt, quiet)    # skipped, skipped_lines and their notes: as pcs trace stats, replay
-    written_block_size_note(info, quiet)
+    written_block_size_note(info, quiet, converted=True)
     emit(info, fmt, lambda: render_transform(info), rows_key=None)

@@ -91,7 +91,11 @@ class CurveResult:
                              "and the old .block_accesses is .cacheable_blocks (docs/curves.md, Python)")
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON payload of ``pcs curve --format json`` (keys in ``docs/json.md``)."""
+        """The JSON payload of ``pcs curve --format json`` (keys in ``docs/json.md``) less the keys the command adds
+        after it (docs/json.md, "pcs curve"): ``dtype`` (its ``--dtype`` option), ``notes`` -- the trace's caveats
+        (synthetic prefix reuse, bad lines skipped: :func:`pcs.trace.api.trace_notes` of the trace read) and a
+        sampled curve's (:func:`pcs.report.curve.sampled_note`, :func:`pcs.curves.api.small_sample_note`) --,
+        ``skipped`` and ``skipped_lines`` (the trace's ``Trace.skipped``, ``Trace.skipped_lines``)."""
         out = to_dict(self)
         if self.block_bytes is None:
             for entry in (*out["knee"].values(), *out["rows"]):

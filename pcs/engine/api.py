@@ -58,6 +58,7 @@ from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
 from pcs.choices import not_among_tiers
 from pcs.errors import ArgumentTypeError, UnknownNameError, UserError, ending_with, quoted
+from pcs.trace.api import trace_notes
 from pcs.trace.batches import as_batches, reiterable, with_limits
 from pcs.trace.rowlimits import NO_LIMITS, STEP_LIMITS, RowLimits
 from pcs._dataclass import dataclass
@@ -181,8 +182,12 @@ class ReplayResult:
     """The outcome of :func:`replay`.
 
     Attributes:
-        summary: :class:`pcs.engine.result.ReplaySummary`; its ``to_dict()``
-            is the JSON of ``pcs replay --format json`` (keys in ``docs/json.md``).
+        summary: :class:`pcs.engine.result.ReplaySummary`; its ``to_dict()`` is the JSON of ``pcs replay --format
+            json`` (keys in ``docs/json.md``), its ``notes`` with the trace's caveats (synthetic prefix reuse, bad
+            lines skipped: :func:`pcs.trace.api.trace_notes`, in the API's words) -- less the keys the command adds
+            (docs/json.md, "pcs replay": ``trace_file``, ``replay_command``, ``skipped`` and ``skipped_lines``, which
+            are ``Trace.skipped`` and ``Trace.skipped_lines`` here) and the command's note on a lower tier that
+            never received a block (:func:`pcs.report.tiercheck.tier_config_notes` of ``summary.to_dict()``).
         requests: pyarrow Table, one row per request in trace order (columns
             in :data:`pcs.engine.summary.REQUEST_COLUMNS`); built on first
             access from the engine's columns, so a replay that never reads it
@@ -785,7 +790,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     if gap_oracle:
         context["oracle_hit_ratio"] = _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts,
                                                         link_specs, step)
-    return _result(out, _summarise(out, context, opts), notes, deployment, spec, model is None)
+    return _result(out, _summarise(out, context, opts), notes, deployment, spec, model is None, source)
 
 
 def _checked_args(k: Mapping[str, Any]) -> tuple:
@@ -913,14 +918,18 @@ def _run_beside_line(line: "_Line | None", context: dict, run: Callable[[], Any]
     return out
 
 
-def _result(out, summary, notes: list, deployment: dict, spec, default_model: bool) -> ReplayResult:
+def _result(out, summary, notes: list, deployment: dict, spec, default_model: bool, source: Any = None) -> ReplayResult:
     """The replay's result: ``summary`` with every note (the set-up's, the requests past ``spec``'s context, the
-    deployment's, the load's, a hybrid residency series cut at its point limit) and the deployment, beside the
-    per-request columns and ceilings."""
+    deployment's, the load's, a hybrid residency series cut at its point limit, then the caveats of the trace read,
+    ``source``: its synthetic prefix reuse, the bad lines it skipped -- :func:`pcs.trace.api.trace_notes`, in the
+    API's words, appended last; ``pcs replay`` and a sweep put them in their own words,
+    :func:`pcs.report.tiercheck.without_trace_notes`) and the deployment, beside the per-request columns and
+    ceilings."""
     notes = (notes + _past_context_note(spec, out.result.columns, default_model) + deployment.pop("notes")
              + _load_notes(summary, out))
     cut = out.state.hybrid.cut_note() if getattr(out.state, "hybrid", None) is not None else None
     notes += [cut] if cut else []
+    notes += list(trace_notes(source)) if source is not None else []
     summary = dataclasses.replace(summary, notes=tuple(notes), deployment=deployment)
     return ReplayResult(summary, columns=out.result.columns, ceilings=(out.single, out.single_with_decode, out.decode))
 

@@ -172,7 +172,11 @@ class CompareResult:
                                    omit_none=True, default=None)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON payload of ``pcs compare --format json`` (keys in ``docs/json.md``)."""
+        """The JSON payload of ``pcs compare --format json`` (keys in ``docs/json.md``) less the keys the command
+        adds (docs/json.md, "pcs compare"): each variant's ``tier_capacities``, ``notes`` -- the trace's caveats
+        (synthetic prefix reuse, bad lines skipped: :func:`pcs.trace.api.trace_notes` of the trace read), then
+        the variants' lower tiers that never received a block (:func:`pcs.cli.compare.tier_notes` of this
+        result) --, ``skipped`` and ``skipped_lines`` (the trace's ``Trace.skipped``, ``Trace.skipped_lines``)."""
         return to_dict(self)
 
 
@@ -434,6 +438,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
             (:func:`pcs.engine.api.check_replay`) before the trace is read.
     """
     from pcs.engine.api import limited_source, replay
+    from pcs.report.tiercheck import without_trace_notes
 
     caps, pols, sets, adms, runs = _checked_runs(policies, tier_sets, curve_capacities, admits, replay_kwargs)
     replay_kwargs.pop("tiers", None)
@@ -442,7 +447,8 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
     for tiers, i, pol, j, adm, kwargs in runs:
         label = " ".join(x for x in (pol or DEFAULT_POLICY, adm if len(adms) > 1 else "",
                                      " ".join(tiers) if tiers and len(sets) > 1 else "") if x)
-        s = replay(source, progress=progress, **kwargs).summary
+        # the trace's caveats (pcs.replay's last notes) are the command's, never a variant's
+        s = without_trace_notes(replay(source, progress=progress, **kwargs).summary, source)
         variants.append(CompareVariant.from_summary(label, pol, s, adm, tiers))
         if i == j == 0 and len(sets) > 1:
             _refuse_same_blocks(resolved, variants[-1].tiers, tiers)

@@ -52,7 +52,11 @@ class FleetResult:
     """The outcome of :func:`fleet_replay`.
 
     Attributes:
-        summary: :class:`pcs.fleet.summary.FleetSummary` (``to_dict()`` is the JSON).
+        summary: :class:`pcs.fleet.summary.FleetSummary`: ``to_dict()`` is the JSON of ``pcs replay --instances
+            N --format json``, its ``notes`` ending with the trace's caveats (synthetic prefix reuse, bad lines
+            skipped: :func:`pcs.trace.api.trace_notes`, in the API's words), less the keys the command adds
+            (docs/json.md: ``trace_file``, ``replay_command``, ``skipped``, ``skipped_lines``; here
+            ``Trace.skipped`` and ``Trace.skipped_lines``).
         assignment: int64 array, shape (requests,): the instance of each request in trace order.
         requests: pyarrow Table, one row per request in trace order: the replay's
             columns (:data:`pcs.engine.summary.REQUEST_COLUMNS`, ``request_id`` = trace position) and ``instance``.
@@ -391,11 +395,14 @@ def _replay_instances(source: Any, batch: RequestBatch, assignment: np.ndarray, 
     what :func:`instance_ceilings` computes alone from :func:`pcs.engine.turns.decode_blocks` of the sub-trace
     (``tests/fleet/test_fleet_decode.py::test_reused_instance_ceilings_are_the_sub_trace_scans``)."""
     from pcs.engine.api import replay
+    from pcs.report.tiercheck import without_trace_notes
 
     rows_of, summaries, tables, ceilings, decodes = [], [], [], [], []
     for i, (rows, part) in enumerate(split_batch(batch, assignment, instances)):
         sub = source if instances == 1 or part is None else _SubTrace(f"{name} [instance {i}]", part)
         res = replay(sub, progress=progress, **replay_kwargs) if len(rows) else None
+        if res is not None:     # the trace's caveats are the fleet's (fleet_replay), never an instance's
+            res.summary = without_trace_notes(res.summary, sub)
         single, with_decode, decode = res.ceilings if res is not None else (SingleSequenceResult(0, 0, 0, 0, 0),
                                                                              None, None)
         rows_of.append(rows)
@@ -539,5 +546,9 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     decode = _ceiling_decode(batch, decodes, rows_of, step, replay_kwargs)
     summary = _summary(name, chooser, float(router_stale_s), cap, source, batch, rules, loads, summaries, table,
                        shared, decode, order)
-    summary = dataclasses.replace(summary, notes=fleet_notes(summary.notes, summaries, chooser), **run_of)
+    from pcs.trace.api import trace_notes
+
+    # the trace's caveats last, in the API's words, as pcs.replay's (the command gives them in its own)
+    summary = dataclasses.replace(summary, notes=fleet_notes(summary.notes, summaries, chooser)
+                                  + tuple(trace_notes(source)), **run_of)
     return FleetResult(summary, assignment, table)

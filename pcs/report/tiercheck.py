@@ -26,7 +26,7 @@ from typing import Any
 
 from pcs.units import format_bandwidth, format_bytes, format_count, format_counted
 
-__all__ = ["tier_config_notes", "with_replay_notes"]
+__all__ = ["tier_config_notes", "with_replay_notes", "without_trace_notes"]
 
 
 def _unit(t: dict[str, Any]) -> str:
@@ -131,5 +131,20 @@ def with_replay_notes(summary: Any, trace: Any, words: Any = None) -> Any:
 
     from pcs.trace.api import trace_notes
 
+    summary = without_trace_notes(summary, trace)
     extra = tuple(trace_notes(trace, words)) + tuple(tier_config_notes(summary.to_dict()))
     return dataclasses.replace(summary, notes=summary.notes + extra) if extra else summary
+
+
+def without_trace_notes(summary: Any, trace: Any) -> Any:
+    """``summary`` without the trace's caveats :func:`pcs.replay` appended last to its notes in the API's words
+    (:func:`pcs.trace.api.trace_notes` of ``trace``), for a caller that gives them in its own (``pcs replay``, a
+    sweep: :func:`with_replay_notes`); ``summary`` itself when its notes do not end with them."""
+    import dataclasses
+
+    from pcs.trace.api import trace_notes
+
+    api = tuple(trace_notes(trace))
+    if not api or tuple(summary.notes[-len(api):]) != api:
+        return summary
+    return dataclasses.replace(summary, notes=tuple(summary.notes[:-len(api)]))

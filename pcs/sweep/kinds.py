@@ -72,6 +72,8 @@ class Task:
         trace_key: ``(path or None, ((open_trace keyword, value), ...), step)``: the
             trace to pass first, loaded once per key (``step``: read with the step scheduler's row
             bounds, :func:`_trace_key`); None for footprint.
+        rerun: a replay point's ``pcs replay`` command line that reruns it (:func:`pcs.cli.rerun.replay_command`:
+            its ``replay_command`` JSON key, as ``pcs replay --format json`` records it); None for other kinds.
     """
 
     point_id: str
@@ -80,6 +82,7 @@ class Task:
     call: str
     kwargs: dict[str, Any]
     trace_key: tuple | None
+    rerun: str | None = None
 
 
 def pair_options(kind: str) -> frozenset[str]:
@@ -281,15 +284,15 @@ def unknown_option(name: str, kind: str, valid: list[str]) -> str:
     return f"unknown option {plan_word(name)!r} for pcs {kind}; {close}(valid: {', '.join(words)})"
 
 
-def _parse(kind: str, options: dict[str, Any], base: Path) -> dict[str, Any]:
-    """The command's parsed parameters for these options (click's checks and defaults)."""
+def _parse(kind: str, options: dict[str, Any], base: Path) -> click.Context:
+    """The command's context for these options: ``.params``, its parsed parameters (click's checks and
+    defaults)."""
     cmd = _command(kind)
     try:
-        ctx = cmd.make_context(f"pcs {kind}", _argv(kind, options, base))
+        return cmd.make_context(f"pcs {kind}", _argv(kind, options, base))
     except click.UsageError as exc:     # click's option names ('--policy') in the plan's words ('policy')
         message = re.sub(r"'(--[a-z0-9-]+)'", lambda m: repr(plan_word(m.group(1))), exc.format_message())
         raise blamed(PlanError(message), culprit(exc, options)) from None
-    return dict(ctx.params)
 
 
 def _trace_key(kind: str, kw: dict[str, Any]) -> tuple:
@@ -465,7 +468,8 @@ def build_task(kind: str, point: Any, base_dir: Path | str = ".",
 
     builder, takes_trace = _BUILDERS[kind]
     try:
-        kw = _parse(kind, point.options, Path(base_dir))
+        ctx = _parse(kind, point.options, Path(base_dir))
+        kw = dict(ctx.params)
         kwargs = builder(kw, lambda: (load or load_trace)(_trace_key(kind, kw)))
     except click.ClickException as exc:
         raise _reworded(exc, f"point {point.point_id} ({point_label(point.options)}): {exc.format_message()}",
@@ -477,7 +481,13 @@ def build_task(kind: str, point: Any, base_dir: Path | str = ".",
         msg = msg if isinstance(exc, PlanError) else option_names(msg, plan=True)
         raise _reworded(exc, f"point {point.point_id} ({point_label(point.options)}): {msg}",
                         culprit(exc, point.options)) from None
-    return Task(point.point_id, kind, point.options, kind, kwargs, _trace_key(kind, kw) if takes_trace else None)
+    rerun = None
+    if kind == "replay":
+        from pcs.cli.rerun import replay_command
+
+        rerun = replay_command(ctx)
+    return Task(point.point_id, kind, point.options, kind, kwargs, _trace_key(kind, kw) if takes_trace else None,
+                rerun)
 
 
 def point_label(options: dict[str, Any]) -> str:

@@ -135,8 +135,14 @@ def _label(items: list) -> list[str] | None:
     return None
 
 
+#: Keys a command's ``--format json`` adds beside its result's ``to_dict()``, kept in a point's ``result_json``
+#: only, never made into columns (docs/sweep.md: the columns are the ``to_dict()`` keys): the command line that
+#: reruns a replay, a compare variant's tier sizes (the ``tiers`` column and the variant's own keys hold them).
+JSON_ONLY = frozenset({"replay_command", "tier_capacities"})
+
+
 def flatten(payload: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A result's JSON object as flat columns.
+    """A result's JSON object as flat columns, less the :data:`JSON_ONLY` keys at any depth.
 
     Nested objects join their keys with dots (``gap.concurrency``); a list of
     objects keyed by one of :data:`LABEL_KEYS` becomes one group per entry
@@ -145,6 +151,8 @@ def flatten(payload: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for k, v in payload.items():
+        if k in JSON_ONLY:
+            continue
         key = f"{prefix}{k}"
         if isinstance(v, dict):
             out.update(flatten(v, key + "."))
@@ -163,7 +171,7 @@ def make_row(point_id: str, kind: str, options: dict[str, Any], payload: dict[st
     (``option.tier.cpu`` per entry of a NAME=VALUE option), the flattened
     result (:func:`flatten`), and ``result_json``: the result's whole JSON
     object, as the command prints it with ``--format json`` (less the ``trace_file`` pcs replay adds for
-    pcs report: a sweep names its trace in ``option.trace``). A point that read a trace (its result has
+    pcs report: a sweep names its trace in ``option.trace``; pcs curve's ``dtype``: ``option.dtype``). A point that read a trace (its result has
     ``skipped``) has a ``skipped_lines`` cell whether or not the read skipped a line: ``[]`` for a clean read, as
     its ``skipped`` is 0 (the JSON leaves the key out, as every command's does), so one plan's points have the same
     columns and a clean point's cell is never null beside a point that skipped lines (docs/sweep.md).
@@ -230,10 +238,11 @@ def _quoted_holder(message: str, options: dict[str, Any]) -> str | None:
 
 
 def _payload(task: Any, typed: Any, trace: Any) -> dict[str, Any]:
-    """The point's JSON object as its command prints it: a footprint's with its notes
-    (:func:`pcs.report.footprint.footprint_payload`), the others with the count of the lines their read skipped
-    and the first of them named (``skipped``, ``skipped_lines``: :func:`pcs.cli.common.with_skipped_lines`, in the
-    plan's words) and the trace's notes (:func:`_with_notes`)."""
+    """The point's JSON object as its command prints it with ``--format json`` (docs/sweep.md, ``result_json``):
+    a footprint's with its notes (:func:`pcs.report.footprint.footprint_payload`), the others with the count of the
+    lines their read skipped and the first of them named (``skipped``, ``skipped_lines``:
+    :func:`pcs.cli.common.with_skipped_lines`, in the plan's words) and the notes and keys the command adds
+    (:func:`_with_notes`); a replay's with the ``replay_command`` that reruns it (:attr:`pcs.sweep.kinds.Task.rerun`)."""
     if task.call == "footprint":
         from pcs.report.footprint import footprint_payload
 
@@ -243,17 +252,30 @@ def _payload(task: Any, typed: Any, trace: Any) -> dict[str, Any]:
         from pcs.cli.common import with_skipped_lines
 
         with_skipped_lines(payload, trace, _plan_words)
-    return _with_notes(task.call, payload, trace)
+    if task.call == "replay" and getattr(task, "rerun", None):
+        payload["replay_command"] = task.rerun
+    return _with_notes(task.call, payload, trace, typed)
 
 
-def _with_notes(call: str, payload: dict[str, Any], trace: Any) -> dict[str, Any]:
-    """``pcs compare`` / ``pcs curve`` payloads with the trace's notes, as those commands print them."""
-    if call in ("compare", "curve") and trace is not None:
+def _with_notes(call: str, payload: dict[str, Any], trace: Any, typed: Any = None) -> dict[str, Any]:
+    """``pcs compare`` / ``pcs curve`` payloads with the trace's notes, and a compare's with its tiers' notes
+    (:func:`pcs.cli.compare.tier_notes`) and each variant's ``tier_capacities`` (:func:`pcs.cli.compare.
+    add_tier_capacities`), as those commands print them with ``--format json``."""
+    if call not in ("compare", "curve"):
+        return payload
+    notes: list = []
+    if trace is not None:
         from pcs.trace.api import trace_notes
 
-        notes = trace_notes(trace, _plan_words)
-        if notes:
-            payload = {**payload, "notes": list(payload.get("notes") or []) + list(notes)}
+        notes += trace_notes(trace, _plan_words)
+    if call == "compare" and typed is not None:
+        from pcs.cli.compare import add_tier_capacities, tier_notes
+
+        notes += tier_notes(typed)
+        payload = dict(payload, variants=[dict(v) for v in payload["variants"]])
+        add_tier_capacities(typed, payload)
+    if notes:
+        payload = {**payload, "notes": list(payload.get("notes") or []) + notes}
     return payload
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import re
 import sys
 import weakref
 from pathlib import Path
@@ -126,6 +127,12 @@ def _not_json(first: bytes, exc: Exception, name: str, ln: int = 1) -> tuple[str
                 f"{exc.start}); JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode the file"), "json"
     if first.lstrip()[:1] in (b"{", b"[") and not isinstance(exc, UnicodeDecodeError):
         return None         # meant as JSON (an object, or an array: json.dump's first line is "["): the readers' message
+    cells = _csv_cells(first)
+    if cells is not None and not isinstance(exc, UnicodeDecodeError):
+        return (f"cannot detect the format: the first non-blank line looks like a CSV header ({len(cells)} columns) "
+                "but not one of a CSV format pcs detects (Azure: TIMESTAMP, ContextTokens, GeneratedTokens, 2025 "
+                "also NumImages; BurstGPT: Timestamp, Model, Request tokens, Response tokens, Total tokens, Log Type; "
+                f"any order); pass format= ({', '.join(FORMATS)}: azure or burstgpt for CSV)"), "line"
     return (f"cannot detect the format: the first non-blank line is not JSON; pass format= "
             f"({', '.join(FORMATS)})"), "line"
 
@@ -202,7 +209,7 @@ def detect_format(path, name: str | None = None, on_error: str = "raise") -> str
 def _detected(path, name: str | None = None, on_error: str = "raise") -> tuple[str, bytes | None]:
     """:func:`detect_format`'s format (its rules and errors) and, when it is a JSON-lines format detected with
     ``on_error="raise"``, the first non-blank line it read it from (else None): :class:`Trace` reads its
-    ``"reuse"`` key there (:func:`_first_row_synthetic`) instead of reading the file's head again."""
+    ``"reuse"`` key there (:func:`_first_row_reuse`) instead of reading the file's head again."""
     name = name or display_name(path)
     if _sniff_parquet(path):
         return "parquet", None
@@ -230,11 +237,32 @@ def _detected(path, name: str | None = None, on_error: str = "raise") -> tuple[s
     raise InputError(error.path, error.line, error.field, f"{error.problem}; {why}") from None
 
 
+def _csv_cells(line: bytes) -> list[str] | None:
+    """A first non-blank line's cells read as a CSV header (quotes removed, cells stripped), None when it cannot be
+    one: it starts as JSON (``{``, ``[``), is not UTF-8 or CSV, or has fewer than two cells."""
+    if line.lstrip()[:1] in (b"{", b"["):
+        return None
+    import csv
+
+    try:
+        cells = next(csv.reader([line.decode("utf-8").rstrip("\r\n")]), [])
+    except (UnicodeDecodeError, csv.Error):
+        return None
+    return [c.strip() for c in cells] if len(cells) >= 2 else None
+
+
 def _csv_format(line: bytes) -> str | None:
-    """The length-only format a first non-blank line's CSV header names (:func:`detect_format`), else None."""
-    if line.startswith(b"TIMESTAMP,"):
+    """The length-only format a first non-blank line's CSV header names (:func:`detect_format`), else None: its
+    cells read as its reader reads a header (quoted or not, stripped), the columns by name in any order -- a
+    ``TIMESTAMP`` column: azure; ``Timestamp`` and ``Request tokens``: burstgpt. The reader then checks the rest of
+    the header (:func:`pcs.trace.azure.azure_columns`, :func:`pcs.trace.burstgpt._header`) and names what is
+    wrong."""
+    cells = _csv_cells(line)
+    if cells is None:
+        return None
+    if "TIMESTAMP" in cells:
         return "azure"
-    if line.startswith(b"Timestamp,") and b"Request tokens" in line:
+    if "Timestamp" in cells and "Request tokens" in cells:
         return "burstgpt"
     return None
 
@@ -424,26 +452,62 @@ def _default_block_size(fmt: str) -> int:
             "burstgpt": DEFAULT_TOKEN_BLOCK_SIZE}[fmt]
 
 
-def _first_row_synthetic(path, name: str | None = None, on_error: str = "raise",
-                         first_line: bytes | None = None) -> bool:
-    """True when the first JSONL row says ``"reuse": "synthetic"`` (the readers check every row); ``name``: the
-    trace's name in errors. ``on_error="skip"``: the first row the readers accept, among the lines
-    :func:`detect_format` reads (a line that is not a JSON object, or gives a key twice, is one they skip).
-    ``first_line``: with ``on_error="raise"``, the file's first non-blank line as detection read it
-    (:func:`_detected`), read instead of the file; None: the file is read."""
+def _first_row_reuse(path, name: str | None = None, on_error: str = "raise",
+                     first_line: bytes | None = None) -> str | None:
+    """The synthesised reuse the first JSONL row states (the readers check every row's ``reuse``), else None: its
+    ``reuse_assumption`` when it has one (:data:`pcs.trace.hashids.REUSE_ASSUMPTION_KEY`: the assumption of the
+    lengths-only trace it was converted from, :func:`pcs.trace.hashids.row_reuse_assumption`), else
+    :data:`pcs.trace.hashids.SYNTH_REUSE` when it says ``"reuse": "synthetic"``. ``name``: the trace's name in
+    errors. ``on_error="skip"``: the first row the readers accept, among the lines :func:`detect_format` reads
+    (a line that is not a JSON object, or gives a key twice, is one they skip). ``first_line``: with
+    ``on_error="raise"``, the file's first non-blank line as detection read it (:func:`_detected`), read instead of
+    the file; None: the file is read.
+
+    Raises:
+        InputError: the first row's ``reuse_assumption`` is malformed (:func:`pcs.trace.hashids.row_reuse_assumption`).
+    """
+    from pcs.trace.hashids import SYNTH_REUSE, row_reuse_assumption
+
     skip = on_error == "skip"
+    shown = name or display_name(path)
     lines = [(1, first_line)] if first_line is not None and not skip else _head_lines(
-        path, name or display_name(path), SKIP_SNIFF_LINES if skip else 1, SKIP_SNIFF_BYTES if skip else 1 << 20)
-    for _, line in lines:
+        path, shown, SKIP_SNIFF_LINES if skip else 1, SKIP_SNIFF_BYTES if skip else 1 << 20)
+    for ln, line in lines:
         if not skip and b'"reuse"' not in line:
-            return False
+            return None
         try:        # a key given twice is no row of pcs trace synth (the readers refuse it)
             obj = jsondepth.loads(line.decode("utf-8"), object_pairs_hook=jsondepth.no_duplicate_keys)
         except ValueError:
             continue
         if isinstance(obj, dict):
-            return obj.get("reuse") == "synthetic"
-    return False
+            if obj.get("reuse") != "synthetic":
+                return None
+            return row_reuse_assumption(obj, shown, ln) or SYNTH_REUSE
+    return None
+
+
+_FITS = re.compile(r"\(block_size=(\d+) fits\)$")
+
+
+def reblock_hint(error: InputError, asked: int | None, default: int | None = None) -> InputError:
+    """``error``, a hash-id line's id-count error whose hint names a block size that fits (:func:`pcs.trace.hashids.
+    _likely_block_size`), with how to re-block the trace to ``asked`` (the caller's ``block_size``) when that is
+    another size that one re-blocks to (a multiple or a divisor of the one that fits): a JSONL file does not record
+    its block size, so ``block_size`` names the size it was recorded at (docs/traces-formats.md); Parquet records
+    it, and ``pcs replay`` re-blocks it (:func:`pcs.trace.reblock.plan_engine_block_size`). Else ``error`` itself,
+    also when the size that fits is the format's ``default`` (a replay of the file itself re-blocks from that).
+
+    >>> reblock_hint(InputError("t.jsonl", 1, "hash_ids", "has 7 ids; was it? (block_size=16 fits)"), 64).problem[-46:]
+    'does not), then replay that with block_size=64'
+    """
+    m = _FITS.search(error.problem)
+    fit = int(m.group(1)) if m is not None else None
+    if asked is None or fit is None or fit in (asked, default) or (asked % fit and fit % asked):
+        return error
+    return InputError(error.path, error.line, error.field,
+                      f"{error.problem}; to replay it re-blocked to {asked}-token blocks, convert it to Parquet "
+                      f"at block_size={m.group(1)} (trace convert: Parquet keeps the block size, which JSONL does "
+                      f"not), then replay that with block_size={asked}")
 
 
 def synthetic_reuse_note(trace) -> str | None:
@@ -463,7 +527,9 @@ def synthetic_reuse_note(trace) -> str | None:
         return ('this trace was generated (rows marked "reuse": "synthetic", as pcs trace synth writes): its prefix '
                 "reuse is synthetic; the hit ratios measure the generator's sessions, not recorded reuse "
                 "(docs/traces-formats.md)")
-    note = (f"this trace records lengths only: its prefix reuse is synthetic ({reuse}); the hit ratios measure "
+    what = ("records lengths only" if getattr(trace, "format", None) in LENGTH_ONLY
+            else "was converted from a lengths-only trace")    # its ids made under the assumption, then written
+    note = (f"this trace {what}: its prefix reuse is synthetic ({reuse}); the hit ratios measure "
             "that assumption, not recorded reuse (docs/traces-formats.md)")
     if "every block is new" in reuse and getattr(trace, "format", None) == "azure":
         note += ("; to replay its arrivals and lengths with sessions that reuse prefixes: pcs trace synth OUT.jsonl "
@@ -622,11 +688,9 @@ class Trace:
             head = peek_lines(self.path, 1, name=self.name)
             self.has_sessions = fmt == "burstgpt" and bool(head) and b"Session ID" in head[0]
             self.reuse = reuse_model.describe(self.has_sessions)
-        elif fmt in ("mooncake", "bailian", "tokens") and _first_row_synthetic(self.path, self.name, on_error,
-                                                                                first_line):
-            from pcs.trace.hashids import SYNTH_REUSE
-
-            self.reuse = SYNTH_REUSE  # known before the rows are read (trace convert writes it into Parquet)
+        elif fmt in ("mooncake", "bailian", "tokens"):
+            # known before the rows are read (trace convert writes it into Parquet)
+            self.reuse = _first_row_reuse(self.path, self.name, on_error, first_line) or self.reuse
 
     def __repr__(self) -> str:
         return f"Trace({self.name!r}, format={self.format!r}, block_size={self.block_size})"
@@ -670,7 +734,7 @@ class Trace:
         for t in (self,) if self._origin is None else (self, self._origin):   # a limited view's reads: its origin's
             t.skipped, t.first_skipped, t.blank_skipped = state.skipped, state.first_skipped, state.blank
             t.skipped_lines = state.named
-            if state.synthetic_rows:
+            if state.synthetic_rows and not t.reuse.startswith("synthesised"):  # the first row's assumption kept
                 from pcs.trace.hashids import SYNTH_REUSE
 
                 t.reuse = SYNTH_REUSE
@@ -741,7 +805,8 @@ class Trace:
         if error.field == "hash_ids":      # a count of ids: a block size that fits the lines before it too
             from pcs.trace.bshint import rehinted
 
-            return rehinted(error, self.path, self.format)
+            return reblock_hint(rehinted(error, self.path, self.format), self.given_block_size,
+                                _default_block_size(self.format))
         if error.problem.startswith("invalid JSON") and last_line_unended(self.path, error.line, self.name):
             return InputError(error.path, error.line, error.field, error.problem + "; it is the file's last line "
                               "and ends without a newline: the file looks cut short (truncated)")

@@ -29,7 +29,7 @@ from typing import Iterator
 from pcs.errors import InputError, quoted
 from pcs.units import ascii_int
 from pcs.trace.batches import MAX_ARRIVAL_S
-from pcs.trace.lengthonly import cell_reason, check_length
+from pcs.trace.lengthonly import cell_reason, check_length, token_count
 from pcs.trace.source import display_name, iter_csv_rows
 from pcs.trace.hashids import BlankLine, blank_row
 
@@ -97,12 +97,18 @@ def stamp_ns(stamp: str, name: str, ln: int, field: str = "TIMESTAMP") -> int | 
     return ns + Fraction(int(frac) * _NS_PER_S, 10 ** len(frac))
 
 
-def _count(v: str, field: str, name: str, ln: int) -> int:
-    try:
-        n = ascii_int(v)
-    except ValueError:
-        raise InputError(name, ln, field, cell_reason(v, "must be an integer in ASCII digits 0-9")) from None
-    return check_length(n, field, name, ln)
+def azure_columns(row: list[str], name: str) -> dict[str, int]:
+    """The header row's columns by name (stripped), in any order, as the BurstGPT reader finds its own
+    (:func:`pcs.trace.burstgpt._header`: one rule for both CSV readers).
+
+    Raises:
+        InputError: the names are not those of one of :data:`AZURE_HEADERS` (a column missing, unknown or twice).
+    """
+    cols = {c.strip(): i for i, c in enumerate(row)}
+    if len(cols) != len(row) or set(cols) not in [set(h) for h in AZURE_HEADERS]:
+        raise InputError(name, 1, None, "header must be " + " or ".join(",".join(h) for h in AZURE_HEADERS)
+                         + " (the columns in any order)")
+    return cols
 
 
 def read_azure_rows(path, check_order: bool = True, on_bad=None,
@@ -123,12 +129,10 @@ def read_azure_rows(path, check_order: bool = True, on_bad=None,
     name = name or display_name(path)
     t0 = None
     last = -float("inf")
-    cols: tuple[str, ...] = ()
+    cols: dict[str, int] = {}
     for ln, row in iter_csv_rows(path, name):
         if ln == 1:
-            cols = tuple(c.strip() for c in row)
-            if cols not in AZURE_HEADERS:
-                raise InputError(name, 1, None, "header must be " + " or ".join(",".join(h) for h in AZURE_HEADERS))
+            cols = azure_columns(row, name)
             continue
         try:
             t, ctx, gen, images = _row(row, cols, name, ln)
@@ -155,14 +159,25 @@ def _check_time(t: int | Fraction, t0: int | Fraction | None, last: int | Fracti
                          "beyond +-2**32 s (136 years), where a float64 clock loses microseconds: is the date right?")
 
 
-def _row(row: list[str], cols: tuple, name: str, ln: int) -> tuple[int | Fraction, int, int, int]:
+def _row(row: list[str], cols: dict[str, int], name: str, ln: int) -> tuple[int | Fraction, int, int, int]:
     if blank_row(row):
         raise BlankLine(name, ln)
     if len(row) != len(cols):
         raise InputError(name, ln, None, f"expected {len(cols)} columns, got {len(row)}")
-    images = _count(row[1], "NumImages", name, ln) if len(cols) == 4 else 0
-    return (stamp_ns(row[0], name, ln), _count(row[-2], "ContextTokens", name, ln),
-            _count(row[-1], "GeneratedTokens", name, ln), images)
+    images = _images(row[cols["NumImages"]], name, ln) if "NumImages" in cols else 0
+    return (stamp_ns(row[cols["TIMESTAMP"]], name, ln),
+            token_count(row[cols["ContextTokens"]], "ContextTokens", name, ln),
+            token_count(row[cols["GeneratedTokens"]], "GeneratedTokens", name, ln), images)
+
+
+def _images(v: str, name: str, ln: int) -> int:
+    """The 2025 ``NumImages`` cell (read and dropped): an integer in ASCII digits, under the bound of a count
+    (:func:`pcs.trace.lengthonly.check_length`)."""
+    try:
+        n = ascii_int(v)
+    except ValueError:
+        raise InputError(name, ln, "NumImages", cell_reason(v, "must be an integer in ASCII digits 0-9")) from None
+    return check_length(n, "NumImages", name, ln)
 
 
 def read_azure_csv(path) -> Iterator[tuple[float, int, int]]:

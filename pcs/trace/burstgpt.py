@@ -25,7 +25,7 @@ from typing import Iterator
 from pcs.errors import InputError, quoted
 from pcs.units import ascii_float
 from pcs.trace.batches import arrival_error
-from pcs.trace.lengthonly import LengthRow, cell_reason, check_length
+from pcs.trace.lengthonly import LengthRow, token_count
 from pcs.trace.source import display_name, iter_csv_rows
 from pcs.trace.hashids import BlankLine, blank_row
 
@@ -33,18 +33,6 @@ __all__ = ["BURSTGPT_REQUIRED", "read_burstgpt_rows"]
 
 #: Columns every release has; ``Session ID`` and ``Elapsed time`` are optional.
 BURSTGPT_REQUIRED = ("Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type")
-
-
-def _int(v: str, field: str, name: str, ln: int) -> int:
-    try:
-        f = ascii_float(v)  # some exports write counts as 472.0
-        n = int(f)
-        if n != f:
-            raise ValueError
-    except (ValueError, OverflowError):
-        raise InputError(name, ln, field, cell_reason(v, "must be a whole number of tokens in ASCII digits 0-9")) \
-            from None
-    return check_length(n, field, name, ln)
 
 
 def _header(row: list[str], name: str) -> dict[str, int]:
@@ -65,8 +53,8 @@ def _row(row: list[str], cols: dict[str, int], name: str, ln: int) -> LengthRow:
         raise InputError(name, ln, "Timestamp", f"must be finite, got {ts}")
     if arrival_error(ts):
         raise InputError(name, ln, "Timestamp", arrival_error(ts))
-    req = _int(row[cols["Request tokens"]], "Request tokens", name, ln)
-    resp = _int(row[cols["Response tokens"]], "Response tokens", name, ln)
+    req = token_count(row[cols["Request tokens"]], "Request tokens", name, ln)
+    resp = token_count(row[cols["Response tokens"]], "Response tokens", name, ln)
     sess = row[cols["Session ID"]].strip() if "Session ID" in cols else ""
     model = row[cols["Model"]].strip()
     return LengthRow(ts, req, resp, sess or None, model, row[cols["Log Type"]].strip())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import json
 import math
 from pathlib import Path
@@ -29,7 +30,8 @@ from pcs.outfile import atomic_output, publish  # noqa: F401 - publish: the name
 from pcs.trace.request import RequestBatch
 
 __all__ = ["OUT_FORMATS", "IdRemapper", "write_trace", "convert", "out_format_for", "publish", "ms_stamp",
-           "block_size_note", "open_jsonl_text", "refuse_token_output_name"]
+           "block_size_note", "open_jsonl_text", "refuse_token_output_name", "session_note",
+           "refuse_bailian_without_sessions"]
 
 OUT_FORMATS = ("mooncake", "bailian", "parquet")
 
@@ -109,14 +111,31 @@ def ms_stamp(arrival_s: float) -> int | float:
     return min(near, key=lambda v: (abs(v / 1000.0 - arrival_s), abs(v - ms)))
 
 
-def _jsonl_lines(b: RequestBatch, fmt: str, remap: IdRemapper | None, synthetic: bool = False) -> str:
+def _reuse_marks(reuse: str | None) -> tuple[str, str]:
+    """(the JSONL mark of the first row written, of every other row) for a trace whose reuse is ``reuse``: none for
+    recorded reuse (None); ``"reuse": "synthetic"`` on every row for synthesised reuse, and on the first row also
+    the assumption of a lengths-only source (:data:`pcs.trace.hashids.REUSE_ASSUMPTION_KEY`; not for
+    :data:`pcs.trace.hashids.SYNTH_REUSE`, a generated trace's), so a reader states it as the source did."""
+    from pcs.trace.hashids import REUSE_ASSUMPTION_KEY, SYNTH_REUSE
+
+    if reuse is None:
+        return "", ""
+    mark = '"reuse": "synthetic", '
+    if reuse == SYNTH_REUSE:
+        return mark, mark
+    return f"{mark}{json.dumps(REUSE_ASSUMPTION_KEY)}: {json.dumps(reuse)}, ", mark
+
+
+def _jsonl_lines(b: RequestBatch, fmt: str, remap: IdRemapper | None, marks: tuple[str, str] = ("", "")) -> str:
+    """The JSONL rows of ``b``; ``marks``: :func:`_reuse_marks` (the first for row 0 of ``b``: pass ``("", "")``
+    or the rest's twice after the first batch)."""
     hashes = remap(b.block_hashes) if remap else b.block_hashes
     off = b.block_offsets.tolist()
     hl = hashes.tolist()
     out = io.StringIO()
     arr, pt, ot = b.arrival_s.tolist(), b.prompt_tokens.tolist(), b.output_tokens.tolist()
-    mark = '"reuse": "synthetic", ' if synthetic else ""
     for i in range(len(arr)):
+        mark = marks[0] if i == 0 else marks[1]
         ids = ", ".join(map(str, hl[off[i]:off[i + 1]]))
         if fmt == "mooncake":
             out.write(f'{{"timestamp": {ms_stamp(arr[i])}, "input_length": {pt[i]}, "output_length": {ot[i]}, '
@@ -219,7 +238,7 @@ class _GzipText(io.TextIOWrapper):
 
 
 def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_size: int,
-                remap_ids: bool = False, source_format: str = "mooncake", with_session: bool = False,
+                remap_ids: bool = False, source_format: str = "mooncake", with_session: bool | tuple | None = None,
                 reuse: str | None = None) -> dict:
     """Write batches to ``out_path`` atomically (temp file + ``os.replace``).
 
@@ -229,12 +248,17 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
         block_size: tokens per block (Parquet metadata; JSONL relies on the reader's default
             or ``--block-size``).
         remap_ids: renumber ids densely in first-appearance order (:class:`IdRemapper`).
-        with_session: Parquet only: include the session columns.
+        with_session: Parquet only: the session columns to write (:func:`pcs.trace.parquet.arrow_schema`: True,
+            all three; a tuple, those named; False, none); None: those the batches carry
+            (:func:`pcs.trace.parquet.session_columns` of the first), so a trace's session ids are never dropped.
         reuse: a synthesised-reuse assumption (``Trace.reuse``): Parquet keeps it in the metadata
-            (``pcs.reuse``); JSONL marks every row ``"reuse": "synthetic"`` (read back as
-            :data:`pcs.trace.hashids.SYNTH_REUSE`), so the synthetic-reuse note follows the trace.
+            (``pcs.reuse``); JSONL marks every row ``"reuse": "synthetic"`` and, for a lengths-only source's
+            assumption (not :data:`pcs.trace.hashids.SYNTH_REUSE`), names it on the first row
+            (``reuse_assumption``, :func:`_reuse_marks`), so the reuse note follows the trace as it was stated.
     Returns:
-        ``{"requests": n, "block_accesses": m, "path": str, "format": fmt}``.
+        ``{"requests": n, "block_accesses": m, "path": str, "format": fmt, "session_columns": [...]}``: the session
+        columns the batches carry (:func:`pcs.trace.parquet.session_columns`; ``[]`` none), written to Parquet
+        and Bailian, dropped from Mooncake (:func:`session_note`).
     Raises:
         UserError: unknown format; ``batches`` holds no request (every pcs reader refuses an empty
             trace: ``empty trace (no requests)``), nothing written.
@@ -246,6 +270,9 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
         raise UnknownNameError("output format", fmt, OUT_FORMATS)
     refuse_empty_path(out_path, "out_path")
     out_path = Path(out_path)
+    cols, batches = _peek_session_columns(batches)
+    if with_session is None:
+        with_session = cols
     remap = IdRemapper() if remap_ids else None
     n = m = 0
     with atomic_output(out_path) as tmp:
@@ -268,14 +295,54 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
         else:
             with open(tmp, "wb") as raw:
                 sink = gzip_sink(raw, out_path) if out_path.suffix == ".gz" else raw
+                marks = _reuse_marks(reuse)
                 for b in batches:
-                    sink.write(_jsonl_lines(b, fmt, remap, reuse is not None).encode())
-                    n, m = n + len(b), m + b.block_hashes.size
+                    sink.write(_jsonl_lines(b, fmt, remap, marks).encode())
+                    n, m, marks = n + len(b), m + b.block_hashes.size, (marks[1], marks[1])
                 if sink is not raw:
                     sink.close()
         if not n:   # inside atomic_output: nothing is written
             raise UserError(f"{out_path}: no requests to write; pcs refuses an empty trace, so it writes none")
-    return {"requests": n, "block_accesses": m, "path": str(out_path), "format": fmt}
+    return {"requests": n, "block_accesses": m, "path": str(out_path), "format": fmt, "session_columns": list(cols)}
+
+
+def _peek_session_columns(batches: Iterable[RequestBatch]) -> tuple[tuple[str, ...], Iterable[RequestBatch]]:
+    """(the session columns of the first batch, :func:`pcs.trace.parquet.session_columns`; the batches, that one
+    still first). ``()`` for no batch."""
+    from pcs.trace.parquet import session_columns
+
+    it = iter(batches)
+    first = next(it, None)
+    if first is None:
+        return (), it
+    return session_columns(first), itertools.chain((first,), it)
+
+
+def refuse_bailian_without_sessions(fmt: str, cols, source_format: str) -> None:
+    """The one rule of a Bailian output: its rows need ``chat_id`` and ``parent_chat_id``, so the input must carry
+    ``session_id`` and ``parent_id`` (``cols``, :func:`pcs.trace.parquet.session_columns`; a missing ``turn`` is
+    written 1). A BurstGPT trace's sessions (``session_id`` alone) are no chat tree.
+
+    Raises:
+        UserError: ``fmt`` is ``bailian`` and ``cols`` lacks either.
+    """
+    if fmt == "bailian" and not {"session_id", "parent_id"} <= set(cols):
+        raise UserError(f"the input ({source_format}) has no chat_id/parent_chat_id/turn; write mooncake or parquet")
+
+
+def session_note(info: dict) -> str | None:
+    """The note for a trace written as Mooncake JSONL (``info``: :func:`write_trace`'s summary) from an input with
+    session ids: Mooncake rows have no session fields, so they are dropped (``--router session`` then refuses the
+    output); else None.
+
+    >>> session_note({"format": "mooncake", "session_columns": ["session_id"], "path": "o.jsonl"})[:46]
+    'o.jsonl is Mooncake JSONL, which has no session'
+    """
+    cols = info.get("session_columns") or ()
+    if info.get("format") != "mooncake" or not cols:
+        return None
+    return (f"{info['path']} is Mooncake JSONL, which has no session fields: the input's session fields "
+            f"({', '.join(cols)}) are dropped (router 'session' refuses the output); write .parquet to keep them")
 
 
 def _with_hashes(b: RequestBatch, hashes: np.ndarray) -> RequestBatch:
@@ -306,19 +373,13 @@ def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None =
         raise UserError(f"output {out_path} is the input file; pcs never modifies inputs")
     if remap_ids is None:
         remap_ids = trace.format == "tokens"
-    with_session = trace.format == "bailian" or (trace.format == "parquet" and _has_session(trace))
-    if fmt == "bailian" and not with_session:
-        raise UserError(f"the input ({trace.format}) has no chat_id/parent_chat_id/turn; write mooncake or parquet")
+    cols, batches = _peek_session_columns(trace.iter_batches())
+    refuse_bailian_without_sessions(fmt, cols, trace.format)
     reuse = getattr(trace, "reuse", "recorded")
     synthesised = reuse.startswith("synthesised")
-    info = write_trace(trace.iter_batches(), out_path, fmt, block_size=trace.block_size, remap_ids=remap_ids,
-                       source_format=trace.format, with_session=with_session, reuse=reuse if synthesised else None)
+    info = write_trace(batches, out_path, fmt, block_size=trace.block_size, remap_ids=remap_ids,
+                       source_format=trace.format, reuse=reuse if synthesised else None)
     info.update(block_size=trace.block_size, source_format=trace.format, skipped=trace.skipped, reuse=reuse,
                 skipped_lines=skipped_lines_json(trace))
     return info
 
-
-def _has_session(trace) -> bool:
-    pq = held_import("pyarrow.parquet")
-
-    return "session_id" in pq.ParquetFile(trace.path).schema_arrow.names

@@ -44,7 +44,7 @@ from pcs._dataclass import dataclass
 from pcs.units import format_counted
 
 __all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "SkippedLine", "SKIPPED_NAMED", "BlankLine", "blank_row",
-           "REUSE_VALUES", "SYNTH_REUSE", "read_hashid_jsonl",
+           "REUSE_VALUES", "SYNTH_REUSE", "REUSE_ASSUMPTION_KEY", "row_reuse_assumption", "read_hashid_jsonl",
            "row_is_synthetic", "strict_loads", "check_hashid_line"]
 
 _U64_MAX = (1 << 64) - 1
@@ -257,6 +257,27 @@ def get_time(obj: dict, key: str, name: str, ln: int) -> float:
     if not math.isfinite(f):
         raise InputError(name, ln, key, f"must be finite, got {quoted(str(v), show=str)}")
     return f
+
+
+#: The JSONL key of a converted lengths-only trace's first row naming its reuse assumption (``Trace.reuse`` of the
+#: Azure or BurstGPT file it was read from, ``synthesised: ...``), beside ``"reuse": "synthetic"``
+#: (:func:`pcs.trace.convert.write_trace`); readers ignore it on other rows, as any key they do not read.
+REUSE_ASSUMPTION_KEY = "reuse_assumption"
+
+
+def row_reuse_assumption(obj: dict, name: str, ln: int) -> str | None:
+    """A row's ``reuse_assumption`` (:data:`REUSE_ASSUMPTION_KEY`), or None when it has none.
+
+    Raises:
+        InputError: it is not one line of printable text starting ``synthesised: `` (naming file, line and field).
+    """
+    v = obj.get(REUSE_ASSUMPTION_KEY)
+    if v is None:
+        return None
+    if not isinstance(v, str) or not v.startswith("synthesised: ") or any(ord(c) < 32 or ord(c) == 127 for c in v):
+        raise InputError(name, ln, REUSE_ASSUMPTION_KEY, "must be one line of text starting 'synthesised: ' (the "
+                         f"reuse assumption pcs trace convert writes), got {quoted(v, show=repr)}")
+    return v
 
 
 def row_is_synthetic(obj: dict, name: str, ln: int) -> bool:

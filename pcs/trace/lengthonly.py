@@ -31,7 +31,8 @@ import numpy as np
 from pcs.errors import InputError, UserError, quoted
 from pcs.trace.request import RequestBatch
 
-__all__ = ["LengthRow", "MAX_LENGTH_TOKENS", "ReuseModel", "cell_reason", "check_length", "synthesise_batches"]
+__all__ = ["LengthRow", "MAX_LENGTH_TOKENS", "ReuseModel", "cell_reason", "check_length", "synthesise_batches",
+           "token_count"]
 
 #: Largest token count one field of a length-only row may hold (2**24 =
 #: 16,777,216). These traces carry no ids, so pcs materialises one id per
@@ -72,6 +73,27 @@ def cell_reason(v: str, expected: str) -> str:
 
     m = jsondepth.long_integer(v)
     return jsondepth.too_long_text(len(m.group(1))) if m is not None else f"{expected}, got {quoted(v, show=repr)}"
+
+
+def token_count(v: str, field: str, name: str, ln: int) -> int:
+    """One token-count cell of a length-only CSV trace (Azure, BurstGPT: the one rule of both readers): a whole
+    number in ASCII digits, written as an integer or with a zero fraction (some exports write counts as
+    ``472.0``), at most :data:`MAX_LENGTH_TOKENS` (:func:`check_length`).
+
+    Raises:
+        InputError: not a whole number (``4808.5``, ``abc``, ``nan``), or past the bound (file, line, field).
+    """
+    from pcs.units import ascii_float
+
+    try:
+        f = ascii_float(v)
+        n = int(f)
+        if n != f:
+            raise ValueError
+    except (ValueError, OverflowError):
+        raise InputError(name, ln, field, cell_reason(v, "must be a whole number of tokens in ASCII digits 0-9")) \
+            from None
+    return check_length(n, field, name, ln)
 
 
 class LengthRow(NamedTuple):

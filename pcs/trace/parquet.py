@@ -39,7 +39,7 @@ from pcs.trace.rowlimits import NO_LIMITS, RowLimits
 from pcs.units import format_count, format_counted
 
 __all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "PIECE_ROWS", "PIECES", "FOOTER_HINT_MAX", "expected_block_hashes", "footer_rows",
-           "footer_block_hashes", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse",
+           "footer_block_hashes", "arrow_schema", "session_columns", "parquet_block_size", "parquet_rows", "parquet_reuse",
            "open_parquet", "read_parquet", "batch_to_arrow", "Opened"]
 
 SCHEMA_NAME = "pcs-trace/1"
@@ -74,21 +74,36 @@ PIECES = 8
 _REQUIRED = ("arrival_s", "prompt_tokens", "output_tokens", "block_hashes")
 
 
-def arrow_schema(with_session: bool = False, block_size: int = 512, source_format: str = "mooncake",
+def arrow_schema(with_session: bool | tuple = False, block_size: int = 512, source_format: str = "mooncake",
                  reuse: str | None = None):
-    """The canonical ``pyarrow.Schema`` (with or without the session columns; ``pcs.reuse`` when given)."""
+    """The canonical ``pyarrow.Schema``; ``pcs.reuse`` when given.
+
+    ``with_session``: the session columns to write -- True: ``session_id``, ``parent_id`` and ``turn``; a tuple:
+    those of them named (:func:`session_columns`: ``session_id`` alone for a BurstGPT release-3 trace, which has
+    no parents or turns); False or ``()``: none. With any, the ``type`` column too (read with the session
+    columns only, :func:`read_parquet`)."""
     pa = held_import("pyarrow")
 
     fields = [pa.field("arrival_s", pa.float64(), nullable=False),
               pa.field("prompt_tokens", pa.int64(), nullable=False),
               pa.field("output_tokens", pa.int64(), nullable=False),
               pa.field("block_hashes", pa.list_(pa.field("item", pa.uint64(), nullable=False)), nullable=False)]
-    if with_session:
-        fields += [pa.field(k, pa.int64()) for k in _OPTIONAL] + [pa.field("type", pa.string())]
+    session = _OPTIONAL if with_session is True else tuple(with_session or ())
+    if session:
+        fields += [pa.field(k, pa.int64()) for k in _OPTIONAL if k in session] + [pa.field("type", pa.string())]
     meta = {"pcs.schema": SCHEMA_NAME, "pcs.block_size": str(block_size), "pcs.source_format": source_format}
     if reuse:
         meta["pcs.reuse"] = reuse
     return pa.schema(fields, metadata=meta)
+
+
+def session_columns(batch: RequestBatch) -> tuple[str, ...]:
+    """The session columns (``session_id``, ``parent_id``, ``turn``) ``batch`` carries, for :func:`arrow_schema`:
+    ``()`` when it has no session ids (its ``parent_id`` and ``turn`` are then ignored), else ``session_id`` and
+    those of the other two that are not None. Every batch of one trace carries the same ones."""
+    if batch.session_id is None:
+        return ()
+    return tuple(k for k in _OPTIONAL if getattr(batch, k) is not None)
 
 
 def parquet_reuse(path, name: str, pf=None, schema=None) -> str | None:
@@ -132,7 +147,7 @@ def batch_to_arrow(batch: RequestBatch, schema):
             pa.array(batch.output_tokens, pa.int64()), lists.cast(schema.field("block_hashes").type)]
     if "session_id" in schema.names:
         n = len(batch)
-        for k in _OPTIONAL:
+        for k in (k for k in _OPTIONAL if k in schema.names):
             v = getattr(batch, k)
             cols.append(pa.array(v if v is not None else np.full(n, -1, np.int64), pa.int64()))
         cols.append(pa.array(list(batch.type) if batch.type is not None else [None] * n, pa.string()))

@@ -45,6 +45,11 @@ def test_the_sample_plan_runs_and_a_second_run_skips_it(tmp_path):
      ("option.tier.gpu", "200blocks"),
      ["compare", AZURE, "--model", "llama-3.1-8b", "--tp", "1", "--policy", "lru", "--policy", "fifo",
       "--curve-capacities", "10blocks,1GB", "--tier", "gpu=200blocks"]),
+    ("compare", f'trace = "{AZURE}"\nmodel = "llama-3.1-8b"\ntp = 1\npolicy = ["lru", "fifo"]\n'
+                'tier = {gpu = "20blocks", cpu = "0blocks"}', 'timing = ["sequential", "modeled"]',
+     ("option.timing", "sequential"),       # a size-0 cpu tier: pcs compare's note on it is in the sweep's too
+     ["compare", AZURE, "--model", "llama-3.1-8b", "--tp", "1", "--policy", "lru", "--policy", "fifo",
+      "--tier", "gpu=20blocks", "--tier", "cpu=0blocks", "--timing", "sequential"]),
     ("curve", f'trace = "{AZURE}"\ncapacities = "10blocks,100blocks,40GB"', 'model = ["llama-3.1-8b", "qwen3-32b"]',
      ("option.model", "qwen3-32b"),
      ["curve", AZURE, "--capacities", "10blocks,100blocks,40GB", "--model", "qwen3-32b"]),
@@ -63,14 +68,14 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
         printed.pop("dtype")                   # pcs curve adds the --dtype it was given (an option column here)
     if kind == "replay":
         printed.pop("trace_file")              # pcs replay adds the trace file it read, for pcs report to check
-        printed.pop("replay_command")          # and the command line that reruns it
-    if kind == "compare":                      # pcs compare adds each variant's tiers in bytes (JSON only)
-        for v in printed["variants"]:
-            v.pop("tier_capacities")
+    # review 47a: the rest is all there -- a replay's replay_command, each compare variant's tier_capacities
+    # (docs/sweep.md: "the whole result as the command prints it with --format json, less the trace_file key")
     (row,) = [r for r in rows if r[pick[0]] == pick[1]]
     assert json.loads(row["result_json"]) == printed
     if kind == "replay":                       # the note pcs replay adds about a lengths-only trace is there too
         assert any("prefix reuse is synthetic" in n for n in printed["notes"])
+    if "cpu=0blocks" in alone:
+        assert any(n.startswith("tier cpu has size 0") for n in printed["notes"])
     assert len(rows) == (3 if kind == "footprint" else 2)      # 1024, 2048, 4096 tokens
 
 

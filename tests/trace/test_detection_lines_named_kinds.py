@@ -203,7 +203,7 @@ def test_the_right_format_gets_no_hint(tmp_path):
 
 @pytest.mark.parametrize("text, line", [
     ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,x,1\n",
-     "-:2: field 'ContextTokens': must be an integer in ASCII digits 0-9, got 'x'"),
+     "-:2: field 'ContextTokens': must be a whole number of tokens in ASCII digits 0-9, got 'x'"),
     ("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\nx,a,1,1,2,c\n",
      "-:2: field 'Timestamp': must be a number of seconds, got 'x'"),
 ])

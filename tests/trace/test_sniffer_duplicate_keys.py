@@ -11,7 +11,7 @@ import pytest
 
 from helpers import assert_one_line_error, invoke
 from pcs.errors import InputError
-from pcs.trace.api import _first_row_synthetic, detect_format
+from pcs.trace.api import _first_row_reuse, detect_format
 
 ROW = '"timestamp": 0, "input_length": 1024, "output_length": 5, "hash_ids": [1, 2]'
 
@@ -44,9 +44,9 @@ def test_a_duplicate_key_further_down_is_still_the_readers(tmp_path):
 def test_the_synthetic_reuse_sniffer_reads_no_duplicate(tmp_path):
     f = tmp_path / "t.jsonl"
     f.write_text("{" + ROW + ', "reuse": "synthetic"}\n')
-    assert _first_row_synthetic(str(f))
+    assert _first_row_reuse(str(f))
     f.write_text("{" + ROW + ', "reuse": "recorded", "reuse": "synthetic"}\n')
-    assert not _first_row_synthetic(str(f))           # no row of pcs trace synth (the readers refuse it)
+    assert not _first_row_reuse(str(f))           # no row of pcs trace synth (the readers refuse it)
 
 
 def test_the_block_size_sniffer_fits_nothing_to_a_duplicate(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 
 from pcs.errors import InputError
 from pcs.trace import api
-from pcs.trace.api import _first_row_synthetic, detect_format
+from pcs.trace.api import _first_row_reuse, detect_format
 from tests.helpers import assert_one_line_error, invoke, invoke_json
 
 GOOD = '{"timestamp": 5, "input_length": 1100, "output_length": 10, "hash_ids": [1, 2, 3]}\n'
@@ -95,8 +95,8 @@ def test_under_skip_what_the_file_is_still_speaks(tmp_path):
 def test_under_skip_the_synthetic_reuse_sniffer_reads_the_first_accepted_row(tmp_path):
     synth = GOOD.replace("}", ', "reuse": "synthetic"}')
     f = _file(tmp_path, BAD_FIRST["duplicate key"] + synth)
-    assert _first_row_synthetic(f, on_error="skip")
-    assert not _first_row_synthetic(f)               # without skip the reader refuses line 1 anyway
+    assert _first_row_reuse(f, on_error="skip")
+    assert not _first_row_reuse(f)               # without skip the reader refuses line 1 anyway
 
 
 def test_a_re_blocked_replay_under_skip_passes_over_the_bad_first_line(tmp_path):

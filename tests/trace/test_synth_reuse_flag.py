@@ -126,7 +126,7 @@ def test_fleet_replay_and_router_compare_note_it_too():
 ])
 def test_open_reads_the_first_row_once(tmp_path, monkeypatch, first, fmt, reuse):
     # open_trace reads a JSON-lines file's head once: format detection's first line is where Trace looks for the
-    # "reuse" key (pcs/trace/api.py _detected, _first_row_synthetic's first_line); before, a second read of the head.
+    # "reuse" key (pcs/trace/api.py _detected, _first_row_reuse's first_line); before, a second read of the head.
     # With format= given there is no detection: one read, Trace's own. Either way the reuse is the first row's.
     from pcs.trace import api, open_trace
 

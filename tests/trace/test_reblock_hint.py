@@ -1,0 +1,50 @@
+"""Review 47a, F5: a Mooncake JSONL recorded at 16-token blocks, asked for another block size, is refused with the
+way to re-block it (docs/traces-formats.md): convert to Parquet at the size that fits, then replay that -- and that
+road gives the numbers of hashing the tokens at the asked size."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import invoke
+
+ROOT = Path(__file__).resolve().parents[2]
+B16 = ROOT / "traces" / "sample_tokens_b16.jsonl"        # sample_tokens.jsonl's ids at 16-token blocks
+TOKENS = ROOT / "traces" / "sample_tokens.jsonl"
+RUN = ["--tier", "gpu=30blocks", "--timing", "sequential", "--format", "json"]
+
+
+def test_the_refusal_says_how_to_re_block(tmp_path):
+    res = invoke("replay", B16, "--block-size", "64", *RUN)
+    assert res.exit_code == 2 and res.stdout == "" and "Traceback" not in res.stderr
+    # line 1: 105 tokens in 7 ids: ceil(105 / 16) = 7, ceil(105 / 64) = 2
+    assert "(--block-size 16 fits); to replay it re-blocked to 64-token blocks, convert it to Parquet at " \
+           "--block-size 16" in res.stderr
+    assert res.stderr.rstrip().endswith("then replay that with --block-size 64")
+
+
+def test_the_way_it_names_works_and_equals_hashing_the_tokens(tmp_path):
+    out = tmp_path / "t.parquet"
+    assert invoke("trace", "convert", B16, out, "--block-size", "16", "-q").exit_code == 0
+    via = json.loads(invoke("replay", out, "--block-size", "64", *RUN).stdout)
+    tokens = json.loads(invoke("replay", TOKENS, "--block-size", "64", *RUN).stdout)
+    assert via["hit_ratio"] == tokens["hit_ratio"]
+
+
+@pytest.mark.parametrize("args", [[], ["--block-size", "16"]])
+def test_no_re_block_hint_without_another_size_asked(args):
+    res = invoke("replay", B16, *args, *RUN)
+    if args:
+        assert res.exit_code == 0
+    else:       # read at Mooncake's 512: the size that fits is the whole answer
+        assert res.exit_code == 2 and res.stderr.rstrip().endswith("(--block-size 16 fits)")
+
+
+def test_the_api_says_it_in_its_words():
+    import pcs
+    from pcs.errors import InputError
+
+    with pytest.raises(InputError, match=r"convert it to Parquet at block_size=16 .* replay that with block_size=64$"):
+        pcs.replay(pcs.open_trace(str(B16), block_size=64), tiers=["gpu=30blocks"])
