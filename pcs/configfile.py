@@ -27,7 +27,7 @@ from pcs.errors import OUT_OF_FLOAT_RANGE, InputError, UserError, quoted, shown_
 from pcs.units import a_or_an
 
 __all__ = ["MAX_SETTINGS_BYTES", "SETTINGS_SUFFIXES", "unread_suffix", "read_text", "read_mapping", "read_mapping_lines", "read_json_object",
-           "read_json_object_lines", "KeyLines", "refuse_unknown_keys"]
+           "read_json_object_lines", "KeyLines", "refuse_unknown_keys", "WrittenFloat", "as_written"]
 
 #: The suffixes of the settings files :func:`read_mapping` reads, and the language each is read as.
 SETTINGS_SUFFIXES = {".toml": "TOML", ".json": "JSON"}
@@ -148,13 +148,31 @@ class _TomlOverflow(ValueError):
     would read as inf; ``args[0]``: the number as written."""
 
 
+class WrittenFloat(float):
+    """A TOML ``inf`` / ``nan`` (``+inf``, ``-nan`` ...) as ``tomllib`` read it: the float, and ``written``, its
+    text as the file writes it, so a refusal shows ``+nan`` as written, not Python's ``nan`` (:func:`as_written`)."""
+
+    __slots__ = ("written",)
+
+    def __new__(cls, text: str) -> "WrittenFloat":
+        value = super().__new__(cls, text)
+        value.written = text
+        return value
+
+
+def as_written(value: Any) -> str:
+    """A number of a settings file as a message shows it: a TOML ``inf`` / ``nan`` as written (:class:`WrittenFloat`:
+    ``+nan``), anything else by its repr (``inf``, ``1.5``)."""
+    return getattr(value, "written", None) or repr(value)
+
+
 def _toml_float(text: str) -> float:
-    """``tomllib``'s ``parse_float``: a float, a TOML ``inf`` / ``nan`` as written (a reader checks its field),
-    never a number that overflows to infinity (:class:`_TomlOverflow`)."""
+    """``tomllib``'s ``parse_float``: a float, a TOML ``inf`` / ``nan`` as written (a :class:`WrittenFloat`: a reader
+    checks its field), never a number that overflows to infinity (:class:`_TomlOverflow`)."""
     value = float(text)
     if math.isinf(value) and "inf" not in text:
         raise _TomlOverflow(text)
-    return value
+    return value if math.isfinite(value) else WrittenFloat(text)
 
 
 def _no_constant(name: str) -> Any:

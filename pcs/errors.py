@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Mapping
 
-__all__ = ["quoted", "ending_with", "shown_name", "shown_path", "printable", "NAME_LIMIT", "PATH_LIMIT", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT",
+__all__ = ["quoted", "ending_with", "shown_name", "shown_path", "printable", "hidden", "HIDDEN_CATEGORIES", "NAME_LIMIT", "PATH_LIMIT", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT",
            "OUT_OF_FLOAT_RANGE", "INT64_LIMIT", "OUT_OF_INT64_RANGE"]
 
 #: why a number is refused as out of range, the one wording of it: a float64 holds magnitudes below about
@@ -40,8 +40,8 @@ def quoted(value: Any, limit: int = 40, show: Callable[[Any], str] | None = None
     the closing quote or bracket and the value's size, so a cut value is seen to be cut (one rule for every
     message; before, ``json.dumps(v)[:40]`` dropped the closing quote and said nothing).
 
-    What is shown: ``show=str`` shows the text bare, each character that is not printable (a control character, a
-    right-to-left mark U+202E or another bidi control, a newline) as its escape (:func:`printable`): a file name or
+    What is shown: ``show=str`` shows the text bare, each character that is hidden (a control character, a
+    right-to-left mark U+202E or another bidi control, a newline: :func:`hidden`) as its escape (:func:`printable`): a file name or
     a value in a message cannot reorder or break the line around it (``repr`` and JSON escape them too). A value JSON cannot write (``bytes``, a list holding bytes, as msgpack gives them) or one
     ``show`` refuses is shown by Python's ``repr`` (bytes as ``b'\x00\x01'``); a value neither can show (an int
     past Python's digit limit) by its type and size (``<int of 5,000 digits>``).
@@ -142,10 +142,58 @@ def ending_with(prefix: str, value: Any, width: int = 300) -> str:
     return prefix + quoted(value, max(width - len(prefix), 40), show=repr)
 
 
+#: The Unicode categories a shown name escapes whole: controls (Cc: a newline, a tab, ESC), the line and
+#: paragraph separators (Zl, Zp: U+2028 breaks a line as a newline does), surrogates (Cs: a file name that is not
+#: UTF-8 reaches Python as ``\udcff``), private use (Co) and unassigned (Cn, as Python's Unicode tables know it).
+HIDDEN_CATEGORIES = frozenset({"Cc", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+#: The format characters (category Cf) a shown name keeps as typed, part of a writing system or of an emoji:
+#: ZWNJ U+200C and ZWJ U+200D (a family emoji is three emoji joined by ZWJ; ZWNJ shapes Persian), the Arabic and Syriac
+#: signs that prefix a number (U+0600-0605, U+06DD, U+070F, U+0890-0891, U+08E2), the Mongolian vowel separator
+#: U+180E, the Kaithi number signs (U+110BD, U+110CD), the Egyptian hieroglyph format controls (U+13430-1343F)
+#: and the Duployan shorthand ones (U+1BCA0-1BCA3). Every other format character is escaped: the bidirectional
+#: controls (U+061C, U+200E, U+200F, U+202A-202E, U+2066-2069), which reorder the text around them, and the
+#: invisible ones that belong to no script (zero width space U+200B, word joiner U+2060, BOM U+FEFF, soft hyphen
+#: U+00AD, U+2061-2064, U+206A-206F, U+FFF9-FFFB, U+1D173-1D17A, the language tag U+E0001).
+_WRITING_FORMAT = re.compile("[\u200c\u200d\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u180e"
+                             "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3]")
+
+#: A character :func:`printable` looks at -- anything past printable ASCII -- or a whole emoji tag sequence
+#: (a black flag U+1F3F4, tag characters U+E0020-E007E, the cancel tag U+E007F: the flag of England, Scotland,
+#: Wales), kept whole; a tag character outside one is escaped (invisible: it can carry hidden text).
+_LOOKED_AT = re.compile("(\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f)|[^\x20-\x7e]", re.S)
+
+
+def hidden(char: str) -> bool:
+    """Whether ``char`` (one character) is one a shown name escapes: it is invisible or would break or reorder
+    the text around it (:data:`HIDDEN_CATEGORIES`; a format character of no writing system, ``_WRITING_FORMAT``).
+    Printable text is kept as typed: letters of any script, emoji, every space separator (Zs: U+00A0, U+3000)."""
+    import unicodedata
+
+    category = unicodedata.category(char)
+    return category in HIDDEN_CATEGORIES or (category == "Cf" and not _WRITING_FORMAT.match(char))
+
+
+def _escaped(m: "re.Match[str]") -> str:
+    """One match of :data:`_LOOKED_AT` as :func:`printable` shows it: its Python escape when :func:`hidden`."""
+    text = m.group()
+    return text.encode("unicode_escape").decode("ascii") if m.group(1) is None and hidden(text) else text
+
+
 def printable(text: str) -> str:
-    """``text`` with each character that is not printable (a newline, a tab, an escape) shown as its Python escape
-    (``\\n``), so a name or a path cannot break a line of a table or a header."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    r"""``text`` as every message, table and header shows a name, a path or a value: each character that is
+    :func:`hidden` (a newline, a tab, an escape, a right-to-left override U+202E, a zero width space) shown as
+    its Python escape (``\n``, ``\u202e``), so a name cannot break a line or reorder or hide the text around it;
+    everything else as typed (a family emoji joined by ZWJ, an ideographic space U+3000, a no-break space). The
+    one rule of shown text: a character Python's ``str.isprintable`` refuses is not always hidden (ZWJ, U+3000 are
+    text).
+
+    >>> printable("a\u202eb\tc")
+    'a\\u202eb\\tc'
+    >>> printable("\U0001f468\u200d\U0001f469 x\u3000y") == "\U0001f468\u200d\U0001f469 x\u3000y"
+    True
+    """
+    return text if text.isprintable() else _LOOKED_AT.sub(_escaped, text)
 
 
 def _printable_text(value: Any) -> str:
@@ -159,7 +207,7 @@ PATH_LIMIT = 200
 
 def shown_path(path: Any) -> str:
     r"""A file name as every message shows it: its text (``os.fspath``; bytes decoded as the file system does), each
-    character that is not printable escaped (a right-to-left mark U+202E shows as ``\u202e``, so it cannot
+    hidden character escaped (:func:`printable`: a right-to-left mark U+202E shows as ``\u202e``, so it cannot
     reverse the rest of the line) and cut past :data:`PATH_LIMIT` characters, by :func:`quoted`'s rule
     (``show=str``).
 
@@ -183,8 +231,8 @@ NAME_LIMIT = 100
 def shown_name(name: Any) -> str:
     """A name pcs was given (a workload; a model, from its config; a GPU or link preset, from a hardware file) as a
     table, a title or a note shows it: whole up to :data:`NAME_LIMIT` characters, else cut by :func:`quoted`'s rule
-    (its first characters, ``...`` and its length), so a 5,000-character name cannot fill a screen; a character
-    that is not printable shown as its escape (:func:`printable`). Only the text is cut: the JSON and CSV keep the
+    (its first characters, ``...`` and its length), so a 5,000-character name cannot fill a screen; a hidden character
+    shown as its escape (:func:`printable`). Only the text is cut: the JSON and CSV keep the
     name whole (scripts match rows by it).
 
     >>> shown_name("h100-sxm"), shown_name("w" * 5000)[-25:]
@@ -239,7 +287,7 @@ class InputError(UserError):
         problem: what is wrong, e.g. ``"must be >= 0, got -3"``.
 
     ``str(err)`` is ``"PATH:LINE: field 'F': PROBLEM"`` with the absent parts
-    left out, the one-line message the CLI prints; PATH and F with each character that is not printable escaped
+    left out, the one-line message the CLI prints; PATH and F with each hidden character escaped
     (:func:`printable`: a right-to-left mark in a file name is ``\\u202e``), the attributes as given.
     """
 

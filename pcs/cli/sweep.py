@@ -37,14 +37,17 @@ class _SweepGroup(PcsGroup):
 
 def _mistyped_command(word: str, ctx: click.Context) -> bool:
     """Whether ``word``, the first argument of ``pcs sweep`` and no subcommand, is a subcommand mistyped rather
-    than the plan of the shorthand ``pcs sweep PLAN``: no file or folder of that name exists, it is no option,
-    and a subcommand is close to it (:func:`pcs.choices.close_names`: ``runn`` -> ``run``). A file named ``runn``
-    is still run as a plan; ``plan.tmol`` is still a missing plan."""
+    than the plan of the shorthand ``pcs sweep PLAN``: it is no option, holds no dot and no path separator (a
+    word that does is a file name: ``run.tom``, ``plan.tmol``, ``dir/run`` are missing plans, never command
+    typos), no file or folder of that name exists, and a subcommand is close to it
+    (:func:`pcs.choices.close_names`: ``runn`` -> ``run``). A file named ``runn`` is still run as a plan. Commands
+    are case-sensitive, as click's are: ``Run`` / ``RUN`` (no such file) are refused with the hint ``run``."""
     import os
 
     from pcs.choices import close_names
 
-    return (not word.startswith("-") and not os.path.lexists(word)
+    separators = "." + os.sep + (os.altsep or "")
+    return (not word.startswith("-") and not any(c in word for c in separators) and not os.path.lexists(word)
             and bool(close_names(word, ctx.command.list_commands(ctx))))
 
 

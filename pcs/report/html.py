@@ -108,8 +108,12 @@ def write_file(path: str | Path, data: str | bytes) -> None:
 
     Raises:
         OSError: the folder does not exist or is not writable (naming ``path``).
+        PathError: an empty or blank ``path``, or one that is a folder (:func:`pcs.trace.pathcheck.check_output_file`).
     """
     from pcs.outfile import atomic_output
+    from pcs.trace.pathcheck import check_output_file
+
+    check_output_file(path, "path")
 
     with atomic_output(path) as tmp, open(tmp, "wb") as f:
         f.write(data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data)
@@ -125,9 +129,14 @@ def write_report(path: str | Path, payloads: Sequence[dict], *, curve: dict | No
         curve, oracle, command: see :func:`pcs.report.htmlpage.build_page`.
     Raises:
         UserError: Jinja2 missing; a payload of an unknown kind.
+        PathError: an empty or blank ``path``, or one that is a folder (:func:`pcs.trace.pathcheck.check_output_file`),
+            before any work.
         OSError: the file cannot be written.
     """
     from pcs.report.htmlpage import build_page
+    from pcs.trace.pathcheck import check_output_file
+
+    check_output_file(path, "path")
 
     _environment()  # the one-line error before any work
     version = pcs_version()

@@ -17,7 +17,7 @@ from typing import Callable
 from pcs.errors import UserError
 from pcs.sweep.backends import default_jobs, run_local, run_ray
 from pcs.sweep.kinds import PlanError, Task, build_task, point_label
-from pcs.sweep.plan import PAIR_FIELDS, Plan, Point, check_paths, load_plan, value_field
+from pcs.sweep.plan import PAIR_FIELDS, Plan, Point, as_written_key, check_paths, load_plan, value_field
 from pcs.sweep.result import SweepRun
 from pcs.sweep.store import done_ids, write_point
 from pcs.sweep.worker import LoadedTrace, Outcome, load_trace
@@ -115,8 +115,9 @@ def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False,
         from pcs.cli.common import option_names
 
         msg = str(exc) if isinstance(exc, PlanError) else option_names(str(exc).splitlines()[0], plan=True)
-        at = _at(plan, point, getattr(exc, 'plan_option', None), getattr(exc, 'refused_value', None))
-        raise PlanError(f"{at}: {msg}") from None
+        option = getattr(exc, 'plan_option', None)
+        at = _at(plan, point, option, getattr(exc, 'refused_value', None))
+        raise PlanError(f"{at}: {as_written_key(plan, option, msg)}") from None
     tasks = tuple(built)
     for t in tasks:
         if t.trace_key is not None:
@@ -170,7 +171,7 @@ def _failure(plan: Plan, outcome: Outcome) -> str:
     error does not tell which, never a guessed line)."""
     point = next(p for p in plan.points if p.point_id == outcome.point_id)
     return (f"{_at(plan, point, outcome.option)}: point {point.point_id} ({point_label(point.options)}): "
-            f"{outcome.error}")
+            f"{as_written_key(plan, outcome.option, outcome.error)}")
 
 
 def run_sweep(plan: str | Path | Plan, out: str | Path, *, jobs: int | None = None, ray: str | None = None,

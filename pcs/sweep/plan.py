@@ -31,6 +31,7 @@ import hashlib
 import itertools
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -40,7 +41,7 @@ from pcs.errors import InputError, UserError
 from pcs.sweep.kinds import PAIR_OPTIONS, plan_word, point_label
 from pcs.sweep.axes import expand_axis
 
-__all__ = ["Plan", "PlanKeyError", "Point", "load_plan", "value_field", "make_plan", "point_id", "input_files", "KINDS", "MAX_POINTS"]
+__all__ = ["Plan", "PlanKeyError", "Point", "load_plan", "as_written_key", "value_field", "make_plan", "point_id", "input_files", "KINDS", "MAX_POINTS"]
 
 #: Point kinds: each runs one public API call (:mod:`pcs.sweep.kinds`).
 KINDS = ("replay", "compare", "curve", "footprint")
@@ -79,6 +80,8 @@ class Plan:
             a missing file is named by the plan's line and field (:func:`check_paths`).
         value_fields: ``(option, value) -> the key's path in the plan`` for every option's value
             (:func:`value_field`): a point refused for one option's value is named by that value's line.
+        spellings: option (underscores) -> its key as the plan writes it (``requests_out``, ``tier-policy``;
+            :func:`_spellings`): a point's refusal quotes the key as its author wrote it (:func:`as_written_key`).
     """
 
     source: str
@@ -89,6 +92,7 @@ class Plan:
     lines: Any = field(default=None, compare=False, repr=False)
     path_fields: Any = field(default_factory=dict, compare=False, repr=False)
     value_fields: Any = field(default_factory=dict, compare=False, repr=False)
+    spellings: Any = field(default_factory=dict, compare=False, repr=False)
 
 
 def _name(key: str) -> str:
@@ -187,23 +191,29 @@ def _scalars(value: Any, path: str) -> Iterator[tuple[str, Any]]:
             yield at, item
 
 
-def _refuse_odd_values(options: dict[str, Any], where: str, table: str) -> None:
+def _refuse_odd_values(kind: str, options: dict[str, Any], where: str, table: str) -> None:
     """Refuse, anywhere in an option's value, a TOML date, time or date-time (``tomllib`` gives datetime objects: no
-    option takes one, and the point id's canonical JSON could not hold it) and a number that is not finite (TOML's
-    ``nan``, ``inf``, ``-inf``, ``+nan``; JSON's ``NaN`` the JSON reader refuses itself): no option takes one.
+    option takes one, and the point id's canonical JSON could not hold it) and, in a value of an option ``kind``'s
+    command has, a number that is not finite (TOML's ``nan``, ``inf``, ``-inf``, ``+nan``; JSON's ``NaN`` the JSON
+    reader refuses itself): no option takes one. A key that is no option is left to its own refusal, which names it
+    (``unknown option 'x'``, :func:`pcs.sweep.kinds.unknown_option`): a value's check belongs to a known option.
 
     Raises:
         PlanKeyError: naming ``where`` (the plan and its table) and the value's path (``x[0].a``, :func:`_scalars`),
-            at its line (``table``.path).
+            at its line (``table``.path); a number as written (``+nan``, :func:`pcs.configfile.as_written`).
     """
+    from pcs.configfile import as_written
+    from pcs.sweep.kinds import option_shape
+
     for key, value in options.items():
+        known = option_shape(kind, _name(str(key).partition(".")[0])) is not None
         for path, v in _scalars(value, str(key)):
             if isinstance(v, (datetime.date, datetime.time)):     # datetime.datetime is a date
                 raise PlanKeyError(f"{where}: option {path!r}: a TOML date/time ({v.isoformat()}) is not an option "
                                    "value; write the value as a string (a duration such as \"2s\", a size such as "
                                    "\"10GB\")", f"{table}.{path}")
-            if isinstance(v, float) and not math.isfinite(v):
-                raise PlanKeyError(f"{where}: option {path!r}: {v!r} is not finite; give a finite number",
+            if known and isinstance(v, float) and not math.isfinite(v):
+                raise PlanKeyError(f"{where}: option {path!r}: {as_written(v)} is not finite; give a finite number",
                                    f"{table}.{path}")
 
 
@@ -327,7 +337,7 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     for what, table in (("fixed", fixed), ("axes", axes)):
         if not isinstance(table, dict):
             raise PlanKeyError(f"{source}: [{what}] must be a table of options", what)
-        _refuse_odd_values(table, f"{source} [{what}]", what)
+        _refuse_odd_values(kind, table, f"{source} [{what}]", what)
     _refuse_same_option(fixed, f"{source} [fixed]", "fixed")
     _refuse_same_option(axes, f"{source} [axes]", "axes")
     _refuse_wrong_shapes(kind, fixed, axes, source)
@@ -346,7 +356,8 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
         total *= len(v)
     if total > MAX_POINTS:
         raise UserError(f"{source}: {total:,} points; a plan may have at most {MAX_POINTS:,}")
-    return Plan(source, Path(base_dir), kind, tuple(names), _points(kind, base, names, values, pairs, source))
+    return Plan(source, Path(base_dir), kind, tuple(names), _points(kind, base, names, values, pairs, source),
+                spellings=_spellings(fixed, axes))
 
 
 def _points(kind: str, base: dict[str, Any], names: list[str], values: list[list[Any]],
@@ -363,6 +374,31 @@ def _points(kind: str, base: dict[str, Any], names: list[str], values: list[list
         seen.add(pid)
         points.append(Point(pid, opts))
     return tuple(points)
+
+
+def _spellings(fixed: dict[str, Any], axes: dict[str, Any]) -> dict[str, str]:
+    """:attr:`Plan.spellings`: each option of ``[fixed]`` and ``[axes]`` (underscores, as :attr:`Point.options`
+    keys it) -> its key as written, stripped, without a ``.ENTRY`` (``tier_policy.cpu`` -> ``tier_policy``). One
+    option is never spelled two ways in one plan (:func:`_refuse_same_option`)."""
+    out: dict[str, str] = {}
+    for key in [*fixed, *axes]:
+        written = str(key).partition(".")[0].strip()
+        out.setdefault(_name(written), written)
+    return out
+
+
+def as_written_key(plan: Plan, option: str | None, message: str) -> str:
+    """``message``, a refusal of ``option`` (underscores) in the plan's words (:func:`pcs.sweep.kinds.plan_word`,
+    dashes: ``option 'requests-out' shapes ...``), with the option quoted as ``plan`` writes its key (``option
+    'requests_out' shapes ...``; ``'tier_policy.cpu'`` for an entry). Only a quoted name changes: the point's
+    options (``point ID (requests-out=r.jsonl)``) stay in the one spelling its id is made of. An option the plan
+    does not write (an in-memory plan, None) leaves ``message`` as it is."""
+    from pcs.sweep.kinds import plan_word
+
+    written = plan.spellings.get(option) if option else None
+    if written is None or written == plan_word(option):
+        return message
+    return re.sub("'" + re.escape(plan_word(option)) + r"(?=['.])", lambda _: "'" + written, message)
 
 
 def load_plan(path: str | Path) -> Plan:

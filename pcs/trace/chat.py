@@ -334,10 +334,13 @@ def write_token_rows(rows, out_path) -> dict:
 
     Raises:
         UserError: ``out_path`` named as CSV or Parquet (:func:`pcs.trace.convert.refuse_token_output_name`).
+        PathError: an empty or blank ``out_path``, or one that is a folder (:func:`pcs.trace.pathcheck.check_output_file`).
     """
     from pcs.outfile import atomic_output
     from pcs.trace.convert import open_jsonl_text, refuse_token_output_name
+    from pcs.trace.pathcheck import check_output_file
 
+    check_output_file(out_path, "out_path")
     refuse_token_output_name(out_path, "OUT")
     n = tokens = 0
     with atomic_output(out_path) as tmp, open_jsonl_text(tmp, out_path) as f:

@@ -262,13 +262,14 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
     Raises:
         UserError: unknown format; ``batches`` holds no request (every pcs reader refuses an empty
             trace: ``empty trace (no requests)``), nothing written.
-        PathError: an empty or blank ``out_path`` (:func:`pcs.trace.pathcheck.refuse_empty_path`).
+        PathError: an empty or blank ``out_path``, or one that is a folder
+            (:func:`pcs.trace.pathcheck.check_output_file`).
     """
-    from pcs.trace.pathcheck import refuse_empty_path
+    from pcs.trace.pathcheck import check_output_file
 
     if fmt not in OUT_FORMATS:
         raise UnknownNameError("output format", fmt, OUT_FORMATS)
-    refuse_empty_path(out_path, "out_path")
+    check_output_file(out_path, "out_path")
     out_path = Path(out_path)
     cols, batches = _peek_session_columns(batches)
     if with_session is None:
@@ -360,14 +361,14 @@ def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None =
     Raises:
         UserError: unknown format; input and output are the same file.
         PathError: a trace path that is missing, a directory or not readable (:func:`pcs.trace.api.opened`); an
-            empty or blank ``out_path`` (:func:`pcs.trace.pathcheck.refuse_empty_path`).
+            empty or blank ``out_path``, or one that is a folder (:func:`pcs.trace.pathcheck.check_output_file`).
         InputError: bad input content.
     """
     from pcs.trace.api import opened, skipped_lines_json
-    from pcs.trace.pathcheck import refuse_empty_path
+    from pcs.trace.pathcheck import check_output_file
 
     trace = opened(trace)
-    refuse_empty_path(out_path, "out_path")     # Path('') is '.': it was written onto the current folder
+    check_output_file(out_path, "out_path")     # Path('') is '.': it was written onto the current folder
     fmt = out_format_for(out_path, fmt)
     if Path(out_path).exists() and trace.name != "-" and Path(out_path).resolve() == Path(trace.path).resolve():
         raise UserError(f"output {out_path} is the input file; pcs never modifies inputs")

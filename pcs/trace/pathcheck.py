@@ -14,7 +14,7 @@ from typing import Any
 
 from pcs.errors import PathError, UserError, quoted
 
-__all__ = ["refuse_file_objects", "check_input_file", "check_input_dir", "check_regular_file", "refuse_empty_path",
+__all__ = ["refuse_file_objects", "check_input_file", "check_output_file", "check_input_dir", "check_regular_file", "refuse_empty_path",
            "empty_path_problem", "path_problem", "dangling_link_problem"]
 
 #: What an empty path is refused for taking, by what the parameter names (:func:`empty_path_problem`).
@@ -104,6 +104,23 @@ def check_input_file(path: Any, keyword: str) -> None:
     problem = _path_problem(path, folder=False)
     if problem:
         raise PathError(os.fspath(path), keyword, problem + _unit_alone(path, problem))
+
+
+def check_output_file(path: Any, keyword: str) -> None:
+    """Refuse an output file path that is empty or blank (:func:`refuse_empty_path`) or names an existing folder
+    (``Path('')`` is ``.``; ``out_path='runs'``), before any work: the one check of every public function that
+    writes a file (:func:`pcs.trace.convert.write_trace`, :func:`pcs.trace.convert.convert`,
+    :func:`pcs.trace.chat.write_token_rows`, :func:`pcs.report.html.write_file`, :func:`pcs.report.html.write_report`).
+    Writing there failed late, with the system's words about the temporary file's rename (``OSError [Errno 16]
+    Device or resource busy: '.'``, ``IsADirectoryError``). A symbolic link to a folder is a folder; a missing
+    path, a file, a FIFO or a device passes (:func:`pcs.outfile.atomic_output` grades those).
+
+    Raises:
+        PathError: naming ``path`` and ``keyword``, ``out_path='.': Is a directory``.
+    """
+    refuse_empty_path(path, keyword)
+    if isinstance(path, (str, bytes, os.PathLike)) and os.path.isdir(path):     # an int is a descriptor to isdir
+        raise PathError(os.fsdecode(path), keyword, os.strerror(errno.EISDIR))
 
 
 def _unit_alone(path: Any, problem: str) -> str:

@@ -125,7 +125,7 @@ def test_a_plan_key_is_named_with_dashes(tmp_path, extra, words):
 # 5. A number that is not finite is refused as such at its line and key (was: click's "not an integer in ASCII
 # digits", or "invalid JSON").
 
-@pytest.mark.parametrize("written, shown", [("nan", "nan"), ("+nan", "nan"), ("inf", "inf"), ("-inf", "-inf")])
+@pytest.mark.parametrize("written, shown", [("nan", "nan"), ("+nan", "+nan"), ("inf", "inf"), ("-inf", "-inf")])   # as written (mend47d)
 def test_a_toml_number_not_finite_is_refused_at_its_key(tmp_path, written, shown):
     message = _toml_refusal(tmp_path, f"tp = {written}\n" + _AXIS)
     assert message == f"P:7: [fixed]: option 'tp': {shown} is not finite; give a finite number", message

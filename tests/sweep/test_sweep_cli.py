@@ -130,14 +130,14 @@ def test_unknown_option_lists_no_refused_fleet_option(tmp_path, kind):
 @pytest.mark.parametrize("key,meant", [("teir", "tier"), ("polcy", "policy"), ("gap_orcle", "gap-oracle"),
                                        ("write_polcy", "write-policy")])
 def test_an_unknown_key_gets_the_suggestion_the_cli_gives_in_the_plans_spelling(tmp_path, key, meant):
-    # the plan's keys are the long options without the dashes (docs/sweep.md), so
-    # every name in the message is spelled that way (write-policy, never --write-policy or write_policy), and a
+    # the plan's keys are the long options without the dashes (docs/sweep.md): the refused key is quoted as the
+    # plan writes it (write_polcy), every other name in the plan's words (write-policy, never --write-policy), and a
     # typo gets the "did you mean" that `pcs replay --teir` gets from click for --tier
     plan = tmp_path / "p.toml"
     plan.write_text(f"[fixed]\ntp = 1\n{key} = 'x'\n", encoding="utf-8")
     res = _pcs("sweep", plan, "-o", tmp_path / "out", "--jobs", "1")
     assert res.exit_code == 2 and len(res.stderr.splitlines()) == 1, res.output
-    assert f"unknown option '{key.replace('_', '-')}' for pcs replay; did you mean " in res.stderr    # as a plan writes it
+    assert f"unknown option '{key}' for pcs replay; did you mean " in res.stderr     # the key as the plan writes it
     assert f"'{meant}'" in res.stderr.split("did you mean ", 1)[1].split("?", 1)[0]
     assert "(tp=1 " in res.stderr                      # the point's label in the plan's words, not "--tp 1"
     valid = res.stderr.split("(valid: ", 1)[1].strip().rstrip(")").split(", ")
