@@ -1091,7 +1091,9 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
         stored = parquet_block_size(path, name, pf, schema)
         if block_size is not None and block_size != stored:
             raise UserError(f"{shown_path(name)}: Parquet trace was written at block size {stored}; "
-                             f"block_size={block_size} cannot re-block hashed ids (convert the token trace instead)")
+                             f"block_size={block_size} cannot re-block its hashed ids here: pcs replay re-blocks a "
+                             f"block-hash trace (exact at a multiple, an interval at a divisor); elsewhere give "
+                             f"block_size={stored} or leave it out, or convert the token trace at {block_size}")
         block_size = stored
     trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort, reuse, first_line)
     trace.given_block_size = block_size     # the size another format's reader is tried at (format_hint)

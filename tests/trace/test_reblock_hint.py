@@ -48,3 +48,18 @@ def test_the_api_says_it_in_its_words():
 
     with pytest.raises(InputError, match=r"convert it to Parquet at block_size=16 .* replay that with block_size=64$"):
         pcs.replay(pcs.open_trace(str(B16), block_size=64), tiers=["gpu=30blocks"])
+
+
+@pytest.mark.parametrize("command", [["trace", "stats"], ["curve"], ["compare"], ["trace", "convert"]])
+def test_commands_that_do_not_re_block_say_which_does(tmp_path, command):
+    """Only pcs replay re-blocks a block-hash trace (docs/traces-formats.md); the other commands asked another size
+    of a 16-token Parquet said "convert the token trace instead", as if nothing re-blocked it (review 47c)."""
+    parquet = tmp_path / "t.parquet"
+    assert invoke("trace", "convert", B16, parquet, "--block-size", "16", "-q").exit_code == 0
+    extra = [tmp_path / "o.parquet"] if command == ["trace", "convert"] else []
+    res = invoke(*command, parquet, *extra, "--block-size", "64")
+    assert res.exit_code == 2 and res.stdout == "" and "Traceback" not in res.stderr
+    assert "written at block size 16; --block-size 64 cannot re-block its hashed ids here: pcs replay re-blocks " \
+           "a block-hash trace" in res.stderr
+    assert "give --block-size 16 or leave it out" in res.stderr
+    assert not (tmp_path / "o.parquet").exists()
