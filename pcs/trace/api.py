@@ -987,6 +987,18 @@ def _checked_open_options(format, on_error, block_size, sort) -> tuple[int | Non
     return block_size, sort
 
 
+def _not_re_blocked(name: str, stored: int, asked: int) -> str:
+    """Why a Parquet trace written at ``stored``-token blocks is not opened at ``asked``: only ``pcs replay``
+    re-blocks hashed ids, and only by a whole factor (:func:`pcs.trace.reblock.plan_engine_block_size`), so its
+    road is named only when ``asked`` is a multiple or a divisor of ``stored``."""
+    road = ("pcs replay re-blocks a block-hash trace (exact at a multiple, an interval at a divisor); elsewhere "
+            if asked % stored == 0 or stored % asked == 0 else
+            f"a block-hash trace is re-blocked only by a whole factor of {stored} (pcs replay); ")
+    return (f"{shown_path(name)}: Parquet trace was written at block size {stored}; block_size={asked} cannot "
+            f"re-block its hashed ids here: {road}give block_size={stored} or leave it out, or convert the token "
+            f"trace at {asked}")
+
+
 def open_trace(path=None, *, format: str | None = None, block_size: int | None = None,
                on_error: str = "raise", sort: bool = False, reuse=None) -> Trace:
     """Open a trace for streaming.
@@ -1090,10 +1102,7 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
         schema = opened.schema             # made once (pyarrow builds one at each read of the property)
         stored = parquet_block_size(path, name, pf, schema)
         if block_size is not None and block_size != stored:
-            raise UserError(f"{shown_path(name)}: Parquet trace was written at block size {stored}; "
-                             f"block_size={block_size} cannot re-block its hashed ids here: pcs replay re-blocks a "
-                             f"block-hash trace (exact at a multiple, an interval at a divisor); elsewhere give "
-                             f"block_size={stored} or leave it out, or convert the token trace at {block_size}")
+            raise UserError(_not_re_blocked(name, stored, block_size))
         block_size = stored
     trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort, reuse, first_line)
     trace.given_block_size = block_size     # the size another format's reader is tried at (format_hint)

@@ -23,6 +23,8 @@ numbers its ids). Memory: one id list per live session.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Iterable, Iterator, NamedTuple
 
@@ -75,22 +77,24 @@ def cell_reason(v: str, expected: str) -> str:
     return jsondepth.too_long_text(len(m.group(1))) if m is not None else f"{expected}, got {quoted(v, show=repr)}"
 
 
+#: a token-count cell: ASCII digits, optionally a fraction of zeros (``4808``, ``4808.0``); no sign, exponent or
+#: bare point (``-0``, ``1e3``, ``374.`` are refused: a count is written as the number it is)
+_WHOLE = re.compile(r"([0-9]+)(?:\.0+)?")
+
+
 def token_count(v: str, field: str, name: str, ln: int) -> int:
     """One token-count cell of a length-only CSV trace (Azure, BurstGPT: the one rule of both readers): a whole
     number in ASCII digits, written as an integer or with a zero fraction (some exports write counts as
     ``472.0``), at most :data:`MAX_LENGTH_TOKENS` (:func:`check_length`).
 
     Raises:
-        InputError: not a whole number (``4808.5``, ``abc``, ``nan``), or past the bound (file, line, field).
+        InputError: not a whole number in those digits (``4808.5``, ``abc``, ``nan``, ``1e3``, ``-0``, ``374.``,
+            ``4808.0000000000001``), or past the bound (file, line, field).
     """
-    from pcs.units import ascii_float
-
+    match = _WHOLE.fullmatch(v.strip(" \t"))
     try:
-        f = ascii_float(v)
-        n = int(f)
-        if n != f:
-            raise ValueError
-    except (ValueError, OverflowError):
+        n = int(match.group(1))    # the digits themselves: exact past 2**53, where a float is not
+    except (AttributeError, ValueError):       # no match; more digits than Python converts (cell_reason says so)
         raise InputError(name, ln, field, cell_reason(v, "must be a whole number of tokens in ASCII digits 0-9")) \
             from None
     return check_length(n, field, name, ln)

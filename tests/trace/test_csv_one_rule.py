@@ -70,3 +70,24 @@ def test_a_reordered_azure_header_missing_a_column_is_the_reader_s_refusal(tmp_p
     assert res.exit_code == 2
     assert res.stderr.startswith(f"pcs: error: {p}:1: header must be TIMESTAMP,ContextTokens,GeneratedTokens or ")
     assert res.stderr.rstrip().endswith("(the columns in any order)")
+
+
+@pytest.mark.parametrize("cell", ["1e3", "1E3", ".5e3", "3.74e2", "374.", "1e-0", "0e5", "-0.0", "-0", "+5",
+                                  "4808.0000000000001", "0x10", "1_000", "\u0664"])
+@pytest.mark.parametrize("header", ["TIMESTAMP,ContextTokens,GeneratedTokens",
+                                    "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type"])
+def test_both_readers_refuse_a_count_not_written_as_its_digits(tmp_path, header, cell):
+    """docs/traces-formats.md: a whole number in ASCII digits, 4808 or 4808.0. The first one-rule version read the
+    cell as a float, so an exponent, a bare point, a sign or a fraction of 1e-13 passed (review 47k: Azure took
+    1e3 as 1000 and 4808.0000000000001 as 4808)."""
+    az = header.startswith("TIMESTAMP")
+    row = f"{ROW_AZ},{cell},10" if az else f"7,ChatGPT,{cell},5,45,API log"
+    p, res = _stats(tmp_path, f"{header}\n{row}\n")
+    assert res.exit_code == 2 and res.stdout == "" and "Traceback" not in res.stderr
+    assert "must be a whole number of tokens in ASCII digits 0-9" in res.stderr
+
+
+def test_a_count_past_2_53_is_read_exactly(tmp_path):
+    """9,007,199,254,740,993 = 2**53 + 1 has no float; the refusal quotes the count itself (it quoted ...992)."""
+    p, res = _stats(tmp_path, f"TIMESTAMP,ContextTokens,GeneratedTokens\n{ROW_AZ},9007199254740993,10\n")
+    assert res.exit_code == 2 and "9007199254740993" in res.stderr.replace(",", "")

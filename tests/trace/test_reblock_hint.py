@@ -63,3 +63,14 @@ def test_commands_that_do_not_re_block_say_which_does(tmp_path, command):
            "a block-hash trace" in res.stderr
     assert "give --block-size 16 or leave it out" in res.stderr
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_a_size_replay_refuses_too_names_no_replay_road(tmp_path):
+    """24 is neither a multiple nor a divisor of 16: pcs replay refuses it as well, so the refusal does not send the
+    user there (review 47k)."""
+    parquet = tmp_path / "t.parquet"
+    assert invoke("trace", "convert", B16, parquet, "--block-size", "16", "-q").exit_code == 0
+    res = invoke("trace", "stats", parquet, "--block-size", "24")
+    assert res.exit_code == 2 and "re-blocked only by a whole factor of 16 (pcs replay); give --block-size 16" \
+        in res.stderr and "exact at a multiple" not in res.stderr
+    assert invoke("replay", parquet, "--block-size", "24").exit_code == 2     # the road it no longer names
