@@ -267,13 +267,24 @@ _KWARG_PATTERN = (r"(?<![\w:,'=.\[-])(" + "|".join(sorted(_KWARG_OF, key=len, re
                   r")=(?:\[('[^'\\]*'(?:, '[^'\\]*')*)\]|(" + _REPR + r")|([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)(?![\w.])|(?=[\s,;:)]|$))")
 #: A name inside a spec (``slru:protected_share=0.2``) or a quoted value is left as it is.
 _FIELD_PATTERN = r"(?<![\w:,'=-])(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b(?!=)"
+#: The API's roads to a re-blocked replay (pcs.trace.api.REBLOCK_ROAD, REBLOCKS, REBLOCKS_BY) -> the command line's
+#: (convert a JSONL file to Parquet, which records its block size; pcs replay re-blocks), a sweep plan's the same
+_REBLOCK_PHRASES = {
+    ", open it with pcs.open_trace(path, ": ", convert it to Parquet at ",
+    ") at the size it was recorded at and re-block that with pcs.trace.reblock.reblock(trace, ":
+        " (trace convert: Parquet keeps the block size, which JSONL does not), then replay that with ",
+    "), which returns the streams to give pcs.replay (keyed exact at a multiple, lower and upper at a divisor: an "
+    "interval's bounds)": "",
+    "pcs.trace.reblock.reblock(trace, block_size) re-blocks a block-hash trace opened at its own size, for pcs.replay":
+        "pcs replay re-blocks a block-hash trace",
+    " (pcs.trace.reblock.reblock, for pcs.replay); ": " (pcs replay); "}
 #: API phrasings of a keyword's value (pcs/engine/select.py, runner.py, api.py) -> the command line's
 _PHRASE_OF = {"engine='auto'": "--engine auto", "native 'auto'": "--native auto", "native 'c'": "--native c",
               "links names tier": "--link names tier", "compute_mode='infinite'": "--compute infinite",
               "links= names it": "--link NAME=VALUE names it",
               "links= is for": "--link is for", "use the compute dtype bf16": "use --compute-dtype bf16",
               "or load a Hugging Face config.json: model=pcs.model.hfconfig.load_hf_config(path)":
-                  "or give a Hugging Face config.json path: --model path/to/config.json"}
+                  "or give a Hugging Face config.json path: --model path/to/config.json", **_REBLOCK_PHRASES}
 #: the same phrasings in a sweep plan's words (docs/sweep.md "Options": the option without its dashes, the value
 #: as TOML writes it)
 _PLAN_PHRASE_OF = {"engine='auto'": 'engine = "auto"', "native 'auto'": 'native = "auto"', "native 'c'": 'native = "c"',
@@ -281,7 +292,7 @@ _PLAN_PHRASE_OF = {"engine='auto'": 'engine = "auto"', "native 'auto'": 'native 
                    "links= names it": 'link = {NAME = "VALUE"} names it',
                    "links= is for": "link is for", "use the compute dtype bf16": 'use compute-dtype = "bf16"',
                    "or load a Hugging Face config.json: model=pcs.model.hfconfig.load_hf_config(path)":
-                       'or give a Hugging Face config.json path: model = "path/to/config.json"'}
+                       'or give a Hugging Face config.json path: model = "path/to/config.json"', **_REBLOCK_PHRASES}
 #: the API's ``links['cpu'] = 'VALUE'`` and ``tier_policies['cpu'] = 'VALUE'`` (pcs/engine/api.py) -> ``--link cpu=VALUE``,
 #: ``--tier-policy cpu=VALUE`` (a sweep plan: ``link cpu=VALUE``, ``tier-policy cpu=VALUE``); the value may be cut
 #: by :func:`pcs.errors.quoted` (``'lfu:xx...' (5,000 characters)``: the count stays after it)

@@ -209,19 +209,44 @@ def _as_run_read(trace: str, run: dict) -> Any:
     return open_trace(trace, block_size=run.get("block_size"), **opts)   # as the path's read: the run's block size
 
 
-def _checked_trace(run: dict, changed: str, quiet: bool) -> str | None:
-    """The trace file to read again for a replay page: ``trace_file.path`` (absolute, as the run resolved it)
-    after :func:`pcs.trace.fingerprint.trace_file_change` -- a UserError when it is not the run's trace
-    (``changed`` ``"refuse"``), else a note; a JSON from before ``trace_file`` names its trace as typed (read from
-    the current directory, unchecked: a note says so)."""
-    from pcs.trace.fingerprint import trace_file_change
+def _unrecorded_trace(run: dict, quiet: bool) -> str:
+    """The trace of a replay JSON without ``trace_file``, with a note that it is read unchecked (no size or hash
+    recorded): a sweep point's ``result_json`` (a ``replay_command`` and no ``trace_file``: pcs sweep leaves it
+    out, docs/sweep.md) names it in its ``replay_command`` (absolute, as the sweep read it:
+    :func:`pcs.cli.rerun.command_trace`); any other (an older pcs, or not ``--format json``) as typed, from the
+    current directory."""
+    from pcs.cli.rerun import command_trace
 
-    recorded = run.get("trace_file")
-    if not isinstance(recorded, dict):
+    command = run.get("replay_command")
+    try:
+        trace = command_trace(command) if isinstance(command, str) else None
+    except (ValueError, UserError):     # not a pcs replay line; the bundled sample missing: named as typed
+        trace = None
+    if trace is None:
         if run["trace"] != "-" and not quiet:
             click.echo(f"pcs: note: the replay JSON has no trace_file (an older pcs, or not --format json): trace "
                        f"{run['trace']} is read from the current directory unchecked", err=True)
         return run["trace"]
+    if trace != "-" and not quiet:
+        from pcs.trace import DEFAULT_TRACE
+
+        how = ("the bundled sample (its replay_command names no trace)" if trace == str(DEFAULT_TRACE)
+               else "as its replay_command names it")
+        click.echo(f"pcs: note: the replay JSON has no trace_file (a pcs sweep point's result_json: the sweep "
+                   f"leaves it out): trace {shown_path(trace)}, {how}, is read unchecked (no size or hash "
+                   "recorded)", err=True)
+    return trace
+
+
+def _checked_trace(run: dict, changed: str, quiet: bool) -> str | None:
+    """The trace file to read again for a replay page: ``trace_file.path`` (absolute, as the run resolved it)
+    after :func:`pcs.trace.fingerprint.trace_file_change` -- a UserError when it is not the run's trace
+    (``changed`` ``"refuse"``), else a note; a JSON without ``trace_file``: :func:`_unrecorded_trace`."""
+    from pcs.trace.fingerprint import trace_file_change
+
+    recorded = run.get("trace_file")
+    if not isinstance(recorded, dict):
+        return _unrecorded_trace(run, quiet)
     if not os.path.lexists(recorded["path"]):
         return recorded["path"]                 # replay_page_curve notes it: no curve, no oracle, as before
     why, note = trace_file_change(recorded)

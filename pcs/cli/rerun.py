@@ -19,7 +19,7 @@ import click
 from pcs.cli.modelarg import is_config_path
 from pcs.cli.params import Duration
 
-__all__ = ["OUTPUT_ONLY", "replay_command"]
+__all__ = ["OUTPUT_ONLY", "replay_command", "command_trace"]
 
 #: options of ``pcs replay`` that change no number of the run (where and how it prints, the progress bar)
 OUTPUT_ONLY = frozenset({"fmt", "quiet", "html_path", "plot_dir", "requests_out"})
@@ -72,3 +72,25 @@ def replay_command(ctx: click.Context) -> str:
             continue
         words += _words(param, ctx.params[name])
     return shlex.join(words)
+
+
+def command_trace(command: str) -> str:
+    """The trace a :func:`replay_command` line reads: the word after ``pcs replay`` when it is no option
+    (:func:`replay_command` writes the trace argument first, its path absolute, ``-`` for stdin), else the bundled
+    sample, which a line naming no trace reads (:func:`pcs.trace.api.trace_path`).
+
+    Raises:
+        ValueError: ``command`` is no ``pcs replay`` shell line (an unclosed quote; another command).
+        UserError: it names no trace and the bundled sample is missing.
+
+    >>> command_trace("pcs replay /data/t.jsonl --tier gpu=500blocks"), command_trace("pcs replay -")
+    ('/data/t.jsonl', '-')
+    """
+    words = shlex.split(command)
+    if words[:2] != ["pcs", "replay"]:
+        raise ValueError(f"not a pcs replay command line: {command!r}")
+    if len(words) > 2 and (words[2] == "-" or not words[2].startswith("-")):
+        return words[2]
+    from pcs.trace.api import trace_path
+
+    return str(trace_path(None))

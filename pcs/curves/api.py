@@ -40,6 +40,12 @@ __all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "MIN_SAMPLED_BLOCKS", "LruCurve", 
 KNEE_PERCENTS = (50, 90, 99)
 
 
+def _source(trace: Any, block_size: int | None) -> Any:
+    """``trace`` as :func:`load_accesses` reads it: a path or None opened (:func:`pcs.trace.batches.reiterable`,
+    ``block_size`` passed on), any other source as it is."""
+    return reiterable(trace, block_size) if trace is None or isinstance(trace, (str, Path)) else trace
+
+
 def load_accesses(trace: Any = None, block_size: int | None = None,
                   rules: BlockRules = BlockRules()) -> tuple[FlatAccesses, str]:
     """Flatten a trace's cacheable block accesses.
@@ -58,7 +64,7 @@ def load_accesses(trace: Any = None, block_size: int | None = None,
     """
     if isinstance(trace, FlatAccesses):
         return trace, "<accesses>"
-    source = reiterable(trace, block_size) if trace is None or isinstance(trace, (str, Path)) else trace
+    source = _source(trace, block_size)
     name = str(getattr(source, "name", getattr(source, "path", "<requests>")))
     parts = [stackdist.flatten_columns(b.prompt_tokens, b.block_offsets, b.block_hashes, b.block_size, rules)
              for b in as_batches(source)]
@@ -424,7 +430,10 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
     capacities, points, sample_rate, seed, exact_head_blocks, belady = _checked_args(
         capacities, points, sample_rate, seed, exact_head_blocks, belady, block_size)
     mode = _native_mode(kernel, native)
-    flat, name = load_accesses(trace, block_size, rules)
+    from pcs.trace.api import trace_notes
+
+    source = _source(trace, block_size)         # opened once: its caveats are read after load_accesses reads it
+    flat, name = load_accesses(source, block_size, rules)
     lru = lru_curve(flat, mode, sample_rate, seed, exact_head_blocks)
     caps = _capacities(lru, capacities, points)
     model_name, bb = _block_bytes(model, flat.block_size) if model is not None else (None, None)
@@ -438,4 +447,5 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
                        prompt_tokens=prompt, sample_rate=float(sample_rate), kernel=lru.kernel,
                        engine=engine, engine_reason=reason,
                        model=model_name, block_bytes=bb, ceiling_hit_ratio=ceiling, knee=_knee(lru, bb),
-                       rows=_rows(lru, caps, bel, bb, prompt, ceiling), lru=lru)
+                       rows=_rows(lru, caps, bel, bb, prompt, ceiling), lru=lru,
+                       notes=() if isinstance(source, FlatAccesses) else trace_notes(source))

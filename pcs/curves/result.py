@@ -78,6 +78,10 @@ class CurveResult:
     rows: tuple[CurveRow, ...] = field("-", "one row per capacity, ascending")
     lru: Any = field("-", "the full one-pass LRU curve, every capacity (pcs.curves.api.LruCurve)", json=False,
                      default=None)
+    notes: tuple[str, ...] = field("-", "the trace's caveats, in the API's words (synthetic prefix reuse, bad lines "
+                                        "skipped: pcs.trace.api.trace_notes of the trace read; none for "
+                                        "FlatAccesses), as pcs.replay's summary.notes end with them; the command "
+                                        "prints them in its own words", json=False, default=())
 
     @property
     def distinct_blocks(self) -> int | None:

@@ -170,6 +170,10 @@ class CompareResult:
     curve_note: str | None = field("-", "how the curve rows were made when not as usual (a hybrid model: every "
                                         "column replayed under its rules, the one-pass columns left out)",
                                    omit_none=True, default=None)
+    notes: tuple[str, ...] = field("-", "the trace's caveats, in the API's words (synthetic prefix reuse, bad lines "
+                                        "skipped: pcs.trace.api.trace_notes of the trace read), as pcs.replay's "
+                                        "summary.notes end with them; the command prints them in its own words",
+                                   json=False, default=())
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON payload of ``pcs compare --format json`` (keys in ``docs/json.md``) less the keys the command
@@ -439,6 +443,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
     """
     from pcs.engine.api import limited_source, replay
     from pcs.report.tiercheck import without_trace_notes
+    from pcs.trace.api import trace_notes
 
     caps, pols, sets, adms, runs = _checked_runs(policies, tier_sets, curve_capacities, admits, replay_kwargs)
     replay_kwargs.pop("tiers", None)
@@ -455,4 +460,5 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
     first = variants[0].summary
     curve = None if caps is None else _curve_rows(source, pols, caps, replay_kwargs, first)
     return CompareResult(first.trace, first.model, first.timing, tuple(variants), curve,
-                         HYBRID_CURVE_NOTE if curve is not None and first.hybrid is not None else None)
+                         HYBRID_CURVE_NOTE if curve is not None and first.hybrid is not None else None,
+                         trace_notes(source))

@@ -34,7 +34,7 @@ from pcs.trace.rowlimits import NO_LIMITS, RowLimits
 from pcs.trace.source import (check_source, check_suffix, display_name, is_stream, iter_chunks, iter_lines,
                               last_line_unended, peek_lines)
 
-__all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format",
+__all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "trace_path", "detect_format",
            "synthetic_reuse_note", "skipped_note", "skipped_unit", "trace_notes",
            "skipped_line_notes", "named_skip_notes", "skipped_lines_json"]
 
@@ -487,27 +487,39 @@ def _first_row_reuse(path, name: str | None = None, on_error: str = "raise",
 
 
 _FITS = re.compile(r"\(block_size=(\d+) fits\)$")
+#: The API's road to a replay re-blocked from a JSONL file's recorded size: the three pieces around its two block
+#: sizes (:func:`reblock_hint`), which the command line words as its own road, convert to Parquet and pcs replay
+#: --block-size (pcs.cli.common._PHRASE_OF); a JSONL file does not record its block size, a Python caller gives it.
+REBLOCK_ROAD = (", open it with pcs.open_trace(path, ",
+                ") at the size it was recorded at and re-block that with pcs.trace.reblock.reblock(trace, ",
+                "), which returns the streams to give pcs.replay (keyed exact at a multiple, lower and upper at a "
+                "divisor: an interval's bounds)")
+#: The API's re-blocking of a block-hash trace, and its words when the size asked is no whole factor
+#: (:func:`_not_re_blocked`); the command line names pcs replay (pcs.cli.common._PHRASE_OF).
+REBLOCKS = "pcs.trace.reblock.reblock(trace, block_size) re-blocks a block-hash trace opened at its own size, for pcs.replay"
+REBLOCKS_BY = " (pcs.trace.reblock.reblock, for pcs.replay); "
 
 
 def reblock_hint(error: InputError, asked: int | None, default: int | None = None) -> InputError:
     """``error``, a hash-id line's id-count error whose hint names a block size that fits (:func:`pcs.trace.hashids.
     _likely_block_size`), with how to re-block the trace to ``asked`` (the caller's ``block_size``) when that is
     another size that one re-blocks to (a multiple or a divisor of the one that fits): a JSONL file does not record
-    its block size, so ``block_size`` names the size it was recorded at (docs/traces-formats.md); Parquet records
-    it, and ``pcs replay`` re-blocks it (:func:`pcs.trace.reblock.plan_engine_block_size`). Else ``error`` itself,
+    its block size, so ``block_size`` names the size it was recorded at (docs/traces-formats.md), and the road is
+    :data:`REBLOCK_ROAD`: open it at that size and re-block it with :func:`pcs.trace.reblock.reblock` for
+    ``pcs.replay`` (the command line's words: convert it to Parquet, which records the size, and ``pcs replay``
+    re-blocks that, :func:`pcs.trace.reblock.plan_engine_block_size`). Else ``error`` itself,
     also when the size that fits is the format's ``default`` (a replay of the file itself re-blocks from that).
 
     >>> reblock_hint(InputError("t.jsonl", 1, "hash_ids", "has 7 ids; was it? (block_size=16 fits)"), 64).problem[-46:]
-    'does not), then replay that with block_size=64'
+    'an interval's bounds)'
     """
     m = _FITS.search(error.problem)
     fit = int(m.group(1)) if m is not None else None
     if asked is None or fit is None or fit in (asked, default) or (asked % fit and fit % asked):
         return error
-    return InputError(error.path, error.line, error.field,
-                      f"{error.problem}; to replay it re-blocked to {asked}-token blocks, convert it to Parquet "
-                      f"at block_size={m.group(1)} (trace convert: Parquet keeps the block size, which JSONL does "
-                      f"not), then replay that with block_size={asked}")
+    open_at, reblock_to, streams = REBLOCK_ROAD
+    return InputError(error.path, error.line, error.field, f"{error.problem}; to replay it re-blocked to "
+                      f"{asked}-token blocks{open_at}block_size={m.group(1)}{reblock_to}block_size={asked}{streams}")
 
 
 def synthetic_reuse_note(trace) -> str | None:
@@ -542,13 +554,15 @@ def skipped_unit(fmt: str | None) -> str:
     return "row" if fmt == "parquet" else "line"
 
 
-def skipped_note(trace) -> str | None:
-    """``--on-error skip``: how many bad lines (Parquet: rows) the last read of the trace skipped, else None."""
+def skipped_note(trace, words: Callable[[str], str] | None = None) -> str | None:
+    """``on_error='skip'``: how many bad lines (Parquet: rows) the last read of the trace skipped, else None; in
+    ``words`` (the command's: ``(--on-error skip)``, :func:`pcs.cli.common.option_names`), None: the API's."""
     n = getattr(trace, "skipped", 0)
     if not n:
         return None
     unit = skipped_unit(getattr(trace, "format", None))
-    return f"{format_counted(n, f'bad trace {unit}')} {'was' if n == 1 else 'were'} skipped (--on-error skip)"
+    note = f"{format_counted(n, f'bad trace {unit}')} {'was' if n == 1 else 'were'} skipped (on_error='skip')"
+    return note if words is None else words(note)
 
 
 def skipped_line_notes(trace, words: Callable[[str], str] | None = None) -> tuple[str, ...]:
@@ -589,9 +603,11 @@ def skipped_lines_json(trace, words: Callable[[str], str] | None = None) -> list
 
 
 def trace_notes(trace, words: Callable[[str], str] | None = None) -> tuple[str, ...]:
-    """The notes every command that reads ``trace`` adds once it has read it: synthetic reuse, skipped lines (how
-    many, then the first of them named: :func:`skipped_line_notes`, in ``words``)."""
-    return (tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n)
+    """The notes every command that reads ``trace`` adds once it has read it, and the API's results carry last in
+    their ``notes``: synthetic reuse, skipped lines (how many, then the first of them named:
+    :func:`skipped_line_notes`), in ``words`` (the interface's: :func:`pcs.cli.common.option_names`, a sweep plan's);
+    None: the API's (``on_error='skip'``)."""
+    return (tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace, words)) if n)
             + skipped_line_notes(trace, words))
 
 
@@ -988,15 +1004,33 @@ def _checked_open_options(format, on_error, block_size, sort) -> tuple[int | Non
 
 
 def _not_re_blocked(name: str, stored: int, asked: int) -> str:
-    """Why a Parquet trace written at ``stored``-token blocks is not opened at ``asked``: only ``pcs replay``
-    re-blocks hashed ids, and only by a whole factor (:func:`pcs.trace.reblock.plan_engine_block_size`), so its
-    road is named only when ``asked`` is a multiple or a divisor of ``stored``."""
-    road = ("pcs replay re-blocks a block-hash trace (exact at a multiple, an interval at a divisor); elsewhere "
+    """Why a Parquet trace written at ``stored``-token blocks is not opened at ``asked``: only
+    :func:`pcs.trace.reblock.reblock` (for ``pcs.replay``; ``pcs replay`` on the command line,
+    :func:`pcs.trace.reblock.plan_engine_block_size`) re-blocks hashed ids, and only by a whole factor, so its
+    road is named only when ``asked`` is a multiple or a divisor of ``stored`` (:data:`REBLOCKS`, else
+    :data:`REBLOCKS_BY`)."""
+    road = (f"{REBLOCKS} (exact at a multiple, an interval at a divisor); elsewhere "
             if asked % stored == 0 or stored % asked == 0 else
-            f"a block-hash trace is re-blocked only by a whole factor of {stored} (pcs replay); ")
+            f"a block-hash trace is re-blocked only by a whole factor of {stored}{REBLOCKS_BY}")
     return (f"{shown_path(name)}: Parquet trace was written at block size {stored}; block_size={asked} cannot "
             f"re-block its hashed ids here: {road}give block_size={stored} or leave it out, or convert the token "
             f"trace at {asked}")
+
+
+def trace_path(path):
+    """``path``, or :data:`DEFAULT_TRACE` when it is None: the one place "no trace named" becomes the bundled
+    sample, so every road that looks at the file before opening it (:func:`pcs.trace.reblock.plan_engine_block_size`)
+    takes the road the same file named takes.
+
+    Raises:
+        UserError: ``path`` is None and the sample is missing (an install without its traces/ directory).
+    """
+    if path is not None:
+        return path
+    if not DEFAULT_TRACE.exists():
+        raise UserError(f"the default sample trace {DEFAULT_TRACE} is missing (is pcs installed from "
+                         "a full clone with its traces/ directory?); pass a trace path")
+    return DEFAULT_TRACE
 
 
 def open_trace(path=None, *, format: str | None = None, block_size: int | None = None,
@@ -1034,11 +1068,7 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
 
     refuse_file_objects(path)
     block_size, sort = _checked_open_options(format, on_error, block_size, sort)
-    if path is None:
-        if not DEFAULT_TRACE.exists():
-            raise UserError(f"the default sample trace {DEFAULT_TRACE} is missing (is pcs installed from "
-                             "a full clone with its traces/ directory?); pass a trace path")
-        path = DEFAULT_TRACE
+    path = trace_path(path)
     name = display_name(path)
     check_input_file(path, "path")
     if not is_stream(path):

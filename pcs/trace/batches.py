@@ -74,11 +74,11 @@ def reiterable(source: Any = None, block_size: int | None = None) -> Any:
 
     refuse_file_objects(source)
     if source is None or isinstance(source, (str, Path)):
-        from pcs.trace import DEFAULT_TRACE, open_trace
+        from pcs.trace import open_trace
 
         if source is not None:
             check_input_file(source, "trace")
-        return open_trace(DEFAULT_TRACE if source is None else source, block_size=block_size)
+        return open_trace(source, block_size=block_size)     # None: the bundled sample (pcs.trace.api.trace_path)
     if hasattr(source, "iter_batches") or isinstance(source, (list, tuple)):
         return source
     if not isinstance(source, Iterable):

@@ -230,11 +230,16 @@ def plan_engine_block_size(path, fmt: str | None, block_size: int | None) -> int
     recorded at; it still does when the file's id counts fit it. When they
     fit the format's default B instead (``len(hash_ids) == ceil(input_length
     / B)`` on a line where the two sizes disagree), ``block_size`` is the
-    engine's and the trace is re-blocked from B. Parquet stores B.
+    engine's and the trace is re-blocked from B. Parquet stores B. ``path`` None is the bundled sample
+    (:func:`pcs.trace.api.trace_path`), which ``open_trace`` reads then.
     """
+    from pcs.trace.api import trace_path
     from pcs.trace.source import is_stream
 
-    if block_size is None or path is None or is_stream(path):  # stdin, a FIFO: read once, by open_trace
+    if block_size is None:
+        return None
+    path = trace_path(path)         # no trace named: the bundled sample, as open_trace reads it
+    if is_stream(path):             # stdin, a FIFO: read once, by open_trace
         return None
     from pcs.errors import InputError
     from pcs.trace.api import _default_block_size, detect_format

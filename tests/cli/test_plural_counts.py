@@ -30,8 +30,8 @@ class _T:
 
 
 def test_skipped_note_singular_and_plural():
-    assert skipped_note(_T(1)) == "1 bad trace line was skipped (--on-error skip)"
-    assert skipped_note(_T(2)) == "2 bad trace lines were skipped (--on-error skip)"
+    assert skipped_note(_T(1)) == "1 bad trace line was skipped (on_error='skip')"     # the API's words
+    assert skipped_note(_T(2)) == "2 bad trace lines were skipped (on_error='skip')"
     assert skipped_note(_T(0)) is None
 
 

@@ -37,7 +37,7 @@ def test_replay_summary_carries_the_skipped_lines_notes(tmp_path):
     notes = pcs.replay(t, **RUN).summary.notes
     # by hand: line 2 is not JSON, so one line was skipped and it is named
     assert t.skipped == 1
-    assert notes[-2] == "1 bad trace line was skipped (--on-error skip)"
+    assert notes[-2] == "1 bad trace line was skipped (on_error='skip')"        # the API's words (mend47e)
     assert notes[-1].startswith(f"skipped {t.name}:2: invalid JSON")
     assert sum("bad trace line" in n for n in notes) == 1       # once
 

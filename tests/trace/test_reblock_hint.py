@@ -46,7 +46,9 @@ def test_the_api_says_it_in_its_words():
     import pcs
     from pcs.errors import InputError
 
-    with pytest.raises(InputError, match=r"convert it to Parquet at block_size=16 .* replay that with block_size=64$"):
+    # the API's own road (mend47e): pcs.replay has no block_size, so the way is open at 16, re-block to 64
+    with pytest.raises(InputError, match=r"open it with pcs\.open_trace\(path, block_size=16\) .* "
+                                         r"pcs\.trace\.reblock\.reblock\(trace, block_size=64\)"):
         pcs.replay(pcs.open_trace(str(B16), block_size=64), tiers=["gpu=30blocks"])
 
 
