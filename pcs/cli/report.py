@@ -210,17 +210,17 @@ def _as_run_read(trace: str, run: dict) -> Any:
 
 
 def _unrecorded_trace(run: dict, quiet: bool) -> str:
-    """The trace of a replay JSON without ``trace_file``, with a note that it is read unchecked (no size or hash
-    recorded): a sweep point's ``result_json`` (a ``replay_command`` and no ``trace_file``: pcs sweep leaves it
-    out, docs/sweep.md) names it in its ``replay_command`` (absolute, as the sweep read it:
+    """The trace of a replay JSON whose ``trace_file`` is null (stdin, a FIFO) or absent, with a note that it is read
+    unchecked (no size or hash recorded): a sweep point's ``result_json`` (a ``replay_command`` and no
+    ``trace_file`` key: pcs sweep leaves it out, docs/sweep.md) names it in its ``replay_command`` (absolute, as the sweep read it:
     :func:`pcs.cli.rerun.command_trace`); any other (an older pcs, or not ``--format json``) as typed, from the
     current directory."""
     from pcs.cli.rerun import command_trace
 
-    command = run.get("replay_command")
+    command = run.get("replay_command")    # a sweep point's: no trace_file key (pcs replay writes null for stdin)
     try:
-        trace = command_trace(command) if isinstance(command, str) else None
-    except (ValueError, UserError):     # not a pcs replay line; the bundled sample missing: named as typed
+        trace = command_trace(command) if isinstance(command, str) and "trace_file" not in run else None
+    except UserError:                   # not a pcs replay line; the bundled sample missing: named as typed
         trace = None
     if trace is None:
         if run["trace"] != "-" and not quiet:
@@ -245,7 +245,7 @@ def _checked_trace(run: dict, changed: str, quiet: bool) -> str | None:
     from pcs.trace.fingerprint import trace_file_change
 
     recorded = run.get("trace_file")
-    if not isinstance(recorded, dict):
+    if not isinstance(recorded, dict):     # null: stdin or a FIFO (pcs replay), absent: a sweep point, an older pcs
         return _unrecorded_trace(run, quiet)
     if not os.path.lexists(recorded["path"]):
         return recorded["path"]                 # replay_page_curve notes it: no curve, no oracle, as before

@@ -80,15 +80,20 @@ def command_trace(command: str) -> str:
     sample, which a line naming no trace reads (:func:`pcs.trace.api.trace_path`).
 
     Raises:
-        ValueError: ``command`` is no ``pcs replay`` shell line (an unclosed quote; another command).
-        UserError: it names no trace and the bundled sample is missing.
+        UserError: ``command`` is no ``pcs replay`` shell line (an unclosed quote; another command); it names no
+            trace and the bundled sample is missing.
 
     >>> command_trace("pcs replay /data/t.jsonl --tier gpu=500blocks"), command_trace("pcs replay -")
     ('/data/t.jsonl', '-')
     """
-    words = shlex.split(command)
+    from pcs.errors import UserError
+
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:          # an unclosed quote
+        raise UserError(f"not a shell line: {command!r} ({exc})") from None
     if words[:2] != ["pcs", "replay"]:
-        raise ValueError(f"not a pcs replay command line: {command!r}")
+        raise UserError(f"not a pcs replay command line: {command!r}")
     if len(words) > 2 and (words[2] == "-" or not words[2].startswith("-")):
         return words[2]
     from pcs.trace.api import trace_path

@@ -147,7 +147,7 @@ def test_a_replay_command_naming_no_trace_reads_the_bundled_sample():
 
     assert command_trace("pcs replay --tier gpu=500blocks --timing sequential") == str(SAMPLE)
     assert command_trace("pcs replay /data/t.jsonl --sort") == "/data/t.jsonl"
-    with pytest.raises(ValueError):
+    with pytest.raises(UserError):
         command_trace("pcs curve /data/t.jsonl")
 
 
