@@ -222,6 +222,12 @@ def _unrecorded_trace(run: dict, quiet: bool) -> str:
         trace = command_trace(command) if isinstance(command, str) and "trace_file" not in run else None
     except UserError:                   # not a pcs replay line; the bundled sample missing: named as typed
         trace = None
+    if trace is not None and _names_another(trace, run.get("trace")):
+        if not quiet:                   # a hand-edited line: its file would draw another trace's curve and oracle
+            click.echo(f"pcs: note: the replay JSON has no trace_file and its replay_command names "
+                       f"{shown_path(trace)}, not its trace: trace {shown_path(run['trace'])} is read from the "
+                       "current directory unchecked", err=True)
+        return run["trace"]
     if trace is None:
         if run["trace"] != "-" and not quiet:
             click.echo(f"pcs: note: the replay JSON has no trace_file (an older pcs, or not --format json): trace "
@@ -236,6 +242,12 @@ def _unrecorded_trace(run: dict, quiet: bool) -> str:
                    f"leaves it out): trace {shown_path(trace)}, {how}, is read unchecked (no size or hash "
                    "recorded)", err=True)
     return trace
+
+
+def _names_another(command_trace: str, trace: Any) -> bool:
+    """Whether a sweep point's ``replay_command`` trace (absolute) is another file than its JSON's ``trace`` (as the
+    plan named it, relative to the plan's folder): their last path components differ."""
+    return isinstance(trace, str) and os.path.basename(command_trace) != os.path.basename(trace)
 
 
 def _checked_trace(run: dict, changed: str, quiet: bool) -> str | None:

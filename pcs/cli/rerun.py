@@ -75,9 +75,10 @@ def replay_command(ctx: click.Context) -> str:
 
 
 def command_trace(command: str) -> str:
-    """The trace a :func:`replay_command` line reads: the word after ``pcs replay`` when it is no option
-    (:func:`replay_command` writes the trace argument first, its path absolute, ``-`` for stdin), else the bundled
-    sample, which a line naming no trace reads (:func:`pcs.trace.api.trace_path`).
+    """The trace a :func:`replay_command` line reads: its trace argument as ``pcs replay`` parses the line (click's
+    parser, values unchecked: :func:`replay_command` writes it first, its path absolute, ``-`` for stdin; a
+    hand-written line may put it anywhere), else the bundled sample, which a line naming no trace reads
+    (:func:`pcs.trace.api.trace_path`).
 
     Raises:
         UserError: ``command`` is no ``pcs replay`` shell line (an unclosed quote; another command); it names no
@@ -85,6 +86,8 @@ def command_trace(command: str) -> str:
 
     >>> command_trace("pcs replay /data/t.jsonl --tier gpu=500blocks"), command_trace("pcs replay -")
     ('/data/t.jsonl', '-')
+    >>> command_trace("pcs replay --policy lru /data/t.jsonl"), command_trace("pcs replay -- /data/t.jsonl")
+    ('/data/t.jsonl', '/data/t.jsonl')
     """
     from pcs.errors import UserError
 
@@ -94,8 +97,14 @@ def command_trace(command: str) -> str:
         raise UserError(f"not a shell line: {command!r} ({exc})") from None
     if words[:2] != ["pcs", "replay"]:
         raise UserError(f"not a pcs replay command line: {command!r}")
-    if len(words) > 2 and (words[2] == "-" or not words[2].startswith("-")):
-        return words[2]
+    from pcs.cli.replay import replay
+
+    try:                # parsed as pcs replay parses it: the trace wherever the line puts it, after "--" too
+        trace = replay.make_context("replay", words[2:], resilient_parsing=True).params.get("trace")
+    except click.ClickException as exc:
+        raise UserError(f"not a pcs replay command line: {command!r} ({exc.format_message()})") from None
+    if trace is not None:
+        return str(trace)
     from pcs.trace.api import trace_path
 
     return str(trace_path(None))

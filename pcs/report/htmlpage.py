@@ -74,6 +74,11 @@ _REPLAY_FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "hit_ratio_per_tier": ("an object", lambda v: isinstance(v, dict)),
     "notes": ("a list of strings", lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v)),
 }
+#: top-level keys the page reads without a default (its header, the curve's trace and block size, the envelope):
+#: pcs replay always writes them, and a file lacking one is refused by name (a hand-edited file ended in a
+#: KeyError traceback, review 47m); other keys a file lacks are left alone (an older pcs)
+_REPLAY_NEEDS = ("trace", "model", "gpu", "tp", "block_size", "timing", "policy", "write_policy",
+                 "cache_partial_blocks", "recompute_last_token", "reference_bytes_per_block", "envelope")
 #: optional objects: absent, null or an object
 _REPLAY_OPTIONAL = ("deployment", "series", "distributions", "scheduler", "payload_lens", "hybrid")
 
@@ -82,10 +87,14 @@ def check_replay_payload(s: dict) -> None:
     """Check the fields of a replay JSON that the page reads (a damaged or hand-edited file).
 
     Raises:
-        UserError: ``field 'NAME': must be WHAT, got VALUE`` for the first bad field.
+        UserError: ``field 'NAME': missing (pcs replay always writes it)`` for the first of :data:`_REPLAY_NEEDS`
+            absent; ``field 'NAME': must be WHAT, got VALUE`` for the first bad field.
     """
     from pcs.report.payloadcheck import check_value
 
+    missing = next((k for k in _REPLAY_NEEDS if k not in s), None)
+    if missing is not None:
+        raise UserError(f"field '{missing}': missing (pcs replay always writes it)")
     for key, tp in _REPLAY_NUMBERS.items():
         if key in s:
             check_value(s[key], tp, key)
