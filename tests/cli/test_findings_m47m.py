@@ -83,3 +83,20 @@ def test_a_replay_command_naming_another_file_is_not_used(tmp_path, sweep_point)
         f"pcs: note: the replay JSON has no trace_file and its replay_command names {other}, not its trace: "
         f"trace {sweep_point['trace']} is read from the current directory unchecked")
     assert str(other) not in res.stderr.split("not its trace", 1)[1]
+
+
+def test_a_sweep_point_notes_its_skipped_lines_in_the_plan_words(tmp_path, monkeypatch):
+    """Review 47m: mend47e moved the sweep's stored note from the command line's words to the plan's (docs/sweep.md
+    names a plan's options as `on-error = "skip"`) and no test pinned it. By hand: line 2 is not JSON, one skipped."""
+    (tmp_path / "t.jsonl").write_text(
+        '{"timestamp": 0, "input_length": 1024, "output_length": 5, "hash_ids": [1, 2]}\nnot json\n'
+        '{"timestamp": 1, "input_length": 1024, "output_length": 5, "hash_ids": [1, 3]}\n', encoding="utf-8")
+    (tmp_path / "plan.toml").write_text('kind = "replay"\n[fixed]\ntrace = "t.jsonl"\non-error = "skip"\n'
+                                        'timing = "sequential"\ntier = {gpu = "300blocks"}\n')
+    monkeypatch.chdir(tmp_path)
+    assert invoke("sweep", "run", "plan.toml", "-o", "out", "-q").exit_code == 0
+    import pyarrow.parquet as pq
+
+    row = pq.read_table(next((tmp_path / "out").rglob("*.parquet"))).to_pylist()[0]
+    notes = json.loads(row["result_json"])["notes"]
+    assert '1 bad trace line was skipped (on-error = "skip")' in notes, notes
