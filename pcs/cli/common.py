@@ -28,7 +28,7 @@ from pcs.cli.progress import Progress, counted  # noqa: F401 - the names command
 from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
 from pcs.errors import (BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, PickledAsIs, Stopped, UnknownNameError,
-                        UserError, printable, quoted, shown_path)
+                        UserError, printable, quoted, shown_path, utf8_text)
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals", "ignore_stop_signals"]
@@ -755,14 +755,19 @@ def format_option(f: Callable) -> Callable:
 def to_jsonable(obj: Any) -> Any:
     """Convert numpy scalars/arrays, tuples and non-finite floats for JSON.
 
-    NaN and infinities become ``None`` (JSON has no spelling for them).
+    NaN and infinities become ``None`` (JSON has no spelling for them). A string holding a lone surrogate -- a file
+    name that is not UTF-8, held as surrogate escapes, or a ``\\ud800`` escape of a JSON input -- is written with each
+    as its escape text (``o\\xff.jsonl``, :func:`pcs.errors.utf8_text`, as the tables show it; docs/json.md): no
+    lone surrogate reaches the JSON, which every reader then parses as UTF-8 text.
     """
     try:
         import numpy as np
     except ImportError:  # pragma: no cover
         np = None
+    if isinstance(obj, str):
+        return utf8_text(obj)
     if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
+        return {utf8_text(str(k)): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(v) for v in obj]
     if np is not None:
@@ -897,15 +902,3 @@ def emit(payload: dict[str, Any], fmt: str, table: str | Callable[[], str], rows
         click.echo(utf8_text(_csv_text(rows)), nl=False)
     else:
         click.echo(utf8_text(table() if callable(table) else table))
-
-
-def utf8_text(text: str) -> str:
-    """``text`` with each lone surrogate as its Python escape (``\\udcff``), so any UTF-8 stream takes it.
-
-    A trace path whose file name is not UTF-8 (byte 0xff reaches Python as ``\\udcff``) or a ``\\ud800`` escape
-    in a JSON input has no UTF-8 form; a strict stdout (``PYTHONIOENCODING=utf-8``, a pipe under some
-    locales) would raise UnicodeEncodeError. The tables, the HTML page and a sweep's Parquet rows show the same
-    escape; JSON output has its own (``json.dumps`` escapes every non-ASCII character)."""
-    if text.isascii():
-        return text
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -220,7 +220,7 @@ def _checked_trace(run: dict, changed: str, quiet: bool) -> str | None:
     if not isinstance(recorded, dict):
         if run["trace"] != "-" and not quiet:
             click.echo(f"pcs: note: the replay JSON has no trace_file (an older pcs, or not --format json): trace "
-                       f"{run['trace']} is read from the current directory unchecked", err=True)
+                       f"{shown_path(run['trace'])} is read from the current directory unchecked", err=True)
         return run["trace"]
     if not os.path.lexists(recorded["path"]):
         return recorded["path"]                 # replay_page_curve notes it: no curve, no oracle, as before
@@ -395,8 +395,8 @@ def _written(done: dict) -> str:
     """The table form of ``pcs report``: what was written."""
     lines = []
     if done["html"]:
-        lines.append(f"wrote {done['html']}: {format_counted(len(done['charts']), 'chart')}, "
+        lines.append(f"wrote {shown_path(done['html'])}: {format_counted(len(done['charts']), 'chart')}, "
                      f"{format_counted(done['html_bytes'], 'byte')}")
     if done["plots"]:
-        lines.append(f"wrote {format_counted(len(done['plots']), 'figure file')}: {', '.join(done['plots'])}")
+        lines.append(f"wrote {format_counted(len(done['plots']), 'figure file')}: {', '.join(map(shown_path, done['plots']))}")
     return "\n".join(lines)
