@@ -76,7 +76,7 @@ def _check_admit(ctx: click.Context, param: click.Parameter, values: tuple[str, 
                 raise admit_refusal(item, "expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
             try:
                 if not is_no_admission(spec):
-                    parse_admission(spec)
+                    parse_admission(spec, tier.strip().lower())
             except ValueError as exc:
                 raise admit_refusal(item, str(exc)) from None
     return values

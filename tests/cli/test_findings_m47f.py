@@ -148,3 +148,39 @@ def test_transform_title_escapes_the_names(tmp_path, parquet):
     r = _ok(_run("trace", "transform", src, tmp_path / f"{ODD}.parquet", "--speed", "2"))
     assert "t\\tb\\u202e.parquet <- " in r.stdout and "it\\tb\\u202e.parquet" in r.stdout
     assert "\t" not in r.stdout and "\u202e" not in r.stdout
+
+
+# --- 3. a second kind or policy after a comma --------------------------------------------------------------------
+
+@pytest.mark.parametrize("admit, word, first, fix", [
+    ("cpu=reuse:2,tinylfu", "tinylfu", "reuse", "cpu=reuse:2+cpu=tinylfu"),   # was: option 'n' given twice
+    ("cpu=tinylfu,reuse:2", "reuse", "tinylfu", "cpu=tinylfu+cpu=reuse:2"),   # was: unknown 'tinylfu,reuse'
+    ("cpu=reuse,selective", "selective", "reuse", "cpu=reuse+cpu=selective"),
+    ("cpu=retain:tokens=0-4096,reuse", "reuse", "retain", "cpu=retain:tokens=0-4096+cpu=reuse"),
+])
+def test_admission_kind_after_a_comma(parquet, admit, word, first, fix):
+    r = _run("replay", "-q", parquet, "--tier", "gpu=100blocks", "--tier", "cpu=1000blocks", "--admit", admit)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert f"'{word}' is an admission kind, not an option of {first}: stack kinds with '+', each with its tier: {fix}" \
+        in r.output
+    fixed = _run("replay", "-q", parquet, "--tier", "gpu=100blocks", "--tier", "cpu=1000blocks", "--admit", fix)
+    assert fixed.exit_code == 0, fixed.output                        # the advice given runs
+
+
+def test_admission_option_named_like_no_kind_is_still_an_option():
+    from pcs.cache.admission import parse_admission
+
+    assert parse_admission("retain:tokens=0-4096,duration=60") == ("retain", {"tokens": "0-4096", "duration": 60})
+
+
+@pytest.mark.parametrize("policy, word, first", [
+    ("slru,lru", "lru", "slru"),                          # was: unknown eviction policy 'slru,lru'
+    ("slru:protected_share=0.5,lru", "lru", "slru"),      # was: bad option 'lru'; expected OPTION=VALUE
+    ("s3fifo:small_share=0.2,arc", "arc", "s3fifo"),
+])
+def test_policy_after_a_comma(parquet, policy, word, first):
+    for option in (["--policy", policy], ["--tier", "gpu=100blocks", "--tier", "cpu=1000blocks",
+                                          "--tier-policy", f"cpu={policy}"]):
+        r = _run("replay", "-q", parquet, *option)
+        assert r.exit_code == 2 and "Traceback" not in r.output
+        assert f"'{word}' is an eviction policy, not an option of {first}: a value names one policy" in r.output
