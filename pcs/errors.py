@@ -178,7 +178,7 @@ def _escaped(m: "re.Match[str]") -> str:
     """One match of :data:`_LOOKED_AT` as :func:`printable` shows it: its Python escape when :func:`hidden`; a
     surrogate escape (U+DC80-DCFF, a byte of a name that is not UTF-8) as the byte it stands for (:func:`utf8_text`)."""
     text = m.group()
-    if "\udc80" <= text <= "\udcff":
+    if len(text) == 1 and 0xDC80 <= ord(text) <= 0xDCFF:
         return _byte_escape(m)
     return text.encode("unicode_escape").decode("ascii") if m.group(1) is None and hidden(text) else text
 

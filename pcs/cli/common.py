@@ -30,7 +30,7 @@ from pcs.cli.params import Choice
 from pcs.errors import (BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, PickledAsIs, Stopped, UnknownNameError,
                         UserError, printable, quoted, shown_path, utf8_text)
 
-__all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
+__all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "RegistryRefusal", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals", "ignore_stop_signals"]
 
 
@@ -503,6 +503,8 @@ def _usage_line(exc: click.UsageError) -> str:
         from pcs.cli.iofiles import param_label
 
         exc.param_hint = repr(param_label(exc.param, exc.ctx))
+    if isinstance(exc, RegistryRefusal):          # the one form of a refused policy, admission kind or router value
+        return exc.format_message()
     if isinstance(exc, click.NoSuchOption) and exc.ctx is not None and exc.option_name.startswith("--"):
         return f"{_option_typo(exc.option_name, exc.ctx)}{where}"
     return f"{exc.format_message()}{where}"
@@ -562,8 +564,29 @@ class RegistryChoice(click.Choice):
         try:
             self.lookup(value)
         except ValueError as exc:
-            self.fail(str(exc), param, ctx)
+            raise RegistryRefusal(str(exc), ctx, param, value) from None
         return value
+
+
+class RegistryRefusal(click.BadParameter):
+    """A :class:`RegistryChoice` value its registry refuses, worded as every refusal of a policy, admission kind or
+    router value: ``--router least-loaded:x: router 'least-loaded': bad option 'x' ...`` (the option, the value as
+    typed, the registry's message), as ``--policy lru:x=1: ...`` and ``--admit cpu=bogus: ...`` are -- one form, no
+    ``Invalid value for '--router'`` and no ``(see 'pcs replay --help')`` after it (:func:`_usage_line`); a
+    sweep plan words it ``router = "least-loaded:x": ...`` (:func:`pcs.sweep.kinds._parse`).
+
+    Attributes:
+        value: the value as given; ``flag``: the option's long name (``--router``)."""
+
+    def __init__(self, message: str, ctx: click.Context | None, param: click.Parameter | None, value: Any):
+        super().__init__(message, ctx, param)
+        self.value = value
+        self.flag = next((o for o in getattr(param, "opts", ()) if o.startswith("--")), None) or "value"
+
+    def format_message(self) -> str:
+        text = str(self.value)
+        shown = text if repr(text) == f"'{text}'" and text.isprintable() else quoted(text, 200, show=repr)
+        return f"{self.flag} {shown}: {self.message}"
 
 
 def _refuse_repeated_options(cmd: click.Command, ctx: click.Context, args: list[str]) -> None:

@@ -319,16 +319,21 @@ def _peek_session_columns(batches: Iterable[RequestBatch]) -> tuple[tuple[str, .
     return session_columns(first), itertools.chain((first,), it)
 
 
-def refuse_bailian_without_sessions(fmt: str, cols, source_format: str) -> None:
+def refuse_bailian_without_sessions(fmt: str, cols, source_format: str, name: str = "the input") -> None:
     """The one rule of a Bailian output: its rows need ``chat_id`` and ``parent_chat_id``, so the input must carry
     ``session_id`` and ``parent_id`` (``cols``, :func:`pcs.trace.parquet.session_columns`; a missing ``turn`` is
-    written 1). A BurstGPT trace's sessions (``session_id`` alone) are no chat tree.
+    written 1). A BurstGPT trace's sessions (``session_id`` alone) are no chat tree. ``name``: the input as the
+    message names it (its file name, shown by :func:`pcs.errors.shown_path`).
 
     Raises:
-        UserError: ``fmt`` is ``bailian`` and ``cols`` lacks either.
+        UserError: ``fmt`` is ``bailian`` and ``cols`` lacks either (the message names the input file and the
+            columns it lacks: ``t.parquet (parquet) has no parent_id: ...``).
     """
-    if fmt == "bailian" and not {"session_id", "parent_id"} <= set(cols):
-        raise UserError(f"the input ({source_format}) has no chat_id/parent_chat_id/turn; write mooncake or parquet")
+    missing = [c for c in ("session_id", "parent_id") if c not in set(cols)]
+    if fmt == "bailian" and missing:
+        raise UserError(f"{shown_path(name)} ({source_format}) has no {' and no '.join(missing)}: a Bailian row's "
+                        "chat_id and parent_chat_id are the request's session_id and parent_id (turn, when absent, "
+                        "is written 1); write mooncake or parquet")
 
 
 def session_note(info: dict) -> str | None:
@@ -375,7 +380,7 @@ def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None =
     if remap_ids is None:
         remap_ids = trace.format == "tokens"
     cols, batches = _peek_session_columns(trace.iter_batches())
-    refuse_bailian_without_sessions(fmt, cols, trace.format)
+    refuse_bailian_without_sessions(fmt, cols, trace.format, trace.name)
     reuse = getattr(trace, "reuse", "recorded")
     synthesised = reuse.startswith("synthesised")
     info = write_trace(batches, out_path, fmt, block_size=trace.block_size, remap_ids=remap_ids,

@@ -108,7 +108,8 @@ def test_an_unknown_option_is_named_before_its_value_is_checked(tmp_path, extra,
 
 @pytest.mark.parametrize("extra, words", [
     ("max-num-seqs = +inf\n", "P:7: [fixed]: option 'max-num-seqs': +inf is not finite; give a finite number"),
-    ("tier-policy = {cpu = +nan}\n", "P:7: [fixed]: option 'tier-policy.cpu': +nan is not finite; give a finite number"),
+    ("tier-policy = {cpu = +nan}\n", "P:7: [fixed]: option 'tier-policy.cpu': +nan is not finite; give an eviction "
+                                      'policy name, as text: "lru"'),
     ("[axes]\ntp = [1, -nan]\n", "P:8: [axes]: option 'tp[1]': -nan is not finite; give a finite number"),
 ])
 def test_a_value_not_finite_is_shown_as_written(tmp_path, extra, words):

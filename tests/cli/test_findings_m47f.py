@@ -184,3 +184,123 @@ def test_policy_after_a_comma(parquet, policy, word, first):
         r = _run("replay", "-q", parquet, *option)
         assert r.exit_code == 2 and "Traceback" not in r.output
         assert f"'{word}' is an eviction policy, not an option of {first}: a value names one policy" in r.output
+
+
+# --- 4. small wordings -------------------------------------------------------------------------------------------
+
+PLAN_HEAD = 'kind = "replay"\n[fixed]\ntrace = "t.jsonl"\nmodel = "llama-3.1-8b"\ntp = 1\n'
+
+
+def _plan(tmp_path, body: str):
+    shutil.copyfile(ROOT / "traces" / "sample_chat.jsonl", tmp_path / "t.jsonl")
+    (tmp_path / "p.toml").write_text(PLAN_HEAD + body)
+    r = _run("sweep", tmp_path / "p.toml", "-o", tmp_path / "out")
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    return r.stderr.strip()
+
+
+@pytest.mark.parametrize("body, line, key, wanted", [
+    ('tier = {gpu = "500blocks", cpu = nan}\n[axes]\npolicy = ["lru"]\n', 6, "tier.cpu",
+     'a size with its unit, as text: "5GB" or "500blocks" (a plain number is refused)'),
+    ('[axes]\n"tier.cpu" = [inf, "1GB"]\n', 7, "tier.cpu[0]",
+     'a size with its unit, as text: "5GB" or "500blocks" (a plain number is refused)'),
+    ('link = {cpu = nan}\n[axes]\npolicy = ["lru"]\n', 6, "link.cpu",
+     'a link preset or a bandwidth per GPU, as text: "pcie-gen5-x16" or "25GB/s"'),
+])
+def test_a_non_finite_value_says_what_the_key_takes(tmp_path, body, line, key, wanted):
+    msg = _plan(tmp_path, body)
+    assert msg.endswith(f"p.toml:{line}: [{'axes' if '[0]' in key else 'fixed'}]: option '{key}': "
+                        f"{'inf' if 'inf' in body else 'nan'} is not finite; give {wanted}"), msg
+
+
+def test_a_non_finite_number_option_still_asks_a_finite_number(tmp_path):
+    msg = _plan(tmp_path, 'max-num-seqs = nan\n[axes]\npolicy = ["lru"]\n')
+    assert msg.endswith("p.toml:6: [fixed]: option 'max-num-seqs': nan is not finite; give a finite number"), msg
+
+
+def _stats(tmp_path, text: str, *opts):
+    p = tmp_path / "t.csv"
+    p.write_text(text)
+    r = _run("trace", "stats", p, *opts)
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    return p, r.stderr.strip()
+
+
+AZ_ROW = "2023-11-16 18:15:46.6805900,374,44\n"
+AZ_EXPECTED = ("; expected TIMESTAMP,ContextTokens,GeneratedTokens or TIMESTAMP,NumImages,ContextTokens,"
+               "GeneratedTokens (the columns in any order)")
+
+
+@pytest.mark.parametrize("header, problem", [
+    ("TIMESTAMP,ContextTokens", "lacks 'GeneratedTokens'"),
+    ("TIMESTAMP,ContextTokens,ContextTokens,GeneratedTokens", "gives column 'ContextTokens' twice"),
+    ("TIMESTAMP,contexttokens,GeneratedTokens",
+     "lacks 'ContextTokens' ('contexttokens' differs only in case: column names are case-sensitive)"),
+    ("TIMESTAMP,ContextTokens,GeneratedTokens,Extra", "has an unknown column 'Extra'"),
+])
+def test_an_azure_header_names_what_is_wrong(tmp_path, header, problem):
+    p, msg = _stats(tmp_path, f"{header}\n{AZ_ROW}", "--trace-format", "azure")
+    assert msg == f"pcs: error: {p}:1: Azure header {problem}{AZ_EXPECTED}"
+
+
+def test_a_burstgpt_header_says_a_column_differs_only_in_case(tmp_path):
+    p, msg = _stats(tmp_path, "Timestamp,model,Request tokens,Response tokens,Total tokens,Log Type\n1,a,2,3,5,x\n",
+                    "--trace-format", "burstgpt")
+    assert msg.startswith(f"pcs: error: {p}:1: BurstGPT header lacks 'Model' ('model' differs only in case: column "
+                          "names are case-sensitive) (expected "), msg
+
+
+@pytest.mark.parametrize("head, looks", [
+    ("TIMESTAMP\tContextTokens\tGeneratedTokens", "a TSV header (3 tab-separated columns): the CSV readers (azure, "
+                                                  "burstgpt) read comma-separated columns; replace the tabs with commas"),
+    ('"TIMESTAMP,ContextTokens,GeneratedTokens', "a CSV header with an unbalanced double quote: close it, or remove it"),
+])
+def test_a_tsv_or_unbalanced_quote_header_is_said_to_look_like_one(tmp_path, head, looks):
+    p, msg = _stats(tmp_path, f"{head}\n{AZ_ROW}")
+    assert msg == (f"pcs: error: {p}:1: cannot detect the format: the first non-blank line looks like {looks}; pass "
+                   "--trace-format (mooncake, bailian, tokens, parquet, azure, burstgpt: azure or burstgpt for CSV)")
+
+
+def test_bailian_output_names_the_input_and_the_missing_column(tmp_path):
+    src = tmp_path / "b.parquet"
+    _ok(_run("trace", "convert", ROOT / "traces" / "formats" / "burstgpt3_5.csv", src))    # session_id only
+    r = _run("trace", "convert", src, tmp_path / "x.jsonl", "--to", "bailian")
+    assert r.exit_code == 2
+    assert r.stderr.strip() == (f"pcs: error: {src} (parquet) has no parent_id: a Bailian row's chat_id and "
+                                "parent_chat_id are the request's session_id and parent_id (turn, when absent, is "
+                                "written 1); write mooncake or parquet")
+
+
+@pytest.mark.parametrize("tiers, msg", [
+    (["gpu=100GB", "gpu=10GB"], "--tier gives tier 'gpu' twice (gpu=100GB, gpu=10GB): tier names must be distinct; "
+                                "give each tier once"),
+    (["gpu=-5GB"], "--tier gpu=-5GB: bad tier size '-5GB' for tier 'gpu': invalid size '-5GB': must not be negative"),
+    (["gpu=1GB", "cpu=5"], "--tier cpu=5: bad tier size '5' for tier 'cpu': capacity '5' has no unit"),
+])
+def test_a_tier_refusal_names_the_option(parquet, tiers, msg):
+    r = _run("replay", "-q", parquet, *(a for t in tiers for a in ("--tier", t)))
+    assert r.exit_code == 2 and r.stderr.startswith(f"pcs: error: {msg}"), r.output
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--instances", "2", "--router", "least-loaded:x"],
+     "--router least-loaded:x: router 'least-loaded': bad option 'x'; expected OPTION=VALUE; its options: by="),
+    (["--instances", "2", "--router", "bogus"], "--router bogus: unknown router 'bogus'; valid: "),
+    (["--policy", "bogus"], "--policy bogus: unknown eviction policy 'bogus'; valid: "),
+])
+def test_router_policy_and_admission_refusals_have_one_form(parquet, args, msg):
+    r = _run("replay", "-q", parquet, *args)
+    assert r.exit_code == 2 and r.stderr.startswith(f"pcs: error: {msg}"), r.output
+    assert "Invalid value" not in r.stderr and "--help')" not in r.stderr
+
+
+# --- 5. every key's name before any value ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("body, line, key", [
+    ('bogus_key = 1\ntp_x = 2\n', 6, "bogus_key"),
+    ('bogus_key = 1\nmax-num-seqs = nan\n[axes]\npolicy = ["lru"]\n', 6, "bogus_key"),
+    ('max-num-seqs = nan\n[axes]\npolicy = ["lru"]\nbogus_key = [1]\n', 9, "bogus_key"),
+])
+def test_an_unknown_key_is_named_before_a_value(tmp_path, body, line, key):
+    msg = _plan(tmp_path, body)
+    assert f"p.toml:{line}: [{'axes' if line == 9 else 'fixed'}]: unknown option '{key}' for pcs replay" in msg, msg

@@ -243,7 +243,10 @@ def _second_policy(spec: str) -> None:
     first = POLICY_ALIASES.get(first, first)
     if _POLICIES.get(first) is None:
         return
-    found = name_after_comma(spec, (*registered_names(), *POLICY_ALIASES), policy_options(first))
+    if "," not in str(spec):
+        return
+    # the names registered so far (built-ins, plug-ins once read): listing them all would read the entry points
+    found = name_after_comma(spec, (*_POLICIES, *POLICY_ALIASES), policy_options(first))
     if found is not None:
         word, _, after = found
         raise UserError(f"{word!r} is an eviction policy, not an option of {first}: a value names one policy (a "
