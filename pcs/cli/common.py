@@ -564,11 +564,11 @@ class RegistryChoice(click.Choice):
         try:
             self.lookup(value)
         except ValueError as exc:
-            raise RegistryRefusal(str(exc), ctx, param, value) from None
+            raise RegistryRefusal(str(exc), value, ctx=ctx, param=param) from None
         return value
 
 
-class RegistryRefusal(click.BadParameter):
+class RegistryRefusal(PickledAsIs, click.BadParameter):
     """A :class:`RegistryChoice` value its registry refuses, worded as every refusal of a policy, admission kind or
     router value: ``--router least-loaded:x: router 'least-loaded': bad option 'x' ...`` (the option, the value as
     typed, the registry's message), as ``--policy lru:x=1: ...`` and ``--admit cpu=bogus: ...`` are -- one form, no
@@ -578,7 +578,8 @@ class RegistryRefusal(click.BadParameter):
     Attributes:
         value: the value as given; ``flag``: the option's long name (``--router``)."""
 
-    def __init__(self, message: str, ctx: click.Context | None, param: click.Parameter | None, value: Any):
+    def __init__(self, message: str, value: Any = None, *, ctx: click.Context | None = None,
+                 param: click.Parameter | None = None):
         super().__init__(message, ctx, param)
         self.value = value
         self.flag = next((o for o in getattr(param, "opts", ()) if o.startswith("--")), None) or "value"

@@ -415,17 +415,7 @@ def _named_tier(item: Any) -> TierSpec:
     try:
         return parse_tier(item)
     except UserError as exc:
-        raise UserError(f"tiers={quoted(_tier_text(item), show=repr)}: {exc}") from None
-
-
-def _tier_text(item: Any) -> str:
-    """One item of ``tiers=`` as text: a string as given, a :class:`TierSpec` as ``NAME=SIZE`` (``gpu=500blocks``,
-    ``cpu=2000000000000B``, ``gpu=auto``)."""
-    if not isinstance(item, TierSpec):
-        return str(item)
-    size = ("auto" if item.capacity_bytes is None and item.capacity_blocks is None
-            else f"{item.capacity_blocks}blocks" if item.capacity_blocks is not None else f"{item.capacity_bytes}B")
-    return f"{item.name}={size}"
+        raise UserError(f"tiers={quoted(str(item), show=repr)}: {exc}") from None
 
 
 def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
@@ -450,8 +440,10 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     twice = next((i for i, n in enumerate(names) if n in names[:i]), None)
     if twice is not None:
         first = names.index(names[twice])
-        raise UserError(f"tiers= gives tier {quoted(names[twice], show=repr)} twice ({_tier_text(items[first])}, "
-                        f"{_tier_text(items[twice])}): tier names must be distinct; give each tier once")
+        if not all(isinstance(items[i], str) for i in (first, twice)):    # a spec made in code, a fleet's shared tier
+            raise UserError(f"tier names must be distinct, got {', '.join(names)}")
+        raise UserError(f"tiers= gives tier {quoted(names[twice], show=repr)} twice ({items[first]}, {items[twice]}): "
+                        "tier names must be distinct; give each tier once")
     for what, mapping in (("tier_policies", tier_policies), ("links", links)):
         if mapping is not None and not isinstance(mapping, Mapping):
             raise UserError(f"{what} must be a mapping of tier name to value, e.g. {{'cpu': ...}}, got {mapping!r}")
