@@ -20,7 +20,7 @@ if TYPE_CHECKING:     # annotations only: this module imports nothing at run tim
 __all__ = ["WRITE_POLICIES", "TIMINGS", "TRACE_FORMATS", "LENGTH_ONLY_FORMATS", "ON_ERROR", "MAX_INSTANCES", "MAX_STALE_S",
            "BUILTIN_POLICIES", "POLICY_ALIASES", "DEFAULT_POLICY", "MAX_BLOCK_SIZE",
            "DEFAULT_TOKEN_BLOCK_SIZE", "CLOSE_CUTOFF", "did_you_mean", "close_tail", "option_elsewhere", "options_list", "no_such_option", "malformed_option",
-           "not_among_tiers", "close_names", "meant"]
+           "name_after_comma", "not_among_tiers", "close_names", "meant"]
 
 #: ``back``: evicted blocks move down one tier; ``through``: computed blocks are
 #: copied to every lower tier at once and evictions drop (docs/semantics.md §7; :mod:`pcs.cache.hierarchy`).
@@ -166,6 +166,35 @@ def no_such_option(what: str, name: str, key: Any, options_of: Mapping[str, Iter
     if takes:
         return f"{what} {name!r} takes no option {quoted(key, show=repr)}; {elsewhere}{options_list(takes)}"
     return f"{what} {name!r} takes no options, got {quoted(key, show=repr)}" + (f"; {elsewhere.rstrip('; ')}" if elsewhere else "")
+
+
+def name_after_comma(spec: str, names: Iterable[str], options: Iterable[str]) -> tuple[str, str, str] | None:
+    """Where ``spec`` (``NAME[:OPTION=VALUE,...]``, an admission kind or an eviction policy) goes on, after a comma,
+    with a second name of ``names`` (``reuse:2,tinylfu``, ``slru,lru``, ``slru:protected=0.5,lru``): (the name found,
+    the spec before its comma, the spec from it on); None when no piece after a comma names one (a piece's word is
+    its text before ``=`` or ``:``, case-insensitive), when the spec's own name is not one of ``names``, or when the
+    word is one of the spec's own ``options`` (an option is never a second name). A comma separates a name's
+    options; two names are combined otherwise (admission kinds with ``+``), so the refusal says that instead of
+    reading the second name as an option.
+
+    >>> name_after_comma("reuse:2,tinylfu", ["reuse", "tinylfu"], ["n"])
+    ('tinylfu', 'reuse:2', 'tinylfu')
+    >>> name_after_comma("retain:tokens=0-4096,duration=60", ["retain", "reuse"], ["tokens", "duration"]) is None
+    True
+    """
+    pieces = str(spec).strip().split(",")
+    known = {str(n).lower() for n in names}
+    own = {str(o).lower() for o in options}
+
+    def word(piece: str) -> str:
+        return piece.partition(":")[0].partition("=")[0].strip().lower()
+
+    if word(pieces[0]) not in known:
+        return None
+    for i, piece in enumerate(pieces[1:], 1):
+        if word(piece) in known and word(piece) not in own:
+            return word(piece), ",".join(pieces[:i]).strip(), ",".join(pieces[i:]).strip()
+    return None
 
 
 def malformed_option(what: str, name: str, part: str, spec: str, takes: Iterable[str]) -> str:

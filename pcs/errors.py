@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Mapping
 
-__all__ = ["quoted", "ending_with", "shown_name", "shown_path", "printable", "hidden", "HIDDEN_CATEGORIES", "NAME_LIMIT", "PATH_LIMIT", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT",
+__all__ = ["quoted", "ending_with", "shown_name", "shown_path", "printable", "hidden", "utf8_text", "HIDDEN_CATEGORIES", "NAME_LIMIT", "PATH_LIMIT", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT",
            "OUT_OF_FLOAT_RANGE", "INT64_LIMIT", "OUT_OF_INT64_RANGE"]
 
 #: why a number is refused as out of range, the one wording of it: a float64 holds magnitudes below about
@@ -175,9 +175,41 @@ def hidden(char: str) -> bool:
 
 
 def _escaped(m: "re.Match[str]") -> str:
-    """One match of :data:`_LOOKED_AT` as :func:`printable` shows it: its Python escape when :func:`hidden`."""
+    """One match of :data:`_LOOKED_AT` as :func:`printable` shows it: its Python escape when :func:`hidden`; a
+    surrogate escape (U+DC80-DCFF, a byte of a name that is not UTF-8) as the byte it stands for (:func:`utf8_text`)."""
     text = m.group()
+    if len(text) == 1 and 0xDC80 <= ord(text) <= 0xDCFF:
+        return _byte_escape(m)
     return text.encode("unicode_escape").decode("ascii") if m.group(1) is None and hidden(text) else text
+
+
+#: A lone surrogate: what Python holds for a byte of a file name that is not UTF-8 (``os.fsdecode``'s surrogate
+#: escapes, U+DC80-DCFF for the bytes 0x80-0xFF), or for a surrogate escape of a JSON text; no UTF-8 text holds one.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _byte_escape(m: "re.Match[str]") -> str:
+    """One lone surrogate as text: ``\\xNN`` for a surrogate escape of the byte 0xNN (``\\udcff`` -> ``\\xff``, the
+    byte the name holds), else its Python escape (``\\ud800``)."""
+    code = ord(m.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def utf8_text(text: str) -> str:
+    r"""``text`` with each lone surrogate written out as its escape (:func:`_byte_escape`: a name's byte 0xff, held as
+    ``\udcff``, as the four characters ``\xff``; a ``\ud800`` of a JSON input as ``\ud800``), so any UTF-8 stream
+    takes it: a file name that is not UTF-8, or a lone surrogate escape of a JSON input, has no UTF-8 form and a
+    strict stdout (``PYTHONIOENCODING=utf-8``), a Parquet string or the HTML page raised UnicodeEncodeError. The one
+    escape of such text: :func:`printable` (every message, table and shown name), the text and CSV outputs
+    (:func:`pcs.cli.common.emit`), the JSON output (:func:`pcs.cli.common.to_jsonable`, docs/json.md), the HTML
+    page and a sweep's Parquet rows show it. Other text is returned as it is.
+
+    >>> utf8_text("o\udcff.jsonl"), utf8_text("t\ud800")
+    ('o\\xff.jsonl', 't\\ud800')
+    """
+    if text.isascii():
+        return text
+    return _SURROGATE.sub(_byte_escape, text)
 
 
 def printable(text: str) -> str:

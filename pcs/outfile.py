@@ -36,7 +36,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 from pcs.errors import UserError, raise_if_stopped, shown_path
 from pcs.units import a_or_an
 
-__all__ = ["TEMPORARY", "WRITTEN", "STREAMED", "REFUSED", "atomic_output", "check_outputs", "refuse_dash_folder",
+__all__ = ["TEMPORARY", "WRITTEN", "STREAMED", "REFUSED", "arrow_file", "atomic_output", "check_outputs", "refuse_dash_folder",
            "create_temporary", "node_kind",
            "publish", "refuse_inputs", "remove_temporary", "same_file"]
 
@@ -45,6 +45,19 @@ TEMPORARY: set[str] = set()
 #: Outputs :func:`atomic_output` finished (paths as given, in order), which a Ctrl-C leaves in place, complete:
 #: the CLI names them when it stops (``pcs.cli.common.user_errors``) and empties the list for each command.
 WRITTEN: list[str] = []
+
+
+def arrow_file(path, mode: str = "r", **kw):
+    """``path`` opened for pyarrow (``pyarrow.OSFile``, ``mode`` ``"r"`` or ``"w"``; ``kw``: its ``memory_pool``)
+    by the bytes of its name (``os.fsencode``), the one way pcs hands pyarrow a file: pyarrow encodes a ``str`` name as
+    UTF-8, which a name that is not UTF-8 (``out\\xff.parquet``, held as surrogate escapes) cannot be (it raised
+    ``UnicodeEncodeError``); the bytes name the file the user named. Close it (``with``) when done.
+
+    Raises:
+        OSError: the file cannot be opened (pyarrow's ``ArrowIOError`` is one)."""
+    from pcs._heldimport import held_import
+
+    return held_import("pyarrow").OSFile(os.fsencode(path), mode=mode, **kw)
 
 
 def remove_temporary() -> None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Sequence
 
 from pcs.cache.policies import number_option, spec_value
-from pcs.choices import malformed_option, no_such_option, not_among_tiers
+from pcs.choices import malformed_option, name_after_comma, no_such_option, not_among_tiers
 from pcs.errors import UnknownNameError, UserError, quoted
 
 __all__ = ["AdmissionPolicy", "CountingAdmission", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
@@ -153,18 +153,21 @@ def admission_kinds() -> dict[str, type]:
 ADMISSION_KINDS = ("reuse", "selective", "tinylfu", "retain")
 
 
-def parse_admission(text: str) -> tuple[str, dict[str, Any]]:
+def parse_admission(text: str, tier: str = "") -> tuple[str, dict[str, Any]]:
     """``KIND[:ARG]`` or ``KIND:KEY=VALUE,...`` -> (kind, keyword arguments).
 
-    A bare argument is the kind's first option (``reuse:2`` = ``reuse:n=2``).
+    A bare argument is the kind's first option (``reuse:2`` = ``reuse:n=2``). ``tier``: the tier the kind is
+    given to, for the example of a refusal (``TIER`` when not given).
 
     >>> parse_admission("reuse:2"), parse_admission("retain:tokens=0-4096,duration=60")
     (('reuse', {'n': 2}), ('retain', {'tokens': '0-4096', 'duration': 60}))
 
     Raises:
         UserError: unknown kind (the message lists them), a malformed argument (an empty option name or value:
-            :func:`pcs.choices.malformed_option`), an option given twice, or options given to ``none``.
+            :func:`pcs.choices.malformed_option`), an option given twice, options given to ``none``, or a second
+            kind after a comma (``reuse:2,tinylfu``: :func:`_second_kind`).
     """
+    _second_kind(text, tier)
     kind, colon, rest = str(text).strip().partition(":")
     kind = kind.strip().lower()
     if colon and kind == NO_ADMISSION:      # none:n=2, none: -- no admission has nothing to set
@@ -188,6 +191,24 @@ def parse_admission(text: str) -> tuple[str, dict[str, Any]]:
     return kind, opts
 
 
+def _second_kind(text: str, tier: str) -> None:
+    """Refuse a second admission kind written after a comma, as an option of the first (``reuse:2,tinylfu``,
+    ``tinylfu,reuse:2``: :func:`pcs.choices.name_after_comma`); kinds are stacked with ``+``, each with its tier
+    (docs/policies.md). Before, the second kind was read as the first's option (``admission option 'n' given
+    twice``) or as part of its name (``unknown admission 'tinylfu,reuse'``).
+
+    Raises:
+        UserError: ``'tinylfu' is an admission kind, not an option of reuse: stack kinds with '+', each with
+            its tier: cpu=reuse:2+cpu=tinylfu``."""
+    first = str(text).strip().partition(",")[0].partition(":")[0].strip().lower()
+    found = name_after_comma(text, (*ADMISSION_KINDS, NO_ADMISSION), _options_of().get(first, ()))
+    if found is not None:
+        word, before, after = found
+        t = tier or "TIER"
+        raise UserError(f"{word!r} is an admission kind, not an option of {first}: stack kinds with '+', each with "
+                        f"its tier: {t}={before}+{t}={after}")
+
+
 def _options_of() -> dict[str, list[str]]:
     """Admission kind -> the options it takes (its ``__init__``'s keywords but the trace context), in order."""
     import inspect
@@ -196,13 +217,14 @@ def _options_of() -> dict[str, list[str]]:
             for k, c in admission_kinds().items()}
 
 
-def make_admission(text: str, context: Any = None) -> AdmissionPolicy:
-    """An admission policy from ``KIND[:ARGS]`` (``context``: the trace context, for ``retain``).
+def make_admission(text: str, context: Any = None, tier: str = "") -> AdmissionPolicy:
+    """An admission policy from ``KIND[:ARGS]`` (``context``: the trace context, for ``retain``; ``tier``: the
+    tier it is given to, for a refusal's example, :func:`parse_admission`).
 
     Raises:
         UserError: unknown kind, unknown or bad option (the message names the kind's options).
     """
-    kind, opts = parse_admission(text)
+    kind, opts = parse_admission(text, tier)
     cls = admission_kinds()[kind]
     import inspect
 
@@ -239,7 +261,7 @@ def _made(spec: str, context: Any, tier: str) -> AdmissionPolicy:
     """:func:`make_admission` of one tier's kind, a refusal led by the option that gave it (``admit='cpu=...'``, cut
     by :func:`pcs.errors.quoted`; the whole ``TIER=KIND`` kept as the error's ``refused_value``: a sweep plan names the line it is written on)."""
     try:
-        return make_admission(spec, context)
+        return make_admission(spec, context, tier)
     except UserError as exc:
         if not tier:
             raise
@@ -307,7 +329,7 @@ def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict
             if is_no_admission(spec):
                 nones[tier] = item
                 continue
-            kind, _ = parse_admission(spec)
+            kind, _ = parse_admission(spec, tier)
             if tier == tier_names[0] and kind != "retain":
                 raise UserError(f"admit=['{item}']: the GPU tier stores every block it computes; admission "
                                  f"{kind!r} applies to lower tiers (retain applies to any tier)")

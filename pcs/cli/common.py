@@ -28,9 +28,9 @@ from pcs.cli.progress import Progress, counted  # noqa: F401 - the names command
 from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
 from pcs.errors import (BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, PickledAsIs, Stopped, UnknownNameError,
-                        UserError, printable, quoted, shown_path)
+                        UserError, printable, quoted, shown_path, utf8_text)
 
-__all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
+__all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "RegistryRefusal", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals", "ignore_stop_signals"]
 
 
@@ -514,6 +514,8 @@ def _usage_line(exc: click.UsageError) -> str:
         from pcs.cli.iofiles import param_label
 
         exc.param_hint = repr(param_label(exc.param, exc.ctx))
+    if isinstance(exc, RegistryRefusal):          # the one form of a refused policy, admission kind or router value
+        return exc.format_message()
     if isinstance(exc, click.NoSuchOption) and exc.ctx is not None and exc.option_name.startswith("--"):
         return f"{_option_typo(exc.option_name, exc.ctx)}{where}"
     return f"{exc.format_message()}{where}"
@@ -573,8 +575,30 @@ class RegistryChoice(click.Choice):
         try:
             self.lookup(value)
         except ValueError as exc:
-            self.fail(str(exc), param, ctx)
+            raise RegistryRefusal(str(exc), value, ctx=ctx, param=param) from None
         return value
+
+
+class RegistryRefusal(PickledAsIs, click.BadParameter):
+    """A :class:`RegistryChoice` value its registry refuses, worded as every refusal of a policy, admission kind or
+    router value: ``--router least-loaded:x: router 'least-loaded': bad option 'x' ...`` (the option, the value as
+    typed, the registry's message), as ``--policy lru:x=1: ...`` and ``--admit cpu=bogus: ...`` are -- one form, no
+    ``Invalid value for '--router'`` and no ``(see 'pcs replay --help')`` after it (:func:`_usage_line`); a
+    sweep plan words it ``router = "least-loaded:x": ...`` (:func:`pcs.sweep.kinds._parse`).
+
+    Attributes:
+        value: the value as given; ``flag``: the option's long name (``--router``)."""
+
+    def __init__(self, message: str, value: Any = None, *, ctx: click.Context | None = None,
+                 param: click.Parameter | None = None):
+        super().__init__(message, ctx, param)
+        self.value = value
+        self.flag = next((o for o in getattr(param, "opts", ()) if o.startswith("--")), None) or "value"
+
+    def format_message(self) -> str:
+        text = str(self.value)
+        shown = text if repr(text) == f"'{text}'" and text.isprintable() else quoted(text, 200, show=repr)
+        return f"{self.flag} {shown}: {self.message}"
 
 
 def _refuse_repeated_options(cmd: click.Command, ctx: click.Context, args: list[str]) -> None:
@@ -766,14 +790,19 @@ def format_option(f: Callable) -> Callable:
 def to_jsonable(obj: Any) -> Any:
     """Convert numpy scalars/arrays, tuples and non-finite floats for JSON.
 
-    NaN and infinities become ``None`` (JSON has no spelling for them).
+    NaN and infinities become ``None`` (JSON has no spelling for them). A string holding a lone surrogate -- a file
+    name that is not UTF-8, held as surrogate escapes, or a ``\\ud800`` escape of a JSON input -- is written with each
+    as its escape text (``o\\xff.jsonl``, :func:`pcs.errors.utf8_text`, as the tables show it; docs/json.md): no
+    lone surrogate reaches the JSON, which every reader then parses as UTF-8 text.
     """
     try:
         import numpy as np
     except ImportError:  # pragma: no cover
         np = None
+    if isinstance(obj, str):
+        return utf8_text(obj)
     if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
+        return {utf8_text(str(k)): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(v) for v in obj]
     if np is not None:
@@ -908,15 +937,3 @@ def emit(payload: dict[str, Any], fmt: str, table: str | Callable[[], str], rows
         click.echo(utf8_text(_csv_text(rows)), nl=False)
     else:
         click.echo(utf8_text(table() if callable(table) else table))
-
-
-def utf8_text(text: str) -> str:
-    """``text`` with each lone surrogate as its Python escape (``\\udcff``), so any UTF-8 stream takes it.
-
-    A trace path whose file name is not UTF-8 (byte 0xff reaches Python as ``\\udcff``) or a ``\\ud800`` escape
-    in a JSON input has no UTF-8 form; a strict stdout (``PYTHONIOENCODING=utf-8``, a pipe under some
-    locales) would raise UnicodeEncodeError. The tables, the HTML page and a sweep's Parquet rows show the same
-    escape; JSON output has its own (``json.dumps`` escapes every non-ASCII character)."""
-    if text.isascii():
-        return text
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -22,7 +22,7 @@ from pcs.cli.report import check_outputs, html_options, write_replay_outputs
 from pcs.engine import select
 from pcs.engine.restores import RESTORE_POLICIES
 from pcs.engine.schedconfig import CACHE_BLOCKS_AT, COMPUTE_MODES, DEFAULT_MAX_PREEMPTIONS
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_path
 from pcs.model import KV_DTYPES
 
 __all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests",
@@ -76,7 +76,7 @@ def _check_admit(ctx: click.Context, param: click.Parameter, values: tuple[str, 
                 raise admit_refusal(item, "expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
             try:
                 if not is_no_admission(spec):
-                    parse_admission(spec)
+                    parse_admission(spec, tier.strip().lower())
             except ValueError as exc:
                 raise admit_refusal(item, str(exc)) from None
     return values
@@ -508,7 +508,7 @@ def _check_requests_out(path: str | None, kw: dict[str, Any]) -> None:
 
     check_outputs({"--requests-out": path}, input_paths(kw), hint=" ending .parquet or .csv")
     if Path(path).suffix.lower() not in _REQUESTS_SUFFIXES:
-        raise UserError(f"--requests-out {path!r}: {_SUFFIX_RULE}")
+        raise UserError(f"--requests-out {shown_path(path)}: {_SUFFIX_RULE}")
 
 
 def write_requests(table: Any, path: str) -> None:
@@ -518,22 +518,24 @@ def write_requests(table: Any, path: str) -> None:
         UserError: another extension.
         OSError: the write failed (naming ``--requests-out`` and ``path``).
     """
-    from pcs.outfile import atomic_output
+    from pcs.outfile import arrow_file, atomic_output
 
     suffix = Path(path).suffix.lower()
     if suffix not in _REQUESTS_SUFFIXES:
-        raise UserError(f"--requests-out {path!r}: {_SUFFIX_RULE}")
+        raise UserError(f"--requests-out {shown_path(path)}: {_SUFFIX_RULE}")
     try:
         with atomic_output(path) as tmp:
             if suffix == ".parquet":
                 pq = held_import("pyarrow.parquet")
 
-                pq.write_table(table, tmp)
+                with arrow_file(tmp, "w") as sink:
+                    pq.write_table(table, sink)
             else:
                 pcsv = held_import("pyarrow.csv")
                 from pcs.csvcells import guard_table   # text cells as no formula (=, +, -, @ ...)
 
-                pcsv.write_csv(guard_table(table), tmp)
+                with arrow_file(tmp, "w") as sink:
+                    pcsv.write_csv(guard_table(table), sink)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), f"--requests-out {path}") from None
 

@@ -231,7 +231,7 @@ def _unrecorded_trace(run: dict, quiet: bool) -> str:
     if trace is None:
         if run["trace"] != "-" and not quiet:
             click.echo(f"pcs: note: the replay JSON has no trace_file (an older pcs, or not --format json): trace "
-                       f"{run['trace']} is read from the current directory unchecked", err=True)
+                       f"{shown_path(run['trace'])} is read from the current directory unchecked", err=True)
         return run["trace"]
     if trace != "-" and not quiet:
         from pcs.trace import DEFAULT_TRACE
@@ -432,8 +432,8 @@ def _written(done: dict) -> str:
     """The table form of ``pcs report``: what was written."""
     lines = []
     if done["html"]:
-        lines.append(f"wrote {done['html']}: {format_counted(len(done['charts']), 'chart')}, "
+        lines.append(f"wrote {shown_path(done['html'])}: {format_counted(len(done['charts']), 'chart')}, "
                      f"{format_counted(done['html_bytes'], 'byte')}")
     if done["plots"]:
-        lines.append(f"wrote {format_counted(len(done['plots']), 'figure file')}: {', '.join(done['plots'])}")
+        lines.append(f"wrote {format_counted(len(done['plots']), 'figure file')}: {', '.join(map(shown_path, done['plots']))}")
     return "\n".join(lines)

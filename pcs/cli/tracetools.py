@@ -206,7 +206,7 @@ def transform_cmd(in_path, out_path, speed, tenants, tenant_mode, prefix_scale, 
     _large_output_note(len(before), spec)
     after = transform(before, spec).batch
     ofmt = out_format_for(out_path, out_format)
-    refuse_bailian_without_sessions(ofmt, session_columns(after), t.format)
+    refuse_bailian_without_sessions(ofmt, session_columns(after), t.format, t.name)
     synthesised = t.reuse.startswith("synthesised")  # the synthetic-reuse note follows the trace
     info = write_trace([after], out_path, ofmt, block_size=t.block_size, remap_ids=True, source_format=t.format,
                        reuse=t.reuse if synthesised else None)

@@ -406,9 +406,23 @@ def _tier_list(tiers: Any) -> Sequence[str | TierSpec]:
     return tiers
 
 
+def _named_tier(item: Any) -> TierSpec:
+    """:func:`parse_tier` of one item of ``tiers=``, its refusal led by the item (``tiers='gpu=-5GB': bad tier size
+    ...``; the command line's ``--tier gpu=-5GB: ...``).
+
+    Raises:
+        UserError: as :func:`parse_tier`."""
+    try:
+        return parse_tier(item)
+    except UserError as exc:
+        raise UserError(f"tiers={quoted(str(item), show=repr)}: {exc}") from None
+
+
 def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
-    """Parse and check the tier list and the per-tier option names."""
-    specs = [parse_tier(t) for t in _tier_list(tiers)]
+    """Parse and check the tier list and the per-tier option names. A refusal names ``tiers=`` (the command line's
+    ``--tier``, :func:`pcs.cli.common.option_names`): the tier's text refused, or the name given twice."""
+    items = _tier_list(tiers)
+    specs = [_named_tier(t) for t in items]
     for s in specs:
         check_tier_spec(s, links if isinstance(links, Mapping) else None)
     if not specs:
@@ -423,8 +437,13 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
         if s.capacity_bytes is None and s.capacity_blocks is None:
             raise UserError(f"tier {s.name!r}: only the GPU tier (the first of tiers=) can be sized 'auto' "
                              f"(from the deployment); give {s.name} a size, e.g. tiers=['{s.name}=2TB']")
-    if len(set(names)) != len(names):
-        raise UserError(f"tier names must be distinct, got {', '.join(names)}")
+    twice = next((i for i, n in enumerate(names) if n in names[:i]), None)
+    if twice is not None:
+        first = names.index(names[twice])
+        if not all(isinstance(items[i], str) for i in (first, twice)):    # a spec made in code, a fleet's shared tier
+            raise UserError(f"tier names must be distinct, got {', '.join(names)}")
+        raise UserError(f"tiers= gives tier {quoted(names[twice], show=repr)} twice ({items[first]}, {items[twice]}): "
+                        "tier names must be distinct; give each tier once")
     for what, mapping in (("tier_policies", tier_policies), ("links", links)):
         if mapping is not None and not isinstance(mapping, Mapping):
             raise UserError(f"{what} must be a mapping of tier name to value, e.g. {{'cpu': ...}}, got {mapping!r}")

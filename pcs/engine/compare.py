@@ -277,7 +277,7 @@ def refuse_one_admit_twice(admits: Sequence[Any], option: str = "admits") -> Non
             return NO_ADMISSION
         if not sep or not spec.strip():
             return item                                         # malformed: the replay's parser names it
-        kind, opts = parse_admission(spec)
+        kind, opts = parse_admission(spec, tier.strip().lower())
         defaults = {n: p.default for n, p in inspect.signature(admission_kinds()[kind].__init__).parameters.items()
                     if p.default is not inspect.Parameter.empty and n != "context"}
         return tier.strip().lower(), kind, _options_key({**defaults, **opts})

@@ -104,19 +104,20 @@ def write_file(path: str | Path, data: str | bytes) -> None:
 
     A lone surrogate in the text -- a file name that is not UTF-8 (``tr\\xffce.jsonl`` reaches Python as
     ``tr\\udcffce.jsonl``) or a ``\\ud800`` escape in a JSON string -- has no UTF-8 form; it is written as its
-    Python escape (``\\udcff``), as the text tables show it (:func:`pcs.report.table.shown_path`), not refused.
+    escape (``\\xff``, ``\\ud800``: :func:`pcs.errors.utf8_text`), as the text tables show it, not refused.
 
     Raises:
         OSError: the folder does not exist or is not writable (naming ``path``).
         PathError: an empty or blank ``path``, or one that is a folder (:func:`pcs.trace.pathcheck.check_output_file`).
     """
+    from pcs.errors import utf8_text
     from pcs.outfile import atomic_output
     from pcs.trace.pathcheck import check_output_file
 
     check_output_file(path, "path")
 
     with atomic_output(path) as tmp, open(tmp, "wb") as f:
-        f.write(data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data)
+        f.write(utf8_text(data).encode("utf-8") if isinstance(data, str) else data)   # a lone surrogate as its escape
 
 
 def write_report(path: str | Path, payloads: Sequence[dict], *, curve: dict | None = None,

@@ -77,7 +77,7 @@ def render_convert(info: dict[str, Any]) -> str:
 
     return (f"wrote {format_counted(info['requests'], 'request')}, "
             f"{format_counted(info['block_accesses'], 'block access', 'block accesses')} "
-            f"({info['format']}, {info['block_size']}-token blocks) to {info['path']}"
+            f"({info['format']}, {info['block_size']}-token blocks) to {shown_path(info['path'])}"
             + (f"; skipped {format_counted(info['skipped'], _bad_unit(info))}" if info["skipped"] else "")
             + "".join(f"\nnote: {n}" for n in named_skip_notes([s["message"] for s in info.get("skipped_lines") or ()],
                                                                info["skipped"]))
@@ -93,4 +93,4 @@ def render_synth(info: dict[str, Any]) -> str:
     """One line on what ``pcs trace synth`` wrote (requests, block accesses, format, block size, seed, path)."""
     return (f"wrote {format_counted(info['requests'], 'request')}, "
             f"{format_counted(info['block_accesses'], 'block access', 'block accesses')} "
-            f"({info['format']}, {info['block_size']}-token blocks, seed {info['seed']}) to {info['path']}")
+            f"({info['format']}, {info['block_size']}-token blocks, seed {info['seed']}) to {shown_path(info['path'])}")

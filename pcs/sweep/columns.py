@@ -17,7 +17,7 @@ from typing import Any
 
 from pcs._heldimport import held_import
 from pcs.argcheck import INT64_MAX
-from pcs.errors import INT64_LIMIT, UserError
+from pcs.errors import INT64_LIMIT, UserError, utf8_text
 
 __all__ = ["declared_types", "typed_table"]
 
@@ -64,9 +64,9 @@ def declared_types(obj: Any, prefix: str = "") -> dict[str, str]:
 
 def _utf8(value: Any) -> Any:
     """``value``; a string holding a lone surrogate (a trace path whose name is not UTF-8: byte 0xff reaches
-    Python as ``\\udcff``) with each surrogate as its Python escape (``\\udcff``, as the text tables show it):
-    a Parquet string is UTF-8 and cannot hold one."""
-    return value.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(value, str) else value
+    Python as ``\\udcff``) with each as its escape (``\\xff``, :func:`pcs.errors.utf8_text`, as the text tables
+    show it): a Parquet string is UTF-8 and cannot hold one."""
+    return utf8_text(value) if isinstance(value, str) else value
 
 
 def typed_table(row: dict[str, Any], types: dict[str, str]) -> Any:

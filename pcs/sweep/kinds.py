@@ -33,7 +33,7 @@ class PlanError(UserError):
 
     plan_words = True
 
-__all__ = ["Task", "build_task", "pair_options", "option_names", "option_shape", "shape_problem", "PAIR_OPTIONS",
+__all__ = ["Task", "build_task", "pair_options", "option_names", "option_shape", "shape_problem", "value_wanted", "PAIR_OPTIONS",
            "COMMA_OPTIONS", "culprit", "point_label"]
 
 #: per kind, the repeatable NAME=VALUE options (a table in a plan; an axis may set one entry)
@@ -132,6 +132,28 @@ def option_shape(kind: str, name: str) -> str | None:
     return "many" if getattr(p, "multiple", False) or name in COMMA_OPTIONS else "one"
 
 
+#: what the value of each NAME=VALUE option's entry is, as its --help says (:func:`value_wanted`)
+_PAIR_VALUES = {
+    "tier": 'a size with its unit, as text: "5GB" or "500blocks" (a plain number is refused)',
+    "link": 'a link preset or a bandwidth per GPU, as text: "pcie-gen5-x16" or "25GB/s"',
+    "tier_policy": 'an eviction policy name, as text: "lru"',
+}
+
+
+def value_wanted(kind: str, name: str) -> str:
+    """What option ``name`` (underscores; ``tier.cpu`` an entry of ``tier``) of ``kind`` takes, for a refusal that
+    says what to give (a plan's ``cpu = nan``: a tier size takes no number at all): ``a finite number`` for a
+    numeric option (click ``INT`` / ``FLOAT``, their ranges), an entry's own kind of value for a NAME=VALUE
+    option (:data:`_PAIR_VALUES`), else ``its value as text, as --NAME takes it``."""
+    base = name.partition(".")[0]
+    if base in pair_options(kind):
+        return _PAIR_VALUES.get(base, f"its value as text, as --{base.replace('_', '-')} takes it")
+    p = _params(_command(kind)).get(base, (None, None))[0]
+    if isinstance(getattr(p, "type", None), (click.types.IntParamType, click.types.FloatParamType)):
+        return "a finite number"
+    return f"its value as text, as --{base.replace('_', '-')} takes it"
+
+
 def _scalar(value: Any) -> bool:
     return isinstance(value, (str, int, float)) and not isinstance(value, bool)
 
@@ -188,11 +210,9 @@ def _argv(kind: str, options: dict[str, Any], base: Path) -> list[str]:
     flags: list[str] = []
     for name, value in options.items():
         try:
-            if name in _OUTPUT_OPTIONS:
-                raise UserError(f"option {plan_word(name)!r} shapes a command's output only; a sweep writes one dataset row per "
-                                 f"point, which pcs sweep summarize reads")
-            if name not in params:
-                raise UserError(unknown_option(name, kind, [k for k in params if k not in FLEET_OPTIONS]))
+            problem = key_problem(kind, name)
+            if problem is not None:
+                raise UserError(problem)
             p, opt = params[name]
             if opt is None:
                 args.append(_resolve(name, p, _text(name, value), base))
@@ -267,6 +287,20 @@ def plan_word(name: str) -> str:
     return name.lstrip("-").replace("_", "-")
 
 
+def key_problem(kind: str, name: str) -> str | None:
+    """Why plan key ``name`` (underscores; ``tier`` of ``tier.cpu``) is no option of a ``kind`` point, else None:
+    an output option (``format``: a sweep writes rows) or a name the command lacks (:func:`unknown_option`). The
+    one check of a key's name, made for every key of a plan before any value is looked at
+    (:func:`pcs.sweep.plan.make_plan`) and again as a point is built."""
+    if name in _OUTPUT_OPTIONS:
+        return (f"option {plan_word(name)!r} shapes a command's output only; a sweep writes one dataset row per "
+                "point, which pcs sweep summarize reads")
+    params = _params(_command(kind))
+    if name not in params:
+        return unknown_option(name, kind, [k for k in params if k not in FLEET_OPTIONS])
+    return None
+
+
 def unknown_option(name: str, kind: str, valid: list[str]) -> str:
     """The refusal of plan key ``name`` that ``kind``'s command lacks, in the plan's words (:func:`plan_word`):
     a "did you mean" by click's rule and wording for a mistyped ``--option`` (``difflib.get_close_matches``, its
@@ -287,11 +321,17 @@ def unknown_option(name: str, kind: str, valid: list[str]) -> str:
 def _parse(kind: str, options: dict[str, Any], base: Path) -> click.Context:
     """The command's context for these options: ``.params``, its parsed parameters (click's checks and
     defaults)."""
+    from pcs.cli.common import RegistryRefusal
+
     cmd = _command(kind)
     try:
         return cmd.make_context(f"pcs {kind}", _argv(kind, options, base))
     except click.UsageError as exc:     # click's option names ('--policy') in the plan's words ('policy')
         message = re.sub(r"'(--[a-z0-9-]+)'", lambda m: repr(plan_word(m.group(1))), exc.format_message())
+        if isinstance(exc, RegistryRefusal):        # policy = "bogus": ..., as a plan words every refused value
+            import json
+
+            message = f"{plan_word(exc.flag)} = {json.dumps(str(exc.value), ensure_ascii=False)}: {exc.message}"
         raise blamed(PlanError(message), culprit(exc, options)) from None
 
 

@@ -191,6 +191,22 @@ def _scalars(value: Any, path: str) -> Iterator[tuple[str, Any]]:
             yield at, item
 
 
+def _refuse_unknown_keys(kind: str, options: dict[str, Any], where: str, table: str) -> None:
+    """Refuse the first key of ``options`` (a plan's ``table``, in the order written) that is no option of a ``kind``
+    point (:func:`pcs.sweep.kinds.key_problem`: unknown, or an output option), before any value is checked: a plan
+    with ``bogus_key = 1`` then ``tp = nan`` names the unknown key first (its value's refusal named ``tp``).
+
+    Raises:
+        PlanKeyError: naming ``where`` and the key, at its line (``table``.key)."""
+    from pcs.sweep.kinds import key_problem
+
+    for key in options:
+        written = str(key).partition(".")[0].strip()
+        problem = key_problem(kind, _name(written))
+        if problem is not None:
+            raise PlanKeyError(f"{where}: {_quoted_as_written(written, _name(written), problem)}", f"{table}.{key}")
+
+
 def _refuse_odd_values(kind: str, options: dict[str, Any], where: str, table: str) -> None:
     """Refuse, anywhere in an option's value, a TOML date, time or date-time (``tomllib`` gives datetime objects: no
     option takes one, and the point id's canonical JSON could not hold it) and, in a value of an option ``kind``'s
@@ -203,7 +219,7 @@ def _refuse_odd_values(kind: str, options: dict[str, Any], where: str, table: st
             at its line (``table``.path); a number as written (``+nan``, :func:`pcs.configfile.as_written`).
     """
     from pcs.configfile import as_written
-    from pcs.sweep.kinds import option_shape
+    from pcs.sweep.kinds import option_shape, value_wanted
 
     for key, value in options.items():
         known = option_shape(kind, _name(str(key).partition(".")[0])) is not None
@@ -213,8 +229,8 @@ def _refuse_odd_values(kind: str, options: dict[str, Any], where: str, table: st
                                    "value; write the value as a string (a duration such as \"2s\", a size such as "
                                    "\"10GB\")", f"{table}.{path}")
             if known and isinstance(v, float) and not math.isfinite(v):
-                raise PlanKeyError(f"{where}: option {path!r}: {as_written(v)} is not finite; give a finite number",
-                                   f"{table}.{path}")
+                raise PlanKeyError(f"{where}: option {path!r}: {as_written(v)} is not finite; give "
+                                   f"{value_wanted(kind, _name(str(key)))}", f"{table}.{path}")
 
 
 def _refuse_wrong_shapes(kind: str, fixed: dict[str, Any], axes: dict[str, Any], source: str) -> None:
@@ -337,6 +353,9 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     for what, table in (("fixed", fixed), ("axes", axes)):
         if not isinstance(table, dict):
             raise PlanKeyError(f"{source}: [{what}] must be a table of options", what)
+    for what, table in (("fixed", fixed), ("axes", axes)):      # every key's name before any value
+        _refuse_unknown_keys(kind, table, f"{source} [{what}]", what)
+    for what, table in (("fixed", fixed), ("axes", axes)):
         _refuse_odd_values(kind, table, f"{source} [{what}]", what)
     _refuse_same_option(fixed, f"{source} [fixed]", "fixed")
     _refuse_same_option(axes, f"{source} [axes]", "axes")
@@ -395,8 +414,15 @@ def as_written_key(plan: Plan, option: str | None, message: str) -> str:
     does not write (an in-memory plan, None) leaves ``message`` as it is."""
     from pcs.sweep.kinds import plan_word
 
-    written = plan.spellings.get(option) if option else None
-    if written is None or written == plan_word(option):
+    return _quoted_as_written(plan.spellings.get(option) if option else None, option, message)
+
+
+def _quoted_as_written(written: str | None, option: str | None, message: str) -> str:
+    """``message`` with ``option`` quoted in the plan's words (``'requests-out'``) quoted as ``written`` instead
+    (``'requests_out'``): :func:`as_written_key`'s rule; ``message`` as it is when ``written`` is None."""
+    from pcs.sweep.kinds import plan_word
+
+    if written is None or option is None or written == plan_word(option):
         return message
     return re.sub("'" + re.escape(plan_word(option)) + r"(?=['.])", lambda _: "'" + written, message)
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 from pcs._heldimport import held_import
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_path
+from pcs.outfile import arrow_file
 
 __all__ = ["done_ids", "misplaced_row", "write_point", "read_results", "encode_row", "encode_requests", "REQUESTS_DIR"]
 
@@ -47,8 +48,9 @@ def _holds_own_row(path: Path) -> bool:
     pq = held_import("pyarrow.parquet")
 
     try:
-        names = pq.read_schema(path).names
-        table = pq.read_table(path, columns=[n for n in ("point_id", "kind") if n in names], use_threads=False)
+        with arrow_file(path) as f:      # by its bytes: the folder's name need not be UTF-8
+            names = pq.read_schema(f).names
+            table = pq.read_table(f, columns=[n for n in ("point_id", "kind") if n in names], use_threads=False)
     except (OSError, ValueError, KeyError):
         return False
     return misplaced_row(path, table.column("point_id")[0].as_py()) is None and not old_curve_point(table, names)
@@ -106,7 +108,8 @@ def point_file_problem(path: Path, names: list[str] | None = None, rows: int | N
         pq = held_import("pyarrow.parquet")
 
         try:
-            meta = pq.read_metadata(path)
+            with arrow_file(path) as f:      # by its bytes: the folder's name need not be UTF-8
+                meta = pq.read_metadata(f)
         except (OSError, ValueError) as exc:   # pyarrow's ArrowInvalid is a ValueError, ArrowIOError an OSError
             return f"not a readable Parquet file ({_first_line(exc)})"
         names, rows = list(meta.schema.names), meta.num_rows
@@ -118,7 +121,7 @@ def point_file_problem(path: Path, names: list[str] | None = None, rows: int | N
 
 def unreadable_point(path: Path, problem: str) -> UserError:
     """The error for a file of a results directory that is not a point file (:func:`point_file_problem`)."""
-    return UserError(f"{path}: {problem}: delete or move it (pcs sweep run runs the point of a "
+    return UserError(f"{shown_path(path)}: {problem}: delete or move it (pcs sweep run runs the point of a "
                      "damaged point file again)")
 
 
@@ -213,7 +216,8 @@ def read_results(out: str | Path) -> Any:
         if problem is not None:
             raise unreadable_point(f, problem)
         try:
-            table = pq.read_table(f, use_threads=False)
+            with arrow_file(f) as source:
+                table = pq.read_table(source, use_threads=False)
         except (OSError, ValueError) as exc:
             raise unreadable_point(f, f"not a readable Parquet file ({_first_line(exc)})") from None
         misplaced = misplaced_row(f, table.column("point_id")[0].as_py())

@@ -129,6 +129,8 @@ def _stream_rows(out: str | Path):
     pq = held_import("pyarrow.parquet")
     from concurrent.futures import ThreadPoolExecutor
 
+    from pcs.outfile import arrow_file
+
     from pcs.trace.pathcheck import check_input_dir
 
     check_input_dir(out, "out")        # the path as given (Path('') is '.')
@@ -137,16 +139,17 @@ def _stream_rows(out: str | Path):
 
     def read(f: Path) -> tuple[list[str], list[dict[str, Any]]]:
         try:
-            pf = pq.ParquetFile(f)
-            names = pf.schema_arrow.names
-            problem = point_file_problem(f, names, pf.metadata.num_rows)
-            if problem is None:
-                cols = [c for c in names
-                        if c in want or c.startswith(("option.", "payload_lens.")) or _CAPACITY.match(c)]
-                rows = pf.read(columns=cols, use_threads=False).to_pylist()
-                problem = misplaced_row(f, rows[0].get("point_id"))
+            with arrow_file(f) as source:      # by its bytes: the folder's name need not be UTF-8
+                pf = pq.ParquetFile(source)
+                names = pf.schema_arrow.names
+                problem = point_file_problem(f, names, pf.metadata.num_rows)
                 if problem is None:
-                    return names, rows
+                    cols = [c for c in names
+                            if c in want or c.startswith(("option.", "payload_lens.")) or _CAPACITY.match(c)]
+                    rows = pf.read(columns=cols, use_threads=False).to_pylist()
+                    problem = misplaced_row(f, rows[0].get("point_id"))
+                    if problem is None:
+                        return names, rows
         except (OSError, ValueError) as exc:   # ArrowInvalid is a ValueError
             problem = f"not a readable Parquet file ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r})"
         raise unreadable_point(f, problem)

@@ -133,8 +133,32 @@ def _not_json(first: bytes, exc: Exception, name: str, ln: int = 1) -> tuple[str
                 "but not one of a CSV format pcs detects (Azure: TIMESTAMP, ContextTokens, GeneratedTokens, 2025 "
                 "also NumImages; BurstGPT: Timestamp, Model, Request tokens, Response tokens, Total tokens, Log Type; "
                 f"any order); pass format= ({', '.join(FORMATS)}: azure or burstgpt for CSV)"), "line"
+    looks = _almost_csv(first)
+    if looks is not None and not isinstance(exc, UnicodeDecodeError):
+        return (f"cannot detect the format: the first non-blank line looks like {looks}; pass format= "
+                f"({', '.join(FORMATS)}: azure or burstgpt for CSV)"), "line"
     return (f"cannot detect the format: the first non-blank line is not JSON; pass format= "
             f"({', '.join(FORMATS)})"), "line"
+
+
+def _almost_csv(line: bytes) -> str | None:
+    """What a first non-blank line that is not read as a CSV header (:func:`_csv_cells`) looks like when it is one
+    all the same, for :func:`_not_json`: a header of tab-separated names (TSV: ``a TSV header (3 tab-separated
+    columns): the CSV readers (azure, burstgpt) read commas; replace the tabs with commas``) or one whose quote is
+    not closed (``a CSV header with an unbalanced double quote: close it``); None otherwise (not UTF-8, JSON)."""
+    try:
+        text = line.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None
+    if not text or text[:1] in "{[":
+        return None
+    if text.count('"') % 2 and "," in text:
+        return "a CSV header with an unbalanced double quote: close it, or remove it"
+    tabs = text.split("\t")
+    if len(tabs) >= 2 and all(c.strip() for c in tabs):
+        return (f"a TSV header ({len(tabs)} tab-separated columns): the CSV readers (azure, burstgpt) read "
+                "comma-separated columns; replace the tabs with commas")
+    return None
 
 
 #: ``on_error="skip"``: format detection reads at most this many non-blank lines (and :data:`SKIP_SNIFF_BYTES` of

@@ -29,7 +29,7 @@ from typing import Iterator
 from pcs.errors import InputError, quoted
 from pcs.units import ascii_int
 from pcs.trace.batches import MAX_ARRIVAL_S
-from pcs.trace.lengthonly import cell_reason, check_length, token_count
+from pcs.trace.lengthonly import cell_reason, check_length, header_problem, token_count
 from pcs.trace.source import display_name, iter_csv_rows
 from pcs.trace.hashids import BlankLine, blank_row
 
@@ -102,13 +102,21 @@ def azure_columns(row: list[str], name: str) -> dict[str, int]:
     (:func:`pcs.trace.burstgpt._header`: one rule for both CSV readers).
 
     Raises:
-        InputError: the names are not those of one of :data:`AZURE_HEADERS` (a column missing, unknown or twice).
+        InputError: the names are not those of one of :data:`AZURE_HEADERS`: a column twice, the columns it lacks
+            (:func:`pcs.trace.lengthonly.header_problem`: one that differs only in case said so) or an unknown one;
+            the message names them, then the headers it may be.
     """
     cols = {c.strip(): i for i, c in enumerate(row)}
-    if len(cols) != len(row) or set(cols) not in [set(h) for h in AZURE_HEADERS]:
-        raise InputError(name, 1, None, "header must be " + " or ".join(",".join(h) for h in AZURE_HEADERS)
-                         + " (the columns in any order)")
-    return cols
+    if len(cols) == len(row) and set(cols) in [set(h) for h in AZURE_HEADERS]:
+        return cols
+    names = [c.strip() for c in row]
+    twice = [c for i, c in enumerate(names) if c in names[:i]]
+    want = AZURE_HEADERS[1] if "numimages" in {c.lower() for c in cols} else AZURE_HEADERS[0]
+    extra = [c for c in cols if c not in want]
+    problem = (f"gives column {quoted(twice[0], show=repr)} twice" if twice
+               else header_problem(row, want) or f"has an unknown column {quoted(extra[0], show=repr)}")
+    raise InputError(name, 1, None, f"Azure header {problem}; expected "
+                     + " or ".join(",".join(h) for h in AZURE_HEADERS) + " (the columns in any order)")
 
 
 def read_azure_rows(path, check_order: bool = True, on_bad=None,

@@ -25,7 +25,7 @@ from typing import Iterator
 from pcs.errors import InputError, quoted
 from pcs.units import ascii_float
 from pcs.trace.batches import arrival_error
-from pcs.trace.lengthonly import LengthRow, token_count
+from pcs.trace.lengthonly import LengthRow, header_problem, token_count
 from pcs.trace.source import display_name, iter_csv_rows
 from pcs.trace.hashids import BlankLine, blank_row
 
@@ -37,9 +37,9 @@ BURSTGPT_REQUIRED = ("Timestamp", "Model", "Request tokens", "Response tokens", 
 
 def _header(row: list[str], name: str) -> dict[str, int]:
     cols = {c.strip(): i for i, c in enumerate(row)}
-    missing = [c for c in BURSTGPT_REQUIRED if c not in cols]
-    if missing:
-        raise InputError(name, 1, None, f"BurstGPT header lacks {', '.join(repr(m) for m in missing)} "
+    problem = header_problem(row, BURSTGPT_REQUIRED)
+    if problem:
+        raise InputError(name, 1, None, f"BurstGPT header {problem} "
                          f"(expected {','.join(BURSTGPT_REQUIRED)}, optionally with 'Session ID','Elapsed time')")
     return cols
 

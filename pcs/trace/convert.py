@@ -26,7 +26,7 @@ import numpy as np
 
 from pcs._heldimport import held_import
 from pcs.errors import UnknownNameError, UserError, shown_path
-from pcs.outfile import atomic_output, publish  # noqa: F401 - publish: the name pcs.trace.chat once imported
+from pcs.outfile import arrow_file, atomic_output, publish  # noqa: F401 - publish: the name pcs.trace.chat once imported
 from pcs.trace.request import RequestBatch
 
 __all__ = ["OUT_FORMATS", "IdRemapper", "write_trace", "convert", "out_format_for", "publish", "ms_stamp",
@@ -202,7 +202,7 @@ def refuse_token_output_name(out_path, option: str) -> None:
     name = str(out_path).lower().removesuffix(".gz")
     suffix = next((s for s in _NOT_TOKEN_JSONL if name.endswith(s)), None)
     if suffix is not None:
-        raise UserError(f"{option} {out_path}: the token-id trace is JSONL (pcs writes no CSV and no token-id "
+        raise UserError(f"{option} {shown_path(out_path)}: the token-id trace is JSONL (pcs writes no CSV and no token-id "
                         "Parquet): name it .jsonl, or .jsonl.gz for gzip")
 
 
@@ -283,7 +283,7 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
             from pcs.trace.parquet import arrow_schema, batch_to_arrow
 
             schema = arrow_schema(with_session, block_size, source_format, reuse)
-            with pq.ParquetWriter(tmp, schema, **PARQUET_WRITE_OPTIONS) as w:
+            with arrow_file(tmp, "w") as sink, pq.ParquetWriter(sink, schema, **PARQUET_WRITE_OPTIONS) as w:
                 group: list = []
                 for b in batches:
                     if remap:
@@ -303,7 +303,7 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
                 if sink is not raw:
                     sink.close()
         if not n:   # inside atomic_output: nothing is written
-            raise UserError(f"{out_path}: no requests to write; pcs refuses an empty trace, so it writes none")
+            raise UserError(f"{shown_path(out_path)}: no requests to write; pcs refuses an empty trace, so it writes none")
     return {"requests": n, "block_accesses": m, "path": str(out_path), "format": fmt, "session_columns": list(cols)}
 
 
@@ -319,16 +319,21 @@ def _peek_session_columns(batches: Iterable[RequestBatch]) -> tuple[tuple[str, .
     return session_columns(first), itertools.chain((first,), it)
 
 
-def refuse_bailian_without_sessions(fmt: str, cols, source_format: str) -> None:
+def refuse_bailian_without_sessions(fmt: str, cols, source_format: str, name: str = "the input") -> None:
     """The one rule of a Bailian output: its rows need ``chat_id`` and ``parent_chat_id``, so the input must carry
     ``session_id`` and ``parent_id`` (``cols``, :func:`pcs.trace.parquet.session_columns`; a missing ``turn`` is
-    written 1). A BurstGPT trace's sessions (``session_id`` alone) are no chat tree.
+    written 1). A BurstGPT trace's sessions (``session_id`` alone) are no chat tree. ``name``: the input as the
+    message names it (its file name, shown by :func:`pcs.errors.shown_path`).
 
     Raises:
-        UserError: ``fmt`` is ``bailian`` and ``cols`` lacks either.
+        UserError: ``fmt`` is ``bailian`` and ``cols`` lacks either (the message names the input file and the
+            columns it lacks: ``t.parquet (parquet) has no parent_id: ...``).
     """
-    if fmt == "bailian" and not {"session_id", "parent_id"} <= set(cols):
-        raise UserError(f"the input ({source_format}) has no chat_id/parent_chat_id/turn; write mooncake or parquet")
+    missing = [c for c in ("session_id", "parent_id") if c not in set(cols)]
+    if fmt == "bailian" and missing:
+        raise UserError(f"{shown_path(name)} ({source_format}) has no {' and no '.join(missing)}: a Bailian row's "
+                        "chat_id and parent_chat_id are the request's session_id and parent_id (turn, when absent, "
+                        "is written 1); write mooncake or parquet")
 
 
 def session_note(info: dict) -> str | None:
@@ -342,7 +347,7 @@ def session_note(info: dict) -> str | None:
     cols = info.get("session_columns") or ()
     if info.get("format") != "mooncake" or not cols:
         return None
-    return (f"{info['path']} is Mooncake JSONL, which has no session fields: the input's session fields "
+    return (f"{shown_path(info['path'])} is Mooncake JSONL, which has no session fields: the input's session fields "
             f"({', '.join(cols)}) are dropped (router 'session' refuses the output); write .parquet to keep them")
 
 
@@ -371,11 +376,11 @@ def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None =
     check_output_file(out_path, "out_path")     # Path('') is '.': it was written onto the current folder
     fmt = out_format_for(out_path, fmt)
     if Path(out_path).exists() and trace.name != "-" and Path(out_path).resolve() == Path(trace.path).resolve():
-        raise UserError(f"output {out_path} is the input file; pcs never modifies inputs")
+        raise UserError(f"output {shown_path(out_path)} is the input file; pcs never modifies inputs")
     if remap_ids is None:
         remap_ids = trace.format == "tokens"
     cols, batches = _peek_session_columns(trace.iter_batches())
-    refuse_bailian_without_sessions(fmt, cols, trace.format)
+    refuse_bailian_without_sessions(fmt, cols, trace.format, trace.name)
     reuse = getattr(trace, "reuse", "recorded")
     synthesised = reuse.startswith("synthesised")
     info = write_trace(batches, out_path, fmt, block_size=trace.block_size, remap_ids=remap_ids,

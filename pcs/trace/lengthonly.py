@@ -33,7 +33,7 @@ import numpy as np
 from pcs.errors import InputError, UserError, quoted
 from pcs.trace.request import RequestBatch
 
-__all__ = ["LengthRow", "MAX_LENGTH_TOKENS", "ReuseModel", "cell_reason", "check_length", "synthesise_batches",
+__all__ = ["LengthRow", "MAX_LENGTH_TOKENS", "ReuseModel", "cell_reason", "check_length", "header_problem", "synthesise_batches",
            "token_count"]
 
 #: Largest token count one field of a length-only row may hold (2**24 =
@@ -98,6 +98,24 @@ def token_count(v: str, field: str, name: str, ln: int) -> int:
         raise InputError(name, ln, field, cell_reason(v, "must be a whole number of tokens in ASCII digits 0-9")) \
             from None
     return check_length(n, field, name, ln)
+
+
+def header_problem(row: list[str], required: Iterable[str]) -> str | None:
+    """What is wrong with a CSV header ``row`` (its names stripped) that must hold every name of ``required``, the
+    one wording of both CSV readers (Azure, BurstGPT): the names it lacks, with the header's name that differs from
+    one only in case, as names are case-sensitive (``'contexttokens' differs only in case``); None when it lacks none.
+
+    >>> header_problem(["TIMESTAMP", "contexttokens", "GeneratedTokens"], ["TIMESTAMP", "ContextTokens", "GeneratedTokens"])
+    "lacks 'ContextTokens' ('contexttokens' differs only in case: column names are case-sensitive)"
+    """
+    names = [c.strip() for c in row]
+    missing = [c for c in required if c not in names]
+    if not missing:
+        return None
+    cased = [(m, c) for m in missing for c in names if c.lower() == m.lower()]
+    hint = "; ".join(f"{quoted(c, show=repr)} differs only in case" for _, c in cased)
+    return (f"lacks {', '.join(quoted(m, show=repr) for m in missing)}"
+            + (f" ({hint}: column names are case-sensitive)" if cased else ""))
 
 
 class LengthRow(NamedTuple):

@@ -219,11 +219,12 @@ def _open(path, name: str, metadata: Any = None):
     """
     pa = held_import("pyarrow")
     ParquetReader = held_import("pyarrow._parquet").ParquetReader
+    from pcs.outfile import arrow_file
 
     pool = pa.system_memory_pool()
     try:
         reader = ParquetReader(memory_pool=pool)
-        source = pa.OSFile(str(path), mode="r", memory_pool=pool)
+        source = arrow_file(path, "r", memory_pool=pool)     # by its bytes: a name need not be UTF-8
         try:
             reader.open(source, pre_buffer=False, arrow_extensions_enabled=True, metadata=metadata)
         except TypeError:      # an older pyarrow has no such option (nor had its ParquetFile)

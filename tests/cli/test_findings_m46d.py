@@ -25,7 +25,9 @@ _HEAD, _prepare_error = PLAN_HEAD, plan_refusal    # a plan's lines 1-6; each te
 ])
 def test_an_entry_not_among_the_tiers_names_its_line(tmp_path, lines, line, words):
     text = _prepare_error(tmp_path, _HEAD + lines)
-    assert text.startswith(f"{tmp_path / 'p.toml'}:{line}: point "), text
+    # an unknown key is the table's refusal (every key's name before any value or point); the rest a point's
+    where = "[fixed]: " if "unknown option" in words else "point "
+    assert text.startswith(f"{tmp_path / 'p.toml'}:{line}: {where}"), text
     assert words in text, text
 
 

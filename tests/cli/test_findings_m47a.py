@@ -167,5 +167,5 @@ def test_a_json_value_is_named_by_its_whole_path(tmp_path, value, field, problem
 
 
 def test_a_toml_date_in_a_list_is_named_by_its_index(tmp_path):
-    message = _toml_refusal(tmp_path, "x = [{a = 1979-05-27}]\n" + _AXIS)
-    assert message.startswith("P:7: [fixed]: option 'x[0].a': a TOML date/time (1979-05-27)"), message   # was 'x.a'
+    message = _toml_refusal(tmp_path, "admit = [{a = 1979-05-27}]\n" + _AXIS)      # a key that is an option
+    assert message.startswith("P:7: [fixed]: option 'admit[0].a': a TOML date/time (1979-05-27)"), message

@@ -101,14 +101,15 @@ def _refusal(tmp_path, extra: str) -> str:
                                         ("teir = [1, -inf]\n", "teir")])
 def test_an_unknown_option_is_named_before_its_value_is_checked(tmp_path, extra, key):
     message = _refusal(tmp_path, extra + _AXIS)
-    assert message.startswith("P:7: point "), message
-    assert f"): unknown option {key!r} for pcs replay; " in message, message
+    # every key's name is checked before any value, before any point is built: the table's refusal at the key's line
+    assert message.startswith(f"P:7: [fixed]: unknown option {key!r} for pcs replay; "), message
     assert "not finite" not in message, message
 
 
 @pytest.mark.parametrize("extra, words", [
     ("max-num-seqs = +inf\n", "P:7: [fixed]: option 'max-num-seqs': +inf is not finite; give a finite number"),
-    ("tier-policy = {cpu = +nan}\n", "P:7: [fixed]: option 'tier-policy.cpu': +nan is not finite; give a finite number"),
+    ("tier-policy = {cpu = +nan}\n", "P:7: [fixed]: option 'tier-policy.cpu': +nan is not finite; give an eviction "
+                                      'policy name, as text: "lru"'),
     ("[axes]\ntp = [1, -nan]\n", "P:8: [axes]: option 'tp[1]': -nan is not finite; give a finite number"),
 ])
 def test_a_value_not_finite_is_shown_as_written(tmp_path, extra, words):
@@ -116,10 +117,10 @@ def test_a_value_not_finite_is_shown_as_written(tmp_path, extra, words):
 
 
 @pytest.mark.parametrize("extra, words", [
-    ('requests_out = "x.csv"\n' + _AXIS, "): option 'requests_out' shapes a command's output only"),
-    ("gap_orcle = true\n" + _AXIS, "): unknown option 'gap_orcle' for pcs replay; did you mean 'gap-oracle'?"),
+    ('requests_out = "x.csv"\n' + _AXIS, "[fixed]: option 'requests_out' shapes a command's output only"),
+    ("gap_orcle = true\n" + _AXIS, "[fixed]: unknown option 'gap_orcle' for pcs replay; did you mean 'gap-oracle'?"),
     ('write_policy = "bogus"\n' + _AXIS, "): Invalid value for 'write_policy': 'bogus' is not one of"),
-    ('[axes]\nrequests_out = ["a.csv", "b.csv"]\n', "): option 'requests_out' shapes a command's output only"),
+    ('[axes]\nrequests_out = ["a.csv", "b.csv"]\n', "[axes]: option 'requests_out' shapes a command's output only"),
 ])
 def test_a_refused_key_is_quoted_as_the_plan_writes_it(tmp_path, extra, words):
     message = _refusal(tmp_path, extra)

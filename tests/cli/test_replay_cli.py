@@ -52,7 +52,7 @@ def test_default_run_names_its_defaults_and_reason():
     (["--tier", "gpu=1GB", "--tier", "gpu=2GB"], "distinct"),
     (["--tier", "gpu=1GB", "--tier", "zz=1TB"], "--link zz="),
     (["--tier-policy", "ssd=lru"], "not among the tiers"),
-    (["--tier-policy", "cpu=mru"], "'--tier-policy': unknown eviction policy 'mru'"),
+    (["--tier-policy", "cpu=mru"], "--tier-policy cpu=mru: unknown eviction policy 'mru'"),
     (["--tier-policy", "cpu"], "expected NAME=VALUE"),
     (["--link", "gpu=25GB/s"], "GPU tier"),
     (["--link", "cpu=warp-drive"], "neither a preset"),

@@ -45,7 +45,8 @@ EVERYWHERE = [
      'tier = {cpu = "1GB"}\nmodel = "nosuch"', "the GPU tier comes first in"),
     # two tiers named gpu (a plan's table cannot name one twice: no plan) and an unknown model
     (dict(tiers=["gpu=auto", "gpu=1GB"], model="nosuch"), ["--tier", "gpu=auto", "--tier", "gpu=1GB", "--model",
-                                                           "nosuch"], None, "tier names must be distinct, got gpu, gpu"),
+                                                           "nosuch"], None,
+     "gives tier 'gpu' twice (gpu=auto, gpu=1GB): tier names must be distinct; give each tier once"),
     # auto on a lower tier and an unknown model
     (dict(tiers=["gpu=1GB", "cpu=auto"], model="nosuch"), ["--tier", "gpu=1GB", "--tier", "cpu=auto", "--model",
                                                            "nosuch"],

@@ -3,12 +3,12 @@
 a sweep's Parquet rows show it as its escape (as the text tables do); a config.json holding one is refused.
 
 Every writer of pcs's output, and what it does with such a string:
-  text table     shown_path: the Python escape (tests below: the page shows the same text)
-  JSON           json.dumps (ensure_ascii): the JSON escape ``\\udcff``
-  CSV (stdout)   the interpreter's stdout (surrogateescape): the file name's own byte back
-  HTML page      write_file: the Python escape (was UnicodeEncodeError)
+  text table     shown_path: the byte's escape ``\\xff`` (pcs.errors.utf8_text; the page shows the same text)
+  JSON           to_jsonable: the same escape as text (was json.dumps's lone surrogate ``\\udcff``; docs/json.md)
+  CSV (stdout)   emit: the same escape
+  HTML page      write_file: the same escape (was UnicodeEncodeError)
   curve --plot   matplotlib title: shown_path (was TypeError from FreeType)
-  sweep Parquet  typed_table: the Python escape (was UnicodeEncodeError in pyarrow)
+  sweep Parquet  typed_table: the same escape (was UnicodeEncodeError in pyarrow)
   config.json    refused at reading, naming the field (was UnicodeEncodeError printing the table)
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pcs.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "tr\udcffce.jsonl"          # os.fsdecode(b"tr\xffce.jsonl") on a UTF-8 file system
-SHOWN = "tr\\udcffce.jsonl"         # its Python escape: backslash, 'udcff' (what the text table prints)
+SHOWN = "tr\\xffce.jsonl"           # the byte's escape: backslash, 'xff' (what the text table prints)
 RUN = ["replay", "-q", "--format", "json", "--tier", "gpu=500blocks", "--tier", "cpu=1500blocks"]
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32" or sys.getfilesystemencoding() != "utf-8",
@@ -47,15 +47,16 @@ def test_write_file_escapes_a_lone_surrogate(tmp_path):
     from pcs.report.html import write_file
 
     write_file(tmp_path / "a.html", "a\udcffb\ud800c\u00e9")
-    # 'a', the 6 ASCII characters of \udcff, 'b', \ud800 likewise, 'c', then e-acute as its 2 UTF-8 bytes
-    assert (tmp_path / "a.html").read_bytes() == b"a\\udcffb\\ud800c\xc3\xa9"
+    # 'a', the 4 ASCII characters of \xff (the byte \udcff stands for), 'b', the 6 of \ud800 (a lone surrogate of
+    # no byte), 'c', then e-acute as its 2 UTF-8 bytes
+    assert (tmp_path / "a.html").read_bytes() == b"a\\xffb\\ud800c\xc3\xa9"
 
 
 def test_report_of_a_run_on_a_non_utf8_file_name(tmp_path, odd_trace):
     pytest.importorskip("jinja2")
     r = _run(*RUN, odd_trace)
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout)["trace"] == str(odd_trace)          # the JSON keeps the path it read
+    assert json.loads(r.stdout)["trace"] == str(odd_trace.parent / SHOWN)   # the escape as text: UTF-8 JSON
     (tmp_path / "run.json").write_text(r.stdout)
     rep = _run("report", "-q", "--no-curve", tmp_path / "run.json", "-o", tmp_path / "p.html")
     assert rep.exit_code == 0, rep.output
@@ -100,7 +101,7 @@ def test_sweep_row_holds_the_escape():
     from pcs.sweep.columns import typed_table
 
     t = typed_table({"option.trace": "/d\udcffr/t.jsonl", "n": 3, "x": None}, {"x": "float64"})
-    assert t.column("option.trace").to_pylist() == ["/d\\udcffr/t.jsonl"]
+    assert t.column("option.trace").to_pylist() == ["/d\\xffr/t.jsonl"]
     assert t.column("n").to_pylist() == [3] and str(t.schema.field("x").type) == "double"
 
 
@@ -117,8 +118,8 @@ def test_sweep_of_a_plan_in_a_non_utf8_folder(tmp_path):
     import pyarrow.parquet as pq
 
     rows = pq.read_table(tmp_path / "out").to_pylist()
-    assert len(rows) == 1 and rows[0]["trace"] == str(tmp_path / "d\\udcffr" / "t.jsonl")   # the escape, as text
-    assert json.loads(rows[0]["result_json"])["trace"] == str(folder / "t.jsonl")   # JSON's escape: the path back
+    assert len(rows) == 1 and rows[0]["trace"] == str(tmp_path / "d\\xffr" / "t.jsonl")   # the escape, as text
+    assert json.loads(rows[0]["result_json"])["trace"] == str(tmp_path / "d\\xffr" / "t.jsonl")   # and in the JSON
 
 
 @pytest.mark.parametrize("doc, field", [
@@ -148,8 +149,7 @@ def test_csv_and_table_on_a_strict_stdout(odd_trace):
     table carry the escape."""
     csv = _run("replay", "-q", "--format", "csv", odd_trace)
     assert csv.exit_code == 0, csv.output
-    assert csv.stdout.splitlines()[1].startswith(str(odd_trace.parent).encode("ascii", "backslashreplace").decode()
-                                                 + "/" + SHOWN + ",")
+    assert csv.stdout.splitlines()[1].startswith(str(odd_trace.parent) + "/" + SHOWN + ",")
 
 
 def test_model_config_with_a_lone_surrogate_exits_2(tmp_path):

@@ -24,8 +24,6 @@ _refusal = plan_refusal
     ('policy = "lru"\nmodel = "llama-3.1-8"\n\n[axes]\ntp = [1]\n', 7, "unknown model 'llama-3.1-8'"),
     # the same from an axis: the second element, line 9
     ('\n[axes]\nmodel = ["llama-3.1-8b",\n  "llama-3.1-8"]\n', 9, "unknown model 'llama-3.1-8'"),
-    # a mistyped key at line 6
-    ('timng = "sequential"\n\n[axes]\npolicy = ["lru"]\n', 6, "unknown option 'timng' for pcs replay; did you mean"),
     # a range axis: the grid is written at its key, line 9 (6 model, 7 blank, 8 [axes])
     ('model = "llama-3.1-8b"\n\n[axes]\ntp = {from = 0, to = 1, step = 1}\n', 9, "'tp': 0 is not in the range"),
 ])
@@ -33,6 +31,12 @@ def test_a_point_refusal_names_the_line_of_its_value(tmp_path, rest, line, words
     msg = _refusal(tmp_path, _HEAD + rest)
     assert msg.startswith(f"{tmp_path / 'p.toml'}:{line}: point "), msg
     assert words in msg
+
+
+def test_a_mistyped_key_is_the_plan_s_refusal_at_its_line(tmp_path):
+    # every key's name is checked before any value, so before any point: the table, not a point, at line 6
+    msg = _refusal(tmp_path, _HEAD + 'timng = "sequential"\n\n[axes]\npolicy = ["lru"]\n')
+    assert msg.startswith(f"{tmp_path / 'p.toml'}:6: [fixed]: unknown option 'timng' for pcs replay; did you mean"), msg
 
 
 def test_a_value_two_options_hold_gets_no_line(tmp_path):

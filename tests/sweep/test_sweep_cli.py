@@ -81,7 +81,7 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
 
 @pytest.mark.parametrize("plan_text,words", [
     ("[fixed]\npolcy = 'lru'\n", "unknown option 'polcy' for pcs replay"),
-    ("[axes]\npolicy = ['lru', 'mru']\n", "Invalid value for 'policy'"),   # the plan's word, not the flag
+    ("[axes]\npolicy = ['lru', 'mru']\n", 'policy = "mru": unknown eviction policy'),   # the plan's word, not the flag
     ("[fixed]\nformat = 'json'\n", "option 'format' shapes a command's output only"),
     # plot and html were accepted, stored as options and silently ignored
     ("[fixed]\nplot = 'figs'\n", "option 'plot' shapes a command's output only"),
@@ -139,7 +139,7 @@ def test_an_unknown_key_gets_the_suggestion_the_cli_gives_in_the_plans_spelling(
     assert res.exit_code == 2 and len(res.stderr.splitlines()) == 1, res.output
     assert f"unknown option '{key}' for pcs replay; did you mean " in res.stderr     # the key as the plan writes it
     assert f"'{meant}'" in res.stderr.split("did you mean ", 1)[1].split("?", 1)[0]
-    assert "(tp=1 " in res.stderr                      # the point's label in the plan's words, not "--tp 1"
+    assert f"p.toml:3: [fixed]: unknown option '{key}'" in res.stderr   # the plan's key at its line, before any point
     valid = res.stderr.split("(valid: ", 1)[1].strip().rstrip(")").split(", ")
     assert "gap-oracle" in valid and "write-policy" in valid and "max-num-seqs" in valid
     assert not [v for v in valid if v.startswith("-") or "_" in v]

@@ -82,7 +82,8 @@ def test_ids_are_stable_and_tell_points_apart():
     ({"fixed": {"policy": "lru"}, "axes": {"policy": ["fifo"]}}, "both fixed and an axis"),
     ({"axes": {"policy.x": ["lru"]}}, "only NAME=VALUE options"),
     ({"fixed": {"tier": ["gpu"]}}, "expected NAME=VALUE"),
-    ({"axes": {"tp": {"from": 1, "to": 1001, "step": 1}, "seed": {"from": 1, "to": 1000, "step": 1}}}, "at most"),
+    ({"axes": {"tp": {"from": 1, "to": 1001, "step": 1}, "max-num-seqs": {"from": 1, "to": 1000, "step": 1}}},
+     "at most"),
 ])
 def test_bad_plans_say_what_is_wrong(data, words):
     with pytest.raises(ValueError, match=words):
@@ -121,7 +122,7 @@ def test_bad_plans_say_what_is_wrong(data, words):
     # a comma list: its items in order (1000 blk = 1000 blocks; 1 GB = 1,000 MB), a string or a list alike
     ({"kind": "curve", "axes": {"capacities": ["1000blocks,2000blocks", "1000blk, 2000blk"]}},
      "axis 'capacities': '1000blk, 2000blk' and '1000blocks,2000blocks' are the same list"),
-    ({"kind": "curve", "axes": {"curve-capacities": ["1GB,2GB", ["1000MB", "2GB"]]}}, "are the same list"),
+    ({"kind": "compare", "axes": {"curve-capacities": ["1GB,2GB", ["1000MB", "2GB"]]}}, "are the same list"),
     ({"kind": "curve", "axes": {"capacities": ["1000blocks", ["1000blk"]]}}, "are the same block count"),
     # a repeated option's list: items in order, each as its option reads it
     ({"kind": "compare", "axes": {"policy": [["lru", "fifo"], ["LRU", "fifo"]]}}, "are the same list"),

@@ -65,4 +65,5 @@ def test_bailian_output_of_burstgpt_sessions_is_refused(tmp_path):
     assert invoke("trace", "convert", BURST3, pq_path, "-q").exit_code == 0
     for command, src in (("convert", BURST3), ("transform", BURST3), ("convert", pq_path)):
         res = invoke("trace", command, src, tmp_path / "x.jsonl", "--to", "bailian")
-        assert res.exit_code == 2 and "has no chat_id/parent_chat_id/turn" in res.stderr, (command, src)
+        assert res.exit_code == 2 and f"{src} (" in res.stderr and ") has no parent_id: a Bailian row's chat_id " \
+            "and parent_chat_id are the request's session_id and parent_id" in res.stderr, (command, src)

@@ -68,7 +68,8 @@ def test_an_unknown_csv_header_is_named_as_csv(tmp_path):
 def test_a_reordered_azure_header_missing_a_column_is_the_reader_s_refusal(tmp_path):
     p, res = _stats(tmp_path, f"GeneratedTokens,TIMESTAMP\n10,{ROW_AZ}\n")
     assert res.exit_code == 2
-    assert res.stderr.startswith(f"pcs: error: {p}:1: header must be TIMESTAMP,ContextTokens,GeneratedTokens or ")
+    assert res.stderr.startswith(f"pcs: error: {p}:1: Azure header lacks 'ContextTokens'; expected "
+                                 "TIMESTAMP,ContextTokens,GeneratedTokens or ")
     assert res.stderr.rstrip().endswith("(the columns in any order)")
 
 

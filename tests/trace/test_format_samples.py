@@ -148,7 +148,7 @@ def test_length_only_detection_errors_and_skip(tmp_path):
     assert [r.prompt_tokens for r in t] == [1, 472] and t.skipped == 1
     hdr = tmp_path / "h.csv"
     hdr.write_text("TIMESTAMP,Tokens\n2023-11-16 18:15:46.6805900,3\n")
-    with pytest.raises(InputError, match="header must be"):
+    with pytest.raises(InputError, match="Azure header lacks 'ContextTokens', 'GeneratedTokens'; expected"):
         list(open_trace(hdr))
 
 

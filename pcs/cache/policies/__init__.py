@@ -52,7 +52,7 @@ from pcs.cache.policies.sieve import SievePolicy
 from pcs.cache.policies.slru import DEFAULT_PROTECTED_SHARE, ProtectedPolicy, SLRUPolicy
 from pcs.cache.policies.twoq import TwoQPolicy
 from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
-from pcs.choices import malformed_option, no_such_option
+from pcs.choices import malformed_option, name_after_comma, no_such_option
 from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
 from pcs.errors import OUT_OF_FLOAT_RANGE, OUT_OF_INT64_RANGE, UnknownNameError, UserError, quoted
 from pcs.cache.policyguard import check_initialised, is_own, raised
@@ -213,9 +213,11 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
 
     Raises:
         UserError: an option without ``=`` or with an empty key or value (:func:`pcs.choices.malformed_option`:
-            the one wording of policies, admission kinds and routers), or an option given twice;
-            :class:`pcs.errors.UnknownNameError` for an unknown name with such an option.
+            the one wording of policies, admission kinds and routers), an option given twice, or a second policy
+            after a comma (:func:`_second_policy`); :class:`pcs.errors.UnknownNameError` for an unknown name with
+            such an option.
     """
+    _second_policy(spec)
     name, _, rest = str(spec).partition(":")
     opts: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
@@ -227,6 +229,28 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
                             f"{quoted(str(spec), show=repr)}; give it once")
         opts[key.strip()] = spec_value(value.strip())
     return name.strip(), opts
+
+
+def _second_policy(spec: str) -> None:
+    """Refuse a second eviction policy written after a comma, as an option of the first (``slru,lru``,
+    ``slru:protected=0.5,lru``: :func:`pcs.choices.name_after_comma`): a value names one policy. Before, the
+    second was read as part of the name (``unknown eviction policy 'slru,lru'``) or as a bad option.
+
+    Raises:
+        UserError: ``'lru' is an eviction policy, not an option of slru: a value names one policy (a tier's own:
+            --tier-policy TIER=lru; several to compare: pcs compare, one --policy each)``."""
+    first = str(spec).strip().partition(",")[0].partition(":")[0].strip().lower()
+    first = POLICY_ALIASES.get(first, first)
+    if _POLICIES.get(first) is None:
+        return
+    if "," not in str(spec):
+        return
+    # the names registered so far (built-ins, plug-ins once read): listing them all would read the entry points
+    found = name_after_comma(spec, (*_POLICIES, *POLICY_ALIASES), policy_options(first))
+    if found is not None:
+        word, _, after = found
+        raise UserError(f"{word!r} is an eviction policy, not an option of {first}: a value names one policy (a "
+                        f"tier's own: --tier-policy TIER={after}; several to compare: pcs compare, one --policy each)")
 
 
 def get_policy(name: str) -> type[EvictionPolicy]:
@@ -247,6 +271,7 @@ def get_policy(name: str) -> type[EvictionPolicy]:
         _read_plugins()
         cls = _POLICIES.get(POLICY_ALIASES.get(key, key))
     if cls is None:
+        _second_policy(name)         # slru,lru: two policies, not one unknown name
         left = [e for e in PLUGIN_ERRORS if e.partition(" = ")[0].lower() == key]   # a plug-in of that name left out
         raise UnknownNameError("eviction policy", str(name).partition(":")[0], registered_names(), POLICY_ALIASES,
                                hint=f"plug-in {left[0]}; see pcs policies" if left else "")
