@@ -790,19 +790,17 @@ def format_option(f: Callable) -> Callable:
 def to_jsonable(obj: Any) -> Any:
     """Convert numpy scalars/arrays, tuples and non-finite floats for JSON.
 
-    NaN and infinities become ``None`` (JSON has no spelling for them). A string holding a lone surrogate -- a file
-    name that is not UTF-8, held as surrogate escapes, or a ``\\ud800`` escape of a JSON input -- is written with each
-    as its escape text (``o\\xff.jsonl``, :func:`pcs.errors.utf8_text`, as the tables show it; docs/json.md): no
-    lone surrogate reaches the JSON, which every reader then parses as UTF-8 text.
+    NaN and infinities become ``None`` (JSON has no spelling for them). A string is kept as it is: a file name that
+    is not UTF-8 (held as surrogate escapes) prints as JSON's escape of each (``\\udcff``, ``json.dumps`` with
+    ``ensure_ascii``), which Python's reader turns back into the name on disk, so ``pcs report`` finds the trace of
+    such a JSON (review 47p: the escape as text, ``\\xff``, lost it; docs/json.md).
     """
     try:
         import numpy as np
     except ImportError:  # pragma: no cover
         np = None
-    if isinstance(obj, str):
-        return utf8_text(obj)
     if isinstance(obj, dict):
-        return {utf8_text(str(k)): to_jsonable(v) for k, v in obj.items()}
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(v) for v in obj]
     if np is not None:

@@ -77,12 +77,16 @@ def replay_command(ctx: click.Context) -> str:
 def command_trace(command: str) -> str:
     """The trace a :func:`replay_command` line reads: its trace argument as ``pcs replay`` parses the line (click's
     parser, values unchecked: :func:`replay_command` writes it first, its path absolute, ``-`` for stdin; a
-    hand-written line may put it anywhere), else the bundled sample, which a line naming no trace reads
+    hand-written line may put it anywhere; when the parse finds none -- an option of another pcs version stops it --
+    the first word when it is no option), else the bundled sample, which a line naming no trace reads
     (:func:`pcs.trace.api.trace_path`).
 
     Raises:
         UserError: ``command`` is no ``pcs replay`` shell line (an unclosed quote; another command); it names no
             trace and the bundled sample is missing.
+
+    >>> command_trace("pcs replay /d/t.jsonl --retired-option 5"), command_trace("pcs replay /d/t.jsonl --tier")
+    ('/d/t.jsonl', '/d/t.jsonl')
 
     >>> command_trace("pcs replay /data/t.jsonl --tier gpu=500blocks"), command_trace("pcs replay -")
     ('/data/t.jsonl', '-')
@@ -101,8 +105,10 @@ def command_trace(command: str) -> str:
 
     try:                # parsed as pcs replay parses it: the trace wherever the line puts it, after "--" too
         trace = replay.make_context("replay", words[2:], resilient_parsing=True).params.get("trace")
-    except click.ClickException as exc:
-        raise UserError(f"not a pcs replay command line: {command!r} ({exc.format_message()})") from None
+    except click.ClickException:
+        trace = None
+    if trace is None and len(words) > 2 and (words[2] == "-" or not words[2].startswith("-")):
+        trace = words[2]    # an option this pcs does not know (a line of another version) stops click's parse
     if trace is not None:
         return str(trace)
     from pcs.trace.api import trace_path

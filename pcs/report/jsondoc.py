@@ -198,9 +198,9 @@ def render() -> str:
            "`to_dict()` of the typed results the Python API returns. Keys appear in the order listed. The "
            "contract: keys may be added, none renamed or dropped. Non-finite numbers print as `null`. A file "
            "name that is not valid UTF-8 (a `trace`, `out` or `path` value: the byte 0xff of `in\\xff.jsonl`) "
-           "prints with each such byte as the four characters `\\xff`, as the messages and tables show it, so "
-           "the value differs from the name on disk and the JSON stays UTF-8 text every reader parses (a lone "
-           "surrogate of a JSON input prints as `\\ud800` likewise). The "
+           "prints as JSON's escape of the surrogate Python holds it as (`\\udcff`), which Python's JSON reader "
+           "turns back into the name on disk (`pcs report` finds the trace); messages and tables show the byte "
+           "as `\\xff`. The "
            "rules behind each quantity are in `docs/semantics.md`.", "",
            "Units:", ""]
     out += [f"- `{u}`: {meaning}" for u, meaning in UNITS.items()]

@@ -98,19 +98,19 @@ def test_sweep_into_a_folder_that_is_not_utf8(tmp_path):
     assert len(list(out.glob("*.parquet"))) == 2
     doc = json.loads(r.stdout)
     assert doc["points"] == 2 and doc["summary"]["replay_points"] == 2
-    assert doc["out"] == f"{tmp_path}/sw\\xff"                        # JSON: the escape as text (docs/json.md)
+    assert doc["out"] == str(out)              # JSON's \\udcff escape reads back as the name on disk (docs/json.md)
     again = _ok(_run("sweep", "summarize", "--format", "json", out))   # the folder's points read back
     assert json.loads(again.stdout)["points"] == 2
 
 
 @non_utf8
-def test_json_output_holds_no_lone_surrogate(tmp_path, parquet):
+def test_json_output_names_the_file_on_disk(tmp_path, parquet):
+    """Review 47p: the JSON of a non-UTF-8 name reads back as that name (JSON's escape of the surrogate), so the
+    file it names is found; the escape as text (``\\xff``, mend47f's first form) named no file."""
     r = _ok(_run("trace", "convert", "--format", "json", parquet, tmp_path / f"o{FF}.jsonl"))
+    assert '"o\\udcff.jsonl"' in r.stdout.replace(str(tmp_path) + "/", "")
     doc = json.loads(r.stdout)
-    assert doc["path"] == f"{tmp_path}/o\\xff.jsonl"
-    doc_text = json.dumps(doc, ensure_ascii=False)
-    doc_text.encode("utf-8")                                           # no lone surrogate: encodes as UTF-8
-    assert "\\udcff" not in r.stdout
+    assert doc["path"] == str(tmp_path / f"o{FF}.jsonl") and os.path.exists(doc["path"])
 
 
 @non_utf8

@@ -100,3 +100,13 @@ def test_a_sweep_point_notes_its_skipped_lines_in_the_plan_words(tmp_path, monke
     row = pq.read_table(next((tmp_path / "out").rglob("*.parquet"))).to_pylist()[0]
     notes = json.loads(row["result_json"])["notes"]
     assert '1 bad trace line was skipped (on-error = "skip")' in notes, notes
+
+
+def test_a_line_with_an_option_this_pcs_does_not_know_still_names_its_trace():
+    """Review 47p: click's parse of a line holding an unknown option (a dataset written by another pcs version) or
+    an option without its value found no trace, so the bundled sample was named; the trace is still its first
+    word."""
+    from pcs.cli.rerun import command_trace
+
+    assert command_trace("pcs replay /d/t.jsonl --retired-option 5") == "/d/t.jsonl"
+    assert command_trace("pcs replay /d/t.jsonl --tier") == "/d/t.jsonl"
