@@ -598,7 +598,7 @@ class RegistryRefusal(PickledAsIs, click.BadParameter):
     def format_message(self) -> str:
         text = str(self.value)
         shown = text if repr(text) == f"'{text}'" and text.isprintable() else quoted(text, 200, show=repr)
-        return f"{self.flag} {shown}: {self.message}"
+        return f"{self.flag} {shown}: {option_names(self.message)}"     # the registry's API words, the CLI's
 
 
 def _refuse_repeated_options(cmd: click.Command, ctx: click.Context, args: list[str]) -> None:

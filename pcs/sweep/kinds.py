@@ -331,7 +331,10 @@ def _parse(kind: str, options: dict[str, Any], base: Path) -> click.Context:
         if isinstance(exc, RegistryRefusal):        # policy = "bogus": ..., as a plan words every refused value
             import json
 
-            message = f"{plan_word(exc.flag)} = {json.dumps(str(exc.value), ensure_ascii=False)}: {exc.message}"
+            from pcs.cli.common import option_names
+
+            message = (f"{plan_word(exc.flag)} = {json.dumps(str(exc.value), ensure_ascii=False)}: "
+                       f"{option_names(exc.message, plan=True)}")
         raise blamed(PlanError(message), culprit(exc, options)) from None
 
 

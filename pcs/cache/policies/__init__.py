@@ -238,7 +238,8 @@ def _second_policy(spec: str) -> None:
 
     Raises:
         UserError: ``'lru' is an eviction policy, not an option of slru: a value names one policy (a tier's own:
-            --tier-policy TIER=lru; several to compare: pcs compare, one --policy each)``."""
+            tier_policies['TIER'] = 'lru'; several: compare them, one policy= each)`` (the command line reads
+            ``--tier-policy TIER=lru`` and ``one --policy each``: pcs.cli.common's phrasings)."""
     first = str(spec).strip().partition(",")[0].partition(":")[0].strip().lower()
     first = POLICY_ALIASES.get(first, first)
     if _POLICIES.get(first) is None:
@@ -250,7 +251,7 @@ def _second_policy(spec: str) -> None:
     if found is not None:
         word, _, after = found
         raise UserError(f"{word!r} is an eviction policy, not an option of {first}: a value names one policy (a "
-                        f"tier's own: --tier-policy TIER={after}; several to compare: pcs compare, one --policy each)")
+                        f"tier's own: tier_policies['TIER'] = {after!r}; several: compare them, one policy= each)")
 
 
 def get_policy(name: str) -> type[EvictionPolicy]:
