@@ -386,6 +386,14 @@ def _checked_args(capacities: Any, points: Any, sample_rate: Any, seed: Any, exa
                                                                    hi=MAX_COUNT), check_flag(belady, "belady"))
 
 
+def _caveats(source: Any) -> tuple[str, ...]:
+    """The caveat notes of the trace a curve read (:func:`pcs.trace.api.trace_notes`, read after the trace was;
+    none for flat accesses, which carry no trace)."""
+    from pcs.trace.api import trace_notes
+
+    return () if isinstance(source, FlatAccesses) else trace_notes(source)
+
+
 def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: int | None = None,
           model: Any = None, *, block_size: int | None = None, rules: BlockRules = BlockRules(),
           belady: bool = True, sample_rate: float = 1.0, seed: int = 0, exact_head_blocks: int = 1,
@@ -414,9 +422,8 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
         native: ``auto``, ``c`` or ``python``: the compiled stack-depth
             kernel or its Python twin (:mod:`pcs._native`); None =
             ``$PCS_NATIVE`` or ``auto``.
-        kernel: deprecated alias of ``native`` (its older name, same values; still accepted,
-            equal to ``native`` when both are given). The result keeps its ``kernel`` key
-            (the stack-depth kernel that ran) beside ``engine`` and ``engine_reason``.
+        kernel: deprecated alias of ``native`` (its older name, same values; still accepted, equal to ``native``
+            when both are given). The result keeps its ``kernel`` key (the kernel that ran) beside ``engine``.
         progress: called with 1 after each capacity's Belady pass (the slow part), or None.
     Returns:
         :class:`CurveResult`. A trace with no prompt tokens (every prompt 0 tokens) has 0 / 0 for every ratio:
@@ -430,8 +437,6 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
     capacities, points, sample_rate, seed, exact_head_blocks, belady = _checked_args(
         capacities, points, sample_rate, seed, exact_head_blocks, belady, block_size)
     mode = _native_mode(kernel, native)
-    from pcs.trace.api import trace_notes
-
     source = _source(trace, block_size)         # opened once: its caveats are read after load_accesses reads it
     flat, name = load_accesses(source, block_size, rules)
     lru = lru_curve(flat, mode, sample_rate, seed, exact_head_blocks)
@@ -448,4 +453,4 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
                        engine=engine, engine_reason=reason,
                        model=model_name, block_bytes=bb, ceiling_hit_ratio=ceiling, knee=_knee(lru, bb),
                        rows=_rows(lru, caps, bel, bb, prompt, ceiling), lru=lru,
-                       notes=() if isinstance(source, FlatAccesses) else trace_notes(source))
+                       notes=_caveats(source))

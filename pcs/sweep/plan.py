@@ -313,6 +313,24 @@ def _expanded_axes(axes: dict[str, Any], names: list[str], source: str) -> list[
     return values
 
 
+def _check_tables(kind: str, fixed: Any, axes: Any, source: str) -> None:
+    """The checks of :func:`make_plan` on its ``[fixed]`` and ``[axes]`` tables, in this order: each a table, every
+    key's name (both tables) before any value, the values, one option named once, the shapes of the values.
+
+    Raises:
+        UserError: the first refusal (PlanKeyError naming the key where it names one)."""
+    for what, table in (("fixed", fixed), ("axes", axes)):
+        if not isinstance(table, dict):
+            raise PlanKeyError(f"{source}: [{what}] must be a table of options", what)
+    for what, table in (("fixed", fixed), ("axes", axes)):      # every key's name before any value
+        _refuse_unknown_keys(kind, table, f"{source} [{what}]", what)
+    for what, table in (("fixed", fixed), ("axes", axes)):
+        _refuse_odd_values(kind, table, f"{source} [{what}]", what)
+    _refuse_same_option(fixed, f"{source} [fixed]", "fixed")
+    _refuse_same_option(axes, f"{source} [axes]", "axes")
+    _refuse_wrong_shapes(kind, fixed, axes, source)
+
+
 def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str = ".",
               pair_options: dict[str, frozenset[str]] | None = None) -> Plan:
     """Expand a parsed plan.
@@ -350,16 +368,7 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     else:
         pairs = pair_options.get(kind, frozenset())
     fixed, axes = data.get("fixed", {}), data.get("axes", {})
-    for what, table in (("fixed", fixed), ("axes", axes)):
-        if not isinstance(table, dict):
-            raise PlanKeyError(f"{source}: [{what}] must be a table of options", what)
-    for what, table in (("fixed", fixed), ("axes", axes)):      # every key's name before any value
-        _refuse_unknown_keys(kind, table, f"{source} [{what}]", what)
-    for what, table in (("fixed", fixed), ("axes", axes)):
-        _refuse_odd_values(kind, table, f"{source} [{what}]", what)
-    _refuse_same_option(fixed, f"{source} [fixed]", "fixed")
-    _refuse_same_option(axes, f"{source} [axes]", "axes")
-    _refuse_wrong_shapes(kind, fixed, axes, source)
+    _check_tables(kind, fixed, axes, source)
     if "tier" in pairs:
         _check_tier_sizes(fixed, axes, source)
     base: dict[str, Any] = {}

@@ -20,7 +20,7 @@ import itertools
 import json
 import math
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -237,6 +237,50 @@ class _GzipText(io.TextIOWrapper):
             self._file.close()
 
 
+def _arrow_schema(with_session: Any, block_size: int, source_format: str, reuse: str | None):
+    """:func:`pcs.trace.parquet.arrow_schema` (imported when a Parquet file is written)."""
+    from pcs.trace.parquet import arrow_schema
+
+    return arrow_schema(with_session, block_size, source_format, reuse)
+
+
+def _write_parquet(tmp, batches: Iterable[RequestBatch], remap: "IdRemapper | None", schema) -> tuple[int, int]:
+    """Write ``batches`` to the Parquet file ``tmp`` (row groups of :data:`ROW_GROUP_ROWS`); (requests, block
+    accesses) written."""
+    pq = held_import("pyarrow.parquet")
+
+    from pcs.trace.parquet import batch_to_arrow
+
+    n = m = 0
+    with arrow_file(tmp, "w") as sink, pq.ParquetWriter(sink, schema, **PARQUET_WRITE_OPTIONS) as w:
+        group: list = []
+        for b in batches:
+            if remap:
+                b = _with_hashes(b, remap(b.block_hashes))
+            group.append(batch_to_arrow(b, schema))
+            n, m = n + len(b), m + b.block_hashes.size
+            if sum(g.num_rows for g in group) >= ROW_GROUP_ROWS:
+                group = _write_group(w, group, schema)
+        _write_group(w, group, schema, final=True)
+    return n, m
+
+
+def _write_jsonl(tmp, out_path: Path, batches: Iterable[RequestBatch], fmt: str, remap: "IdRemapper | None",
+                 reuse: str | None) -> tuple[int, int]:
+    """Write ``batches`` as JSON Lines of ``fmt`` to ``tmp`` (gzip when ``out_path`` ends ``.gz``; the reuse marks
+    of :func:`_reuse_marks`); (requests, block accesses) written."""
+    n = m = 0
+    with open(tmp, "wb") as raw:
+        sink = gzip_sink(raw, out_path) if out_path.suffix == ".gz" else raw
+        marks = _reuse_marks(reuse)
+        for b in batches:
+            sink.write(_jsonl_lines(b, fmt, remap, marks).encode())
+            n, m, marks = n + len(b), m + b.block_hashes.size, (marks[1], marks[1])
+        if sink is not raw:
+            sink.close()
+    return n, m
+
+
 def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_size: int,
                 remap_ids: bool = False, source_format: str = "mooncake", with_session: bool | tuple | None = None,
                 reuse: str | None = None) -> dict:
@@ -275,33 +319,11 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
     if with_session is None:
         with_session = cols
     remap = IdRemapper() if remap_ids else None
-    n = m = 0
     with atomic_output(out_path) as tmp:
         if fmt == "parquet":
-            pq = held_import("pyarrow.parquet")
-
-            from pcs.trace.parquet import arrow_schema, batch_to_arrow
-
-            schema = arrow_schema(with_session, block_size, source_format, reuse)
-            with arrow_file(tmp, "w") as sink, pq.ParquetWriter(sink, schema, **PARQUET_WRITE_OPTIONS) as w:
-                group: list = []
-                for b in batches:
-                    if remap:
-                        b = _with_hashes(b, remap(b.block_hashes))
-                    group.append(batch_to_arrow(b, schema))
-                    n, m = n + len(b), m + b.block_hashes.size
-                    if sum(g.num_rows for g in group) >= ROW_GROUP_ROWS:
-                        group = _write_group(w, group, schema)
-                _write_group(w, group, schema, final=True)
+            n, m = _write_parquet(tmp, batches, remap, _arrow_schema(with_session, block_size, source_format, reuse))
         else:
-            with open(tmp, "wb") as raw:
-                sink = gzip_sink(raw, out_path) if out_path.suffix == ".gz" else raw
-                marks = _reuse_marks(reuse)
-                for b in batches:
-                    sink.write(_jsonl_lines(b, fmt, remap, marks).encode())
-                    n, m, marks = n + len(b), m + b.block_hashes.size, (marks[1], marks[1])
-                if sink is not raw:
-                    sink.close()
+            n, m = _write_jsonl(tmp, out_path, batches, fmt, remap, reuse)
         if not n:   # inside atomic_output: nothing is written
             raise UserError(f"{shown_path(out_path)}: no requests to write; pcs refuses an empty trace, so it writes none")
     return {"requests": n, "block_accesses": m, "path": str(out_path), "format": fmt, "session_columns": list(cols)}
