@@ -201,8 +201,9 @@ def utf8_text(text: str) -> str:
     takes it: a file name that is not UTF-8, or a lone surrogate escape of a JSON input, has no UTF-8 form and a
     strict stdout (``PYTHONIOENCODING=utf-8``), a Parquet string or the HTML page raised UnicodeEncodeError. The one
     escape of such text: :func:`printable` (every message, table and shown name), the text and CSV outputs
-    (:func:`pcs.cli.common.emit`), the JSON output (:func:`pcs.cli.common.to_jsonable`, docs/json.md), the HTML
-    page and a sweep's Parquet rows show it. Other text is returned as it is.
+    (:func:`pcs.cli.common.emit`), the HTML page and a sweep's Parquet rows show it; the JSON output does not (it
+    writes JSON's escape of the surrogate, which reads back as the name on disk: :func:`pcs.cli.common.to_jsonable`,
+    docs/json.md). Other text is returned as it is.
 
     >>> utf8_text("o\udcff.jsonl"), utf8_text("t\ud800")
     ('o\\xff.jsonl', 't\\ud800')
