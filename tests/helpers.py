@@ -1061,3 +1061,20 @@ def plan_refusal(tmp_path, text: str) -> str:
     with pytest.raises(UserError) as err:
         prepare(plan, tmp_path / "out")
     return str(err.value)
+
+
+def sweep_point_json(tmp_path) -> str:
+    """The ``result_json`` of the one replay point of a plan ``plans/plan.toml`` in ``tmp_path`` over a copy of
+    :data:`SMALL_TRACE` named ``t8.jsonl`` beside it (sequential timing, a 500-block gpu tier), run by ``pcs sweep
+    run plans/plan.toml -o out`` from ``tmp_path`` (the caller makes it the current folder)."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    shutil.copy(SMALL_TRACE, plans / "t8.jsonl")
+    (plans / "plan.toml").write_text('kind = "replay"\n[fixed]\ntrace = "t8.jsonl"\ntiming = "sequential"\n'
+                                     'tier = {gpu = "500blocks"}\n')
+    assert invoke("sweep", "run", "plans/plan.toml", "-o", "out", "-q").exit_code == 0
+    return pq.read_table(next((tmp_path / "out").rglob("*.parquet"))).to_pylist()[0]["result_json"]

@@ -534,12 +534,14 @@ def reblock_hint(error: InputError, asked: int | None, default: int | None = Non
     re-blocks that, :func:`pcs.trace.reblock.plan_engine_block_size`). Else ``error`` itself,
     also when the size that fits is the format's ``default`` (a replay of the file itself re-blocks from that).
 
-    >>> reblock_hint(InputError("t.jsonl", 1, "hash_ids", "has 7 ids; was it? (block_size=16 fits)"), 64).problem[-46:]
-    'an interval's bounds)'
+    >>> reblock_hint(InputError("t.jsonl", 1, "hash_ids", "has 7 ids; was it? (block_size=16 fits)"), 64).problem[-21:]
+    "an interval's bounds)"
     """
     m = _FITS.search(error.problem)
     fit = int(m.group(1)) if m is not None else None
-    if asked is None or fit is None or fit in (asked, default) or (asked % fit and fit % asked):
+    from pcs.trace.reblock import whole_factor
+
+    if asked is None or fit is None or fit in (asked, default) or not whole_factor(asked, fit):
         return error
     open_at, reblock_to, streams = REBLOCK_ROAD
     return InputError(error.path, error.line, error.field, f"{error.problem}; to replay it re-blocked to "
@@ -1033,8 +1035,10 @@ def _not_re_blocked(name: str, stored: int, asked: int) -> str:
     :func:`pcs.trace.reblock.plan_engine_block_size`) re-blocks hashed ids, and only by a whole factor, so its
     road is named only when ``asked`` is a multiple or a divisor of ``stored`` (:data:`REBLOCKS`, else
     :data:`REBLOCKS_BY`)."""
+    from pcs.trace.reblock import whole_factor
+
     road = (f"{REBLOCKS} (exact at a multiple, an interval at a divisor); elsewhere "
-            if asked % stored == 0 or stored % asked == 0 else
+            if whole_factor(asked, stored) else
             f"a block-hash trace is re-blocked only by a whole factor of {stored}{REBLOCKS_BY}")
     return (f"{shown_path(name)}: Parquet trace was written at block size {stored}; block_size={asked} cannot "
             f"re-block its hashed ids here: {road}give block_size={stored} or leave it out, or convert the token "

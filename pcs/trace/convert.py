@@ -363,7 +363,7 @@ def session_note(info: dict) -> str | None:
     session ids: Mooncake rows have no session fields, so they are dropped (``--router session`` then refuses the
     output); else None.
 
-    >>> session_note({"format": "mooncake", "session_columns": ["session_id"], "path": "o.jsonl"})[:46]
+    >>> session_note({"format": "mooncake", "session_columns": ["session_id"], "path": "o.jsonl"})[:47]
     'o.jsonl is Mooncake JSONL, which has no session'
     """
     cols = info.get("session_columns") or ()

@@ -307,7 +307,7 @@ def _likely_block_size(prompt: int, n: int) -> str:
 'was the trace recorded at another block size? (block_size=16 fits)', \
 'was the trace recorded at another block size? (block_size=334 fits)')
     >>> _likely_block_size(10**18, 2), _likely_block_size(0, 2)
-    ('no block size in 1..1,048,576 gives 2 ids for 1000000000000000000 tokens', 'an empty prompt has no blocks at any block size')
+    ('no block size in 1..1,048,576 gives 2 ids for 1,000,000,000,000,000,000 tokens', 'an empty prompt has no blocks at any block size')
     """
     from pcs.argcheck import MAX_BLOCK_SIZE
 

@@ -44,7 +44,7 @@ from pcs.trace.idmix import mix64
 from pcs.trace.request import RequestBatch
 from pcs._dataclass import dataclass
 
-__all__ = ["BOUNDS", "ReblockedTrace", "check_chained", "reblock_batch", "reblock", "plan_engine_block_size",
+__all__ = ["whole_factor", "BOUNDS", "ReblockedTrace", "check_chained", "reblock_batch", "reblock", "plan_engine_block_size",
            "interval_payload", "MEANING"]
 
 #: What the interval means, for tables and JSON.
@@ -104,6 +104,13 @@ def _coarser(b: RequestBatch, coarse: int) -> RequestBatch:
     length = np.minimum(coarse, b.prompt_tokens[row] - J * coarse)
     ids = mix64(_TAG_COARSE, b.block_hashes[b.block_offsets[:-1][row] + last], length)
     return replace(b, block_size=coarse, block_offsets=offs, block_hashes=ids)
+
+
+def whole_factor(block_size: int, recorded: int) -> bool:
+    """Whether a hash-id trace recorded at ``recorded``-token blocks re-blocks to ``block_size`` (both > 0): one is
+    a multiple of the other (docs/traces-formats.md: exact at a multiple, an interval at a divisor) -- the one test
+    of :func:`reblock` and the refusals naming the road (pcs.trace.api)."""
+    return block_size % recorded == 0 or recorded % block_size == 0
 
 
 def reblock_batch(b: RequestBatch, block_size: int, bound: str = "lower") -> RequestBatch:
@@ -211,7 +218,7 @@ def reblock(trace, block_size: int, check: bool = True) -> dict[str, ReblockedTr
             pass over the trace).
     """
     bs = trace.block_size
-    if block_size % bs and bs % block_size:
+    if not whole_factor(block_size, bs):
         raise UserError(f"block size {block_size} neither divides the trace's {bs} nor is a multiple of it; "
                          "a hash-id trace can only be re-blocked by a whole factor")
     if check:

@@ -13,13 +13,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 import pcs
-from helpers import ROOT, SMALL_AZURE, SMALL_TRACE, assert_one_line_error, invoke, plan_refusal
+from helpers import ROOT, SMALL_AZURE, SMALL_TRACE, assert_one_line_error, invoke, plan_refusal, sweep_point_json
 from pcs.errors import InputError, UserError
 
 SAMPLE = ROOT / "traces" / "sample_chat.jsonl"
@@ -120,19 +119,11 @@ def test_a_parquet_asked_another_size_names_the_api_road(tmp_path, asked, road):
 # 3. pcs report finds a sweep point's trace as the sweep did.
 
 def test_report_of_a_sweep_point_reads_the_trace_its_replay_command_names(tmp_path, monkeypatch):
-    plans = tmp_path / "plans"
-    plans.mkdir()
-    shutil.copy(SMALL_TRACE, plans / "t8.jsonl")
-    (plans / "plan.toml").write_text('kind = "replay"\n[fixed]\ntrace = "t8.jsonl"\ntiming = "sequential"\n'
-                                     'tier = {gpu = "500blocks"}\n')
     monkeypatch.chdir(tmp_path)
-    assert invoke("sweep", "run", "plans/plan.toml", "-o", "out", "-q").exit_code == 0
-    import pyarrow.parquet as pq
-
-    row = pq.read_table(next((tmp_path / "out").rglob("*.parquet"))).to_pylist()[0]
-    point = json.loads(row["result_json"])
-    assert "trace_file" not in point                       # left out by design (docs/sweep.md)
-    (tmp_path / "point.json").write_text(row["result_json"])
+    text = sweep_point_json(tmp_path)
+    plans = tmp_path / "plans"
+    assert "trace_file" not in json.loads(text)            # left out by design (docs/sweep.md)
+    (tmp_path / "point.json").write_text(text)
     monkeypatch.chdir(plans)                               # the plan's folder: the point's "trace" is not found here
     res = invoke("report", "../point.json", "-o", "../page.html")
     assert res.exit_code == 0, res.output

@@ -13,11 +13,10 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
-from helpers import ROOT, SMALL_TRACE, invoke
+from helpers import ROOT, SMALL_TRACE, invoke, sweep_point_json
 
 NEEDS = ("trace", "model", "gpu", "tp", "block_size", "timing", "policy", "write_policy", "cache_partial_blocks",
          "recompute_last_token", "reference_bytes_per_block", "envelope")
@@ -52,16 +51,8 @@ def test_the_command_line_trace_is_found_where_pcs_replay_reads_it():
 
 @pytest.fixture
 def sweep_point(tmp_path, monkeypatch):
-    plans = tmp_path / "plans"
-    plans.mkdir()
-    shutil.copy(SMALL_TRACE, plans / "t8.jsonl")
-    (plans / "plan.toml").write_text('kind = "replay"\n[fixed]\ntrace = "t8.jsonl"\ntiming = "sequential"\n'
-                                     'tier = {gpu = "500blocks"}\n')
     monkeypatch.chdir(tmp_path)
-    assert invoke("sweep", "run", "plans/plan.toml", "-o", "out", "-q").exit_code == 0
-    import pyarrow.parquet as pq
-
-    return json.loads(pq.read_table(next((tmp_path / "out").rglob("*.parquet"))).to_pylist()[0]["result_json"])
+    return json.loads(sweep_point_json(tmp_path))
 
 
 def test_a_trace_named_after_an_option_is_the_one_read(tmp_path, sweep_point):
