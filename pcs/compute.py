@@ -53,7 +53,7 @@ import numpy as np
 
 from pcs import units
 from pcs.units import format_counted, plural
-from pcs.errors import InputError, UserError
+from pcs.errors import InputError, UserError, quoted
 from pcs.hardware import MIN_FLOPS, GPUSpec
 from pcs._dataclass import dataclass
 
@@ -433,7 +433,8 @@ class MeasuredPrefill:
         Blank lines and lines starting with ``#`` are skipped.
 
         Raises:
-            InputError: missing column, a row whose field count is not the header's, a bad or negative value, repeated
+            InputError: a header column missing, given twice or unknown (:func:`_prefill_columns`), a row whose field
+                count is not the header's, a bad or negative value, repeated
                 tokens, time decreasing with tokens, or no data rows (file, line, field).
             PathError: ``path`` is missing, a directory or not readable (naming ``path=``).
         """
@@ -448,10 +449,7 @@ class MeasuredPrefill:
             raise InputError(str(path), None, None, "empty file: expected a header tokens,seconds and rows")
         header_no, header = lines[0]
         names = [h.strip().lower() for h in next(csv.reader([header]))]
-        tok_col = next((names.index(c) for c in _TOKEN_COLS if c in names), None)
-        sec_col = next((names.index(c) for c in _SECOND_COLS if c in names), None)
-        if tok_col is None or sec_col is None:
-            raise InputError(str(path), header_no, None, f"header must name columns tokens and seconds, got {names}")
+        tok_col, sec_col = _prefill_columns(names, str(path), header_no)
         points: dict[int, tuple[float, int]] = {}
         for line_no, line in lines[1:]:
             row = next(csv.reader([line]))
@@ -472,6 +470,36 @@ class MeasuredPrefill:
                 raise InputError(str(path), points[t][1], names[sec_col],
                                  f"time {cur} s at {format_counted(t, 'token')} is less than {prev} s at fewer tokens")
         return cls(np.asarray(order, dtype=np.float64), np.asarray(secs, dtype=np.float64), str(path))
+
+
+def _prefill_columns(names: list[str], path: str, line: int) -> tuple[int, int]:
+    """The columns (from 0) of tokens and seconds in a measured-prefill CSV header ``names`` (stripped, lower case),
+    by the rule of pcs's CSV trace readers (:func:`pcs.trace.lengthonly.header_problem`): each named once, by one
+    of its names, and no other column.
+
+    Raises:
+        InputError: at ``path``:``line``, a column given twice (one name twice, or two names of one quantity), one
+            missing, or an unknown one, named.
+
+    >>> _prefill_columns(["seconds", "prompt_tokens"], "f.csv", 1)
+    (1, 0)
+    """
+    twice = [c for i, c in enumerate(names) if c in names[:i]]
+    problem = f"gives column {quoted(twice[0], show=repr)} twice" if twice else None
+    for kind in (_TOKEN_COLS, _SECOND_COLS):
+        both = [c for c in names if c in kind]
+        if problem is None and len(both) > 1:
+            problem = f"gives {kind[0]} twice (columns {quoted(both[0], show=repr)} and {quoted(both[1], show=repr)})"
+    unknown = [c for c in names if c not in _TOKEN_COLS + _SECOND_COLS]
+    if problem is None and unknown:
+        problem = f"has an unknown column {quoted(unknown[0], show=repr)}"
+    cols = [next((names.index(c) for c in kind if c in names), None) for kind in (_TOKEN_COLS, _SECOND_COLS)]
+    if problem is None and None in cols:
+        problem = f"must name columns tokens and seconds, got {names}"
+    if problem:
+        raise InputError(path, line, None, f"header {problem} (columns: tokens or {', '.join(_TOKEN_COLS[1:])}; "
+                         f"seconds or {', '.join(_SECOND_COLS[1:])})")
+    return cols[0], cols[1]
 
 
 def _row_values(path: Path, line_no: int, row: list[str], tok_col: int, sec_col: int,

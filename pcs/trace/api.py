@@ -261,15 +261,17 @@ def _detected(path, name: str | None = None, on_error: str = "raise") -> tuple[s
     raise InputError(error.path, error.line, error.field, f"{error.problem}; {why}") from None
 
 
-def _csv_cells(line: bytes) -> list[str] | None:
+def _csv_cells(line: bytes, utf8: bool = True) -> list[str] | None:
     """A first non-blank line's cells read as a CSV header (quotes removed, cells stripped), None when it cannot be
-    one: it starts as JSON (``{``, ``[``), is not UTF-8 or CSV, or has fewer than two cells."""
+    one: it starts as JSON (``{``, ``[``), is not CSV, has fewer than two cells, or is not UTF-8 with ``utf8``
+    (else its bad bytes read as U+FFFD: :func:`_csv_format` detects a header one column of which is not UTF-8, and
+    its reader names that column)."""
     if line.lstrip()[:1] in (b"{", b"["):
         return None
     import csv
 
     try:
-        cells = next(csv.reader([line.decode("utf-8").rstrip("\r\n")]), [])
+        cells = next(csv.reader([line.decode("utf-8", errors="strict" if utf8 else "replace").rstrip("\r\n")]), [])
     except (UnicodeDecodeError, csv.Error):
         return None
     return [c.strip() for c in cells] if len(cells) >= 2 else None
@@ -281,8 +283,8 @@ def _csv_format(line: bytes) -> str | None:
     ``TIMESTAMP`` column: azure; ``Timestamp`` and ``Request tokens``: burstgpt. The reader then checks the rest of
     the header (:func:`pcs.trace.azure.azure_columns`, :func:`pcs.trace.burstgpt._header`) and names what is
     wrong."""
-    cells = _csv_cells(line)
-    if cells is None:
+    cells = _csv_cells(line, utf8=False)
+    if cells is None or "\0" in "".join(cells):   # UTF-16 or UTF-32 text: detection names it
         return None
     if "TIMESTAMP" in cells:
         return "azure"

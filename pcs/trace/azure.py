@@ -98,25 +98,19 @@ def stamp_ns(stamp: str, name: str, ln: int, field: str = "TIMESTAMP") -> int | 
 
 
 def azure_columns(row: list[str], name: str) -> dict[str, int]:
-    """The header row's columns by name (stripped), in any order, as the BurstGPT reader finds its own
-    (:func:`pcs.trace.burstgpt._header`: one rule for both CSV readers).
+    """The header row's columns by name (stripped), in any order, by the one rule of both CSV readers
+    (:func:`pcs.trace.lengthonly.header_problem`, as :func:`pcs.trace.burstgpt._header`): ``TIMESTAMP``,
+    ``ContextTokens``, ``GeneratedTokens`` and, in 2025, ``NumImages``.
 
     Raises:
-        InputError: the names are not those of one of :data:`AZURE_HEADERS`: a column twice, the columns it lacks
-            (:func:`pcs.trace.lengthonly.header_problem`: one that differs only in case said so) or an unknown one;
-            the message names them, then the headers it may be.
+        InputError: at line 1, a column twice, the columns it lacks (one that differs only in case said so) or an
+            unknown one; the message names it, then the headers it may be.
     """
-    cols = {c.strip(): i for i, c in enumerate(row)}
-    if len(cols) == len(row) and set(cols) in [set(h) for h in AZURE_HEADERS]:
-        return cols
-    names = [c.strip() for c in row]
-    twice = [c for i, c in enumerate(names) if c in names[:i]]
-    want = AZURE_HEADERS[1] if "numimages" in {c.lower() for c in cols} else AZURE_HEADERS[0]
-    extra = [c for c in cols if c not in want]
-    problem = (f"gives column {quoted(twice[0], show=repr)} twice" if twice
-               else header_problem(row, want) or f"has an unknown column {quoted(extra[0], show=repr)}")
-    raise InputError(name, 1, None, f"Azure header {problem}; expected "
-                     + " or ".join(",".join(h) for h in AZURE_HEADERS) + " (the columns in any order)")
+    problem = header_problem(row, AZURE_HEADER, ("NumImages",))
+    if problem:
+        raise InputError(name, 1, None, f"Azure header {problem}; expected "
+                         + " or ".join(",".join(h) for h in AZURE_HEADERS) + " (the columns in any order)")
+    return {c.strip(): i for i, c in enumerate(row)}
 
 
 def read_azure_rows(path, check_order: bool = True, on_bad=None,

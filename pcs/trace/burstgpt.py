@@ -29,15 +29,23 @@ from pcs.trace.lengthonly import LengthRow, header_problem, token_count
 from pcs.trace.source import display_name, iter_csv_rows
 from pcs.trace.hashids import BlankLine, blank_row
 
-__all__ = ["BURSTGPT_REQUIRED", "read_burstgpt_rows"]
+__all__ = ["BURSTGPT_OPTIONAL", "BURSTGPT_REQUIRED", "read_burstgpt_rows"]
 
-#: Columns every release has; ``Session ID`` and ``Elapsed time`` are optional.
+#: Columns every release has; ``Session ID`` and ``Elapsed time`` (release 3) are optional.
 BURSTGPT_REQUIRED = ("Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type")
+BURSTGPT_OPTIONAL = ("Session ID", "Elapsed time")
 
 
 def _header(row: list[str], name: str) -> dict[str, int]:
+    """The header row's columns by name (stripped), in any order, by the one rule of both CSV readers
+    (:func:`pcs.trace.lengthonly.header_problem`, as :func:`pcs.trace.azure.azure_columns`).
+
+    Raises:
+        InputError: at line 1, a column twice, the columns it lacks or one that is neither required nor optional
+            (:data:`BURSTGPT_REQUIRED`, :data:`BURSTGPT_OPTIONAL`), named.
+    """
     cols = {c.strip(): i for i, c in enumerate(row)}
-    problem = header_problem(row, BURSTGPT_REQUIRED)
+    problem = header_problem(row, BURSTGPT_REQUIRED, BURSTGPT_OPTIONAL)
     if problem:
         raise InputError(name, 1, None, f"BurstGPT header {problem} "
                          f"(expected {','.join(BURSTGPT_REQUIRED)}, optionally with 'Session ID','Elapsed time')")

@@ -100,22 +100,37 @@ def token_count(v: str, field: str, name: str, ln: int) -> int:
     return check_length(n, field, name, ln)
 
 
-def header_problem(row: list[str], required: Iterable[str]) -> str | None:
-    """What is wrong with a CSV header ``row`` (its names stripped) that must hold every name of ``required``, the
-    one wording of both CSV readers (Azure, BurstGPT): the names it lacks, with the header's name that differs from
-    one only in case, as names are case-sensitive (``'contexttokens' differs only in case``); None when it lacks none.
+def header_problem(row: list[str], required: Iterable[str], optional: Iterable[str] = ()) -> str | None:
+    """What is wrong with a CSV header ``row`` (its names stripped) that must hold every name of ``required`` and
+    may hold those of ``optional``, the one wording of both CSV readers (Azure, BurstGPT), checked in this order:
+    a name given twice (``gives column 'Model' twice``: which of the two to read would be a guess); the names it
+    lacks, with the header's name that differs from one only in case, as names are case-sensitive (``'contexttokens'
+    differs only in case``); a name neither required nor optional (``has an unknown column 'Foo'``: a column pcs
+    would not read is not dropped silently). None when the header is one of the format's.
 
     >>> header_problem(["TIMESTAMP", "contexttokens", "GeneratedTokens"], ["TIMESTAMP", "ContextTokens", "GeneratedTokens"])
     "lacks 'ContextTokens' ('contexttokens' differs only in case: column names are case-sensitive)"
+    >>> header_problem(["a", " b", "a"], ["a", "b"]), header_problem(["a", "b", "c"], ["a", "b"], ["d"])
+    ("gives column 'a' twice", "has an unknown column 'c'")
     """
     names = [c.strip() for c in row]
+    twice = [c for i, c in enumerate(names) if c in names[:i]]
+    if twice:
+        return f"gives column {quoted(twice[0], show=repr)} twice"
     missing = [c for c in required if c not in names]
-    if not missing:
+    if missing:
+        cased = [(m, c) for m in missing for c in names if c.lower() == m.lower()]
+        hint = "; ".join(f"{quoted(c, show=repr)} differs only in case" for _, c in cased)
+        return (f"lacks {', '.join(quoted(m, show=repr) for m in missing)}"
+                + (f" ({hint}: column names are case-sensitive)" if cased else ""))
+    known = [*required, *optional]
+    unknown = [c for c in names if c not in known]
+    if not unknown:
         return None
-    cased = [(m, c) for m in missing for c in names if c.lower() == m.lower()]
-    hint = "; ".join(f"{quoted(c, show=repr)} differs only in case" for _, c in cased)
-    return (f"lacks {', '.join(quoted(m, show=repr) for m in missing)}"
-            + (f" ({hint}: column names are case-sensitive)" if cased else ""))
+    cased = [k for k in known if k.lower() == unknown[0].lower()]
+    return (f"has an unknown column {quoted(unknown[0], show=repr)}"
+            + (f" ({quoted(cased[0], show=repr)} differs only in case: column names are case-sensitive)"
+               if cased else ""))
 
 
 class LengthRow(NamedTuple):

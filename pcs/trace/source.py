@@ -33,7 +33,7 @@ from typing import Any, BinaryIO, Generator, Iterator
 
 import numpy as np
 
-from pcs.errors import InputError
+from pcs.errors import InputError, quoted
 from pcs.trace.pool import Pool
 
 __all__ = ["CHUNK_BYTES", "MAX_LINE_BYTES", "long_line", "check_source", "open_binary", "iter_chunks", "iter_lines",
@@ -530,8 +530,32 @@ def iter_csv_rows(path, name: str | None = None) -> Iterator[tuple[int, list[str
                                  "one record per line, ended by LF or CRLF")
             try:
                 yield ln, next(csv.reader(io.StringIO(line.decode("utf-8"))), [])
-            except (UnicodeDecodeError, csv.Error) as exc:
+            except UnicodeDecodeError as exc:
+                raise InputError(name, ln, None, _not_utf8_cell(line, exc, ln == 1)) from None
+            except csv.Error as exc:
                 raise InputError(name, ln, None, f"unreadable CSV line ({exc})") from None
+
+
+def _not_utf8_cell(line: bytes, exc: UnicodeDecodeError, header: bool) -> str:
+    r"""The message of a CSV line that is not UTF-8: which column holds the first bad byte (a header's with its
+    text, the bad bytes shown as U+FFFD), the byte and its place in the line (from 1).
+
+    >>> bad = b"TIMESTAMP,Gr\xf6sse"
+    >>> _not_utf8_cell(bad, UnicodeDecodeError("utf-8", bad, 12, 13, "invalid start byte"), True)
+    "header column 2 ('Gr\ufffdsse') is not UTF-8 (byte 0xf6 at byte 13 of the line): CSV traces are UTF-8, re-encode the file"
+    """
+    import csv
+
+    try:
+        cells = next(csv.reader([line.decode("utf-8", errors="replace")]), [])
+        before = line[:exc.start].decode("utf-8", errors="replace")
+        k = len(next(csv.reader([before]), [""])) if before else 1
+    except csv.Error:
+        cells, k = [], 0
+    what = (f"header column {k} ({quoted(cells[k - 1], show=repr)})" if header and 0 < k <= len(cells)
+            else f"column {k}" if k else "the line")
+    return (f"{what} is not UTF-8 (byte 0x{line[exc.start]:02x} at byte {exc.start + 1} of the line): CSV traces are "
+            "UTF-8, re-encode the file")
 
 
 def first_line_number(path, max_bytes: int = 1 << 20, name: str | None = None) -> int | None:

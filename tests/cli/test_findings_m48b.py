@@ -1,0 +1,97 @@
+"""mend48b: last round's findings, each expectation worked out by hand from the documented rules.
+
+1. A CSV header is read by one rule in every CSV reader pcs has (Azure, BurstGPT -- the lengths-only traces --
+   and the measured-prefill CSV): a column given twice, a column it lacks and one it does not know are each
+   refused at line 1, naming the column; a header column that is not UTF-8 is named too (it is a CSV header still,
+   not "not JSON"); the columns the format's docs allow (BurstGPT's ``Session ID`` and ``Elapsed time``, Azure's
+   ``NumImages``) keep working.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import assert_one_line_error, invoke
+
+AZ_ROW = "2023-11-16 18:15:46.6805900"
+BG_EXPECTED = ("(expected Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type, optionally with "
+               "'Session ID','Elapsed time')")
+AZ_EXPECTED = ("; expected TIMESTAMP,ContextTokens,GeneratedTokens or TIMESTAMP,NumImages,ContextTokens,"
+               "GeneratedTokens (the columns in any order)")
+
+
+def _stats(tmp_path, data: bytes, *opts):
+    p = tmp_path / "t.csv"
+    p.write_bytes(data)
+    return invoke("trace", "stats", p, "--format", "json", "-q", *opts), p
+
+
+# 1. One header rule for every CSV reader.
+
+@pytest.mark.parametrize("fmt", [(), ("--trace-format", "burstgpt")])
+def test_a_burstgpt_column_given_twice_is_named_at_line_1(tmp_path, fmt):
+    res, p = _stats(tmp_path, b"Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type,Model\n"
+                              b"1,ChatGPT,10,5,15,Conversation log,GPT-4\n", *fmt)
+    assert assert_one_line_error(res) == f"pcs: error: {p}:1: BurstGPT header gives column 'Model' twice {BG_EXPECTED}"
+
+
+@pytest.mark.parametrize("fmt", [(), ("--trace-format", "burstgpt")])
+def test_a_burstgpt_column_it_does_not_know_is_named(tmp_path, fmt):
+    res, p = _stats(tmp_path, b"Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type,Region\n"
+                              b"1,ChatGPT,10,5,15,Conversation log,eu\n", *fmt)
+    assert assert_one_line_error(res) == f"pcs: error: {p}:1: BurstGPT header has an unknown column 'Region' {BG_EXPECTED}"
+    # the columns the docs allow still read: release 3's two, in another order; two requests of one session,
+    # 10 then 30 prompt tokens
+    res, _ = _stats(tmp_path, b"Elapsed time,Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type,"
+                              b"Session ID\n0.5,1,ChatGPT,10,5,15,Conversation log,s1\n"
+                              b"0.5,2,ChatGPT,30,5,35,Conversation log,s1\n")
+    assert res.exit_code == 0, res.output
+    st = json.loads(res.stdout)
+    assert (st["format"], st["requests"], st["prompt_tokens_max"]) == ("burstgpt", 2, 30)
+
+
+def test_an_azure_column_that_differs_only_in_case_is_named_as_unknown(tmp_path):
+    # the 2025 column is optional, so a header with the three others and 'numimages' lacks nothing: the
+    # unknown column is named, with the known one it differs from in case
+    res, p = _stats(tmp_path, f"TIMESTAMP,ContextTokens,GeneratedTokens,numimages\n{AZ_ROW},10,5,1\n".encode())
+    assert assert_one_line_error(res) == (
+        f"pcs: error: {p}:1: Azure header has an unknown column 'numimages' ('NumImages' differs only in case: column "
+        f"names are case-sensitive){AZ_EXPECTED}")
+    # spelt as the docs spell it, it reads
+    res, _ = _stats(tmp_path, f"NumImages,TIMESTAMP,ContextTokens,GeneratedTokens\n2,{AZ_ROW},4808,10\n".encode())
+    assert res.exit_code == 0, res.output
+    st = json.loads(res.stdout)
+    assert (st["format"], st["requests"], st["prompt_tokens_max"]) == ("azure", 1, 4808)
+
+
+@pytest.mark.parametrize("fmt", [(), ("--trace-format", "azure"), ("--on-error", "skip")])
+def test_an_azure_header_column_not_utf8_is_named_not_called_not_json(tmp_path, fmt):
+    # 'Größe' in Latin-1: o-umlaut is byte 0xf6, the 43rd of the line (TIMESTAMP,ContextTokens,GeneratedTokens, = 40
+    # bytes, then 'G', 'r'); the two bad bytes (0xf6, 0xdf) read as two U+FFFD
+    res, p = _stats(tmp_path, f"TIMESTAMP,ContextTokens,GeneratedTokens,Gr\xf6\xdfe\n{AZ_ROW},10,5,1\n"
+                    .encode("latin-1"), *fmt)
+    assert assert_one_line_error(res) == (f"pcs: error: {p}:1: header column 4 ('Gr\ufffd\ufffde') is not UTF-8 "
+                                          "(byte 0xf6 at byte 43 of the line): CSV traces are UTF-8, re-encode the file")
+
+
+PREFILL_COLUMNS = "(columns: tokens or prompt_tokens, new_tokens; seconds or prefill_s, time_s, s)"
+
+
+@pytest.mark.parametrize("header, row, problem", [
+    ("tokens,seconds,tokens", "100,1ms,200", "gives column 'tokens' twice"),
+    ("tokens,prompt_tokens,seconds", "100,200,1ms", "gives tokens twice (columns 'tokens' and 'prompt_tokens')"),
+    ("tokens,seconds,gpu", "100,1ms,h100", "has an unknown column 'gpu'"),
+])
+def test_a_measured_prefill_header_names_the_column(tmp_path, header, row, problem):
+    p = tmp_path / "m.csv"
+    p.write_text(f"{header}\n{row}\n")
+    res = invoke("envelope", "--restore-bytes", "2GB", "--restore-tokens", "8192", "--tokens", "8704",
+                 "--prefill-csv", p)
+    assert assert_one_line_error(res) == f"pcs: error: {p}:1: header {problem} {PREFILL_COLUMNS}"
+    # one column of each by its other names still reads: (0, 0) is added, 100 tokens in 2 ms
+    from pcs.compute import MeasuredPrefill
+
+    p.write_text("prefill_s,new_tokens\n2ms,100\n")
+    m = MeasuredPrefill.from_csv(p)
+    assert (list(m.tokens), list(m.seconds)) == ([0.0, 100.0], [0.0, 0.002])
