@@ -268,16 +268,34 @@ _KWARG_PATTERN = (r"(?<![\w:,'=.\[-])(" + "|".join(sorted(_KWARG_OF, key=len, re
 #: A name inside a spec (``slru:protected_share=0.2``) or a quoted value is left as it is.
 _FIELD_PATTERN = r"(?<![\w:,'=-])(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b(?!=)"
 #: The API's roads to a re-blocked replay (pcs.trace.api.REBLOCK_ROAD, REBLOCKS, REBLOCKS_BY) -> the command line's
-#: (convert a JSONL file to Parquet, which records its block size; pcs replay re-blocks), a sweep plan's the same
+#: (convert a JSONL file to Parquet, which records its block size; pcs replay re-blocks that: the one command that
+#: does, so compare, curve and trace name it too)
 _REBLOCK_PHRASES = {
-    ", open it with pcs.open_trace(path, ": ", convert it to Parquet at ",
+    "; to replay it re-blocked to ": "; to replay it re-blocked to ",
+    "-token blocks, open it with pcs.open_trace(path, ": "-token blocks, convert it to Parquet at ",
     ") at the size it was recorded at and re-block that with pcs.trace.reblock.reblock(trace, ":
-        " (trace convert: Parquet keeps the block size, which JSONL does not), then replay that with ",
+        " (trace convert: Parquet keeps the block size, which JSONL does not), then pcs replay that with ",
     "), which returns the streams to give pcs.replay (keyed exact at a multiple, lower and upper at a divisor: an "
     "interval's bounds)": "",
     "pcs.trace.reblock.reblock(trace, block_size) re-blocks a block-hash trace opened at its own size, for pcs.replay":
         "pcs replay re-blocks a block-hash trace",
     " (pcs.trace.reblock.reblock, for pcs.replay); ": " (pcs replay); "}
+#: ... and a sweep plan's: a sweep point replays a trace at its recorded block size and re-blocks none
+#: (pcs.sweep.kinds._no_reblock), so its road is to convert the trace first, outside the plan, point the plan's trace
+#: at the new file and leave the other block size out (pcs replay --block-size re-blocks, outside the sweep)
+_PLAN_REBLOCK_PHRASES = {
+    **_REBLOCK_PHRASES,
+    "; to replay it re-blocked to ": ("; a sweep replays a trace at its recorded block size and re-blocks none "
+                                      "(pcs replay --block-size re-blocks it to "),
+    "-token blocks, open it with pcs.open_trace(path, ":
+        "-token blocks, outside the sweep): convert it first, outside the plan, with pcs trace convert at its recorded ",
+    ") at the size it was recorded at and re-block that with pcs.trace.reblock.reblock(trace, ":
+        " (Parquet keeps the block size, which JSONL does not), then point the plan's trace at the new file and leave ",
+    "), which returns the streams to give pcs.replay (keyed exact at a multiple, lower and upper at a divisor: an "
+    "interval's bounds)": " out",
+    "pcs.trace.reblock.reblock(trace, block_size) re-blocks a block-hash trace opened at its own size, for pcs.replay":
+        "pcs replay re-blocks a block-hash trace, outside the sweep",
+}
 #: API phrasings of a keyword's value (pcs/engine/select.py, runner.py, api.py) -> the command line's
 _PHRASE_OF = {"engine='auto'": "--engine auto", "native 'auto'": "--native auto", "native 'c'": "--native c",
               "links names tier": "--link names tier", "compute_mode='infinite'": "--compute infinite",
@@ -292,7 +310,7 @@ _PLAN_PHRASE_OF = {"engine='auto'": 'engine = "auto"', "native 'auto'": 'native 
                    "links= names it": 'link = {NAME = "VALUE"} names it',
                    "links= is for": "link is for", "use the compute dtype bf16": 'use compute-dtype = "bf16"',
                    "or load a Hugging Face config.json: model=pcs.model.hfconfig.load_hf_config(path)":
-                       'or give a Hugging Face config.json path: model = "path/to/config.json"', **_REBLOCK_PHRASES}
+                       'or give a Hugging Face config.json path: model = "path/to/config.json"', **_PLAN_REBLOCK_PHRASES}
 #: the API's ``links['cpu'] = 'VALUE'`` and ``tier_policies['cpu'] = 'VALUE'`` (pcs/engine/api.py) -> ``--link cpu=VALUE``,
 #: ``--tier-policy cpu=VALUE`` (a sweep plan: ``link cpu=VALUE``, ``tier-policy cpu=VALUE``); the value may be cut
 #: by :func:`pcs.errors.quoted` (``'lfu:xx...' (5,000 characters)``: the count stays after it)

@@ -513,10 +513,13 @@ def _first_row_reuse(path, name: str | None = None, on_error: str = "raise",
 
 
 _FITS = re.compile(r"\(block_size=(\d+) fits\)$")
-#: The API's road to a replay re-blocked from a JSONL file's recorded size: the three pieces around its two block
-#: sizes (:func:`reblock_hint`), which the command line words as its own road, convert to Parquet and pcs replay
-#: --block-size (pcs.cli.common._PHRASE_OF); a JSONL file does not record its block size, a Python caller gives it.
-REBLOCK_ROAD = (", open it with pcs.open_trace(path, ",
+#: The API's road to a replay re-blocked from a JSONL file's recorded size: the five pieces around the size asked,
+#: the size that fits and the size asked again (:func:`reblock_hint`), which the command line words as its own road,
+#: convert to Parquet and pcs replay --block-size, and a sweep plan as its own, convert first and point the plan's
+#: trace at the new file (pcs.cli.common._REBLOCK_PHRASES, _PLAN_REBLOCK_PHRASES); a JSONL file does not record its
+#: block size, a Python caller gives it.
+REBLOCK_ROAD = ("; to replay it re-blocked to ", "-token blocks",
+                ", open it with pcs.open_trace(path, ",
                 ") at the size it was recorded at and re-block that with pcs.trace.reblock.reblock(trace, ",
                 "), which returns the streams to give pcs.replay (keyed exact at a multiple, lower and upper at a "
                 "divisor: an interval's bounds)")
@@ -545,9 +548,9 @@ def reblock_hint(error: InputError, asked: int | None, default: int | None = Non
 
     if asked is None or fit is None or fit in (asked, default) or not whole_factor(asked, fit):
         return error
-    open_at, reblock_to, streams = REBLOCK_ROAD
-    return InputError(error.path, error.line, error.field, f"{error.problem}; to replay it re-blocked to "
-                      f"{asked}-token blocks{open_at}block_size={m.group(1)}{reblock_to}block_size={asked}{streams}")
+    to, blocks, open_at, reblock_to, streams = REBLOCK_ROAD
+    return InputError(error.path, error.line, error.field, f"{error.problem}{to}{asked}{blocks}{open_at}"
+                      f"block_size={m.group(1)}{reblock_to}block_size={asked}{streams}")
 
 
 def synthetic_reuse_note(trace) -> str | None:

@@ -86,7 +86,7 @@ def test_the_command_line_hint_is_unchanged():
     line = assert_one_line_error(invoke("replay", B16, "--block-size", "64"))
     assert line.endswith("(--block-size 16 fits); to replay it re-blocked to 64-token blocks, convert it to Parquet "
                          "at --block-size 16 (trace convert: Parquet keeps the block size, which JSONL does not), then "
-                         "replay that with --block-size 64"), line
+                         "pcs replay that with --block-size 64"), line
 
 
 def test_the_api_road_works_and_equals_hashing_the_tokens():

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from helpers import assert_one_line_error, invoke
+from helpers import ROOT, assert_one_line_error, invoke, plan_refusal
 
 AZ_ROW = "2023-11-16 18:15:46.6805900"
 BG_EXPECTED = ("(expected Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type, optionally with "
@@ -95,3 +95,43 @@ def test_a_measured_prefill_header_names_the_column(tmp_path, header, row, probl
     p.write_text("prefill_s,new_tokens\n2ms,100\n")
     m = MeasuredPrefill.from_csv(p)
     assert (list(m.tokens), list(m.seconds)) == ([0.0, 100.0], [0.0, 0.002])
+
+
+# 2. A re-block hint names the road its caller can take.
+
+B16 = ROOT / "traces" / "sample_tokens_b16.jsonl"        # sample_tokens.jsonl's ids at 16-token blocks
+# its line 1: 105 tokens in 7 ids = ceil(105 / 16); at 64 it would be ceil(105 / 64) = 2
+B16_LINE1 = "field 'hash_ids': has 7 ids but ceil(105 / block size 64) = 2; was the trace recorded at another block size? "
+
+
+@pytest.mark.parametrize("command", [["replay"], ["compare"], ["curve"], ["trace", "stats"]])
+def test_the_command_line_hint_names_pcs_replay_the_one_command_that_re_blocks(command):
+    # compare, curve and trace stats refuse --block-size 64 on the Parquet file at 16 too: only pcs replay re-blocks
+    line = assert_one_line_error(invoke(*command, B16, "--block-size", "64"))
+    assert line == (f"pcs: error: {B16}:1: {B16_LINE1}(--block-size 16 fits); to replay it re-blocked to 64-token "
+                    "blocks, convert it to Parquet at --block-size 16 (trace convert: Parquet keeps the block size, "
+                    "which JSONL does not), then pcs replay that with --block-size 64")
+
+
+def test_a_plans_hint_names_the_road_a_plan_can_take(tmp_path, monkeypatch):
+    import shutil
+
+    shutil.copy(B16, tmp_path / "b16.jsonl")
+    msg = plan_refusal(tmp_path, 'kind = "replay"\n[fixed]\ntrace = "b16.jsonl"\ntiming = "sequential"\n'
+                                 'block-size = 64\ntier = {gpu = "500blocks"}\n')
+    assert msg.endswith(
+        f"b16.jsonl:1: {B16_LINE1}(block-size = 16 fits); a sweep replays a trace at its recorded block size and "
+        "re-blocks none (pcs replay --block-size re-blocks it to 64-token blocks, outside the sweep): convert it "
+        "first, outside the plan, with pcs trace convert at its recorded block-size = 16 (Parquet keeps the block "
+        "size, which JSONL does not), then point the plan's trace at the new file and leave block-size = 64 out"), msg
+    # the road it names, taken: converted at 16, the plan's trace the new file, no block-size: it runs, at 16
+    monkeypatch.chdir(tmp_path)
+    assert invoke("trace", "convert", B16, "b16.parquet", "--block-size", "16", "-q").exit_code == 0
+    (tmp_path / "p.toml").write_text('kind = "replay"\n[fixed]\ntrace = "b16.parquet"\ntiming = "sequential"\n'
+                                     'tier = {gpu = "500blocks"}\n')
+    res = invoke("sweep", "run", "p.toml", "-o", "out", "-q")
+    assert res.exit_code == 0, res.output
+    import pyarrow.parquet as pq
+
+    row = pq.read_table(next((tmp_path / "out").rglob("*.parquet"))).to_pylist()[0]
+    assert json.loads(row["result_json"])["block_size"] == 16
