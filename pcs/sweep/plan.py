@@ -177,18 +177,38 @@ def _set(options: dict[str, Any], key: str, value: Any, pair_options: frozenset[
         options[name] = value
 
 
-def _scalars(value: Any, path: str) -> Iterator[tuple[str, Any]]:
-    """``(path, scalar)`` of every scalar in an option's ``value`` written at ``path``, in order: a table's entry
-    after a dot, a list's element by its 0-based index (``x[0].a``), as the readers name fields (:mod:`pcs.keylines`)."""
-    todo = [(path, value)]
+def _scalars(value: Any, path: str) -> Iterator[tuple[str, Any, tuple[str, ...]]]:
+    """``(path, scalar, names)`` of every scalar in an option's ``value`` written at ``path``, in order: a table's
+    entry after a dot, a list's element by its 0-based index (``x[0].a``), as the readers name fields
+    (:mod:`pcs.keylines`); ``names``: the table keys on the way to it (``("a",)`` for ``x[0].a``)."""
+    todo: list[tuple[str, Any, tuple[str, ...]]] = [(path, value, ())]
     while todo:
-        at, item = todo.pop()
+        at, item, names = todo.pop()
         if isinstance(item, dict):
-            todo.extend((f"{at}.{k}", v) for k, v in reversed(list(item.items())))
+            todo.extend((f"{at}.{k}", v, (*names, str(k))) for k, v in reversed(list(item.items())))
         elif isinstance(item, list):
-            todo.extend((f"{at}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+            todo.extend((f"{at}[{i}]", v, names) for i, v in reversed(list(enumerate(item))))
         else:
-            yield at, item
+            yield at, item, names
+
+
+#: The keys of an axis's range table (:func:`pcs.sweep.axes.expand_axis`).
+_RANGE_KEYS = frozenset({"from", "to", "step", "times"})
+
+
+def _named(key: str, value: Any, names: tuple[str, ...], pairs: frozenset[str], table: str) -> bool:
+    """Whether the table keys ``names`` on the way to a scalar of option ``key``'s ``value`` in ``table`` name
+    something the option has: any entry of a NAME=VALUE option (``pairs``); a range key (:data:`_RANGE_KEYS`) of an
+    axis given as a range table; nothing else (``tp = {x = 1}``, ``tp.x``: ``tp`` takes one value). A scalar under
+    a name the option lacks is left to the refusal that names it (the shape's, the range's, :func:`_set`'s)."""
+    name, dot, _ = str(key).partition(".")
+    if _name(name) in pairs:
+        return True
+    if dot:
+        return False
+    if table == "axes" and isinstance(value, dict):
+        return len(names) == 1 and names[0] in _RANGE_KEYS
+    return not names
 
 
 def _refuse_unknown_keys(kind: str, options: dict[str, Any], where: str, table: str) -> None:
@@ -212,18 +232,23 @@ def _refuse_odd_values(kind: str, options: dict[str, Any], where: str, table: st
     option takes one, and the point id's canonical JSON could not hold it) and, in a value of an option ``kind``'s
     command has, a number that is not finite (TOML's ``nan``, ``inf``, ``-inf``, ``+nan``; JSON's ``NaN`` the JSON
     reader refuses itself): no option takes one. A key that is no option is left to its own refusal, which names it
-    (``unknown option 'x'``, :func:`pcs.sweep.kinds.unknown_option`): a value's check belongs to a known option.
+    (``unknown option 'x'``, :func:`pcs.sweep.kinds.unknown_option`), and so is a key inside a value that names
+    nothing its option has (:func:`_named`: ``tp = {x = 1979-05-27}`` is refused as a table where ``tp`` takes one
+    value): a value's check belongs to a known name.
 
     Raises:
         PlanKeyError: naming ``where`` (the plan and its table) and the value's path (``x[0].a``, :func:`_scalars`),
             at its line (``table``.path); a number as written (``+nan``, :func:`pcs.configfile.as_written`).
     """
     from pcs.configfile import as_written
-    from pcs.sweep.kinds import option_shape, value_wanted
+    from pcs.sweep.kinds import option_shape, pair_options, value_wanted
 
+    pairs = pair_options(kind)
     for key, value in options.items():
         known = option_shape(kind, _name(str(key).partition(".")[0])) is not None
-        for path, v in _scalars(value, str(key)):
+        for path, v, names in _scalars(value, str(key)):
+            if not _named(key, value, names, pairs, table):
+                continue
             if isinstance(v, (datetime.date, datetime.time)):     # datetime.datetime is a date
                 raise PlanKeyError(f"{where}: option {path!r}: a TOML date/time ({v.isoformat()}) is not an option "
                                    "value; write the value as a string (a duration such as \"2s\", a size such as "

@@ -167,5 +167,9 @@ def test_a_json_value_is_named_by_its_whole_path(tmp_path, value, field, problem
 
 
 def test_a_toml_date_in_a_list_is_named_by_its_index(tmp_path):
-    message = _toml_refusal(tmp_path, "admit = [{a = 1979-05-27}]\n" + _AXIS)      # a key that is an option
-    assert message.startswith("P:7: [fixed]: option 'admit[0].a': a TOML date/time (1979-05-27)"), message
+    message = _toml_refusal(tmp_path, "admit = [\"all\", 1979-05-27]\n" + _AXIS)      # a key that is an option
+    assert message.startswith("P:7: [fixed]: option 'admit[1]': a TOML date/time (1979-05-27)"), message
+    # mend48b: a date under a name its option lacks ('a': admit takes values, not tables) is refused by that name
+    # first, as every key's name is (tests/cli/test_findings_m48b.py): here, the table where a value goes
+    message = _toml_refusal(tmp_path, "admit = [{a = 1979-05-27}]\n" + _AXIS)
+    assert message.startswith("P:7: [fixed] 'admit': expected a value or a list of values"), message

@@ -135,3 +135,24 @@ def test_a_plans_hint_names_the_road_a_plan_can_take(tmp_path, monkeypatch):
 
     row = pq.read_table(next((tmp_path / "out").rglob("*.parquet"))).to_pylist()[0]
     assert json.loads(row["result_json"])["block_size"] == 16
+
+
+# 3. A TOML date under a name its option lacks: the name is refused first, as every key's name is.
+
+@pytest.mark.parametrize("text, line, refusal", [
+    # tp takes one value: 'x' is no name of tp, so the table is refused (its shape), not the date inside it
+    ('[fixed]\ntrace = "t.jsonl"\ntp = {x = 1979-05-27}\n', 4,
+     "[fixed] 'tp': expected one value: a string or a number, got a table {\"x\": \"1979-05-27\"}"),
+    ('[fixed]\ntrace = "t.jsonl"\ntp.x = 1979-05-27\n', 4,
+     "[fixed] 'tp': expected one value: a string or a number, got a table {\"x\": \"1979-05-27\"}"),
+    ('[fixed]\ntrace = "t.jsonl"\n[axes]\ntp = [{x = 07:32:00}]\n', 5,
+     "[axes] 'tp': value 1 of the axis (one point's value): expected one value: a string or a number, got a table "
+     "{\"x\": \"07:32:00\"}"),
+    # a range's keys are from, to and step or times: 'bogus' is none of them
+    ('[fixed]\ntrace = "t.jsonl"\n[axes]\ntp = {from = 1, to = 2, bogus = 1979-05-27}\n', 5,
+     "axis 'tp': a range is {from, to, step} or {from, to, times}, got {bogus, from, to}"),
+])
+def test_a_date_under_a_name_its_option_lacks_is_refused_by_the_name(tmp_path, text, line, refusal):
+    (tmp_path / "t.jsonl").write_text((ROOT / "traces" / "sample_chat.jsonl").read_text())
+    msg = plan_refusal(tmp_path, 'kind = "replay"\n' + text)
+    assert msg == f"{tmp_path / 'p.toml'}:{line}: {refusal}", msg
