@@ -605,12 +605,14 @@ class RegistryRefusal(PickledAsIs, click.BadParameter):
     sweep plan words it ``router = "least-loaded:x": ...`` (:func:`pcs.sweep.kinds._parse`).
 
     Attributes:
-        value: the value as given; ``flag``: the option's long name (``--router``)."""
+        value: the value as given, also kept as ``refused_value`` (a sweep plan names the line of the entry that
+            holds it: ``tier-policy = {gpu = "p10"}``'s ``gpu=p10``, :func:`pcs.sweep.api._at`); ``flag``: the
+            option's long name (``--router``)."""
 
     def __init__(self, message: str, value: Any = None, *, ctx: click.Context | None = None,
                  param: click.Parameter | None = None):
         super().__init__(message, ctx, param)
-        self.value = value
+        self.value = self.refused_value = value
         self.flag = next((o for o in getattr(param, "opts", ()) if o.startswith("--")), None) or "value"
 
     def format_message(self) -> str:

@@ -313,9 +313,11 @@ def _protected_share(kw: dict[str, Any], tier_policies: dict[str, str]) -> float
     asked = kw["policy"] if isinstance(kw["policy"], tuple) else (kw["policy"],)
     named = [p or DEFAULT_POLICY for p in asked or (None,)] + list(tier_policies.values())
     if not any("protected_share" in policy_options(p) for p in named):
-        raise UserError("--protected-share sizes the protected segment of slru tiers, and no tier uses slru "
-                         f"(policies: {', '.join(dict.fromkeys(named))}); add --policy slru or "
-                         "--tier-policy NAME=slru")
+        err = UserError("--protected-share sizes the protected segment of slru tiers, and no tier uses slru "
+                        f"(policies: {', '.join(dict.fromkeys(named))}); add --policy slru or "
+                        "--tier-policy NAME=slru")
+        err.refused_value = share       # a sweep plan names the line it is written on
+        raise err
     return share
 
 

@@ -50,13 +50,22 @@ def check_tier_names(tiers: Sequence[str], links: Sequence[str] = (), option: st
             continue
         low = name.lower()
         if pos == 0 and low != GPU_TIER and low not in TIER_LINKS:    # a lower tier first: the API says so
-            raise UserError(f"{shown}: the first tier is the GPU tier, named {GPU_TIER}: write "
-                            f"{GPU_TIER}={size.strip()} (a name of your own is for a lower tier, given its link)")
+            raise _entry(UserError(f"{shown}: the first tier is the GPU tier, named {GPU_TIER}: write "
+                                   f"{GPU_TIER}={size.strip()} (a name of your own is for a lower tier, given its "
+                                   "link)"), low, size)
         if pos > 0 and low != GPU_TIER and low not in TIER_LINKS and low not in linked:
             hint = _meant(name, TIER_LINKS)
             if hint:                  # no close name: the API's message asks for the link
-                raise UserError(f"{shown}: unknown lower tier {name!r}; {hint}(known: {', '.join(TIER_LINKS)}; "
-                                f"a tier of your own names its link: links['{name}'] = '25GB/s')")
+                raise _entry(UserError(f"{shown}: unknown lower tier {name!r}; {hint}(known: "
+                                       f"{', '.join(TIER_LINKS)}; a tier of your own names its link: "
+                                       f"links['{name}'] = '25GB/s')"), low, size)
+
+
+def _entry(exc: UserError, name: str, size: str) -> UserError:
+    """``exc`` keeping the tier it refuses as its ``refused_value`` ``NAME=SIZE`` (the name case-folded, as a sweep
+    plan keys a tier entry: :func:`pcs.sweep.plan._value_fields`), by which a plan names the line it is written on."""
+    exc.refused_value = f"{name}={size.strip()}"
+    return exc
 
 
 def refuse_tier_lists(tiers: Sequence[str]) -> None:

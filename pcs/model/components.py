@@ -107,21 +107,29 @@ class KVComponent(Protocol):
     def describe(self) -> str: ...
 
 
+def _tp_refused(message: str, tp: int) -> UserError:
+    """A refusal of tensor-parallel size ``tp``, keeping it as the error's ``refused_value``: a sweep plan names the
+    line its ``tp`` is written on (:func:`pcs.sweep.kinds.culprit`)."""
+    err = UserError(message)
+    err.refused_value = tp
+    return err
+
+
 def _check_tp_heads(tp: int, heads: int, what: str) -> None:
     if tp < 1:
-        raise UserError(f"tensor-parallel size must be >= 1, got {tp}")
+        raise _tp_refused(f"tensor-parallel size must be >= 1, got {tp}", tp)
     if heads % tp != 0 and tp % heads != 0:
-        raise UserError(f"tensor-parallel size {tp} does not divide {heads} {what} "
-                         f"(nor do they divide it); vLLM requires one to divide the other")
+        raise _tp_refused(f"tensor-parallel size {tp} does not divide {heads} {what} "
+                          f"(nor do they divide it); vLLM requires one to divide the other", tp)
 
 
 def _check_tp_q_heads(tp: int, heads: int) -> None:
     """vLLM ``ModelConfig.verify_with_parallel_config``: attention heads % tp == 0."""
     if tp < 1:
-        raise UserError(f"tensor-parallel size must be >= 1, got {tp}")
+        raise _tp_refused(f"tensor-parallel size must be >= 1, got {tp}", tp)
     if heads % tp:
-        raise UserError(f"tensor-parallel size {tp} does not divide the {heads} attention heads "
-                         "(vLLM requires num_attention_heads % tp == 0)")
+        raise _tp_refused(f"tensor-parallel size {tp} does not divide the {heads} attention heads "
+                          "(vLLM requires num_attention_heads % tp == 0)", tp)
 
 
 class _PerToken:

@@ -335,7 +335,7 @@ def _parse(kind: str, options: dict[str, Any], base: Path) -> click.Context:
 
             message = (f"{plan_word(exc.flag)} = {json.dumps(str(exc.value), ensure_ascii=False)}: "
                        f"{option_names(exc.message, plan=True)}")
-        raise blamed(PlanError(message), culprit(exc, options)) from None
+        raise _reworded(exc, message, culprit(exc, options)) from None     # its refused value kept: the entry's line
 
 
 def _trace_key(kind: str, kw: dict[str, Any]) -> tuple:
@@ -369,9 +369,10 @@ def _no_fleet(kw: dict[str, Any]) -> None:
     from pcs.cli.fleet import wants_fleet
 
     if wants_fleet(kw):
-        given = [plan_word(k) for k in FLEET_OPTIONS if kw.get(k) not in (None, (), "")]
-        raise UserError(f"{', '.join(given)}: pcs sweep replays one instance and does not run fleets; "
-                         "remove the key (run pcs replay --instances N --router NAME for a fleet)")
+        given = [k for k in FLEET_OPTIONS if kw.get(k) not in (None, (), "")]
+        raise blamed(UserError(f"{', '.join(map(plan_word, given))}: pcs sweep replays one instance and does not run "
+                               "fleets; remove the key (run pcs replay --instances N --router NAME for a fleet)"),
+                     given[0])
 
 
 _PLACEHOLDER = object()  # a trace that replay_call_kwargs leaves alone: the worker passes the loaded one
@@ -410,7 +411,7 @@ def _compare(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
     _no_reblock(kw)
     _no_fleet(kw)
     if kw["tier_sets"] and kw["tiers"]:
-        raise UserError("give either tier (one tier list) or tiers (several to compare), not both")
+        raise blamed(UserError("give either tier (one tier list) or tiers (several to compare), not both"), "tiers")
     refuse_one_policy_twice(kw["policy"], "--policy")
     caps = _parse_capacities(kw["curve_capacities"], kw, trace_of().block_size) if kw["curve_capacities"] else None
     _, kwargs = replay_call_kwargs(kw, _PLACEHOLDER)
@@ -452,9 +453,9 @@ def _curve(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
     from pcs.cli.params import parse_capacity_list
 
     if kw["capacities"] is not None and kw["points"] is not None:
-        raise UserError("give capacities or points, not both")
+        raise blamed(UserError("give capacities or points, not both"), "points")
     if kw["dtype"] is not None and kw["model_name"] is None:
-        raise UserError("dtype sets the KV dtype of the model's bytes; give model too")
+        raise blamed(UserError("dtype sets the KV dtype of the model's bytes; give model too"), "dtype")
     spec = None
     if kw["model_name"] is not None:
         from pcs.cli.modelarg import load_model

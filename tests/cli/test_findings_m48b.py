@@ -156,3 +156,36 @@ def test_a_date_under_a_name_its_option_lacks_is_refused_by_the_name(tmp_path, t
     (tmp_path / "t.jsonl").write_text((ROOT / "traces" / "sample_chat.jsonl").read_text())
     msg = plan_refusal(tmp_path, 'kind = "replay"\n' + text)
     assert msg == f"{tmp_path / 'p.toml'}:{line}: {refusal}", msg
+
+
+# 4. Every refusal of a plan's value names the line that value is written on.
+
+_T = '[fixed]\ntrace = "t.jsonl"\n'          # lines 2 and 3, after kind on line 1
+
+
+@pytest.mark.parametrize("kind, text, line, words", [
+    # an unknown tier policy in each form a plan writes it: a table's entry, a list's string, an axis's element
+    ("replay", _T + 'tier = {gpu = "1GB"}\ntier-policy = {gpu = "p10"}\n', 5, "unknown eviction policy 'p10'"),
+    ("replay", _T + 'tier = {gpu = "1GB", cpu = "2GB"}\ntier-policy = ["cpu=p10"]\n', 5,
+     "unknown eviction policy 'p10'"),
+    ("replay", _T + 'tier = {gpu = "1GB", cpu = "2GB"}\n[axes]\n"tier-policy.cpu" = ["lru", "p10"]\n', 6,
+     "unknown eviction policy 'p10'"),
+    ("compare", _T + 'tier = {gpu = "1GB", cpu = "2GB"}\ntier-policy = {cpu = "p10"}\n', 5,
+     "unknown eviction policy 'p10'"),
+    # a tier name the run refuses: the first not the GPU tier, a mistyped lower tier
+    ("replay", _T + 'tier = {bogus = "1GB"}\n', 4, "the first tier is the GPU tier, named gpu"),
+    ("replay", _T + 'tier = {gpu = "1GB"}\n"tier.cpux" = "2GB"\n', 5, "unknown lower tier 'cpux'"),
+    # two options that do not go together: the line of the second, the one the message says to drop or add to
+    ("compare", _T + 'tier = {gpu = "1GB"}\ntiers = ["gpu=1GB"]\n', 5, "give either tier (one tier list) or tiers"),
+    ("curve", _T + 'capacities = "1GB"\npoints = 3\n', 5, "give capacities or points, not both"),
+    ("curve", _T + 'dtype = "fp8"\n', 4, "dtype sets the KV dtype of the model's bytes; give model too"),
+    ("replay", _T + 'instances = 2\n', 4, "instances: pcs sweep replays one instance"),
+    # the API's refusals of a value: tp 3 does not divide llama-3.1-8b's 32 heads; a share no slru tier takes
+    ("replay", _T + 'model = "llama-3.1-8b"\n[axes]\ntp = [1, 3]\n', 6, "tensor-parallel size 3 does not divide"),
+    ("replay", _T + 'protected-share = 0.3\n', 4, "sizes the protected segment of slru tiers, and no tier uses slru"),
+])
+def test_a_plan_refusal_of_a_value_names_its_line(tmp_path, kind, text, line, words):
+    (tmp_path / "t.jsonl").write_text((ROOT / "traces" / "sample_chat.jsonl").read_text())
+    msg = plan_refusal(tmp_path, f'kind = "{kind}"\n' + text)
+    assert msg.startswith(f"{tmp_path / 'p.toml'}:{line}: point "), msg
+    assert words in msg, msg
