@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Sequence
 
 from pcs.cache.policies import number_option, spec_value
 from pcs.choices import malformed_option, name_after_comma, no_such_option, not_among_tiers
-from pcs.errors import UnknownNameError, UserError, quoted
+from pcs.errors import UnknownNameError, UserError, quoted, shown_repr
 
 __all__ = ["AdmissionPolicy", "CountingAdmission", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
            "admission_kinds", "NO_ADMISSION", "is_no_admission", "apply_admission", "check_admissions", "needs_context"]
@@ -171,10 +171,10 @@ def parse_admission(text: str, tier: str = "") -> tuple[str, dict[str, Any]]:
     kind, colon, rest = str(text).strip().partition(":")
     kind = kind.strip().lower()
     if colon and kind == NO_ADMISSION:      # none:n=2, none: -- no admission has nothing to set
-        raise UserError(f"bad admission {text!r}: {NO_ADMISSION} (no admission) takes no options; give {NO_ADMISSION} "
+        raise UserError(f"bad admission {shown_repr(text)}: {NO_ADMISSION} (no admission) takes no options; give {NO_ADMISSION} "
                         "alone")
     if colon and not rest.strip():      # "reuse:" is not "reuse": an argument was meant and left out
-        raise UserError(f"bad admission {text!r}: nothing after ':'; give {kind} alone for its defaults")
+        raise UserError(f"bad admission {shown_repr(text)}: nothing after ':'; give {kind} alone for its defaults")
     kinds = admission_kinds()
     if kind not in kinds:
         raise UnknownNameError("admission", kind, (*ADMISSION_KINDS, NO_ADMISSION), hint="e.g. cpu=reuse:2")
@@ -186,7 +186,7 @@ def parse_admission(text: str, tier: str = "") -> tuple[str, dict[str, Any]]:
         if not key.strip() or not value.strip():
             raise UserError(malformed_option("admission", kind, part, text, _options_of()[kind]))
         if key.strip() in opts:
-            raise UserError(f"admission option {key.strip()!r} given twice in {text!r}; give it once")
+            raise UserError(f"admission option {shown_repr(key.strip())} given twice in {shown_repr(text)}; give it once")
         opts[key.strip()] = spec_value(value.strip())
     return kind, opts
 
@@ -205,7 +205,7 @@ def _second_kind(text: str, tier: str) -> None:
     if found is not None:
         word, before, after = found
         t = tier or "TIER"
-        raise UserError(f"{word!r} is an admission kind, not an option of {first}: stack kinds with '+', each with "
+        raise UserError(f"{shown_repr(word)} is an admission kind, not an option of {first}: stack kinds with '+', each with "
                         f"its tier: {t}={before}+{t}={after}")
 
 
@@ -321,7 +321,7 @@ def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict
             tier, sep, spec = item.partition("=")
             tier = tier.strip().lower()
             if not sep or not tier or not spec.strip():
-                raise UserError(f"bad admit= {item!r}; expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
+                raise UserError(f"bad admit= {shown_repr(item)}; expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
             if tier not in tier_names:     # the item kept: a sweep plan names the line it is written on
                 err = UserError(not_among_tiers("admit=", tier, tier_names, quoted(tier, show=repr)))
                 err.refused_value = item
@@ -332,10 +332,10 @@ def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict
             kind, _ = parse_admission(spec, tier)
             if tier == tier_names[0] and kind != "retain":
                 raise UserError(f"admit=['{item}']: the GPU tier stores every block it computes; admission "
-                                 f"{kind!r} applies to lower tiers (retain applies to any tier)")
+                                 f"{shown_repr(kind)} applies to lower tiers (retain applies to any tier)")
             same = [k for k in out.get(tier, []) if parse_admission(k)[0] == kind]
             if same:
-                raise UserError(f"admit= gives tier {tier!r} admission {kind!r} twice ({same[0]}, {spec.strip()}); "
+                raise UserError(f"admit= gives tier {shown_repr(tier)} admission {shown_repr(kind)} twice ({same[0]}, {spec.strip()}); "
                                  "give it once (different kinds for one tier combine: a block must pass each)")
             out.setdefault(tier, []).append(spec.strip())
     _refuse_none_beside_kinds(nones, out)
@@ -347,5 +347,5 @@ def _refuse_none_beside_kinds(nones: dict[str, str], kinds: dict[str, list[str]]
     no admission and an admission on one tier contradict each other; neither may win unseen."""
     for tier, item in nones.items():
         if tier in kinds:
-            raise UserError(f"admit= gives tier {tier!r} {item.strip()} (no admission) and admission "
-                            f"{kinds[tier][0]!r}; give one")
+            raise UserError(f"admit= gives tier {shown_repr(tier)} {item.strip()} (no admission) and admission "
+                            f"{shown_repr(kinds[tier][0])}; give one")

@@ -27,7 +27,7 @@ import click
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
 from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
-from pcs.errors import (BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, PickledAsIs, Stopped, UnknownNameError,
+from pcs.errors import (as_typed, repr_bytes, shown_repr, BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, PickledAsIs, Stopped, UnknownNameError,
                         UserError, printable, quoted, shown_path, utf8_text)
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "RegistryRefusal", "format_option", "quiet_option",
@@ -381,8 +381,13 @@ def _toml_text(shown: str) -> str:
 def _pair_text(name: str, value: str) -> str:
     """``NAME=VALUE`` of a ``--link`` / ``--tier-policy`` from the API's two :data:`_REPR` literals: as typed
     (``cpu=lfu``), or as one quoted string when either shows escapes (``'cpu=lfu:aging=\\x01'``)."""
-    text = f"{_repr_text(name)}={_repr_text(value)}"
-    return text if _plain(name) and _plain(value) else repr(text)
+    if _plain(name) and _plain(value):
+        return f"{_repr_text(name)}={_repr_text(value)}"
+    # joined as shown, never decoded: a name's byte 0xff shows as \xff (pcs.errors.shown_repr), which a decode would
+    # read as U+00FF; a body in double quotes holds a bare ' (repr's choice), escaped in the single quotes
+    bodies = [s[1:-1] if s.startswith("'") else s[1:-1].replace("'", "\\'") for s in (name, value)]
+    text = f"{bodies[0]}={bodies[1]}"
+    return f'"{text}"'.replace("\\'", "'") if "\\'" in text and '"' not in text else f"'{text}'"   # repr's quotes
 
 
 @functools.cache
@@ -518,7 +523,7 @@ def _usage_line(exc: click.UsageError) -> str:
         return exc.format_message()
     if isinstance(exc, click.NoSuchOption) and exc.ctx is not None and exc.option_name.startswith("--"):
         return f"{_option_typo(exc.option_name, exc.ctx)}{where}"
-    return f"{exc.format_message()}{where}"
+    return f"{repr_bytes(exc.format_message())}{where}"      # click's repr of a value: a byte as \xff
 
 
 def _option_typo(typed: str, ctx: click.Context) -> str:
@@ -540,8 +545,8 @@ def _option_typo(typed: str, ctx: click.Context) -> str:
     exact = names.get(typed[2:].lower())
     close = [exact[2:]] if exact else close_names(typed[2:], [n for n in names if n not in aliases], aliases)
     if not close:
-        return f"No such option {typed!r}."
-    return f"No such option {typed!r}; {meant(names[c.lower()] for c in close).strip()}"
+        return f"No such option {shown_repr(typed)}."
+    return f"No such option {shown_repr(typed)}; {meant(names[c.lower()] for c in close).strip()}"
 
 
 def _os_error_line(exc: OSError) -> str:
@@ -596,9 +601,7 @@ class RegistryRefusal(PickledAsIs, click.BadParameter):
         self.flag = next((o for o in getattr(param, "opts", ()) if o.startswith("--")), None) or "value"
 
     def format_message(self) -> str:
-        text = str(self.value)
-        shown = text if repr(text) == f"'{text}'" and text.isprintable() else quoted(text, 200, show=repr)
-        return f"{self.flag} {shown}: {option_names(self.message)}"     # the registry's API words, the CLI's
+        return f"{self.flag} {as_typed(str(self.value), 200)}: {option_names(self.message)}"     # the registry's API words, the CLI's
 
 
 def _refuse_repeated_options(cmd: click.Command, ctx: click.Context, args: list[str]) -> None:
@@ -755,7 +758,7 @@ def no_such_command(name: str, ctx: click.Context) -> click.UsageError:
     from pcs.choices import close_names, meant
 
     close = close_names(name, ctx.command.list_commands(ctx))
-    return click.UsageError(f"No such command {name!r}" + (f"; {meant(close).strip()}" if close else "."), ctx)
+    return click.UsageError(f"No such command {shown_repr(name)}" + (f"; {meant(close).strip()}" if close else "."), ctx)
 
 
 #: click's "no arguments: show the help" (click 8.2 on: a UsageError whose ``show`` prints the help; before, the

@@ -22,7 +22,7 @@ from pcs.cli.report import check_outputs, html_options, write_replay_outputs
 from pcs.engine import select
 from pcs.engine.restores import RESTORE_POLICIES
 from pcs.engine.schedconfig import CACHE_BLOCKS_AT, COMPUTE_MODES, DEFAULT_MAX_PREEMPTIONS
-from pcs.errors import UserError, shown_path
+from pcs.errors import UserError, shown_path, shown_repr
 from pcs.model import KV_DTYPES
 
 __all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests",
@@ -276,7 +276,7 @@ def _pairs(values, what: str, option: str) -> dict[str, str]:
     for v in values:
         k, val = parse_assignment(v, what)
         if k in out:
-            raise UserError(f"{option} names tier {k!r} twice ({k}={out[k]}, {k}={val}); give it once")
+            raise UserError(f"{option} names tier {shown_repr(k)} twice ({k}={out[k]}, {k}={val}); give it once")
         out[k] = val
     return out
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from pcs.choices import did_you_mean
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 
 #: The GPU tier's name (the first tier).
 GPU_TIER = "gpu"
@@ -55,7 +55,7 @@ def check_tier_names(tiers: Sequence[str], links: Sequence[str] = (), option: st
         if pos > 0 and low != GPU_TIER and low not in TIER_LINKS and low not in linked:
             hint = _meant(name, TIER_LINKS)
             if hint:                  # no close name: the API's message asks for the link
-                raise UserError(f"{shown}: unknown lower tier {name!r}; {hint}(known: {', '.join(TIER_LINKS)}; "
+                raise UserError(f"{shown}: unknown lower tier {shown_repr(name)}; {hint}(known: {', '.join(TIER_LINKS)}; "
                                 f"a tier of your own names its link: links['{name}'] = '25GB/s')")
 
 

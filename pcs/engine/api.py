@@ -57,7 +57,7 @@ from pcs.engine.timing import TimeModel
 from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
 from pcs.choices import not_among_tiers
-from pcs.errors import ArgumentTypeError, UnknownNameError, UserError, ending_with, quoted
+from pcs.errors import ArgumentTypeError, UnknownNameError, UserError, ending_with, quoted, shown_repr
 from pcs.trace.api import trace_notes
 from pcs.trace.batches import as_batches, reiterable, with_limits
 from pcs.trace.rowlimits import NO_LIMITS, STEP_LIMITS, RowLimits
@@ -243,7 +243,7 @@ def _link_bandwidth(tier: str, link: str, table: Any = None) -> float:
     from pcs.choices import did_you_mean
     from pcs.hardware import LINKS, aliases_of
 
-    where = f"links[{tier!r}] = {quoted(link, show=repr)}"     # the CLI: --link TIER=VALUE (pcs.cli.common.option_names)
+    where = f"links[{shown_repr(tier)}] = {quoted(link, show=repr)}"     # the CLI: --link TIER=VALUE (pcs.cli.common.option_names)
     try:
         bps = units.parse_bandwidth(link)
     except ValueError as exc:
@@ -270,7 +270,7 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
         try:
             base = default_link_for_tier(tier, table)
         except ValueError as exc:
-            advice = (f"links[{tier!r}] = 'pcie-gen5-x16' or links[{tier!r}] = '25GB/s'" if len(tier) <= 40
+            advice = (f"links[{shown_repr(tier)}] = 'pcie-gen5-x16' or links[{shown_repr(tier)}] = '25GB/s'" if len(tier) <= 40
                       else "links= names it, a preset or a bandwidth")  # a long name cut once, not in the advice
             raise UserError(f"{exc}; or name its link: {advice}") from None
     else:
@@ -297,7 +297,7 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
 def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tier_policies: Mapping[str, str],
                  protected_share: float | None, context: Any = None,
                  admit: Mapping[str, Sequence[str]] | None = None) -> list[Tier]:
-    caps = [units.capacity_to_blocks(s.capacity_bytes, s.capacity_blocks, b, f"tier {s.name!r}")
+    caps = [units.capacity_to_blocks(s.capacity_bytes, s.capacity_blocks, b, f"tier {shown_repr(s.name)}")
             for s, b in zip(specs, bpb)]
     names = _policy_names(specs, policy, tier_policies)
     ctx = context.fresh() if context is not None else None       # one clock per hierarchy
@@ -334,9 +334,9 @@ def _policy_labels(specs: Sequence[TierSpec], policy: str, tier_policies: Mappin
     :func:`pcs.cli.common.option_names`), the spec cut by :func:`pcs.errors.quoted`."""
     def label(s: TierSpec) -> str:
         if s.name in tier_policies:
-            return f"tier_policies[{s.name!r}] = {quoted(tier_policies[s.name], show=repr)}"
+            return f"tier_policies[{shown_repr(s.name)}] = {quoted(tier_policies[s.name], show=repr)}"
         if s.policy:
-            return f"tier {s.name!r}'s policy {quoted(s.policy, show=repr)}"
+            return f"tier {shown_repr(s.name)}'s policy {quoted(s.policy, show=repr)}"
         return f"policy={quoted(policy, show=repr)}"
 
     return [label(s) for s in specs]
@@ -430,12 +430,12 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     names = [t.name for t in specs]
 
     if names[0].lower() in TIER_LINKS:
-        raise UserError(f"the GPU tier comes first in tiers=, but the first is named {names[0]!r} (a lower tier); "
+        raise UserError(f"the GPU tier comes first in tiers=, but the first is named {shown_repr(names[0])} (a lower tier); "
                          f"give the GPU tier first, e.g. tiers=['gpu=auto', '{names[0]}=...'] (auto: the size the "
                          "deployment leaves for KV)")
     for s in specs[1:]:
         if s.capacity_bytes is None and s.capacity_blocks is None:
-            raise UserError(f"tier {s.name!r}: only the GPU tier (the first of tiers=) can be sized 'auto' "
+            raise UserError(f"tier {shown_repr(s.name)}: only the GPU tier (the first of tiers=) can be sized 'auto' "
                              f"(from the deployment); give {s.name} a size, e.g. tiers=['{s.name}=2TB']")
     twice = next((i for i, n in enumerate(names) if n in names[:i]), None)
     if twice is not None:
@@ -451,7 +451,7 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
             if k not in names:
                 raise _entry_refused(UserError(not_among_tiers(what, k, names, quoted(k, show=repr))), k, mapping[k])
     if links and names[0] in links:
-        raise UserError(f"links= is for lower tiers; {names[0]!r} is the GPU tier")
+        raise UserError(f"links= is for lower tiers; {shown_repr(names[0])} is the GPU tier")
     return specs
 
 
@@ -601,7 +601,7 @@ def _check_api_args(args: dict[str, Any]) -> None:
     names = {name: args[name] for name in _NAME_ARGS}
     for label in ("links", "tier_policies"):
         if isinstance(args[label], Mapping):
-            names.update({f"{label}[{k!r}]": v for k, v in args[label].items()})
+            names.update({f"{label}[{shown_repr(k)}]": v for k, v in args[label].items()})
     for name, value in names.items():
         check_text(value, name, "a name or a value, not a collection", others=(object,))
 
@@ -696,7 +696,7 @@ def _refuse_empty_gpu(gpu_tier, block_bytes: int) -> None:
         UserError: the GPU tier holds no block.
     """
     blocks = units.capacity_to_blocks(gpu_tier.capacity_bytes, gpu_tier.capacity_blocks, block_bytes,
-                                      f"tier {gpu_tier.name!r}")
+                                      f"tier {shown_repr(gpu_tier.name)}")
     if blocks < 1:
         raise UserError(f"the {gpu_tier.name} tier holds 0 blocks, and the step scheduler cannot run a request "
                          "without KV space (vLLM refuses to start with no cache blocks); give the GPU tier at "
@@ -744,11 +744,11 @@ def refuse_two_shares(policy: str, tier_policies: Mapping[str, str] | None, prot
     """
     if protected_share is None:
         return
-    specs = [("policy", policy)] + [(f"tier_policies entry {t!r}:", p) for t, p in (tier_policies or {}).items()]
+    specs = [("policy", policy)] + [(f"tier_policies entry {shown_repr(t)}:", p) for t, p in (tier_policies or {}).items()]
     for where, spec in specs:
         inline = parse_policy_spec(spec)[1].get("protected_share")
         if inline is not None and inline != protected_share:
-            raise UserError(f"protected share given twice: {inline!r} in {where} {spec!r} and {protected_share!r} in "
+            raise UserError(f"protected share given twice: {shown_repr(inline)} in {where} {shown_repr(spec)} and {shown_repr(protected_share)} in "
                              "protected_share; give it once")
 
 
@@ -1131,7 +1131,7 @@ def _sizes_and_empty_plan(spec, bs: int, tier_specs, bb, opts: tuple) -> tuple[l
             out.append((t.capacity_bytes, None))
             continue
         per = empty.block_layout(j)[0]
-        capacity_to_blocks(None, t.capacity_blocks, per, f"tier {t.name!r}")   # N x padded bytes within int64
+        capacity_to_blocks(None, t.capacity_blocks, per, f"tier {shown_repr(t.name)}")   # N x padded bytes within int64
         out.append((t.capacity_blocks * per, None))
     return out, False
 

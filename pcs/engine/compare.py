@@ -22,7 +22,7 @@ from pcs.argcheck import check_int, check_number_list
 from pcs.blocks import BlockRules
 from pcs.cache.policies import DEFAULT_POLICY, canonical_spec, policy_options
 from pcs.engine.result import PayloadLens, ReplaySummary
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 from pcs.schema import common, field, own, projection, renamed, result, take, to_dict
 from pcs.units import tier_arg
 
@@ -205,7 +205,7 @@ def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[Any], rep
 
     hybrid = first.hybrid is not None
     bpb = _block_bytes(first)
-    by_blocks = {c.to_blocks(bpb, f"curve_capacities {c.text!r}"): c for c in reversed(caps)}  # first one kept
+    by_blocks = {c.to_blocks(bpb, f"curve_capacities {shown_repr(c.text)}"): c for c in reversed(caps)}  # first one kept
     blocks = sorted(by_blocks)      # the order of the curve's rows, so row i is replay i
     tiers = [f"gpu={c.text if c.size_bytes is not None else f'{c.blocks}blocks'}" for c in map(by_blocks.get, blocks)]
     res = curve(trace, capacities=blocks, rules=replay_kwargs.get("rules", BlockRules()),
@@ -250,7 +250,7 @@ def _curve_capacity(value: Any, name: str) -> Any:
         try:
             return units.parse_capacity(value)
         except ValueError as exc:
-            raise UserError(f"{name} = {value!r}: {str(exc).splitlines()[0]}") from None
+            raise UserError(f"{name} = {shown_repr(value)}: {str(exc).splitlines()[0]}") from None
     n = check_int(value, name, lo=0)
     return units.Capacity(f"{n}blocks", blocks=n)
 
@@ -322,7 +322,7 @@ def _check_compare_args(tier_sets: Any, curve_capacities: Sequence[int] | None, 
         raise UserError(f"curve_capacities must be one or more block counts >= 0 or sizes, got {curve_capacities!r}")
     for key, value in (("policies", policies), ("tier_sets", tier_sets), ("admits", admits)):
         if isinstance(value, (str, bytes)):
-            raise UserError(f"{key} must be a list (several to compare), got the single string {value!r}")
+            raise UserError(f"{key} must be a list (several to compare), got the single string {shown_repr(value)}")
     for i, ts in enumerate(tier_sets or ()):
         if isinstance(ts, (list, tuple)) and not ts:   # as pcs.replay(tiers=[]): not the default tiers
             raise UserError(f"tier_sets[{i}] is empty: at least one tier is needed, e.g. ['gpu=400GB']")

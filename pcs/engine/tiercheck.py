@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pcs.argcheck import INT64_MAX, check_int
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 from pcs.units import plural
 
 __all__ = ["check_tier_spec"]
@@ -25,16 +25,16 @@ def check_tier_spec(spec: Any, links: Mapping[str, Any] | None) -> None:
     """
     name = spec.name
     if not isinstance(name, str) or not name.strip():
-        raise UserError(f"TierSpec name must be a non-empty str, got {name!r}")
+        raise UserError(f"TierSpec name must be a non-empty str, got {shown_repr(name)}")
     for field in ("capacity_bytes", "capacity_blocks"):
         value = getattr(spec, field)
         if value is not None:
-            check_int(value, f"tier {name!r}: {field}", 0, INT64_MAX)
+            check_int(value, f"tier {shown_repr(name)}: {field}", 0, INT64_MAX)
     if spec.capacity_bytes is not None and spec.capacity_blocks is not None:
-        raise UserError(f"tier {name!r}: give capacity_bytes or capacity_blocks, not both "
+        raise UserError(f"tier {shown_repr(name)}: give capacity_bytes or capacity_blocks, not both "
                         f"({spec.capacity_bytes} B and {spec.capacity_blocks} {plural(spec.capacity_blocks, 'block')})")
     if spec.policy is not None and not isinstance(spec.policy, str):
-        raise UserError(f"tier {name!r}: policy must be a policy name (str) or None, got {spec.policy!r}")
+        raise UserError(f"tier {shown_repr(name)}: policy must be a policy name (str) or None, got {shown_repr(spec.policy)}")
     if spec.link is not None and links and name in links:
-        raise UserError(f"tier {name!r}: a link is given twice (TierSpec.link {spec.link!r} and links[{name!r}] "
-                        f"{links[name]!r}); give one")
+        raise UserError(f"tier {shown_repr(name)}: a link is given twice (TierSpec.link {shown_repr(spec.link)} and links[{shown_repr(name)}] "
+                        f"{shown_repr(links[name])}); give one")

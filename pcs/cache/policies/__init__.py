@@ -54,7 +54,7 @@ from pcs.cache.policies.twoq import TwoQPolicy
 from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
 from pcs.choices import malformed_option, name_after_comma, no_such_option
 from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
-from pcs.errors import OUT_OF_FLOAT_RANGE, OUT_OF_INT64_RANGE, UnknownNameError, UserError, quoted
+from pcs.errors import OUT_OF_FLOAT_RANGE, OUT_OF_INT64_RANGE, UnknownNameError, UserError, as_typed, quoted, shown_repr
 from pcs.cache.policyguard import check_initialised, is_own, raised
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
@@ -95,9 +95,9 @@ def load_plugins(entry_points: Sequence[Any] | None = None) -> list[str]:
             if not (isinstance(cls, type) and issubclass(cls, EvictionPolicy)):
                 raise TypeError(f"{ep.value} is not an EvictionPolicy subclass")
             if cls.name != ep.name:
-                raise UserError(f"entry point name {ep.name!r} differs from the class's name {cls.name!r}")
+                raise UserError(f"entry point name {shown_repr(ep.name)} differs from the class's name {shown_repr(cls.name)}")
             if ep.name in _POLICIES or ep.name in POLICY_ALIASES:
-                raise UserError(f"{ep.name!r} is already registered (by {POLICY_ORIGINS.get(ep.name, 'an alias')})")
+                raise UserError(f"{shown_repr(ep.name)} is already registered (by {POLICY_ORIGINS.get(ep.name, 'an alias')})")
         except Exception as exc:  # noqa: BLE001 - a broken plug-in must not break pcs
             PLUGIN_ERRORS.append(f"{ep.name} = {ep.value}: {exc}")
             continue
@@ -250,8 +250,8 @@ def _second_policy(spec: str) -> None:
     found = name_after_comma(spec, (*_POLICIES, *POLICY_ALIASES), policy_options(first))
     if found is not None:
         word, _, after = found
-        raise UserError(f"{word!r} is an eviction policy, not an option of {first}: a value names one policy (a "
-                        f"tier's own: tier_policies['TIER'] = {after!r}; several: compare them, one policy= each)")
+        raise UserError(f"{shown_repr(word)} is an eviction policy, not an option of {first}: a value names one policy (a "
+                        f"tier's own: tier_policies['TIER'] = {shown_repr(after)}; several: compare them, one policy= each)")
 
 
 def get_policy(name: str) -> type[EvictionPolicy]:
@@ -405,9 +405,8 @@ def typed_option(policy: str, key: str, value: Any, default: Any) -> Any:
     else:
         return value
     if typed is None:
-        text = str(value)    # shown as written; with a newline or control character as Python's repr (one line)
-        shown = quoted(text, show=str if text.isprintable() else repr)
-        raise UserError(f"eviction policy {policy!r} option {key}={shown}: expected {want} "
+        shown = as_typed(str(value))    # as written; in quotes when it holds a hidden character (one line)
+        raise UserError(f"eviction policy {shown_repr(policy)} option {key}={shown}: expected {want} "
                         f"(its default is {default!r})")
     return typed
 
