@@ -312,12 +312,17 @@ def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict
             tier (only ``retain`` applies there), one kind given twice for a tier, ``none`` and a kind for one
             tier (``cpu=none+cpu=reuse:2``), or a bad kind.
     """
+    from pcs.engine.tiercheck import one_entry_each, run_on_entries
+
     out: dict[str, list[str]] = {}
     nones: dict[str, str] = {}
     for value in values:
         for item in filter(None, (v.strip() for v in str(value).split("+"))):
             if is_no_admission(item):
                 continue
+            entries = run_on_entries(item, tier_names)
+            if entries:
+                raise admit_refusal(item, one_entry_each("admit=", "admit", entries))
             tier, sep, spec = item.partition("=")
             tier = tier.strip().lower()
             if not sep or not tier or not spec.strip():

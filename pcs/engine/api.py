@@ -52,7 +52,7 @@ from pcs.engine.result import ReplaySummary
 from pcs.engine.passes import SharedPasses
 from pcs.engine.runner import StepSetup, run_oracle, run_replay
 from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
-from pcs.engine.tiercheck import check_tier_spec
+from pcs.engine.tiercheck import check_tier_spec, one_entry_each, run_on_entries, tier_name_problem
 from pcs.engine.timing import TimeModel
 from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
@@ -120,23 +120,33 @@ class TierSpec:
 DEFAULT_TIERS = (TierSpec("gpu"), "cpu=2TB")
 
 
-def parse_assignment(text: str, what: str) -> tuple[str, str]:
-    """Split ``NAME=VALUE`` (as ``--tier gpu=400GB``).
+def parse_assignment(text: str, what: str, option: str | None = None,
+                     tiers: Sequence[str] | None = None) -> tuple[str, str]:
+    """Split ``NAME=VALUE`` (as ``--tier gpu=400GB``); ``option`` names the repeating option (``--tier-policy``) or
+    API keyword (``tiers=``) a refusal of a list in one entry names (None: ``what``'s); ``tiers``: the tier names
+    such a list may name past a ``:`` (:func:`pcs.engine.tiercheck.run_on_entries`).
 
     Raises:
-        UserError: no ``=`` or an empty side; a name with a space, tab or other character that is not printable
-            (a text table would break on it); the message shows the expected form.
+        UserError: no ``=`` or an empty side; a name :func:`pcs.engine.tiercheck.tier_name_problem` refuses (a
+            tab, a right-to-left mark, a ``,`` or ``+``); the message shows the expected form.
     """
     check_text(text, what, f"a 'NAME=VALUE' string, e.g. {_EXAMPLES[what]}")
     name, sep, value = text.partition("=")
     if not sep or not name.strip() or not value.strip():
         raise UserError(f"bad {what} {quoted(text, show=repr)}; expected NAME=VALUE, e.g. {_EXAMPLES[what]}")
+    entries = run_on_entries(text, tiers)
+    if entries:
+        raise UserError(one_entry_each(option or _OPTION_OF_FORM[what], what, entries))
     name = name.strip()
-    if not name.isprintable() or any(c.isspace() for c in name):    # a tab or newline would break the tables
-        raise UserError(f"bad {what} name {quoted(name, show=repr)} in {quoted(text, show=repr)}: a name is printable "
-                        f"characters without spaces, e.g. {_EXAMPLES[what]}")
+    problem = tier_name_problem(name)      # the one rule of tier names
+    if problem:
+        raise UserError(f"bad {what} name {quoted(name, show=repr)} in {quoted(text, show=repr)}: {problem}; "
+                        f"e.g. {_EXAMPLES[what]}")
     return name.lower(), value.strip()
 
+
+#: The API keyword each form's entries are items of, when no option is named (:func:`parse_assignment`).
+_OPTION_OF_FORM = {"tier": "tiers=", "link": "links=", "tier policy": "tier_policies="}
 
 _EXAMPLES = {"tier": "gpu=400GB, gpu=5000blocks or gpu=auto", "link": "cpu=pcie-gen5-x16 or cpu=25GB/s",
              "tier policy": "cpu=protected"}
@@ -450,6 +460,11 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
         for k in mapping or {}:
             if k not in names:
                 raise _entry_refused(UserError(not_among_tiers(what, k, names, quoted(k, show=repr))), k, mapping[k])
+            entries = run_on_entries(f"{k}={mapping[k]}", names) if isinstance(mapping[k], str) else None
+            if entries:     # another tier's entry run into this one's value (lru,gpu=slru)
+                form = one_entry_each(f"{what}=", {"links": "link", "tier_policies": "tier policy"}[what], entries)
+                raise _entry_refused(UserError(f"{what}[{shown_repr(k)}] = {quoted(mapping[k], show=repr)}: {form}"),
+                                     k, mapping[k])
     if links and names[0] in links:
         raise UserError(f"links= is for lower tiers; {shown_repr(names[0])} is the GPU tier")
     return specs

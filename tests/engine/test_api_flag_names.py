@@ -66,9 +66,9 @@ CASES = [
      "--router-stale-s 1 s delays the cache events a router reads, and no router in use reads them (round-robin; "
      "without --router the default"),
     ("shared tier without size", _fleet(instances=2, shared_tier="remote=auto", **SEQ),
-     "shared_tier= 'remote': give the shared tier a size, e.g. shared_tier='remote=10TB' or "
+     "shared_tier='remote=auto': give the shared tier a size, e.g. shared_tier='remote=10TB' or "
      "shared_tier='remote=20000blocks'",
-     "--shared-tier 'remote': give the shared tier a size, e.g. --shared-tier remote=10TB or "
+     "--shared-tier remote=auto: give the shared tier a size, e.g. --shared-tier remote=10TB or "
      "--shared-tier remote=20000blocks"),
     ("admit with a shared tier", _fleet(instances=2, shared_tier="remote=100blocks", admit=["cpu=reuse"],
                                         tiers=TWO, **SEQ),
