@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Mapping
 
-__all__ = ["quoted", "shown_repr", "as_typed", "repr_bytes", "ending_with", "shown_name", "shown_path", "printable", "hidden", "utf8_text", "HIDDEN_CATEGORIES", "NAME_LIMIT", "PATH_LIMIT", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT",
+__all__ = ["quoted", "shown_repr", "as_typed", "repr_bytes", "lead_with", "keyword_refusal", "ending_with", "shown_name", "shown_path", "printable", "hidden", "utf8_text", "HIDDEN_CATEGORIES", "NAME_LIMIT", "PATH_LIMIT", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT",
            "OUT_OF_FLOAT_RANGE", "INT64_LIMIT", "OUT_OF_INT64_RANGE"]
 
 #: why a number is refused as out of range, the one wording of it: a float64 holds magnitudes below about
@@ -325,6 +325,40 @@ def shown_name(name: Any) -> str:
     ('h100-sxm', 'www... (5,000 characters)')
     """
     return quoted(printable(str(name)), NAME_LIMIT, show=str)
+
+
+def lead_with(exc: BaseException, lead: str) -> BaseException:
+    """``exc`` (the same object: its type and attributes kept, an :class:`UnknownNameError`'s ``choices`` too) with
+    its message led by ``lead`` and ``": "`` (``policy='arcc': unknown eviction policy 'arcc'; ...``), unless it
+    starts with ``lead`` already; returned for ``raise``. The lead is kept as ``exc.lead``: a command line that
+    names the option as typed instead drops it (:func:`pcs.cli.common._with_option`)."""
+    text = str(exc)
+    if not text.startswith(lead):
+        exc.args = (f"{lead}: {text}",) + tuple(exc.args[1:])
+        exc.lead = lead
+    return exc
+
+
+class keyword_refusal:
+    """``with keyword_refusal("timing", timing): ...``: a :class:`UserError` raised in the block is led by
+    ``KEYWORD=VALUE`` (the value by :func:`quoted`, ``show=repr``: ``timing='modelled': unknown timing
+    'modelled'; ...``), as every refusal of a public function's keyword starts (``tiers='gpu=x': ...``,
+    ``admit='cpu=reuse:0': ...``); one that starts with ``KEYWORD=`` already is left as it is. The one helper of
+    that lead (:func:`lead_with`); the command line re-words ``timing='x'`` as ``--timing x``
+    (:func:`pcs.cli.common.option_names`)."""
+
+    __slots__ = ("keyword", "value")
+
+    def __init__(self, keyword: str, value: Any) -> None:
+        self.keyword, self.value = keyword, value
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if isinstance(exc, UserError) and not str(exc).startswith(f"{self.keyword}="):
+            lead_with(exc, f"{self.keyword}={quoted(self.value, show=repr)}")
+        return False
 
 
 class PickledAsIs:

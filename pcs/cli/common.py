@@ -252,7 +252,7 @@ _OPTION_OF = {"max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seq
               "gap_oracle": "--gap-oracle", "kv_reserve": "--kv-reserve", "hardware_table": "--hardware-file"}
 #: API keywords too common as words (or a sweep plan's keys, which a plan's own errors name) to be matched bare: named ``NAME=`` in API messages, alone (``admit=``),
 #: with a value (``timing='sequential'``) or a list of them (``tiers=['gpu=400GB', 'cpu=2TB']``)
-_KWARG_OF = {"tiers": "--tier", "admit": "--admit", "timing": "--timing", "model": "--model", "dtype": "--dtype",
+_KWARG_OF = {"tiers": "--tier", "tier_sets": "--tiers", "kv_reserve": "--kv-reserve", "policies": "--policy", "admits": "--admit", "admit": "--admit", "timing": "--timing", "model": "--model", "dtype": "--dtype",
              "tp": "--tp", "hardware": "--gpu", "router": "--router", "routers": "--router", "policy": "--policy",
              "instances": "--instances", "utilisation": "--mfu", "curve_capacities": "--curve-capacities",
              "compute_mode": "--compute", "shared_tier": "--shared-tier",
@@ -405,6 +405,8 @@ def _kwarg(m: re.Match, plan: bool) -> str:
     flag = _KWARG_OF[m.group(1)][2 if plan else 0:]
     if m.group(2) is not None:
         items = [v[1:-1] for v in m.group(2).split(", ")]
+        if m.group(1) == "tier_sets":      # one tier list: one --tiers of a comma list
+            return f"{flag} = {_toml_text(repr(','.join(items)))}" if plan else f"{flag} {','.join(items)}"
         if plan and all("=" in v for v in items):     # a NAME=VALUE option: the plan's table
             pairs = (v.split("=", 1) for v in items)
             return f"{flag} = {{" + ", ".join(f'{n} = "{x}"' for n, x in pairs) + "}"
@@ -719,7 +721,9 @@ def _with_option(ctx: click.Context, exc: UnknownNameError) -> UnknownNameError:
 
     label = label_of_value(ctx, exc.name) if isinstance(exc.name, str) else None
     if label is not None:
-        exc.args = (f"{label}: {exc}",)
+        text, lead = str(exc), getattr(exc, "lead", None)      # the API's model='x' lead: the option says it
+        text = text[len(lead) + 2:] if lead and text.startswith(f"{lead}: ") else text
+        exc.args = (f"{label}: {text}",)
     return exc
 
 

@@ -57,7 +57,7 @@ from pcs.engine.timing import TimeModel
 from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
 from pcs.choices import not_among_tiers
-from pcs.errors import ArgumentTypeError, UnknownNameError, UserError, ending_with, quoted, shown_repr
+from pcs.errors import ArgumentTypeError, UnknownNameError, UserError, ending_with, keyword_refusal, quoted, shown_repr
 from pcs.trace.api import trace_notes
 from pcs.trace.batches import as_batches, reiterable, with_limits
 from pcs.trace.rowlimits import NO_LIMITS, STEP_LIMITS, RowLimits
@@ -483,10 +483,14 @@ def _entry_refused(exc: UserError, name: str, value: Any) -> UserError:
 
 def _model_and_gpu(model, dtype, hardware, table, tp: int = 1):
     """The model split over ``tp`` ranks (``with_tp``: byte figures per rank) and the GPU."""
-    spec = model if hasattr(model, "components") else get_model(model or DEFAULTS["model"])
+    with keyword_refusal("model", model):
+        spec = model if hasattr(model, "components") else get_model(model or DEFAULTS["model"])
     if dtype:
-        spec = spec.with_dtype(dtype)
-    gpu = hardware if isinstance(hardware, GPUSpec) else get_gpu(DEFAULTS["gpu"] if hardware is None else hardware, table)
+        with keyword_refusal("dtype", dtype):
+            spec = spec.with_dtype(dtype)
+    with keyword_refusal("hardware", hardware):
+        gpu = hardware if isinstance(hardware, GPUSpec) else get_gpu(DEFAULTS["gpu"] if hardware is None else hardware,
+                                                                     table)
     return kept_with_tp(spec, tp), gpu     # kept per (spec object, tp): pcs.engine.keptsetup
 
 
@@ -624,16 +628,22 @@ def _check_api_args(args: dict[str, Any]) -> None:
 def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None) -> _Options:
     """Fill in :data:`DEFAULTS` and check each option (UserError naming the option and its valid values)."""
     timing = timing or DEFAULTS["timing"]
-    check_timing(timing)
+    with keyword_refusal("timing", timing):
+        check_timing(timing)
     tp = check_int(DEFAULTS["tp"] if tp is None else tp, "tp", lo=1, hi=MAX_TP)
     write_policy = write_policy or DEFAULTS["write_policy"]
-    check_write_policy(write_policy)
-    select.canonical(engine)
+    with keyword_refusal("write_policy", write_policy):
+        check_write_policy(write_policy)
+    with keyword_refusal("engine", engine):
+        select.canonical(engine)
     if native is not None and native not in _native.MODES:
-        raise UnknownNameError("native", native, _native.MODES)
+        with keyword_refusal("native", native):
+            raise UnknownNameError("native", native, _native.MODES)
     if compute_mode is not None and compute_mode not in COMPUTE_MODES:
-        raise UnknownNameError("compute mode", compute_mode, COMPUTE_MODES)
-    policy = canonical_spec(policy or DEFAULTS["policy"])      # an alias is input only (the JSON names slru)
+        with keyword_refusal("compute_mode", compute_mode):
+            raise UnknownNameError("compute mode", compute_mode, COMPUTE_MODES)
+    with keyword_refusal("policy", policy or DEFAULTS["policy"]):
+        policy = canonical_spec(policy or DEFAULTS["policy"])      # an alias is input only (the JSON names slru)
     return _Options(timing, policy, write_policy, tp, engine, native, compute_mode)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from pcs.choices import MAX_INSTANCES
-from pcs.errors import UserError, shown_repr
+from pcs.errors import UserError, shown_repr, keyword_refusal
 from pcs.fleet.fleet import fleet_replay
 from pcs.fleet.routers import parse_router, stale_view_applies
 from pcs.fleet.summary import FleetSummary
@@ -57,7 +57,10 @@ def compare_routers(trace: Any, routers: Sequence[str], *, instances: int, route
     if not routers:
         raise UserError("give at least one router in routers=")
     ok = isinstance(instances, int) and not isinstance(instances, bool) and 1 <= instances <= MAX_INSTANCES
-    parsed = [parse_router(r, instances if ok else 1) for r in routers]    # a bad count: fleet_replay says so
+    parsed = []
+    for r in routers:
+        with keyword_refusal("routers", r):
+            parsed.append(parse_router(r, instances if ok else 1))    # a bad count: fleet_replay says so
     seen: dict[str, str] = {}
     for r, p in zip(routers, parsed):   # the same router with its defaults spelled out (random, random:seed=0)
         key = p.describe()

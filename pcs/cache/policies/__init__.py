@@ -54,7 +54,7 @@ from pcs.cache.policies.twoq import TwoQPolicy
 from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
 from pcs.choices import malformed_option, name_after_comma, no_such_option
 from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
-from pcs.errors import OUT_OF_FLOAT_RANGE, OUT_OF_INT64_RANGE, UnknownNameError, UserError, as_typed, quoted, shown_repr
+from pcs.errors import OUT_OF_FLOAT_RANGE, OUT_OF_INT64_RANGE, UnknownNameError, UserError, as_typed, lead_with, quoted, shown_repr
 from pcs.cache.policyguard import check_initialised, is_own, raised
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
@@ -502,12 +502,16 @@ def _per_policy(names: Sequence[str], options: dict[str, Any]) -> list[dict[str,
 def _labelled(label: str | None, spec: str, run: Any) -> Any:
     """``run()``; a plain :class:`UserError` it raises (a bad option or value, whose message names neither the
     argument nor the spec) led by ``label`` (``policy='lfu:aging=x'``), with ``spec`` kept as the error's
-    ``refused_value`` (a sweep plan names the line it is written on). An unknown name's error names it already."""
+    ``refused_value`` (a sweep plan names the line it is written on); an unknown name's error (an
+    :class:`UnknownNameError`) is led by ``label`` too, as every keyword's refusal is (:func:`pcs.errors.lead_with`),
+    and keeps its type. A plug-in's own error (:class:`PolicyError`) is left as it is."""
     try:
         return run()
     except UserError as exc:
-        if label is None or type(exc) is not UserError:
+        if label is None or type(exc) not in (UserError, UnknownNameError):
             raise
+        if type(exc) is UnknownNameError:
+            raise lead_with(exc, label)
         err = UserError(f"{label}: {exc}")
         err.refused_value = _refused_value(label, spec)
         raise err from None
@@ -552,5 +556,7 @@ def check_policies(names: Sequence[str], labels: Sequence[str] | None = None, **
         UserError: as :func:`make_policies`.
     """
     labels = list(labels) if labels is not None else [None] * len(names)
+    for n, lab in zip(names, labels):       # an unknown name led by the argument that gave it
+        _labelled(lab, n, lambda: policy_options(n))
     for n, o, lab in zip(names, _per_policy(names, options), labels):
         _labelled(lab, n, lambda: check_policy(n, **o))
