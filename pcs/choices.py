@@ -166,7 +166,8 @@ def no_such_option(what: str, name: str, key: Any, options_of: Mapping[str, Iter
     elsewhere = option_elsewhere(key, name, options_of)
     if takes:
         return f"{what} {shown_repr(name)} takes no option {quoted(key, show=repr)}; {elsewhere}{options_list(takes)}"
-    return f"{what} {shown_repr(name)} takes no options, got {quoted(key, show=repr)}" + (f"; {elsewhere.rstrip('; ')}" if elsewhere else "")
+    return (f"{what} {shown_repr(name)} takes no options, got {quoted(key, show=repr)}"
+            + (f"; {elsewhere.rstrip('; ')}" if elsewhere else ""))
 
 
 def name_after_comma(spec: str, names: Iterable[str], options: Iterable[str]) -> tuple[str, str, str] | None:

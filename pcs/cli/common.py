@@ -27,8 +27,8 @@ import click
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
 from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
-from pcs.errors import (as_typed, repr_bytes, shown_repr, BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, PickledAsIs, Stopped, UnknownNameError,
-                        UserError, printable, quoted, shown_path, utf8_text)
+from pcs.errors import (BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, PickledAsIs, Stopped, UnknownNameError,
+                        UserError, as_typed, printable, quoted, repr_bytes, shown_path, shown_repr, utf8_text)
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "RegistryRefusal", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals", "ignore_stop_signals"]
@@ -252,7 +252,8 @@ _OPTION_OF = {"max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seq
               "gap_oracle": "--gap-oracle", "kv_reserve": "--kv-reserve", "hardware_table": "--hardware-file"}
 #: API keywords too common as words (or a sweep plan's keys, which a plan's own errors name) to be matched bare: named ``NAME=`` in API messages, alone (``admit=``),
 #: with a value (``timing='sequential'``) or a list of them (``tiers=['gpu=400GB', 'cpu=2TB']``)
-_KWARG_OF = {"tiers": "--tier", "tier_sets": "--tiers", "kv_reserve": "--kv-reserve", "policies": "--policy", "admits": "--admit", "admit": "--admit", "timing": "--timing", "model": "--model", "dtype": "--dtype",
+_KWARG_OF = {"tiers": "--tier", "tier_sets": "--tiers", "kv_reserve": "--kv-reserve", "policies": "--policy",
+             "admits": "--admit", "admit": "--admit", "timing": "--timing", "model": "--model", "dtype": "--dtype",
              "tp": "--tp", "hardware": "--gpu", "router": "--router", "routers": "--router", "policy": "--policy",
              "instances": "--instances", "utilisation": "--mfu", "curve_capacities": "--curve-capacities",
              "compute_mode": "--compute", "shared_tier": "--shared-tier",

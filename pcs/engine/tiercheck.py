@@ -17,6 +17,8 @@ from pcs.argcheck import INT64_MAX, check_int
 from pcs.errors import UserError, hidden, shown_repr
 from pcs.units import plural
 
+__all__ = ["check_tier_spec", "tier_name_problem", "TIER_NAME_SEPARATORS", "run_on_entries", "one_entry_each"]
+
 #: The characters the command line reads between tier entries, which a tier name therefore cannot hold: ``=`` ends
 #: the name (``--tier NAME=SIZE``, ``--tier-policy NAME=POLICY``, ``--link NAME=...``, ``--admit NAME=KIND``), ``,``
 #: ends an entry of ``--tiers gpu=390GB,cpu=2TB``, ``+`` one of ``--admit cpu=reuse:2+gpu=retain``.
@@ -96,9 +98,6 @@ def one_entry_each(option: str, what: str, entries: Sequence[str]) -> str:
         return f"each item of {option} takes one {form}; give one item each: {option}{list(entries)!r}{joined}"
     return (f"each {option} takes one {form}; the option repeats: " + " ".join(f"{option} {e}" for e in entries)
             + joined)
-
-
-__all__ = ["check_tier_spec", "tier_name_problem", "TIER_NAME_SEPARATORS", "run_on_entries", "one_entry_each"]
 
 
 def check_tier_spec(spec: Any, links: Mapping[str, Any] | None) -> None:

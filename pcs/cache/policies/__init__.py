@@ -54,7 +54,8 @@ from pcs.cache.policies.twoq import TwoQPolicy
 from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
 from pcs.choices import malformed_option, name_after_comma, no_such_option
 from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
-from pcs.errors import OUT_OF_FLOAT_RANGE, OUT_OF_INT64_RANGE, UnknownNameError, UserError, as_typed, lead_with, quoted, shown_repr
+from pcs.errors import (OUT_OF_FLOAT_RANGE, OUT_OF_INT64_RANGE, UnknownNameError, UserError, as_typed, lead_with, quoted,
+                        shown_repr)
 from pcs.cache.policyguard import check_initialised, is_own, raised
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
