@@ -22,7 +22,7 @@ import numbers
 from typing import Any, Callable
 
 from pcs.choices import MAX_BLOCK_SIZE  # tokens per block: one constant (pcs.choices, numpy-free)
-from pcs.errors import INT64_LIMIT, ArgumentTypeError, UserError, ending_with
+from pcs.errors import INT64_LIMIT, ArgumentTypeError, UserError, ending_with, shown_repr
 
 __all__ = ["check_text", "check_bandwidth", "check_int", "check_byte_count", "check_real", "check_number_list", "check_flag", "INT64_MAX", "MAX_TP", "MAX_BLOCK_SIZE",
            "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS", "MAX_SEED"]
@@ -62,7 +62,7 @@ def _in_range(v: Any, name: str, lo: Any, hi: Any, lo_open: bool = False, hi_ope
     high = hi is not None and (v >= hi if hi_open else v > hi)
     if low or high:
         shown_hi = None if hi == INT64_MAX and low else hi   # the int64 cap is named only when it is passed
-        raise UserError(f"{name} must be {_range_text(lo, shown_hi, lo_open, hi_open)}, got {v!r}")
+        raise UserError(f"{name} must be {_range_text(lo, shown_hi, lo_open, hi_open)}, got {shown_repr(v)}")
 
 
 def check_int(value: Any, name: str, lo: int | None = None, hi: int | None = INT64_MAX) -> int:
@@ -75,7 +75,7 @@ def check_int(value: Any, name: str, lo: int | None = None, hi: int | None = INT
         UserError: not an integer (a bool, float, str, ...) or out of range; the message names ``name``.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise UserError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+        raise UserError(f"{name} must be an integer, got {shown_repr(value)} ({type(value).__name__})")
     v = int(value)
     _in_range(v, name, lo, hi)
     return v
@@ -91,7 +91,7 @@ def check_byte_count(value: Any, name: str, lo: int | None = 0, hi: int | None =
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         value = int(value)
     elif isinstance(value, float):
-        raise UserError(f"{name} must be an integer (a whole number of bytes), got {value!r}")
+        raise UserError(f"{name} must be an integer (a whole number of bytes), got {shown_repr(value)}")
     return check_int(value, name, lo, hi)
 
 
@@ -107,13 +107,13 @@ def check_real(value: Any, name: str, lo: float | None = None, hi: float | None 
         UserError: not a real number, NaN, infinite (when ``finite``), too large for a float, or out of range.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise UserError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+        raise UserError(f"{name} must be a number, got {shown_repr(value)} ({type(value).__name__})")
     try:
         v = float(value)
     except OverflowError:
-        raise UserError(f"{name} must be a finite number, got {value!r}") from None
+        raise UserError(f"{name} must be a finite number, got {shown_repr(value)}") from None
     if math.isnan(v) or (finite and math.isinf(v)):
-        raise UserError(f"{name} must be a finite number, got {v!r}")
+        raise UserError(f"{name} must be a finite number, got {shown_repr(v)}")
     _in_range(v, name, lo, hi, lo_open, hi_open)
     return v
 
@@ -125,7 +125,7 @@ def check_number_list(values: Any, name: str, check: Callable[[Any, str], Any]) 
         UserError: ``values`` is a str, bytes or not iterable, or ``check`` refuses an element.
     """
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise UserError(f"{name} must be a list of numbers, got {values!r}")
+        raise UserError(f"{name} must be a list of numbers, got {shown_repr(values)}")
     return [check(v, f"{name}[{i}]") for i, v in enumerate(values)]
 
 
@@ -137,7 +137,7 @@ def check_flag(value: Any, name: str) -> bool:
     """
     if isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool")):
         return bool(value)
-    raise UserError(f"{name} must be True or False, got {value!r}")
+    raise UserError(f"{name} must be True or False, got {shown_repr(value)}")
 
 
 #: containers a one-value argument is sometimes given by mistake (``policy=["lru"]``, ``shared_tier=[...]``)

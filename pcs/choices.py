@@ -12,6 +12,7 @@ registry's.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from pcs.errors import shown_repr
 
 if TYPE_CHECKING:     # annotations only: this module imports nothing at run time
     from collections.abc import Iterable, Mapping
@@ -164,8 +165,9 @@ def no_such_option(what: str, name: str, key: Any, options_of: Mapping[str, Iter
     takes = list(options_of.get(name, ()))
     elsewhere = option_elsewhere(key, name, options_of)
     if takes:
-        return f"{what} {name!r} takes no option {quoted(key, show=repr)}; {elsewhere}{options_list(takes)}"
-    return f"{what} {name!r} takes no options, got {quoted(key, show=repr)}" + (f"; {elsewhere.rstrip('; ')}" if elsewhere else "")
+        return f"{what} {shown_repr(name)} takes no option {quoted(key, show=repr)}; {elsewhere}{options_list(takes)}"
+    return (f"{what} {shown_repr(name)} takes no options, got {quoted(key, show=repr)}"
+            + (f"; {elsewhere.rstrip('; ')}" if elsewhere else ""))
 
 
 def name_after_comma(spec: str, names: Iterable[str], options: Iterable[str]) -> tuple[str, str, str] | None:
@@ -216,7 +218,7 @@ def malformed_option(what: str, name: str, part: str, spec: str, takes: Iterable
     if not takes:
         return no_such_option(what, name, part, {name: takes})
     whole = "" if part.strip() == str(spec).partition(":")[2].strip() else f" in {quoted(str(spec), show=repr)}"
-    return f"{what} {name!r}: bad option {quoted(part, show=repr)}{whole}; expected OPTION=VALUE; {options_list(takes)}"
+    return f"{what} {shown_repr(name)}: bad option {quoted(part, show=repr)}{whole}; expected OPTION=VALUE; {options_list(takes)}"
 
 
 def option_elsewhere(key: str, name: str, options_of: Mapping[str, Iterable[str]]) -> str:
@@ -232,5 +234,5 @@ def option_elsewhere(key: str, name: str, options_of: Mapping[str, Iterable[str]
     """
     owners = [other for other, opts in options_of.items() if other != name and key in opts]
     if owners:
-        return f"{key!r} is an option of {' / '.join(owners)}, not of {name}; "
+        return f"{shown_repr(key)} is an option of {' / '.join(owners)}, not of {name}; "
     return did_you_mean(key, options_of.get(name, ()))

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator
 
 from pcs import jsondepth
 from pcs.choices import did_you_mean
-from pcs.errors import OUT_OF_FLOAT_RANGE, InputError, UserError, quoted, shown_path
+from pcs.errors import OUT_OF_FLOAT_RANGE, InputError, UserError, quoted, shown_path, shown_repr
 from pcs.units import a_or_an
 
 __all__ = ["MAX_SETTINGS_BYTES", "SETTINGS_SUFFIXES", "unread_suffix", "read_text", "read_mapping", "read_mapping_lines", "read_json_object",
@@ -56,7 +56,7 @@ def unread_suffix(path: str | Path) -> str:
                "write its settings as TOML")
         return (f"{shown_path(path)}: {a_or_an(lang)} file ({path.suffix}), which pcs does not read: it reads "
                 f"settings as {reads}, by the suffix; {out}")
-    what = f"unknown file type {path.suffix!r}" if suffix else "no suffix"
+    what = f"unknown file type {shown_repr(path.suffix)}" if suffix else "no suffix"
     near = did_you_mean(suffix, SETTINGS_SUFFIXES) if suffix else ""
     return f"{shown_path(path)}: {what}; {near}pcs reads {reads}, by the suffix"
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Mapping
 
-__all__ = ["quoted", "ending_with", "shown_name", "shown_path", "printable", "hidden", "utf8_text", "HIDDEN_CATEGORIES", "NAME_LIMIT", "PATH_LIMIT", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT",
+__all__ = ["quoted", "shown_repr", "as_typed", "repr_bytes", "lead_with", "keyword_refusal", "ending_with", "shown_name", "shown_path", "printable", "hidden", "utf8_text", "HIDDEN_CATEGORIES", "NAME_LIMIT", "PATH_LIMIT", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT",
            "OUT_OF_FLOAT_RANGE", "INT64_LIMIT", "OUT_OF_INT64_RANGE"]
 
 #: why a number is refused as out of range, the one wording of it: a float64 holds magnitudes below about
@@ -42,7 +42,8 @@ def quoted(value: Any, limit: int = 40, show: Callable[[Any], str] | None = None
 
     What is shown: ``show=str`` shows the text bare, each character that is hidden (a control character, a
     right-to-left mark U+202E or another bidi control, a newline: :func:`hidden`) as its escape (:func:`printable`): a file name or
-    a value in a message cannot reorder or break the line around it (``repr`` and JSON escape them too). A value JSON cannot write (``bytes``, a list holding bytes, as msgpack gives them) or one
+    a value in a message cannot reorder or break the line around it; ``show=repr`` shows it in Python's quotes by
+    the same rule (:func:`shown_repr`: a name's byte 0xff as ``\xff``, U+3000 and ZWJ as typed); JSON escapes them too. A value JSON cannot write (``bytes``, a list holding bytes, as msgpack gives them) or one
     ``show`` refuses is shown by Python's ``repr`` (bytes as ``b'\x00\x01'``); a value neither can show (an int
     past Python's digit limit) by its type and size (``<int of 5,000 digits>``).
 
@@ -68,7 +69,7 @@ def quoted(value: Any, limit: int = 40, show: Callable[[Any], str] | None = None
     """
     import json
 
-    show = json.dumps if show is None else _printable_text if show is str else show
+    show = json.dumps if show is None else {str: _printable_text, repr: shown_repr}.get(show, show)
     if isinstance(value, (str, bytes, bytearray)):
         text, used = _shown(value[:limit], show)
         bare = used is _printable_text and isinstance(value, str)     # no quotes to find: an escape may end it
@@ -83,6 +84,58 @@ def quoted(value: Any, limit: int = 40, show: Callable[[Any], str] | None = None
     closer = text[-1] if text[-1] in ")]}'\"" else ""
     what = "characters of JSON" if used is json.dumps else "characters of text"
     return f"{_cut(text, limit)}...{closer} ({len(text):,} {what})"
+
+
+#: A Python escape of a surrogate escape (``\udcff``, a name's byte 0xff) in a ``repr`` text, after an even number of
+#: backslashes (``\\udcff`` is a backslash and the letters ``udcff``): :func:`shown_repr` of a list or a tuple.
+_REPR_SURROGATE = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
+
+
+def repr_bytes(text: str) -> str:
+    r"""``text``, written by ``repr`` (``click``'s own messages, a list's repr), with each Python escape of a surrogate
+    escape written as the byte it stands for (``\udcff`` -> ``\xff``, as :func:`printable` shows it); an escaped
+    backslash before ``udcff`` is left alone.
+
+    >>> repr_bytes(repr("no\udcff")), repr_bytes(repr("a\\udcff"))
+    ("'no\\xff'", "'a\\\\udcff'")
+    """
+    return text if "\\udc" not in text else _REPR_SURROGATE.sub(r"\1\\x\2", text)
+
+
+def shown_repr(value: Any) -> str:
+    r"""``value`` in Python's quotes as every message shows a name or an option value: ``repr``'s quotes and its
+    escapes of a backslash and of the quote, each other character by the one rule of shown text (:func:`printable`:
+    a hidden character as its escape, a name's byte that is not UTF-8 as ``\xff``, the rest as typed: a family
+    emoji joined by ZWJ, an ideographic space U+3000), where ``repr`` writes ``\udcff``, ``\u200d``, ``\u3000``.
+    A value that is not a ``str`` (a list of names, bytes) is its ``repr`` with each surrogate escape written as
+    its byte (``\udcff`` -> ``\xff``). Never cut: :func:`quoted` (``show=repr``) cuts a long one.
+
+    >>> shown_repr("x\udcff"), shown_repr("it's"), shown_repr("a\u3000b\tc") == "'a\u3000b\\tc'"
+    ("'x\\xff'", '"it\'s"', True)
+    >>> shown_repr(["x\udcff", "a\\udcff"])
+    "['x\\xff', 'a\\\\udcff']"
+    """
+    text = repr(value)
+    if not isinstance(value, str):
+        return repr_bytes(text)
+    if text[1:-1] == value:
+        return text
+    body = value.replace("\\", "\\\\")
+    if text[0] == "'":
+        body = body.replace("'", "\\'")
+    return text[0] + printable(body) + text[0]
+
+
+def as_typed(text: str, limit: int = 40) -> str:
+    r"""An option's value as a message shows it after its option (``--router least-loaded:x: ...``, ``option
+    protected_share=abc: ...``): bare when its quoted form (:func:`shown_repr`) is the text in plain quotes,
+    else quoted and cut (:func:`quoted`, ``show=repr``, at ``limit`` characters): a newline, a quote or a byte
+    that is not UTF-8 shows in quotes, escaped.
+
+    >>> as_typed("lru:x"), as_typed("a\nb"), as_typed("x\udcff")
+    ('lru:x', "'a\\nb'", "'x\\xff'")
+    """
+    return text if shown_repr(text) == f"'{text}'" else quoted(text, limit, show=repr)
 
 
 def _shown(value: Any, show: Callable[[Any], str]) -> tuple[str, Callable[[Any], str] | None]:
@@ -272,6 +325,40 @@ def shown_name(name: Any) -> str:
     ('h100-sxm', 'www... (5,000 characters)')
     """
     return quoted(printable(str(name)), NAME_LIMIT, show=str)
+
+
+def lead_with(exc: BaseException, lead: str) -> BaseException:
+    """``exc`` (the same object: its type and attributes kept, an :class:`UnknownNameError`'s ``choices`` too) with
+    its message led by ``lead`` and ``": "`` (``policy='arcc': unknown eviction policy 'arcc'; ...``), unless it
+    starts with ``lead`` already; returned for ``raise``. The lead is kept as ``exc.lead``: a command line that
+    names the option as typed instead drops it (:func:`pcs.cli.common._with_option`)."""
+    text = str(exc)
+    if not text.startswith(lead):
+        exc.args = (f"{lead}: {text}",) + tuple(exc.args[1:])
+        exc.lead = lead
+    return exc
+
+
+class keyword_refusal:
+    """``with keyword_refusal("timing", timing): ...``: a :class:`UserError` raised in the block is led by
+    ``KEYWORD=VALUE`` (the value by :func:`quoted`, ``show=repr``: ``timing='modelled': unknown timing
+    'modelled'; ...``), as every refusal of a public function's keyword starts (``tiers='gpu=x': ...``,
+    ``admit='cpu=reuse:0': ...``); one that starts with ``KEYWORD=`` already is left as it is. The one helper of
+    that lead (:func:`lead_with`); the command line re-words ``timing='x'`` as ``--timing x``
+    (:func:`pcs.cli.common.option_names`)."""
+
+    __slots__ = ("keyword", "value")
+
+    def __init__(self, keyword: str, value: Any) -> None:
+        self.keyword, self.value = keyword, value
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if isinstance(exc, UserError) and not str(exc).startswith(f"{self.keyword}="):
+            lead_with(exc, f"{self.keyword}={quoted(self.value, show=repr)}")
+        return False
 
 
 class PickledAsIs:

@@ -29,7 +29,7 @@ from typing import Any, Callable
 from pcs import units
 from pcs.configfile import read_mapping_lines
 from pcs.choices import did_you_mean
-from pcs.errors import INT64_LIMIT, InputError, UnknownNameError, UserError, quoted
+from pcs.errors import INT64_LIMIT, InputError, UnknownNameError, UserError, quoted, shown_repr
 from pcs._dataclass import dataclass
 
 __all__ = [
@@ -128,9 +128,9 @@ class GPUSpec:
             return self.bf16_flops
         if d == "fp8":
             if self.fp8_flops is None:
-                raise UserError(f"GPU {self.name!r} has no FP8 tensor cores; use the compute dtype bf16")
+                raise UserError(f"GPU {shown_repr(self.name)} has no FP8 tensor cores; use the compute dtype bf16")
             return self.fp8_flops
-        raise UserError(f"unknown compute dtype {dtype!r}; {did_you_mean(dtype, ('bf16', 'fp16', 'fp8'))}"
+        raise UserError(f"unknown compute dtype {shown_repr(dtype)}; {did_you_mean(dtype, ('bf16', 'fp16', 'fp8'))}"
                         "expected one of bf16, fp16, fp8")
 
 
@@ -496,7 +496,7 @@ def override(spec: GPUSpec | LinkSpec, note: str = "overridden", **changes: Any)
         try:
             parsed[key] = _parse_field(key, value)
         except ValueError as exc:
-            raise UserError(f"{spec.name}: field {key!r}: {exc}") from None
+            raise UserError(f"{spec.name}: field {shown_repr(key)}: {exc}") from None
     if not parsed:
         return spec
     if "source" not in parsed:
@@ -568,7 +568,7 @@ def _table_from(path: Path, data: dict[str, Any], base: HardwareTable | None,
             typo = likely_typo_of(raw_name, presets) if new else None
             if typo:    # a complete new entry: kept (a user's own part), said where a preset was likely meant
                 notes.append(f"{at(where) if at else path}: {where} is a new {kind} entry, not a change "
-                             f"to a preset (did you mean {typo!r}? a preset's name changes that preset)")
+                             f"to a preset (did you mean {shown_repr(typo)}? a preset's name changes that preset)")
     return HardwareTable(gpus=gpus, links=links, notes=tuple(notes))
 
 

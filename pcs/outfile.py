@@ -33,7 +33,7 @@ import os
 import stat
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
-from pcs.errors import UserError, raise_if_stopped, shown_path
+from pcs.errors import UserError, raise_if_stopped, shown_path, shown_repr
 from pcs.units import a_or_an
 
 __all__ = ["TEMPORARY", "WRITTEN", "STREAMED", "REFUSED", "arrow_file", "atomic_output", "check_outputs", "refuse_dash_folder",
@@ -275,7 +275,7 @@ def _check_one(option: str, path, hint: str = STDOUT_HINT) -> str | None:
     if str(path) == "-":
         raise UserError(f"{option} -: pcs writes this output to a file, not to stdout; give a file name{hint}")
     if not str(path).strip():
-        raise UserError(f"{option} {str(path)!r}: an empty file name; give a file name")
+        raise UserError(f"{option} {shown_repr(str(path))}: an empty file name; give a file name")
     try:
         kind = node_kind(path)
     except OSError as exc:
@@ -290,9 +290,9 @@ def _check_one(option: str, path, hint: str = STDOUT_HINT) -> str | None:
     folder = _resolved(path).parent
     if not folder.is_dir():
         what = "does not exist" if not folder.exists() else "is not a folder"
-        raise UserError(f"{option} {shown_path(path)}: the folder {str(folder)!r} {what}")
+        raise UserError(f"{option} {shown_path(path)}: the folder {shown_repr(str(folder))} {what}")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise UserError(f"{option} {shown_path(path)}: the folder {str(folder)!r} is not writable")
+        raise UserError(f"{option} {shown_path(path)}: the folder {shown_repr(str(folder))} is not writable")
     return kind
 
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal, InvalidOperation
-from pcs.errors import INT64_LIMIT, UserError, quoted
+from pcs.errors import INT64_LIMIT, UserError, quoted, shown_repr
 from pcs._dataclass import dataclass
 
 __all__ = [
@@ -112,7 +112,7 @@ def _ascii_digits(text: str, what: str) -> None:
     """
     odd = next((c for c in text if c.isdigit() and not c.isascii()), None)
     if odd is not None:
-        raise UserError(f"invalid {what} {quoted(text, show=repr)}: digits must be ASCII 0-9, not {odd!r} (U+{ord(odd):04X})")
+        raise UserError(f"invalid {what} {quoted(text, show=repr)}: digits must be ASCII 0-9, not {shown_repr(odd)} (U+{ord(odd):04X})")
 
 
 _INT_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)
@@ -242,7 +242,7 @@ def _refuse_bits(unit: str, text, what: str, help_: str) -> None:
     if prefix is None:
         return
     mark, per_s = m.group(2), m.group(3) or ""
-    head = f"invalid {what} {quoted(str(text), show=repr)}: {unit!r}"
+    head = f"invalid {what} {quoted(str(text), show=repr)}: {shown_repr(unit)}"
     if mark == "B" and per_s == "ps":
         raise UserError(f"{head} is bytes per second without its '/': write {prefix}B/s; expected {help_}")
     if mark == "B" and per_s.lower() == "ps":
@@ -278,7 +278,7 @@ def _close_unit(unit: str, what: str) -> str:
         words = tuple(w for w in words if _scale(w) == _scale(unit) and (w != "B" or len(unit) == 1))
         begun = tuple(w for w in words if len(unit) >= 2 and w.lower().startswith(unit.lower()))
         if begun:
-            return f"did you mean {begun[0]!r}? "
+            return f"did you mean {shown_repr(begun[0])}? "
     return did_you_mean(unit, words)
 
 
@@ -411,7 +411,7 @@ def _duration_mult(unit: str, text) -> int:
         raise UserError(f"invalid duration {quoted(str(text), show=repr)}: unit {quoted(unit, show=repr)} starts with an upper-case M (mega in SI); "
                          "write ms for milliseconds or min for minutes")
     if unit.lower() == "m":     # as ls, sleep(1) read it: minutes; as ms's look-alike: milliseconds
-        raise UserError(f"invalid duration {quoted(str(text), show=repr)}: unit {unit!r} may be minutes or milliseconds; write min "
+        raise UserError(f"invalid duration {quoted(str(text), show=repr)}: unit {shown_repr(unit)} may be minutes or milliseconds; write min "
                          "for minutes or ms for milliseconds")
     mult = DURATION_UNITS.get(unit.lower())
     if mult is None:

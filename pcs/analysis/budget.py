@@ -22,7 +22,7 @@ from pcs import units
 from pcs.analysis.envelope import json_number
 from pcs.argcheck import check_byte_count, check_real
 from pcs.configfile import read_mapping_lines, refuse_unknown_keys
-from pcs.errors import INT64_LIMIT, InputError, UserError, quoted
+from pcs.errors import INT64_LIMIT, InputError, UserError, quoted, shown_repr
 
 __all__ = [
     "BudgetResult", "Workload", "budget", "total", "parse_workload", "load_workloads",
@@ -158,11 +158,11 @@ def name_problem(name: Any) -> str | None:
     ``"A"`` -> None; ``""`` -> ``expected a non-empty text name, got ''``.
     """
     if not isinstance(name, str) or not name.strip():
-        return f"expected a non-empty text name, got {name!r}"
+        return f"expected a non-empty text name, got {shown_repr(name)}"
     if any(ord(c) < 32 or ord(c) == 127 for c in name):
-        return f"expected a name on one line (no newline or control character), got {name!r}"
+        return f"expected a name on one line (no newline or control character), got {shown_repr(name)}"
     if any(0xD800 <= ord(c) <= 0xDFFF for c in name):
-        return f"expected a name of UTF-8 text, got {name!r} (bytes that are not UTF-8)"
+        return f"expected a name of UTF-8 text, got {shown_repr(name)} (bytes that are not UTF-8)"
     return None
 
 

@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Sequence
 
 from pcs.cache.policies import number_option, spec_value
 from pcs.choices import malformed_option, name_after_comma, no_such_option, not_among_tiers
-from pcs.errors import UnknownNameError, UserError, quoted
+from pcs.errors import UnknownNameError, UserError, lead_with, quoted, shown_repr
 
 __all__ = ["AdmissionPolicy", "CountingAdmission", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
            "admission_kinds", "NO_ADMISSION", "is_no_admission", "apply_admission", "check_admissions", "needs_context"]
@@ -171,10 +171,10 @@ def parse_admission(text: str, tier: str = "") -> tuple[str, dict[str, Any]]:
     kind, colon, rest = str(text).strip().partition(":")
     kind = kind.strip().lower()
     if colon and kind == NO_ADMISSION:      # none:n=2, none: -- no admission has nothing to set
-        raise UserError(f"bad admission {text!r}: {NO_ADMISSION} (no admission) takes no options; give {NO_ADMISSION} "
+        raise UserError(f"bad admission {shown_repr(text)}: {NO_ADMISSION} (no admission) takes no options; give {NO_ADMISSION} "
                         "alone")
     if colon and not rest.strip():      # "reuse:" is not "reuse": an argument was meant and left out
-        raise UserError(f"bad admission {text!r}: nothing after ':'; give {kind} alone for its defaults")
+        raise UserError(f"bad admission {shown_repr(text)}: nothing after ':'; give {kind} alone for its defaults")
     kinds = admission_kinds()
     if kind not in kinds:
         raise UnknownNameError("admission", kind, (*ADMISSION_KINDS, NO_ADMISSION), hint="e.g. cpu=reuse:2")
@@ -186,7 +186,7 @@ def parse_admission(text: str, tier: str = "") -> tuple[str, dict[str, Any]]:
         if not key.strip() or not value.strip():
             raise UserError(malformed_option("admission", kind, part, text, _options_of()[kind]))
         if key.strip() in opts:
-            raise UserError(f"admission option {key.strip()!r} given twice in {text!r}; give it once")
+            raise UserError(f"admission option {shown_repr(key.strip())} given twice in {shown_repr(text)}; give it once")
         opts[key.strip()] = spec_value(value.strip())
     return kind, opts
 
@@ -205,7 +205,7 @@ def _second_kind(text: str, tier: str) -> None:
     if found is not None:
         word, before, after = found
         t = tier or "TIER"
-        raise UserError(f"{word!r} is an admission kind, not an option of {first}: stack kinds with '+', each with "
+        raise UserError(f"{shown_repr(word)} is an admission kind, not an option of {first}: stack kinds with '+', each with "
                         f"its tier: {t}={before}+{t}={after}")
 
 
@@ -268,12 +268,16 @@ def _made(spec: str, context: Any, tier: str) -> AdmissionPolicy:
         raise admit_refusal(f"{tier}={spec}", str(exc)) from None
 
 
-def admit_refusal(item: str, problem: str) -> UserError:
+def admit_refusal(item: str, problem: "str | UserError") -> UserError:
     """The refusal of one ``admit=`` item ``TIER=KIND[:ARGS]`` (``admit='cpu=reuse:0': PROBLEM``, cut by
     :func:`pcs.errors.quoted`; the command line's ``--admit cpu=reuse:0: ...``, a plan's ``admit = "..."``), the
     item kept as its ``refused_value``: a sweep plan names the line it is written on. One wording for the
-    option's reader (``pcs replay --admit``) and the run (:func:`apply_admission`)."""
-    err = UserError(f"admit={quoted(item, show=repr)}: {problem}")
+    option's reader (``pcs replay --admit``), :func:`parse_admit_option` and the run (:func:`apply_admission`).
+    ``problem`` a UserError (an unknown kind's :class:`UnknownNameError`): that error, led by the item
+    (:func:`pcs.errors.lead_with`), its type kept; one that names ``admit=`` already is not led again."""
+    err = UserError(problem) if isinstance(problem, str) else problem
+    if not str(err).startswith("admit="):      # admit= names tier 'x' ...: worded as links= and tier_policies= are
+        lead_with(err, f"admit={quoted(item, show=repr)}")
     err.refused_value = item
     return err
 
@@ -318,28 +322,40 @@ def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict
         for item in filter(None, (v.strip() for v in str(value).split("+"))):
             if is_no_admission(item):
                 continue
-            tier, sep, spec = item.partition("=")
-            tier = tier.strip().lower()
-            if not sep or not tier or not spec.strip():
-                raise UserError(f"bad admit= {item!r}; expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
-            if tier not in tier_names:     # the item kept: a sweep plan names the line it is written on
-                err = UserError(not_among_tiers("admit=", tier, tier_names, quoted(tier, show=repr)))
-                err.refused_value = item
-                raise err
-            if is_no_admission(spec):
-                nones[tier] = item
-                continue
-            kind, _ = parse_admission(spec, tier)
-            if tier == tier_names[0] and kind != "retain":
-                raise UserError(f"admit=['{item}']: the GPU tier stores every block it computes; admission "
-                                 f"{kind!r} applies to lower tiers (retain applies to any tier)")
-            same = [k for k in out.get(tier, []) if parse_admission(k)[0] == kind]
-            if same:
-                raise UserError(f"admit= gives tier {tier!r} admission {kind!r} twice ({same[0]}, {spec.strip()}); "
-                                 "give it once (different kinds for one tier combine: a block must pass each)")
-            out.setdefault(tier, []).append(spec.strip())
+            try:
+                _add_item(item, tier_names, out, nones)
+            except UserError as exc:        # every refusal of an item led by it: admit='ITEM': ...
+                raise admit_refusal(item, exc) from None
     _refuse_none_beside_kinds(nones, out)
     return out
+
+
+def _add_item(item: str, tier_names: Sequence[str], out: dict[str, list[str]], nones: dict[str, str]) -> None:
+    """One ``TIER=KIND[:ARGS]`` item of :func:`parse_admit_option` added to ``out`` (tier -> kinds) or, for
+    ``none``, to ``nones`` (tier -> item); the refusals its caller leads with the item (:func:`admit_refusal`)."""
+    from pcs.engine.tiercheck import one_entry_each, run_on_entries
+
+    entries = run_on_entries(item, tier_names)
+    if entries:
+        raise UserError(one_entry_each("admit=", "admit", entries))
+    tier, sep, spec = item.partition("=")
+    tier = tier.strip().lower()
+    if not sep or not tier or not spec.strip():
+        raise UserError("expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
+    if tier not in tier_names:
+        raise UserError(not_among_tiers("admit=", tier, tier_names, quoted(tier, show=repr)))   # as links=
+    if is_no_admission(spec):
+        nones[tier] = item
+        return
+    kind, _ = parse_admission(spec, tier)
+    if tier == tier_names[0] and kind != "retain":
+        raise UserError(f"the GPU tier stores every block it computes; admission {shown_repr(kind)} applies to lower "
+                        "tiers (retain applies to any tier)")
+    same = [k for k in out.get(tier, []) if parse_admission(k)[0] == kind]
+    if same:
+        raise UserError(f"tier {shown_repr(tier)} is given admission {shown_repr(kind)} twice ({same[0]}, "
+                        f"{spec.strip()}); give it once (different kinds for one tier combine: a block must pass each)")
+    out.setdefault(tier, []).append(spec.strip())
 
 
 def _refuse_none_beside_kinds(nones: dict[str, str], kinds: dict[str, list[str]]) -> None:
@@ -347,5 +363,5 @@ def _refuse_none_beside_kinds(nones: dict[str, str], kinds: dict[str, list[str]]
     no admission and an admission on one tier contradict each other; neither may win unseen."""
     for tier, item in nones.items():
         if tier in kinds:
-            raise UserError(f"admit= gives tier {tier!r} {item.strip()} (no admission) and admission "
-                            f"{kinds[tier][0]!r}; give one")
+            raise admit_refusal(item, f"tier {shown_repr(tier)} is given no admission ({item.strip()}) and admission "
+                                      f"{shown_repr(kinds[tier][0])}; give one")

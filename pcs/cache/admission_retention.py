@@ -34,7 +34,7 @@ from typing import Any, Iterable, Sequence
 
 from pcs.cache.admission import AdmissionPolicy
 from pcs.cache.policies.base import EvictionPolicy
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 
 __all__ = ["RetentionAdmission", "RetainingPolicy"]
 
@@ -48,7 +48,7 @@ def _token_range(text: Any) -> tuple[int, int]:
     except ValueError:
         lo = hi = -1
     if not sep or lo < 0 or hi <= lo:
-        raise UserError(f"admission retain: tokens must be A-B with 0 <= A < B, got {text!r}")
+        raise UserError(f"admission retain: tokens must be A-B with 0 <= A < B, got {shown_repr(text)}")
     return lo, hi
 
 
@@ -66,14 +66,14 @@ def _duration_s(value: Any) -> float:
     value = number_option(value, "float", "admission retain: duration: ")    # 99999999999999999999 is 1e20 s
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise UserError(f"admission retain: duration must be > 0 seconds (60s, 1min, or 60 for seconds), "
-                        f"got {value!r}")
+                        f"got {shown_repr(value)}")
     try:
         seconds = parse_duration(value)
     except UserError as exc:
         raise UserError(f"admission retain: duration={value}: {exc}") from None
     if not seconds > 0:
         raise UserError(f"admission retain: duration must be > 0 seconds (60s, 1min, or 60 for seconds), "
-                        f"got {value!r}")
+                        f"got {shown_repr(value)}")
     return seconds
 
 

@@ -29,7 +29,7 @@ from typing import Sequence
 import numpy as np
 
 from pcs.cache.admission import AdmissionPolicy
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 
 __all__ = ["TinyLFUAdmission", "CountMinSketch"]
 
@@ -105,7 +105,7 @@ class TinyLFUAdmission(AdmissionPolicy):
         sample = number_option(sample, "float", "admission tinylfu: sample: ")     # 99999999999999999999 is 1e20
         if isinstance(sample, bool) or not isinstance(sample, (int, float)) or not 0 < sample <= MAX_SAMPLE:
             raise UserError(f"admission tinylfu: sample must be > 0 and <= {MAX_SAMPLE:g} (capacities), "
-                             f"got {sample!r}")
+                             f"got {shown_repr(sample)}")
         self.sample_factor = sample
         self.sketch: CountMinSketch | None = None
 

@@ -31,7 +31,7 @@ from typing import Iterable, Sequence
 from pcs.cache.policies import EvictionPolicy
 from pcs.cache.policyguard import as_index, broke, broke_count, guard, trusted
 from pcs.counters import Counters
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 from pcs._dataclass import dataclass
 
 __all__ = ["Tier", "TierStats"]
@@ -82,7 +82,7 @@ class Tier:
 
     def __init__(self, name: str, capacity_blocks: int, policy: EvictionPolicy, admission=None) -> None:
         if capacity_blocks < 0:
-            raise UserError(f"tier {name!r}: capacity must be >= 0 blocks, got {capacity_blocks}")
+            raise UserError(f"tier {shown_repr(name)}: capacity must be >= 0 blocks, got {capacity_blocks}")
         self.name = name
         self.capacity_blocks = int(capacity_blocks)
         self.policy = guard(policy)

@@ -28,7 +28,7 @@ from pcs.cli.progress import Progress, counted  # noqa: F401 - the names command
 from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
 from pcs.errors import (BUG_REPORT, STOP_CHECKS, STOPS, InputError, PathError, PickledAsIs, Stopped, UnknownNameError,
-                        UserError, printable, quoted, shown_path, utf8_text)
+                        UserError, as_typed, printable, quoted, repr_bytes, shown_path, shown_repr, utf8_text)
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "RegistryRefusal", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals", "ignore_stop_signals"]
@@ -252,7 +252,8 @@ _OPTION_OF = {"max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seq
               "gap_oracle": "--gap-oracle", "kv_reserve": "--kv-reserve", "hardware_table": "--hardware-file"}
 #: API keywords too common as words (or a sweep plan's keys, which a plan's own errors name) to be matched bare: named ``NAME=`` in API messages, alone (``admit=``),
 #: with a value (``timing='sequential'``) or a list of them (``tiers=['gpu=400GB', 'cpu=2TB']``)
-_KWARG_OF = {"tiers": "--tier", "admit": "--admit", "timing": "--timing", "model": "--model", "dtype": "--dtype",
+_KWARG_OF = {"tiers": "--tier", "tier_sets": "--tiers", "kv_reserve": "--kv-reserve", "policies": "--policy",
+             "admits": "--admit", "admit": "--admit", "timing": "--timing", "model": "--model", "dtype": "--dtype",
              "tp": "--tp", "hardware": "--gpu", "router": "--router", "routers": "--router", "policy": "--policy",
              "instances": "--instances", "utilisation": "--mfu", "curve_capacities": "--curve-capacities",
              "compute_mode": "--compute", "shared_tier": "--shared-tier",
@@ -399,8 +400,13 @@ def _toml_text(shown: str) -> str:
 def _pair_text(name: str, value: str) -> str:
     """``NAME=VALUE`` of a ``--link`` / ``--tier-policy`` from the API's two :data:`_REPR` literals: as typed
     (``cpu=lfu``), or as one quoted string when either shows escapes (``'cpu=lfu:aging=\\x01'``)."""
-    text = f"{_repr_text(name)}={_repr_text(value)}"
-    return text if _plain(name) and _plain(value) else repr(text)
+    if _plain(name) and _plain(value):
+        return f"{_repr_text(name)}={_repr_text(value)}"
+    # joined as shown, never decoded: a name's byte 0xff shows as \xff (pcs.errors.shown_repr), which a decode would
+    # read as U+00FF; a body in double quotes holds a bare ' (repr's choice), escaped in the single quotes
+    bodies = [s[1:-1] if s.startswith("'") else s[1:-1].replace("'", "\\'") for s in (name, value)]
+    text = f"{bodies[0]}={bodies[1]}"
+    return f'"{text}"'.replace("\\'", "'") if "\\'" in text and '"' not in text else f"'{text}'"   # repr's quotes
 
 
 @functools.cache
@@ -418,6 +424,8 @@ def _kwarg(m: re.Match, plan: bool) -> str:
     flag = _KWARG_OF[m.group(1)][2 if plan else 0:]
     if m.group(2) is not None:
         items = [v[1:-1] for v in m.group(2).split(", ")]
+        if m.group(1) == "tier_sets":      # one tier list: one --tiers of a comma list
+            return f"{flag} = {_toml_text(repr(','.join(items)))}" if plan else f"{flag} {','.join(items)}"
         if plan and all("=" in v for v in items):     # a NAME=VALUE option: the plan's table
             pairs = (v.split("=", 1) for v in items)
             return f"{flag} = {{" + ", ".join(f'{n} = "{x}"' for n, x in pairs) + "}"
@@ -536,7 +544,7 @@ def _usage_line(exc: click.UsageError) -> str:
         return exc.format_message()
     if isinstance(exc, click.NoSuchOption) and exc.ctx is not None and exc.option_name.startswith("--"):
         return f"{_option_typo(exc.option_name, exc.ctx)}{where}"
-    return f"{exc.format_message()}{where}"
+    return f"{repr_bytes(exc.format_message())}{where}"      # click's repr of a value: a byte as \xff
 
 
 def _option_typo(typed: str, ctx: click.Context) -> str:
@@ -558,8 +566,8 @@ def _option_typo(typed: str, ctx: click.Context) -> str:
     exact = names.get(typed[2:].lower())
     close = [exact[2:]] if exact else close_names(typed[2:], [n for n in names if n not in aliases], aliases)
     if not close:
-        return f"No such option {typed!r}."
-    return f"No such option {typed!r}; {meant(names[c.lower()] for c in close).strip()}"
+        return f"No such option {shown_repr(typed)}."
+    return f"No such option {shown_repr(typed)}; {meant(names[c.lower()] for c in close).strip()}"
 
 
 def _os_error_line(exc: OSError) -> str:
@@ -616,9 +624,7 @@ class RegistryRefusal(PickledAsIs, click.BadParameter):
         self.flag = next((o for o in getattr(param, "opts", ()) if o.startswith("--")), None) or "value"
 
     def format_message(self) -> str:
-        text = str(self.value)
-        shown = text if repr(text) == f"'{text}'" and text.isprintable() else quoted(text, 200, show=repr)
-        return f"{self.flag} {shown}: {option_names(self.message)}"     # the registry's API words, the CLI's
+        return f"{self.flag} {as_typed(str(self.value), 200)}: {option_names(self.message)}"     # the registry's API words, the CLI's
 
 
 def _refuse_repeated_options(cmd: click.Command, ctx: click.Context, args: list[str]) -> None:
@@ -736,7 +742,9 @@ def _with_option(ctx: click.Context, exc: UnknownNameError) -> UnknownNameError:
 
     label = label_of_value(ctx, exc.name) if isinstance(exc.name, str) else None
     if label is not None:
-        exc.args = (f"{label}: {exc}",)
+        text, lead = str(exc), getattr(exc, "lead", None)      # the API's model='x' lead: the option says it
+        text = text[len(lead) + 2:] if lead and text.startswith(f"{lead}: ") else text
+        exc.args = (f"{label}: {text}",)
     return exc
 
 
@@ -775,7 +783,7 @@ def no_such_command(name: str, ctx: click.Context) -> click.UsageError:
     from pcs.choices import close_names, meant
 
     close = close_names(name, ctx.command.list_commands(ctx))
-    return click.UsageError(f"No such command {name!r}" + (f"; {meant(close).strip()}" if close else "."), ctx)
+    return click.UsageError(f"No such command {shown_repr(name)}" + (f"; {meant(close).strip()}" if close else "."), ctx)
 
 
 #: click's "no arguments: show the help" (click 8.2 on: a UsageError whose ``show`` prints the help; before, the

@@ -15,6 +15,7 @@ from pcs.cli.report import check_outputs, write_outputs
 from pcs.cli.traceopts import open_from_options, trace_input_options
 from pcs.model import KV_DTYPES, get_layout
 from pcs.report.curve import curve_figure, render_curve, with_sampled_note
+from pcs.errors import shown_repr
 
 
 def _plot(result, path: str, model_name: str | None, trace: str) -> None:
@@ -58,7 +59,7 @@ def _plot_format_ok(path: str) -> None:
     if suffix and suffix not in PLOT_TYPES:
         from pcs.choices import did_you_mean
 
-        raise PcsUsageError(f"--plot {path}: unknown image type {suffix!r}; {did_you_mean(suffix, PLOT_TYPES)}"
+        raise PcsUsageError(f"--plot {path}: unknown image type {shown_repr(suffix)}; {did_you_mean(suffix, PLOT_TYPES)}"
                             f"use {', '.join('.' + t for t in PLOT_TYPES[:-1])} or .{PLOT_TYPES[-1]}")
 
 

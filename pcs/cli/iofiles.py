@@ -26,7 +26,7 @@ from typing import Any
 
 import click
 
-from pcs.errors import shown_path
+from pcs.errors import shown_path, shown_repr
 
 __all__ = ["OUTPUTS", "DATASET", "check_command_files", "command_inputs", "command_outputs", "refuse_empty_paths",
            "empty_path_refusal", "refuse_outputs_on_inputs"]
@@ -237,8 +237,8 @@ def empty_path_refusal(p: click.Parameter, ctx: click.Context | None, value: str
     if p.name in _MODEL_PARAMS and not isinstance(p.type, click.Path):
         from pcs.cli.modelarg import EMPTY_MODEL
 
-        return UserError(f"{label} {value!r}: {EMPTY_MODEL}")
-    return UserError(f"{label} {value!r}: {empty_path_problem(_wanted(p))}")
+        return UserError(f"{label} {shown_repr(value)}: {EMPTY_MODEL}")
+    return UserError(f"{label} {shown_repr(value)}: {empty_path_problem(_wanted(p))}")
 
 
 def refuse_empty_paths(ctx: click.Context) -> None:

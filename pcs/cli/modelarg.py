@@ -6,6 +6,7 @@ import click
 
 from pcs.cli.common import PcsUsageError
 from pcs.cli.params import CheckedPath
+from pcs.errors import shown_repr
 
 __all__ = ["load_model", "is_config_path", "config_file", "preset_clash_note", "model_callback", "model_options"]
 
@@ -84,7 +85,7 @@ def model_callback(ctx, param, value):
     from pcs.errors import UserError, quoted
 
     if isinstance(value, str) and not value.strip():
-        raise UserError(f"{param_label(param, ctx)} {value!r}: {EMPTY_MODEL}")
+        raise UserError(f"{param_label(param, ctx)} {shown_repr(value)}: {EMPTY_MODEL}")
     if (isinstance(value, str) and _hf_id(value) and not value.lower().endswith(".json")
             and not os.path.exists(value) and _preset_key(value) is None):
         # an HF id pcs has no preset for (mistralai/Mistral-7B-v0.1)

@@ -17,7 +17,7 @@ import click
 from pcs import jsondepth, units
 # The bounds live in pcs.argcheck: the API functions apply the same ranges (one rule, one place).
 from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_POINTS, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, MAX_TP
-from pcs.errors import OUT_OF_FLOAT_RANGE, UserError, quoted
+from pcs.errors import OUT_OF_FLOAT_RANGE, UserError, quoted, shown_repr
 
 __all__ = ["option_size", "option_bandwidth", "Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
            "MAX_SEED", "Int", "Float", "Duration", "Choice", "parse_capacity_list",
@@ -132,7 +132,7 @@ class Duration(click.ParamType):
             self.fail(str(exc).splitlines()[0].strip(), param, ctx)
         low_ok = seconds > self.min_s if self.min_open else seconds >= self.min_s
         if not (low_ok and seconds <= self.max_s):
-            self.fail(f"{value!r} is not in the range {'>' if self.min_open else '>='} {self.min_s:g} s and "
+            self.fail(f"{shown_repr(value)} is not in the range {'>' if self.min_open else '>='} {self.min_s:g} s and "
                       f"<= {self.max_s:g} s", param, ctx)
         return seconds
 
@@ -162,17 +162,17 @@ def parse_capacity_list(text: str, option: str, block_bytes: int | Callable[[], 
         try:
             cap = units.parse_capacity(item)
         except ValueError as exc:
-            raise UserError(f"{option} {item!r}: {exc}") from None
+            raise UserError(f"{option} {shown_repr(item)}: {exc}") from None
         if cap.size_bytes is not None and block_bytes is None:
-            raise UserError(f"{option} {item!r}: a size in bytes needs --model NAME (pcs replay's default is "
+            raise UserError(f"{option} {shown_repr(item)}: a size in bytes needs --model NAME (pcs replay's default is "
                              f"llama-2-70b), whose bytes per block turn {item} into blocks and add a bytes column; "
                              "or give blocks, e.g. 5000blocks")
         if cap.size_bytes is not None and callable(block_bytes):
             block_bytes = block_bytes()
-        blocks = cap.to_blocks(None if callable(block_bytes) else block_bytes, f"{option} {item!r}")
+        blocks = cap.to_blocks(None if callable(block_bytes) else block_bytes, f"{option} {shown_repr(item)}")
         if blocks in given:
-            said = "is listed twice" if given[blocks] == item else f"and {given[blocks]!r} are both {blocks} blocks"
-            raise UserError(f"{option}: {item!r} {said}; give each capacity once")
+            said = "is listed twice" if given[blocks] == item else f"and {shown_repr(given[blocks])} are both {blocks} blocks"
+            raise UserError(f"{option}: {shown_repr(item)} {said}; give each capacity once")
         given[blocks] = item
         out.append(blocks)
     if not out:

@@ -13,7 +13,7 @@ import click
 from pcs import units
 from pcs.cli.common import apply_options, command, emit, format_option, quiet_option
 from pcs.cli.params import CheckedPath
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 from pcs.hardware import (ALIASES, GPUSpec, HardwareTable, LinkSpec, get_gpu, get_link, load_hardware_file,
                           override)
 from pcs.report.presets import gpu_row, hardware_csv_rows, link_row, render_hardware, render_models
@@ -139,7 +139,7 @@ def _named(overrides: dict[str, tuple[str, str]], changes: dict[str, Any], build
     except UserError as exc:
         for opt, (spec_field, _) in overrides.items():
             if changes.get(spec_field) is not None and spec_field in str(exc):
-                raise UserError(f"--{opt.replace('_', '-')} {changes[spec_field]!r}: {exc}") from None
+                raise UserError(f"--{opt.replace('_', '-')} {shown_repr(changes[spec_field])}: {exc}") from None
         raise
 
 

@@ -22,7 +22,8 @@ from pcs.cli.report import check_outputs, html_options, write_replay_outputs
 from pcs.engine import select
 from pcs.engine.restores import RESTORE_POLICIES
 from pcs.engine.schedconfig import CACHE_BLOCKS_AT, COMPUTE_MODES, DEFAULT_MAX_PREEMPTIONS
-from pcs.errors import UserError, shown_path
+from pcs.cli.tiernames import known_tier_names
+from pcs.errors import UserError, as_typed, shown_path, shown_repr
 from pcs.model import KV_DTYPES
 
 __all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests",
@@ -54,7 +55,7 @@ def _get_tier_policy(value: str) -> Any:
     registry (:func:`_get_policy`)."""
     from pcs.engine.api import parse_assignment
 
-    return _get_policy(parse_assignment(value, "tier policy")[1])
+    return _get_policy(parse_assignment(value, "tier policy", "--tier-policy", known_tier_names())[1])
 
 
 def _check_admit(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -66,11 +67,17 @@ def _check_admit(ctx: click.Context, param: click.Parameter, values: tuple[str, 
             ``--admit cpu=reuse:n=1,n=2: ...``; a plan's ``admit = "..."`` at its line).
     """
     from pcs.cache.admission import admit_refusal, is_no_admission, parse_admission
+    from pcs.engine.tiercheck import one_entry_each, run_on_entries
 
+    named = {str(t).partition("=")[0].strip().lower() for t in ctx.params.get("tiers") or ()}
+    tiers = [*known_tier_names(), *named]        # the run's own names are checked with the tiers (the API's own check)
     for value in values:
         for item in filter(None, (v.strip() for v in value.split("+"))):
             if is_no_admission(item):
                 continue
+            entries = run_on_entries(item, tiers)
+            if entries:
+                raise admit_refusal(item, one_entry_each("--admit", "admit", entries))
             tier, sep, spec = item.partition("=")
             if not sep or not tier.strip() or not spec.strip():
                 raise admit_refusal(item, "expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
@@ -274,9 +281,12 @@ def _pairs(values, what: str, option: str) -> dict[str, str]:
 
     out: dict[str, str] = {}
     for v in values:
-        k, val = parse_assignment(v, what)
+        try:
+            k, val = parse_assignment(v, what, option, known_tier_names())
+        except UserError as exc:        # led by the option and its value, as a checked option's refusal is
+            raise UserError(f"{option} {as_typed(str(v), 200)}: {exc}") from None
         if k in out:
-            raise UserError(f"{option} names tier {k!r} twice ({k}={out[k]}, {k}={val}); give it once")
+            raise UserError(f"{option} names tier {shown_repr(k)} twice ({k}={out[k]}, {k}={val}); give it once")
         out[k] = val
     return out
 

@@ -18,7 +18,7 @@ import click
 from pcs import jsondepth
 from pcs.cli.common import command, emit, format_option, quiet_option
 from pcs.cli.params import CheckedPath, Choice
-from pcs.errors import UserError, shown_path
+from pcs.errors import UserError, shown_path, shown_repr
 from pcs.units import a_or_an, format_counted
 
 __all__ = ["report", "html_options", "check_outputs", "write_outputs", "write_replay_outputs", "command_line"]
@@ -73,7 +73,7 @@ def check_outputs(html_path: str | None, plot_dir: str | None, inputs: Mapping[s
             raise UserError(f"--plot {shown_path(plot_dir)}: exists and is not a folder (--plot names a folder of "
                             "figures)")
         if not p.resolve().parent.is_dir():
-            raise UserError(f"--plot {shown_path(plot_dir)}: the folder {str(p.parent)!r} does not exist")
+            raise UserError(f"--plot {shown_path(plot_dir)}: the folder {shown_repr(str(p.parent))} does not exist")
     if html_path:
         from pcs.report.html import require_jinja2
 

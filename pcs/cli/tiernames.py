@@ -16,10 +16,19 @@ from __future__ import annotations
 from typing import Sequence
 
 from pcs.choices import did_you_mean
-from pcs.errors import UserError
+from pcs.errors import UserError, as_typed, shown_repr
 
 #: The GPU tier's name (the first tier).
 GPU_TIER = "gpu"
+
+
+def known_tier_names() -> tuple[str, ...]:
+    """The tier names pcs knows (:data:`GPU_TIER`, then :data:`pcs.hardware.TIER_LINKS`'s): the names an option read
+    before the tiers are (``--admit``, ``--tier-policy``) takes as another entry run into its value
+    (:func:`pcs.engine.tiercheck.run_on_entries`)."""
+    from pcs.hardware import TIER_LINKS
+
+    return (GPU_TIER, *TIER_LINKS)
 
 
 def _meant(name: str, known: Sequence[str]) -> str:
@@ -56,7 +65,7 @@ def check_tier_names(tiers: Sequence[str], links: Sequence[str] = (), option: st
         if pos > 0 and low != GPU_TIER and low not in TIER_LINKS and low not in linked:
             hint = _meant(name, TIER_LINKS)
             if hint:                  # no close name: the API's message asks for the link
-                raise _entry(UserError(f"{shown}: unknown lower tier {name!r}; {hint}(known: "
+                raise _entry(UserError(f"{shown}: unknown lower tier {shown_repr(name)}; {hint}(known: "
                                        f"{', '.join(TIER_LINKS)}; a tier of your own names its link: "
                                        f"links['{name}'] = '25GB/s')"), low, size)
 
@@ -69,7 +78,9 @@ def _entry(exc: UserError, name: str, size: str) -> UserError:
 
 
 def refuse_tier_lists(tiers: Sequence[str]) -> None:
-    """Refuse a ``--tier`` value holding a comma list (``gpu=200GB,cpu=1TB``): ``--tier`` takes one tier.
+    """Refuse a ``--tier`` value holding a list (``gpu=200GB,cpu=1TB``, :func:`pcs.engine.tiercheck.run_on_entries`):
+    ``--tier`` takes one tier, worded as every repeating ``TIER=VALUE`` option's refusal
+    (:func:`pcs.engine.tiercheck.one_entry_each`).
 
     Args:
         tiers: the ``--tier`` texts as given.
@@ -78,10 +89,10 @@ def refuse_tier_lists(tiers: Sequence[str]) -> None:
             which takes the comma list (one tier list per ``--tiers``); without it the size parser refused
             ``200GB,cpu=1TB`` as a size.
     """
+    from pcs.engine.tiercheck import one_entry_each, run_on_entries
+
     for text in tiers:
-        name, eq, size = str(text).partition("=")
-        if eq and "," in size:
-            parts = [p.strip() for p in str(text).split(",") if p.strip()]
-            raise UserError(f"--tier {text}: one tier per --tier: write "
-                            f"{' '.join('--tier ' + p for p in parts)} (a comma list of tiers is "
-                            f"pcs compare's --tiers, one tier list to compare per --tiers)")
+        entries = run_on_entries(str(text))
+        if entries:
+            raise UserError(f"--tier {as_typed(str(text), 200)}: {one_entry_each('--tier', 'tier', entries)} (a comma "
+                            f"list of tiers is pcs compare's --tiers, one tier list to compare per --tiers)")

@@ -30,7 +30,7 @@ from pcs.curves import stackdist
 from pcs.curves.result import CurveKnee, CurveResult, CurveRow
 from pcs.curves.stackdist import FlatAccesses
 from pcs.units import format_counted, format_rate
-from pcs.errors import UserError
+from pcs.errors import UserError, keyword_refusal
 from pcs.trace.batches import as_batches, reiterable
 
 __all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "MIN_SAMPLED_BLOCKS", "LruCurve", "CurveResult", "CurveRow",
@@ -272,7 +272,8 @@ def refuse_hybrid_model(spec: Any, block_size: int) -> None:
 def _block_bytes(model: Any, block_size: int) -> tuple[str, int]:
     from pcs.model import block_bytes, get_model
 
-    spec = get_model(model) if isinstance(model, str) else model
+    with keyword_refusal("model", model):
+        spec = get_model(model) if isinstance(model, str) else model
     refuse_hybrid_model(spec, block_size)
     return spec.name, int(block_bytes(spec, block_size, "reserved").total_bytes)
 
@@ -437,6 +438,8 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
     capacities, points, sample_rate, seed, exact_head_blocks, belady = _checked_args(
         capacities, points, sample_rate, seed, exact_head_blocks, belady, block_size)
     mode = _native_mode(kernel, native)
+    with keyword_refusal("native" if native is not None else "kernel", mode):
+        stackdist.resolve_kernel(mode)          # an unknown or unbuilt kernel refused before the trace is read
     source = _source(trace, block_size)         # opened once: its caveats are read after load_accesses reads it
     flat, name = load_accesses(source, block_size, rules)
     lru = lru_curve(flat, mode, sample_rate, seed, exact_head_blocks)

@@ -52,12 +52,12 @@ from pcs.engine.result import ReplaySummary
 from pcs.engine.passes import SharedPasses
 from pcs.engine.runner import StepSetup, run_oracle, run_replay
 from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
-from pcs.engine.tiercheck import check_tier_spec
+from pcs.engine.tiercheck import check_tier_spec, one_entry_each, run_on_entries, tier_name_problem
 from pcs.engine.timing import TimeModel
 from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
 from pcs.choices import not_among_tiers
-from pcs.errors import ArgumentTypeError, UnknownNameError, UserError, ending_with, quoted
+from pcs.errors import ArgumentTypeError, UnknownNameError, UserError, ending_with, keyword_refusal, quoted, shown_repr
 from pcs.trace.api import trace_notes
 from pcs.trace.batches import as_batches, reiterable, with_limits
 from pcs.trace.rowlimits import NO_LIMITS, STEP_LIMITS, RowLimits
@@ -120,23 +120,33 @@ class TierSpec:
 DEFAULT_TIERS = (TierSpec("gpu"), "cpu=2TB")
 
 
-def parse_assignment(text: str, what: str) -> tuple[str, str]:
-    """Split ``NAME=VALUE`` (as ``--tier gpu=400GB``).
+def parse_assignment(text: str, what: str, option: str | None = None,
+                     tiers: Sequence[str] | None = None) -> tuple[str, str]:
+    """Split ``NAME=VALUE`` (as ``--tier gpu=400GB``); ``option`` names the repeating option (``--tier-policy``) or
+    API keyword (``tiers=``) a refusal of a list in one entry names (None: ``what``'s); ``tiers``: the tier names
+    such a list may name past a ``:`` (:func:`pcs.engine.tiercheck.run_on_entries`).
 
     Raises:
-        UserError: no ``=`` or an empty side; a name with a space, tab or other character that is not printable
-            (a text table would break on it); the message shows the expected form.
+        UserError: no ``=`` or an empty side; a name :func:`pcs.engine.tiercheck.tier_name_problem` refuses (a
+            tab, a right-to-left mark, a ``,`` or ``+``); the message shows the expected form.
     """
     check_text(text, what, f"a 'NAME=VALUE' string, e.g. {_EXAMPLES[what]}")
     name, sep, value = text.partition("=")
     if not sep or not name.strip() or not value.strip():
         raise UserError(f"bad {what} {quoted(text, show=repr)}; expected NAME=VALUE, e.g. {_EXAMPLES[what]}")
+    entries = run_on_entries(text, tiers)
+    if entries:
+        raise UserError(one_entry_each(option or _OPTION_OF_FORM[what], what, entries))
     name = name.strip()
-    if not name.isprintable() or any(c.isspace() for c in name):    # a tab or newline would break the tables
-        raise UserError(f"bad {what} name {quoted(name, show=repr)} in {quoted(text, show=repr)}: a name is printable "
-                        f"characters without spaces, e.g. {_EXAMPLES[what]}")
+    problem = tier_name_problem(name)      # the one rule of tier names
+    if problem:
+        raise UserError(f"bad {what} name {quoted(name, show=repr)} in {quoted(text, show=repr)}: {problem}; "
+                        f"e.g. {_EXAMPLES[what]}")
     return name.lower(), value.strip()
 
+
+#: The API keyword each form's entries are items of, when no option is named (:func:`parse_assignment`).
+_OPTION_OF_FORM = {"tier": "tiers=", "link": "links=", "tier policy": "tier_policies="}
 
 _EXAMPLES = {"tier": "gpu=400GB, gpu=5000blocks or gpu=auto", "link": "cpu=pcie-gen5-x16 or cpu=25GB/s",
              "tier policy": "cpu=protected"}
@@ -243,7 +253,7 @@ def _link_bandwidth(tier: str, link: str, table: Any = None) -> float:
     from pcs.choices import did_you_mean
     from pcs.hardware import LINKS, aliases_of
 
-    where = f"links[{tier!r}] = {quoted(link, show=repr)}"     # the CLI: --link TIER=VALUE (pcs.cli.common.option_names)
+    where = f"links[{shown_repr(tier)}] = {quoted(link, show=repr)}"     # the CLI: --link TIER=VALUE (pcs.cli.common.option_names)
     try:
         bps = units.parse_bandwidth(link)
     except ValueError as exc:
@@ -270,7 +280,7 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
         try:
             base = default_link_for_tier(tier, table)
         except ValueError as exc:
-            advice = (f"links[{tier!r}] = 'pcie-gen5-x16' or links[{tier!r}] = '25GB/s'" if len(tier) <= 40
+            advice = (f"links[{shown_repr(tier)}] = 'pcie-gen5-x16' or links[{shown_repr(tier)}] = '25GB/s'" if len(tier) <= 40
                       else "links= names it, a preset or a bandwidth")  # a long name cut once, not in the advice
             raise UserError(f"{exc}; or name its link: {advice}") from None
     else:
@@ -297,7 +307,7 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
 def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tier_policies: Mapping[str, str],
                  protected_share: float | None, context: Any = None,
                  admit: Mapping[str, Sequence[str]] | None = None) -> list[Tier]:
-    caps = [units.capacity_to_blocks(s.capacity_bytes, s.capacity_blocks, b, f"tier {s.name!r}")
+    caps = [units.capacity_to_blocks(s.capacity_bytes, s.capacity_blocks, b, f"tier {shown_repr(s.name)}")
             for s, b in zip(specs, bpb)]
     names = _policy_names(specs, policy, tier_policies)
     ctx = context.fresh() if context is not None else None       # one clock per hierarchy
@@ -334,9 +344,9 @@ def _policy_labels(specs: Sequence[TierSpec], policy: str, tier_policies: Mappin
     :func:`pcs.cli.common.option_names`), the spec cut by :func:`pcs.errors.quoted`."""
     def label(s: TierSpec) -> str:
         if s.name in tier_policies:
-            return f"tier_policies[{s.name!r}] = {quoted(tier_policies[s.name], show=repr)}"
+            return f"tier_policies[{shown_repr(s.name)}] = {quoted(tier_policies[s.name], show=repr)}"
         if s.policy:
-            return f"tier {s.name!r}'s policy {quoted(s.policy, show=repr)}"
+            return f"tier {shown_repr(s.name)}'s policy {quoted(s.policy, show=repr)}"
         return f"policy={quoted(policy, show=repr)}"
 
     return [label(s) for s in specs]
@@ -430,12 +440,12 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     names = [t.name for t in specs]
 
     if names[0].lower() in TIER_LINKS:
-        raise UserError(f"the GPU tier comes first in tiers=, but the first is named {names[0]!r} (a lower tier); "
+        raise UserError(f"the GPU tier comes first in tiers=, but the first is named {shown_repr(names[0])} (a lower tier); "
                          f"give the GPU tier first, e.g. tiers=['gpu=auto', '{names[0]}=...'] (auto: the size the "
                          "deployment leaves for KV)")
     for s in specs[1:]:
         if s.capacity_bytes is None and s.capacity_blocks is None:
-            raise UserError(f"tier {s.name!r}: only the GPU tier (the first of tiers=) can be sized 'auto' "
+            raise UserError(f"tier {shown_repr(s.name)}: only the GPU tier (the first of tiers=) can be sized 'auto' "
                              f"(from the deployment); give {s.name} a size, e.g. tiers=['{s.name}=2TB']")
     twice = next((i for i, n in enumerate(names) if n in names[:i]), None)
     if twice is not None:
@@ -450,8 +460,13 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
         for k in mapping or {}:
             if k not in names:
                 raise _entry_refused(UserError(not_among_tiers(what, k, names, quoted(k, show=repr))), k, mapping[k])
+            entries = run_on_entries(f"{k}={mapping[k]}", names) if isinstance(mapping[k], str) else None
+            if entries:     # another tier's entry run into this one's value (lru,gpu=slru)
+                form = one_entry_each(f"{what}=", {"links": "link", "tier_policies": "tier policy"}[what], entries)
+                raise _entry_refused(UserError(f"{what}[{shown_repr(k)}] = {quoted(mapping[k], show=repr)}: {form}"),
+                                     k, mapping[k])
     if links and names[0] in links:
-        raise UserError(f"links= is for lower tiers; {names[0]!r} is the GPU tier")
+        raise UserError(f"links= is for lower tiers; {shown_repr(names[0])} is the GPU tier")
     return specs
 
 
@@ -468,10 +483,14 @@ def _entry_refused(exc: UserError, name: str, value: Any) -> UserError:
 
 def _model_and_gpu(model, dtype, hardware, table, tp: int = 1):
     """The model split over ``tp`` ranks (``with_tp``: byte figures per rank) and the GPU."""
-    spec = model if hasattr(model, "components") else get_model(model or DEFAULTS["model"])
+    with keyword_refusal("model", model):
+        spec = model if hasattr(model, "components") else get_model(model or DEFAULTS["model"])
     if dtype:
-        spec = spec.with_dtype(dtype)
-    gpu = hardware if isinstance(hardware, GPUSpec) else get_gpu(DEFAULTS["gpu"] if hardware is None else hardware, table)
+        with keyword_refusal("dtype", dtype):
+            spec = spec.with_dtype(dtype)
+    with keyword_refusal("hardware", hardware):
+        gpu = hardware if isinstance(hardware, GPUSpec) else get_gpu(DEFAULTS["gpu"] if hardware is None else hardware,
+                                                                     table)
     return kept_with_tp(spec, tp), gpu     # kept per (spec object, tp): pcs.engine.keptsetup
 
 
@@ -601,7 +620,7 @@ def _check_api_args(args: dict[str, Any]) -> None:
     names = {name: args[name] for name in _NAME_ARGS}
     for label in ("links", "tier_policies"):
         if isinstance(args[label], Mapping):
-            names.update({f"{label}[{k!r}]": v for k, v in args[label].items()})
+            names.update({f"{label}[{shown_repr(k)}]": v for k, v in args[label].items()})
     for name, value in names.items():
         check_text(value, name, "a name or a value, not a collection", others=(object,))
 
@@ -609,16 +628,22 @@ def _check_api_args(args: dict[str, Any]) -> None:
 def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None) -> _Options:
     """Fill in :data:`DEFAULTS` and check each option (UserError naming the option and its valid values)."""
     timing = timing or DEFAULTS["timing"]
-    check_timing(timing)
+    with keyword_refusal("timing", timing):
+        check_timing(timing)
     tp = check_int(DEFAULTS["tp"] if tp is None else tp, "tp", lo=1, hi=MAX_TP)
     write_policy = write_policy or DEFAULTS["write_policy"]
-    check_write_policy(write_policy)
-    select.canonical(engine)
+    with keyword_refusal("write_policy", write_policy):
+        check_write_policy(write_policy)
+    with keyword_refusal("engine", engine):
+        select.canonical(engine)
     if native is not None and native not in _native.MODES:
-        raise UnknownNameError("native", native, _native.MODES)
+        with keyword_refusal("native", native):
+            raise UnknownNameError("native", native, _native.MODES)
     if compute_mode is not None and compute_mode not in COMPUTE_MODES:
-        raise UnknownNameError("compute mode", compute_mode, COMPUTE_MODES)
-    policy = canonical_spec(policy or DEFAULTS["policy"])      # an alias is input only (the JSON names slru)
+        with keyword_refusal("compute_mode", compute_mode):
+            raise UnknownNameError("compute mode", compute_mode, COMPUTE_MODES)
+    with keyword_refusal("policy", policy or DEFAULTS["policy"]):
+        policy = canonical_spec(policy or DEFAULTS["policy"])      # an alias is input only (the JSON names slru)
     return _Options(timing, policy, write_policy, tp, engine, native, compute_mode)
 
 
@@ -696,7 +721,7 @@ def _refuse_empty_gpu(gpu_tier, block_bytes: int) -> None:
         UserError: the GPU tier holds no block.
     """
     blocks = units.capacity_to_blocks(gpu_tier.capacity_bytes, gpu_tier.capacity_blocks, block_bytes,
-                                      f"tier {gpu_tier.name!r}")
+                                      f"tier {shown_repr(gpu_tier.name)}")
     if blocks < 1:
         raise UserError(f"the {gpu_tier.name} tier holds 0 blocks, and the step scheduler cannot run a request "
                          "without KV space (vLLM refuses to start with no cache blocks); give the GPU tier at "
@@ -744,11 +769,11 @@ def refuse_two_shares(policy: str, tier_policies: Mapping[str, str] | None, prot
     """
     if protected_share is None:
         return
-    specs = [("policy", policy)] + [(f"tier_policies entry {t!r}:", p) for t, p in (tier_policies or {}).items()]
+    specs = [("policy", policy)] + [(f"tier_policies entry {shown_repr(t)}:", p) for t, p in (tier_policies or {}).items()]
     for where, spec in specs:
         inline = parse_policy_spec(spec)[1].get("protected_share")
         if inline is not None and inline != protected_share:
-            raise UserError(f"protected share given twice: {inline!r} in {where} {spec!r} and {protected_share!r} in "
+            raise UserError(f"protected share given twice: {shown_repr(inline)} in {where} {shown_repr(spec)} and {shown_repr(protected_share)} in "
                              "protected_share; give it once")
 
 
@@ -1131,7 +1156,7 @@ def _sizes_and_empty_plan(spec, bs: int, tier_specs, bb, opts: tuple) -> tuple[l
             out.append((t.capacity_bytes, None))
             continue
         per = empty.block_layout(j)[0]
-        capacity_to_blocks(None, t.capacity_blocks, per, f"tier {t.name!r}")   # N x padded bytes within int64
+        capacity_to_blocks(None, t.capacity_blocks, per, f"tier {shown_repr(t.name)}")   # N x padded bytes within int64
         out.append((t.capacity_blocks * per, None))
     return out, False
 

@@ -22,7 +22,7 @@ from pcs.argcheck import check_int, check_number_list
 from pcs.blocks import BlockRules
 from pcs.cache.policies import DEFAULT_POLICY, canonical_spec, policy_options
 from pcs.engine.result import PayloadLens, ReplaySummary
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr, keyword_refusal
 from pcs.schema import common, field, own, projection, renamed, result, take, to_dict
 from pcs.units import tier_arg
 
@@ -205,7 +205,7 @@ def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[Any], rep
 
     hybrid = first.hybrid is not None
     bpb = _block_bytes(first)
-    by_blocks = {c.to_blocks(bpb, f"curve_capacities {c.text!r}"): c for c in reversed(caps)}  # first one kept
+    by_blocks = {c.to_blocks(bpb, f"curve_capacities {shown_repr(c.text)}"): c for c in reversed(caps)}  # first one kept
     blocks = sorted(by_blocks)      # the order of the curve's rows, so row i is replay i
     tiers = [f"gpu={c.text if c.size_bytes is not None else f'{c.blocks}blocks'}" for c in map(by_blocks.get, blocks)]
     res = curve(trace, capacities=blocks, rules=replay_kwargs.get("rules", BlockRules()),
@@ -250,7 +250,7 @@ def _curve_capacity(value: Any, name: str) -> Any:
         try:
             return units.parse_capacity(value)
         except ValueError as exc:
-            raise UserError(f"{name} = {value!r}: {str(exc).splitlines()[0]}") from None
+            raise UserError(f"{name} = {shown_repr(value)}: {str(exc).splitlines()[0]}") from None
     n = check_int(value, name, lo=0)
     return units.Capacity(f"{n}blocks", blocks=n)
 
@@ -296,7 +296,11 @@ def _refuse_twice(option: str, values: Sequence[Any], key, what: str) -> None:
     for v in values or ():
         if not isinstance(v, str) and v is not None:
             return                              # a policy object, a bad item: the replay's own check names it
-        k = key(v)
+        if option.startswith("--"):             # the command line's reader: its option leads its refusals
+            k = key(v)
+        else:
+            with keyword_refusal(option, v):    # policies='arcc': unknown eviction policy 'arcc' ...
+                k = key(v)
         if k in seen:
             raise UserError(f"{option} {_shown(option, seen[k])} and {option} {_shown(option, v)} name the same {what} with the same options; "
                              "give each configuration once")
@@ -305,7 +309,7 @@ def _refuse_twice(option: str, values: Sequence[Any], key, what: str) -> None:
 
 def _shown(option: str, value: Any) -> str:
     """A value as the message shows it: as typed on the command line (``--policy slru``), quoted in the API."""
-    return str(value) if option.startswith("--") else repr(value)
+    return str(value) if option.startswith("--") else shown_repr(value)
 
 
 def _check_compare_args(tier_sets: Any, curve_capacities: Sequence[int] | None, replay_kwargs: dict[str, Any],
@@ -322,7 +326,7 @@ def _check_compare_args(tier_sets: Any, curve_capacities: Sequence[int] | None, 
         raise UserError(f"curve_capacities must be one or more block counts >= 0 or sizes, got {curve_capacities!r}")
     for key, value in (("policies", policies), ("tier_sets", tier_sets), ("admits", admits)):
         if isinstance(value, (str, bytes)):
-            raise UserError(f"{key} must be a list (several to compare), got the single string {value!r}")
+            raise UserError(f"{key} must be a list (several to compare), got the single string {shown_repr(value)}")
     for i, ts in enumerate(tier_sets or ()):
         if isinstance(ts, (list, tuple)) and not ts:   # as pcs.replay(tiers=[]): not the default tiers
             raise UserError(f"tier_sets[{i}] is empty: at least one tier is needed, e.g. ['gpu=400GB']")
@@ -346,7 +350,8 @@ def _refuse_one_tier_list_twice(tier_sets: Any) -> None:
     for ts in tier_sets or ():
         if isinstance(ts, (str, bytes)):
             return                          # the replay's own check names the bad item
-        key = tuple((s.name.lower(), s.capacity_bytes, s.capacity_blocks) for s in map(parse_tier, ts))
+        with keyword_refusal("tier_sets", list(ts)):    # tier_sets=['gpu=x']: bad tier size ...
+            key = tuple((s.name.lower(), s.capacity_bytes, s.capacity_blocks) for s in map(parse_tier, ts))
         if key in seen:
             raise UserError(f"tier lists {_tier_list_text(seen[key])} and {_tier_list_text(ts)} are the same tiers "
                              "at the same sizes; give each configuration once")

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from pcs import units
 from pcs.argcheck import check_int
-from pcs.errors import UserError
+from pcs.errors import UserError, quoted
 from pcs.model.deploy import size_deployment
 from pcs.model.parallel import tp_placement
 
@@ -32,7 +32,7 @@ def _reserve(value: Any) -> int | None:
     try:
         return units.parse_bytes(value)
     except ValueError as exc:
-        raise UserError(f"kv_reserve: {str(exc).splitlines()[0]}") from None   # the CLI says --kv-reserve
+        raise UserError(f"kv_reserve={quoted(value, show=repr)}: {str(exc).splitlines()[0]}") from None   # --kv-reserve
 
 
 def _explicit_note(dep, gpu_tier, gpu_bb: int) -> str | None:

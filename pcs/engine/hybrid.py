@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 from pcs.units import plural
 from pcs.cache.groups import RULES, CacheGroup
-from pcs.errors import UnknownNameError, UserError
+from pcs.errors import UnknownNameError, UserError, keyword_refusal
 from pcs._dataclass import dataclass
 
 __all__ = ["MANAGERS", "DEFAULT_MANAGER", "MAMBA_CACHE_MODES", "SWA_FULL_TOKENS_RATIO", "MAMBA_FULL_MEMORY_RATIO",
@@ -114,10 +114,12 @@ def check_hybrid_options(manager: str | None, swa_ratio: float | None, mamba_rat
     """
     manager = manager or DEFAULT_MANAGER
     if manager not in MANAGERS:
-        raise UnknownNameError("hybrid KV cache manager", manager, MANAGERS)
+        with keyword_refusal("hybrid_kv_cache_manager", manager):
+            raise UnknownNameError("hybrid KV cache manager", manager, MANAGERS)
     mamba_mode = mamba_mode or MAMBA_CACHE_MODES[0]
     if mamba_mode not in MAMBA_CACHE_MODES:
-        raise UnknownNameError("mamba cache mode", mamba_mode, MAMBA_CACHE_MODES)
+        with keyword_refusal("mamba_cache_mode", mamba_mode):
+            raise UnknownNameError("mamba cache mode", mamba_mode, MAMBA_CACHE_MODES)
     swa = SWA_FULL_TOKENS_RATIO if swa_ratio is None else swa_ratio
     mamba = MAMBA_FULL_MEMORY_RATIO if mamba_ratio is None else mamba_ratio
     for name, v in (("swa-full-tokens-ratio", swa), ("mamba-full-memory-ratio", mamba)):

@@ -3,17 +3,101 @@
 ``pcs.replay(tiers=[...])`` takes strings or TierSpec objects. The string path parses a non-empty name and one
 size, bytes or blocks, 0 .. 2^63 - 1 (:func:`pcs.units.parse_capacity`); :func:`check_tier_spec` holds a
 TierSpec to the same rules, naming the tier and the field, and refuses a link given both on the TierSpec and in
-``links=`` (one setting given twice, as the CLI refuses elsewhere).
+``links=`` (one setting given twice, as the CLI refuses elsewhere). The rules of a tier entry's text live here
+too, one place for the command line, a sweep plan and the API: which characters a tier name may hold
+(:func:`tier_name_problem`) and a list written into one ``TIER=VALUE`` entry (:func:`run_on_entries`,
+:func:`one_entry_each`).
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+import re
+from typing import Any, Mapping, Sequence
 
 from pcs.argcheck import INT64_MAX, check_int
-from pcs.errors import UserError
+from pcs.errors import UserError, hidden, shown_repr
 from pcs.units import plural
 
-__all__ = ["check_tier_spec"]
+__all__ = ["check_tier_spec", "tier_name_problem", "TIER_NAME_SEPARATORS", "run_on_entries", "one_entry_each"]
+
+#: The characters the command line reads between tier entries, which a tier name therefore cannot hold: ``=`` ends
+#: the name (``--tier NAME=SIZE``, ``--tier-policy NAME=POLICY``, ``--link NAME=...``, ``--admit NAME=KIND``), ``,``
+#: ends an entry of ``--tiers gpu=390GB,cpu=2TB``, ``+`` one of ``--admit cpu=reuse:2+gpu=retain``.
+TIER_NAME_SEPARATORS = "=,+"
+
+
+def tier_name_problem(name: str) -> str | None:
+    r"""Why ``name`` cannot name a tier, or None: the one rule of tier names (docs/replay.md "Tiers"), for the
+    command line, a sweep plan's ``tier`` table (a TOML or JSON key) and :class:`pcs.engine.api.TierSpec`. A tier
+    name is shown as typed everywhere (tables, headers, messages), so it holds no character a message would show as
+    its escape (:func:`pcs.errors.hidden`, the escaping rule: a tab, a newline, a right-to-left mark, a zero width
+    space, a name's byte that is not UTF-8),
+    none of :data:`TIER_NAME_SEPARATORS`, which the command line splits on, and no space (any: U+0020, a no-break
+    space, an ideographic space U+3000), which separates tier entries in what pcs writes (``pcs compare``'s
+    variant ``lru gpu=400GB cpu=2TB``; the command line strips spaces at either end); every other character is
+    a name's text: letters of any script, an emoji joined by ZWJ, a Persian ZWNJ.
+
+    >>> tier_name_problem("\u30ad\u30e3\u30c3\u30b7\u30e5"), tier_name_problem("\U0001f468\u200d\U0001f469"), tier_name_problem("a\tb")
+    (None, None, "it holds '\\t', which a message shows as its escape")
+    >>> tier_name_problem("gpu,cpu")
+    "it holds ',', which the command line splits tier entries on"
+    """
+    for char in name:
+        if hidden(char):
+            return f"it holds {shown_repr(char)}, which a message shows as its escape"
+        if char in TIER_NAME_SEPARATORS:
+            return f"it holds {shown_repr(char)}, which the command line splits tier entries on"
+        if char.isspace():
+            return (f"it holds a space, {shown_repr(char)} (U+{ord(char):04X}), which separates tier entries in what "
+                    "pcs writes (pcs compare's variant lru gpu=400GB cpu=2TB)")
+    return None
+
+
+
+#: Another ``TIER=`` run on in an entry's value after a ``,`` or a ``+`` (``lru,gpu=slru``): each repeating
+#: ``TIER=VALUE`` option takes one entry (:func:`run_on_entries`).
+_RUN_ON = re.compile(r"[,+]\s*[^\s=,+:]+\s*=")
+
+#: What one entry of each ``TIER=VALUE`` form holds, as a refusal names it.
+_ENTRY_FORM = {"tier": "NAME=SIZE", "link": "TIER=LINK", "tier policy": "TIER=POLICY", "admit": "TIER=KIND[:ARGS]"}
+
+
+def run_on_entries(text: str, tiers: Sequence[str] | None = None) -> list[str] | None:
+    """The entries of ``text``, one ``TIER=VALUE`` entry (``--tier``, ``--tier-policy``, ``--link``, ``--admit``), when
+    its value holds another ``TIER=`` after a ``,`` or ``+`` (``cpu=lru,gpu=slru`` -> ``['cpu=lru', 'gpu=slru']``),
+    else None: the one test of a list written into one entry. Any ``NAME=`` before the value's first ``:`` is
+    another entry; past it a policy's or an admission's options follow (``slru:protected_share=0.5,x=1`` is one
+    entry), so there only a ``TIER=`` naming one of ``tiers`` (the tier names known) is (``cpu=reuse:2,gpu=retain``).
+
+    >>> run_on_entries("cpu=lru,gpu=slru"), run_on_entries("cpu=slru:protected_share=0.5,probation=1")
+    (['cpu=lru', 'gpu=slru'], None)
+    >>> run_on_entries("cpu=reuse:2,gpu=retain", ["gpu", "cpu"]), run_on_entries("cpu=lru,mine=fifo", ["gpu"])
+    (['cpu=reuse:2', 'gpu=retain'], ['cpu=lru', 'mine=fifo'])
+    """
+    name, eq, value = text.partition("=")
+    start, head = len(name) + len(eq), len(value.split(":", 1)[0])
+    cuts = [m.start() for m in _RUN_ON.finditer(value)
+            if m.start() < head or (tiers is not None and m.group()[1:].strip(" =").lower() in tiers)]
+    if not eq or not cuts:
+        return None
+    edges = [0] + [start + c for c in cuts] + [len(text)]
+    return [text[a + (a > 0):b].strip() for a, b in zip(edges, edges[1:])]
+
+
+def one_entry_each(option: str, what: str, entries: Sequence[str]) -> str:
+    """The refusal of a list written into one entry of a repeating ``TIER=VALUE`` option (:func:`run_on_entries`),
+    one wording for every such option: ``each --tier-policy takes one TIER=POLICY; the option repeats:
+    --tier-policy cpu=lru --tier-policy gpu=slru``; ``option`` an API keyword says ``each item of tiers=`` and the
+    list (``tiers=['gpu=1TB', 'cpu=2TB']``), or for a mapping (``links=``, ``tier_policies=``) one key per tier;
+    an admission adds that ``+`` joins entries in one (``cpu=reuse:2+gpu=retain``)."""
+    form = _ENTRY_FORM[what]
+    if option in ("links=", "tier_policies="):      # a mapping of tier to value: one key each
+        pairs = dict(e.split("=", 1) for e in entries)
+        return f"each value of {option} is one tier's; give each tier its own key: {option}{pairs!r}"
+    joined = f" (or join them with '+': {'+'.join(entries)})" if what == "admit" else ""
+    if option.endswith("="):
+        return f"each item of {option} takes one {form}; give one item each: {option}{list(entries)!r}{joined}"
+    return (f"each {option} takes one {form}; the option repeats: " + " ".join(f"{option} {e}" for e in entries)
+            + joined)
 
 
 def check_tier_spec(spec: Any, links: Mapping[str, Any] | None) -> None:
@@ -25,16 +109,19 @@ def check_tier_spec(spec: Any, links: Mapping[str, Any] | None) -> None:
     """
     name = spec.name
     if not isinstance(name, str) or not name.strip():
-        raise UserError(f"TierSpec name must be a non-empty str, got {name!r}")
+        raise UserError(f"TierSpec name must be a non-empty str, got {shown_repr(name)}")
+    problem = tier_name_problem(name)
+    if problem:
+        raise UserError(f"TierSpec name {shown_repr(name)}: {problem}")
     for field in ("capacity_bytes", "capacity_blocks"):
         value = getattr(spec, field)
         if value is not None:
-            check_int(value, f"tier {name!r}: {field}", 0, INT64_MAX)
+            check_int(value, f"tier {shown_repr(name)}: {field}", 0, INT64_MAX)
     if spec.capacity_bytes is not None and spec.capacity_blocks is not None:
-        raise UserError(f"tier {name!r}: give capacity_bytes or capacity_blocks, not both "
+        raise UserError(f"tier {shown_repr(name)}: give capacity_bytes or capacity_blocks, not both "
                         f"({spec.capacity_bytes} B and {spec.capacity_blocks} {plural(spec.capacity_blocks, 'block')})")
     if spec.policy is not None and not isinstance(spec.policy, str):
-        raise UserError(f"tier {name!r}: policy must be a policy name (str) or None, got {spec.policy!r}")
+        raise UserError(f"tier {shown_repr(name)}: policy must be a policy name (str) or None, got {shown_repr(spec.policy)}")
     if spec.link is not None and links and name in links:
-        raise UserError(f"tier {name!r}: a link is given twice (TierSpec.link {spec.link!r} and links[{name!r}] "
-                        f"{links[name]!r}); give one")
+        raise UserError(f"tier {shown_repr(name)}: a link is given twice (TierSpec.link {shown_repr(spec.link)} and links[{shown_repr(name)}] "
+                        f"{shown_repr(links[name])}); give one")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from pcs.choices import MAX_INSTANCES
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr, keyword_refusal
 from pcs.fleet.fleet import fleet_replay
 from pcs.fleet.routers import parse_router, stale_view_applies
 from pcs.fleet.summary import FleetSummary
@@ -57,12 +57,15 @@ def compare_routers(trace: Any, routers: Sequence[str], *, instances: int, route
     if not routers:
         raise UserError("give at least one router in routers=")
     ok = isinstance(instances, int) and not isinstance(instances, bool) and 1 <= instances <= MAX_INSTANCES
-    parsed = [parse_router(r, instances if ok else 1) for r in routers]    # a bad count: fleet_replay says so
+    parsed = []
+    for r in routers:
+        with keyword_refusal("routers", r):
+            parsed.append(parse_router(r, instances if ok else 1))    # a bad count: fleet_replay says so
     seen: dict[str, str] = {}
     for r, p in zip(routers, parsed):   # the same router with its defaults spelled out (random, random:seed=0)
         key = p.describe()
         if key in seen:
-            raise UserError(f"a router in routers= is given twice: {seen[key]!r} and {r!r} are both {key}")
+            raise UserError(f"a router in routers= is given twice: {shown_repr(seen[key])} and {shown_repr(r)} are both {key}")
         seen[key] = str(r)
     applies = stale_view_applies(parsed, router_stale_s)
     rows, name, deployment = [], "<requests>", ""

@@ -33,7 +33,7 @@ from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.choices import MAX_INSTANCES  # most instances of a fleet
 from pcs.engine.computecheck import checked_compute
 from pcs.engine.schedresult import SATURATION_NOTE_START
-from pcs.errors import UserError
+from pcs.errors import UserError, keyword_refusal
 from pcs.fleet.decodes import fleet_decode
 from pcs.fleet.index import CacheIndex
 from pcs.fleet.route import route
@@ -534,7 +534,8 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     cap, compute, rules, run_of, setup = _setups(source, replay_kwargs, shared)
     # one compute model for every instance (the one pcs.replay would build; its KV-read memo is then shared)
     replay_kwargs = dict(replay_kwargs, compute=compute)
-    chooser = parse_router(router, instances)
+    with keyword_refusal("router", router):
+        chooser = parse_router(router, instances)
     stale_view_applies((chooser,), router_stale_s)     # a delay no router reads is refused (one rule: CLI too)
     index = CacheIndex([cap] * instances, router_stale_s)
     assignment = route(batch, rules, chooser, index, service_times(batch, compute),

@@ -28,7 +28,7 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict, deque
 from typing import Sequence
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 
 __all__ = ["CacheIndex", "LoadTracker"]
 
@@ -51,7 +51,7 @@ class CacheIndex:
         if any(int(c) < 0 for c in capacity_blocks):
             raise UserError(f"index capacities must be >= 0 blocks, got {list(capacity_blocks)}")
         if not stale_s >= 0:
-            raise UserError(f"router_stale_s= must be >= 0 seconds, got {stale_s!r}")
+            raise UserError(f"router_stale_s= must be >= 0 seconds, got {shown_repr(stale_s)}")
         self.capacity_blocks = [int(c) for c in capacity_blocks]
         self.stale_s = float(stale_s)
         self._truth: list[OrderedDict] = [OrderedDict() for _ in capacity_blocks]

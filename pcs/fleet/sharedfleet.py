@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pcs.errors import UserError
+from pcs.errors import UserError, quoted
 from pcs.fleet.summary import InstanceLoad, InstanceTierHits, SharedTierSummary
 
 __all__ = ["parse_shared_tier", "shared_instances", "shared_summary"]
@@ -26,14 +26,18 @@ def parse_shared_tier(text: Any):
     """
     from pcs.argcheck import check_text
     from pcs.engine.api import TierSpec, parse_tier
+    from pcs.engine.tiercheck import run_on_entries
 
     check_text(text, "shared_tier", "a 'NAME=SIZE' string (or a TierSpec)", others=(TierSpec,))
+    if isinstance(text, str) and run_on_entries(text):
+        raise UserError(f"shared_tier={quoted(text, show=repr)}: the shared tier is one NAME=SIZE (one lower tier all "
+                        "instances read and write)")
     try:
         spec = parse_tier(text)
     except ValueError as exc:
-        raise UserError(f"shared_tier=: {exc}") from None
+        raise UserError(f"shared_tier={quoted(str(text), show=repr)}: {exc}") from None
     if spec.capacity_bytes is None and spec.capacity_blocks is None:
-        raise UserError(f"shared_tier= {spec.name!r}: give the shared tier a size, e.g. shared_tier='{spec.name}=10TB' "
+        raise UserError(f"shared_tier={quoted(str(text), show=repr)}: give the shared tier a size, e.g. shared_tier='{spec.name}=10TB' "
                          f"or shared_tier='{spec.name}=20000blocks'")
     return spec
 

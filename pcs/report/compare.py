@@ -13,7 +13,7 @@ from pcs.engine.compare import CompareResult
 from pcs.engine.schedresult import SATURATION_NOTE_START
 from pcs.report.replay import (CEILING_LABEL, CEILING_MEANING, REAL_LABEL, WHOLE_BLOCKS_NOTE, gap_texts, lens_text,
                                model_label, timing_label)
-from pcs.report.table import render_table, shown_path
+from pcs.report.table import render_table, shown_relative_path
 from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points, split_percent_sum
 
 __all__ = ["render_compare", "variant_gap_texts", "variant_notes", "capacity_text", "ROWS"]
@@ -98,7 +98,7 @@ def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
             or not attr.startswith(("oracle", "gap_capacity", "gap_policy", "single_sequence_with", "gap_hybrid"))]
     body[0:0] = _tier_rows(res)
     return render_table(["metric"] + [v.variant for v in res.variants], body,
-                        title=f"pcs compare: {shown_path(res.trace)} | "
+                        title=f"pcs compare: {shown_relative_path(res.trace)} | "
                               f"{model_label(first.to_dict()) if first is not None else res.model} | {timing}",
                         notes=[_gap_note(res), "tiers: " + WHOLE_BLOCKS_NOTE] + list(notes))
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from pcs._heldimport import held_import
 from pcs.report.replay import WHOLE_BLOCKS_NOTE
-from pcs.report.table import render_table, shortened_path, shown_name, shown_path
+from pcs.report.table import render_table, shortened_path, shown_name, shown_relative_path
 from pcs.units import format_bytes, format_count, format_counted, format_percent, format_rate
 
 __all__ = ["render_curve", "curve_figure", "sampled_note", "with_sampled_note", "lru_label"]
@@ -106,7 +106,7 @@ def render_curve(payload: dict[str, Any]) -> str:
     # the title names the trace; what was counted goes in the first note, so the title fits 100 columns (it was
     # 123-161 with the counts and the model in it)
     head = "Hit ratio by capacity: "       # a long path is cut to fit 100 columns (the JSON keeps it whole)
-    title = head + shortened_path(shown_path(payload['trace']), 100 - len(head))
+    title = head + shortened_path(shown_relative_path(payload['trace']), 100 - len(head))
     counted = (f"{format_counted(payload['requests'], 'request')}, "
                f"{format_counted(payload['block_accesses'], 'block access', 'block accesses')}, "
                f"{format_count(payload['cacheable_blocks'])} cacheable, "
@@ -169,9 +169,9 @@ def curve_figure(result: Any, model_name: str | None, trace: str | None = None) 
     ax.set_xlabel(f"capacity (blocks of {format_counted(result.block_size, 'token')}, log scale)")
     bb = result.block_bytes
     if model_name and bb:
-        _bytes_axis(ax, bb, shown_path(model_name))   # shown_path: a lone surrogate is no glyph (matplotlib refuses it)
+        _bytes_axis(ax, bb, shown_relative_path(model_name))   # shown_relative_path: a lone surrogate is no glyph (matplotlib refuses it)
     trace = trace or result.trace
-    ax.set_title(f"Hit ratio by capacity: {shown_path(Path(str(trace)).name)} ({format_counted(result.requests, 'request')}, "
+    ax.set_title(f"Hit ratio by capacity: {shown_relative_path(Path(str(trace)).name)} ({format_counted(result.requests, 'request')}, "
                  f"block {result.block_size} tokens)", fontsize=10)
     ax.set_ylabel("hit ratio (% of prompt tokens)")
     ax.set_ylim(bottom=0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pcs.report.table import render_table, shown_name, shown_path
+from pcs.report.table import render_table, shown_name, shown_relative_path
 from pcs.units import format_bytes, format_count, format_counted, format_duration, format_percent, points_between
 
 __all__ = ["render_fleet", "render_router_compare", "compare_title", "deployment_words"]
@@ -108,7 +108,7 @@ def render_fleet(s: dict[str, Any], compute: str | None = None, timing: str | No
     ``timing`` = its ``--timing`` (``sequential`` labels the TTFT row: no queue, as a replay's TTFT note)."""
     from pcs.report.replay import UNLIMITED
 
-    title = (f"pcs replay: {shown_path(s['trace'])}{_deployment(s)} | {s['instances']} "
+    title = (f"pcs replay: {shown_relative_path(s['trace'])}{_deployment(s)} | {s['instances']} "
              f"instance{'' if s['instances'] == 1 else 's'} | router {s['router']}"
              + _index(s)
              + (f" | {UNLIMITED}" if compute == "infinite" else ""))

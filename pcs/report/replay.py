@@ -12,7 +12,7 @@ from typing import Any
 
 from pcs.units import (format_bandwidth, format_bytes, format_count, format_counted, format_duration, format_percent,
                        format_points, points_between, split_percent)
-from pcs.report.table import render_table, shown_name, shown_path
+from pcs.report.table import render_table, shown_name, shown_relative_path
 
 __all__ = ["render_replay", "gap_texts", "payload_gap_texts", "engine_note", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "model_block_pages", "TIER_TITLE", "HYBRID_TIER_TITLE", "header_line", "lens_rows",
            "lens_text", "ttft_note", "REAL_LABEL", "CEILING_LABEL", "CEILING_MEANING"]
@@ -71,7 +71,7 @@ def header_line(s: dict[str, Any]) -> str:
     """One line naming the run: trace, model, hardware, block size, timing (and unlimited compute), policy."""
     dtype = f", KV {s['kv_dtype']}" if s.get("kv_dtype") else ""
     pols = sorted({t["policy"] for t in s["tiers"]})
-    return (f"pcs replay: {shown_path(s['trace'])} | {model_label(s)}{dtype} on {s['tp']}x {shown_name(s['gpu'])} (TP={s['tp']}) | "
+    return (f"pcs replay: {shown_relative_path(s['trace'])} | {model_label(s)}{dtype} on {s['tp']}x {shown_name(s['gpu'])} (TP={s['tp']}) | "
             f"block {format_counted(s['block_size'], 'token')} | {timing_label(s['timing'], s.get('compute'))} | "
             f"{'/'.join(pols)}, write-{s['write_policy']}")
 

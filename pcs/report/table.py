@@ -6,7 +6,7 @@ from typing import Sequence
 
 from pcs.errors import printable, shown_name  # noqa: F401 - shown_name: the name rule of the reports too
 
-__all__ = ["render_table", "shown_path", "shortened_path", "shown_name"]
+__all__ = ["render_table", "shown_relative_path", "shortened_path", "shown_name"]
 
 
 #: The width a text column is wrapped to fit (``render_table(..., wrap=True)``): terminals and docs show 100.
@@ -175,11 +175,15 @@ def _glued(text: str) -> str:
     return " ".join(out)
 
 
-def shown_path(path: object) -> str:
+def shown_relative_path(path: object) -> str:
     """A trace path as a report header shows it: relative to the working directory when the file lies under
-    it (the bundled sample from a clone: ``traces/sample_chat.jsonl``, as the README shows), else as given.
-    Only the text changes: the JSON keeps the path it read. A character that is not printable (a newline, a tab,
-    an escape) is shown as its Python escape (``\\n``), so a file name cannot break a header line."""
+    it (the bundled sample from a clone: ``traces/sample_chat.jsonl``, as the README shows), else as given;
+    whole (a title cuts it to its width: :func:`shortened_path`). Only the text changes: the JSON keeps the path
+    it read. Each character by the one rule of shown text (:func:`pcs.errors.printable`: a newline, a tab, a
+    right-to-left mark as its escape, a name's byte 0xff as ``\\xff``), so a file name cannot break a header line.
+    A message shows a path by :func:`pcs.errors.shown_path` instead: as given, cut past 200 characters.
+
+    Raises: nothing (any object: its ``str``)."""
     text = str(path)
     if os.path.isabs(text):
         try:
@@ -191,7 +195,7 @@ def shown_path(path: object) -> str:
 
 
 def shortened_path(text: str, width: int) -> str:
-    """A shown path (:func:`shown_path`) in at most ``width`` columns, for a table title: as it is when it fits,
+    """A shown path (:func:`shown_relative_path`) in at most ``width`` columns, for a table title: as it is when it fits,
     else ``...`` and its last whole components (``.../runs/trace.jsonl``), else ``...`` and the name's last
     characters. Only the title is cut; the JSON keeps the whole path.
 

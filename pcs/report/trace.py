@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcs.report.table import render_table, shown_path
+from pcs.report.table import render_table, shown_relative_path
 from pcs.report.traceshape import number as num, stats_shape_notes, stats_shape_rows
 from pcs.units import format_count, format_counted, format_duration, format_percent
 
@@ -66,7 +66,7 @@ def render_stats(st: dict[str, Any]) -> str:
     notes = stats_shape_notes(st, notes)
     notes += named_skip_notes([s["message"] for s in st.get("skipped_lines") or ()], st["skipped"])
     return render_table(["statistic", "value"], rows,
-                        title=f"{shown_path(st['trace'])} ({st['format']}, {st['block_size']}-token blocks)",
+                        title=f"{shown_relative_path(st['trace'])} ({st['format']}, {st['block_size']}-token blocks)",
                         notes=notes)
 
 
@@ -77,7 +77,7 @@ def render_convert(info: dict[str, Any]) -> str:
 
     return (f"wrote {format_counted(info['requests'], 'request')}, "
             f"{format_counted(info['block_accesses'], 'block access', 'block accesses')} "
-            f"({info['format']}, {info['block_size']}-token blocks) to {shown_path(info['path'])}"
+            f"({info['format']}, {info['block_size']}-token blocks) to {shown_relative_path(info['path'])}"
             + (f"; skipped {format_counted(info['skipped'], _bad_unit(info))}" if info["skipped"] else "")
             + "".join(f"\nnote: {n}" for n in named_skip_notes([s["message"] for s in info.get("skipped_lines") or ()],
                                                                info["skipped"]))
@@ -93,4 +93,4 @@ def render_synth(info: dict[str, Any]) -> str:
     """One line on what ``pcs trace synth`` wrote (requests, block accesses, format, block size, seed, path)."""
     return (f"wrote {format_counted(info['requests'], 'request')}, "
             f"{format_counted(info['block_accesses'], 'block access', 'block accesses')} "
-            f"({info['format']}, {info['block_size']}-token blocks, seed {info['seed']}) to {shown_path(info['path'])}")
+            f"({info['format']}, {info['block_size']}-token blocks, seed {info['seed']}) to {shown_relative_path(info['path'])}")

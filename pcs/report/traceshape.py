@@ -5,7 +5,7 @@ the text table (``pcs.report.table.render_table``); nothing here computes.
 """
 from __future__ import annotations
 
-from pcs.report.table import render_table, shown_path
+from pcs.report.table import render_table, shown_relative_path
 from pcs.units import format_count, format_counted, format_duration, format_percent
 
 __all__ = ["number", "stats_shape_rows", "stats_shape_notes", "render_events", "render_from_chat", "render_transform",
@@ -64,7 +64,7 @@ def render_events(st: dict) -> str:
         rows.append((f"rank {m['rank']} {m['medium']}: held / peak / distinct (blocks)",
                      f"{m['held_blocks']:,} / {m['peak_held_blocks']:,} / {m['distinct_blocks_stored']:,}"))
     when = "at the end" if st["at_s"] is None else f"at ts {st['at_s']:g} s"
-    return render_table(["statistic", "value"], rows, title=f"{shown_path(st['events_file'])} (vLLM KV events; held {when})",
+    return render_table(["statistic", "value"], rows, title=f"{shown_relative_path(st['events_file'])} (vLLM KV events; held {when})",
                         notes=["held = stored and neither removed nor cleared since; a removal of a block not held "
                                "means it was stored before the capture began"])
 
@@ -72,7 +72,7 @@ def render_events(st: dict) -> str:
 def render_from_chat(info: dict) -> str:
     """``pcs trace from-chat``: one line."""
     return (f"wrote {format_counted(info['requests'], 'request')}, {format_counted(info['prompt_tokens'], 'prompt token')} "
-            f"(token JSONL, template {info['template']}) to {shown_path(info['path'])}")
+            f"(token JSONL, template {info['template']}) to {shown_relative_path(info['path'])}")
 
 
 def render_transform(info: dict) -> str:
@@ -88,7 +88,7 @@ def render_transform(info: dict) -> str:
         b, a = info["before"].get(k), info["after"].get(k)
         fmt = format_percent if "ratio" in k or "share" in k else number
         rows.append((label, fmt(b), fmt(a)))
-    title = f"{shown_path(info['path'])} <- {shown_path(info['source'])} ({info['block_size']}-token blocks)"
+    title = f"{shown_relative_path(info['path'])} <- {shown_relative_path(info['source'])} ({info['block_size']}-token blocks)"
     return render_table(["", "before", "after"], rows, title=title,
                         notes=[f"applied: {'; '.join(info['applied']) or 'nothing'}", *info.get("notes", ())])
 

@@ -23,7 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from pcs import units
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 
 __all__ = ["expand_axis", "format_size", "MAX_AXIS_VALUES"]
 
@@ -48,10 +48,10 @@ def format_size(num_bytes: int) -> str:
 def _kind(value: Any, where: str) -> tuple[str, Any]:
     """("number", Decimal) | ("blocks", int) | ("bytes", int) for one end or step of a range."""
     if isinstance(value, bool):
-        raise UserError(f"{where}: {value!r} is not a number, a size or a block count")
+        raise UserError(f"{where}: {shown_repr(value)} is not a number, a size or a block count")
     if isinstance(value, (int, float)):
         if not math.isfinite(value):
-            raise UserError(f"{where}: {value!r} is not finite")
+            raise UserError(f"{where}: {shown_repr(value)} is not finite")
         return "number", Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
     if isinstance(value, str):
         if _BLOCKS.search(value):
@@ -63,7 +63,7 @@ def _kind(value: Any, where: str) -> tuple[str, Any]:
             return "bytes", units.parse_bytes(value)
         except ValueError as exc:
             raise UserError(f"{where}: {str(exc).splitlines()[0]} (or a block count like 1000blocks)") from None
-    raise UserError(f"{where}: {value!r} is not a number, a size or a block count")
+    raise UserError(f"{where}: {shown_repr(value)} is not a number, a size or a block count")
 
 
 def _out(kind: str, v: Decimal | int, as_int: bool) -> Any:
@@ -86,7 +86,7 @@ def _grid(start, stop, step: Decimal | None, times: Decimal | None, where: str) 
 
 
 def _range(name: str, spec: dict[str, Any]) -> list[Any]:
-    where = f"axis {name!r}"
+    where = f"axis {shown_repr(name)}"
     keys = set(spec)
     if keys not in ({"from", "to", "step"}, {"from", "to", "times"}):
         raise UserError(f"{where}: a range is {{from, to, step}} or {{from, to, times}}, got "
@@ -95,19 +95,19 @@ def _range(name: str, spec: dict[str, Any]) -> list[Any]:
     if "times" in spec:
         kt, t = _kind(spec["times"], f"{where} times")
         if kt != "number" or t <= 1:
-            raise UserError(f"{where}: times must be a number > 1, got {spec['times']!r}")
+            raise UserError(f"{where}: times must be a number > 1, got {shown_repr(spec['times'])}")
         if a <= 0:
-            raise UserError(f"{where}: a geometric range starts above 0, got from = {spec['from']!r}")
+            raise UserError(f"{where}: a geometric range starts above 0, got from = {shown_repr(spec['from'])}")
         step, times, ks = None, t, k0
     else:
         ks, step = _kind(spec["step"], f"{where} step")
         times = None
         if step <= 0:
-            raise UserError(f"{where}: step must be > 0, got {spec['step']!r}")
+            raise UserError(f"{where}: step must be > 0, got {shown_repr(spec['step'])}")
     if len({k0, k1, ks}) != 1:
         raise UserError(f"{where}: from, to and step must all be numbers, all sizes or all block counts")
     if b < a:
-        raise UserError(f"{where}: to ({spec['to']!r}) is below from ({spec['from']!r})")
+        raise UserError(f"{where}: to ({shown_repr(spec['to'])}) is below from ({shown_repr(spec['from'])})")
     as_int = all(isinstance(spec[k], int) for k in spec if k != "times") and (
         times is None or times == int(times))
     vals = _grid(Decimal(a), Decimal(b), None if step is None else Decimal(step), times, where)
@@ -128,8 +128,8 @@ def _refuse_rounded_repeats(where: str, spec: dict[str, Any], out: list) -> None
     seen: set = set()
     for v in out:
         if v in seen:
-            by = f"times = {spec['times']!r}" if "times" in spec else f"step = {spec['step']!r}"
-            raise UserError(f"{where}: the range from {spec['from']!r} to {spec['to']!r} by {by} gives {v!r} "
+            by = f"times = {shown_repr(spec['times'])}" if "times" in spec else f"step = {shown_repr(spec['step'])}"
+            raise UserError(f"{where}: the range from {shown_repr(spec['from'])} to {shown_repr(spec['to'])} by {by} gives {shown_repr(v)} "
                             f"{out.count(v)} times once rounded to whole units; use a larger "
                             f"{'times' if 'times' in spec else 'step'} or list the values")
         seen.add(v)
@@ -155,14 +155,14 @@ def expand_axis(name: str, spec: Any) -> list[Any]:
     if isinstance(spec, dict):
         return _range(name, spec)
     if not isinstance(spec, list) or not spec:
-        raise UserError(f"axis {name!r}: give a non-empty list of values or a range {{from, to, step}}")
+        raise UserError(f"axis {shown_repr(name)}: give a non-empty list of values or a range {{from, to, step}}")
     _refuse_numbers_with_text(name, spec)
     seen: dict[Any, Any] = {}
     for v in spec:
         key = _same_value_key(v, name)
         if key in seen:
-            said = "is listed twice" if seen[key] == v else f"and {seen[key]!r} are the same {key[0]}"
-            raise UserError(f"axis {name!r}: {v!r} {said}; give each value once")
+            said = "is listed twice" if seen[key] == v else f"and {shown_repr(seen[key])} are the same {key[0]}"
+            raise UserError(f"axis {shown_repr(name)}: {shown_repr(v)} {said}; give each value once")
         seen[key] = v
     return list(spec)
 
@@ -179,7 +179,7 @@ def _refuse_numbers_with_text(name: str, spec: list) -> None:
     number = next((v for v in spec if isinstance(v, (int, float)) and not isinstance(v, bool)), None)
     text = next((v for v in spec if isinstance(v, str)), None)
     if number is not None and text is not None:
-        raise UserError(f"axis {name!r}: {number!r} is a number and {text!r} a string; write every value of the "
+        raise UserError(f"axis {shown_repr(name)}: {shown_repr(number)} is a number and {shown_repr(text)} a string; write every value of the "
                          "axis one way (each point's file would hold the column as another type)")
 
 

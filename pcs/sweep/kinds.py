@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import click
-from pcs.errors import UnknownNameError, UserError, quoted
+from pcs.errors import UnknownNameError, UserError, quoted, shown_repr
 
 
 class PlanError(UserError):
@@ -187,7 +187,7 @@ def _shown(value: Any) -> str:
 
 def _text(name: str, value: Any) -> str:
     if isinstance(value, bool) or isinstance(value, (dict, list)):
-        raise UserError(f"option {plan_word(name)!r} takes one value, got {value!r}")
+        raise UserError(f"option {shown_repr(plan_word(name))} takes one value, got {shown_repr(value)}")
     return repr(value) if isinstance(value, float) else str(value)
 
 
@@ -218,7 +218,7 @@ def _argv(kind: str, options: dict[str, Any], base: Path) -> list[str]:
                 args.append(_resolve(name, p, _text(name, value), base))
             elif getattr(p, "is_flag", False):
                 if not isinstance(value, bool):
-                    raise UserError(f"option {plan_word(name)!r} is a flag: true or false, got {value!r}")
+                    raise UserError(f"option {shown_repr(plan_word(name))} is a flag: true or false, got {shown_repr(value)}")
                 flags += [opt] if value else []
             elif p.multiple:
                 items = ([f"{k}={v}" for k, v in value.items()] if isinstance(value, dict)
@@ -228,13 +228,13 @@ def _argv(kind: str, options: dict[str, Any], base: Path) -> list[str]:
             else:
                 if isinstance(value, list):
                     if name not in COMMA_OPTIONS:      # make_plan refuses it first; an in-memory point too
-                        raise UserError(f"option {plan_word(name)!r} takes one value, got {_shown(value)}")
+                        raise UserError(f"option {shown_repr(plan_word(name))} takes one value, got {_shown(value)}")
                     value = ",".join(_text(name, v) for v in value)
                 flags += [opt, _resolve(name, p, _text(name, value), base)]
         except UserError as exc:    # the option refused: its value's line in the plan (pcs.sweep.api)
             raise blamed(exc, name)
     if any(a.startswith("-") for a in args):
-        raise UserError(f"pcs sweep reads no trace from stdin; name a file (got {args[0]!r})")
+        raise UserError(f"pcs sweep reads no trace from stdin; name a file (got {shown_repr(args[0])})")
     return flags + (["--", *args] if args else [])
 
 
@@ -293,7 +293,7 @@ def key_problem(kind: str, name: str) -> str | None:
     one check of a key's name, made for every key of a plan before any value is looked at
     (:func:`pcs.sweep.plan.make_plan`) and again as a point is built."""
     if name in _OUTPUT_OPTIONS:
-        return (f"option {plan_word(name)!r} shapes a command's output only; a sweep writes one dataset row per "
+        return (f"option {shown_repr(plan_word(name))} shapes a command's output only; a sweep writes one dataset row per "
                 "point, which pcs sweep summarize reads")
     params = _params(_command(kind))
     if name not in params:
@@ -314,8 +314,8 @@ def unknown_option(name: str, kind: str, valid: list[str]) -> str:
     words = sorted({plan_word(v) for v in valid})
     close = did_you_mean(plan_word(name), words)
     if not close:
-        return f"unknown option {plan_word(name)!r} for pcs {kind}; valid: {', '.join(words)}"
-    return f"unknown option {plan_word(name)!r} for pcs {kind}; {close}(valid: {', '.join(words)})"
+        return f"unknown option {shown_repr(plan_word(name))} for pcs {kind}; valid: {', '.join(words)}"
+    return f"unknown option {shown_repr(plan_word(name))} for pcs {kind}; {close}(valid: {', '.join(words)})"
 
 
 def _parse(kind: str, options: dict[str, Any], base: Path) -> click.Context:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from pcs.choices import did_you_mean
-from pcs.errors import InputError, UserError
+from pcs.errors import InputError, UserError, shown_repr
 from pcs.sweep.kinds import PAIR_OPTIONS, plan_word, point_label
 from pcs.sweep.axes import expand_axis
 
@@ -135,13 +135,13 @@ def _pairs(name: str, value: Any, where: str, field: str) -> dict[str, Any]:
         for item in value if isinstance(value, list) else [value]:
             k, sep, v = str(item).partition("=")
             if not sep or not k.strip() or not v.strip():
-                raise PlanKeyError(f"{where}: {name} entry {item!r}: expected NAME=VALUE, or give {name} as a table", field)
+                raise PlanKeyError(f"{where}: {name} entry {shown_repr(item)}: expected NAME=VALUE, or give {name} as a table", field)
             entries.append((k, v.strip()))
     out: dict[str, Any] = {}
     for k, v in entries:
         key = k.strip().lower()
         if key in out:          # pcs replay refuses --tier cpu=.. --tier CPU=.. too: names are case-folded
-            raise PlanKeyError(f"{where}: {name} entry {key!r} is given twice; give each entry once", field)
+            raise PlanKeyError(f"{where}: {name} entry {shown_repr(key)} is given twice; give each entry once", field)
         out[key] = v
     return out
 
@@ -155,7 +155,7 @@ def _refuse_same_option(keys, where: str, table: str) -> None:
         name, dot, entry = str(key).partition(".")
         norm = (_name(name), entry.strip().lower() if dot else "")
         if norm in seen:
-            raise PlanKeyError(f"{where}: {seen[norm]!r} and {key!r} are the same option; give it once", f"{table}.{key}")
+            raise PlanKeyError(f"{where}: {shown_repr(seen[norm])} and {shown_repr(key)} are the same option; give it once", f"{table}.{key}")
         seen[norm] = key
 
 
@@ -166,7 +166,7 @@ def _set(options: dict[str, Any], key: str, value: Any, pair_options: frozenset[
     name = _name(name)
     if dot:
         if name not in pair_options:
-            raise PlanKeyError(f"{where}: {key!r}: only NAME=VALUE options ({', '.join(sorted(map(plan_word, pair_options)))}) "
+            raise PlanKeyError(f"{where}: {shown_repr(key)}: only NAME=VALUE options ({', '.join(sorted(map(plan_word, pair_options)))}) "
                             "take an entry after a dot", f"{table}.{key}")
         table = dict(options.get(name) or {})
         table[entry.strip().lower()] = value
@@ -250,11 +250,11 @@ def _refuse_odd_values(kind: str, options: dict[str, Any], where: str, table: st
             if not _named(key, value, names, pairs, table):
                 continue
             if isinstance(v, (datetime.date, datetime.time)):     # datetime.datetime is a date
-                raise PlanKeyError(f"{where}: option {path!r}: a TOML date/time ({v.isoformat()}) is not an option "
+                raise PlanKeyError(f"{where}: option {shown_repr(path)}: a TOML date/time ({v.isoformat()}) is not an option "
                                    "value; write the value as a string (a duration such as \"2s\", a size such as "
                                    "\"10GB\")", f"{table}.{path}")
             if known and isinstance(v, float) and not math.isfinite(v):
-                raise PlanKeyError(f"{where}: option {path!r}: {as_written(v)} is not finite; give "
+                raise PlanKeyError(f"{where}: option {shown_repr(path)}: {as_written(v)} is not finite; give "
                                    f"{value_wanted(kind, _name(str(key)))}", f"{table}.{path}")
 
 
@@ -271,14 +271,14 @@ def _refuse_wrong_shapes(kind: str, fixed: dict[str, Any], axes: dict[str, Any],
     for key, value in fixed.items():
         problem = shape(key) and shape_problem(shape(key), value)
         if problem:
-            raise PlanKeyError(f"{source} [fixed] {key!r}: {problem}", f"fixed.{key}")
+            raise PlanKeyError(f"{source} [fixed] {shown_repr(key)}: {problem}", f"fixed.{key}")
     for key, spec in axes.items():
         if not isinstance(spec, list):
             continue                    # a range table, or not a list: expand_axis says what an axis is
         for i, value in enumerate(spec, start=1):
             problem = shape(key) and shape_problem(shape(key), value)
             if problem:
-                raise PlanKeyError(f"{source} [axes] {key!r}: value {i} of the axis (one point's value): {problem}",
+                raise PlanKeyError(f"{source} [axes] {shown_repr(key)}: value {i} of the axis (one point's value): {problem}",
                                 f"axes.{key}[{i - 1}]")
 
 
@@ -319,7 +319,7 @@ def _check_tier_sizes(fixed: dict[str, Any], axes: dict[str, Any], source: str) 
             try:
                 parse_tier(f"{name}={size}")
             except UserError as exc:
-                raise PlanKeyError(f"{source} [{field.partition('.')[0]}] {field.partition('.')[2]!r}: "
+                raise PlanKeyError(f"{source} [{field.partition('.')[0]}] {shown_repr(field.partition('.')[2])}: "
                                    f"{str(exc).splitlines()[0]}", field) from None
 
 
@@ -381,11 +381,11 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
         raise UserError(f"{source}: the plan is empty; a plan has {', '.join(_TOP_KEYS)} (docs/sweep.md)")
     unknown = [k for k in data if k not in _TOP_KEYS]
     if unknown:
-        raise PlanKeyError(f"{source}: unknown key {unknown[0]!r}; {did_you_mean(unknown[0], _TOP_KEYS)}a plan has "
+        raise PlanKeyError(f"{source}: unknown key {shown_repr(unknown[0])}; {did_you_mean(unknown[0], _TOP_KEYS)}a plan has "
                            f"{', '.join(_TOP_KEYS)}", str(unknown[0]))
     kind = data.get("kind", "replay")
     if kind not in KINDS:
-        raise PlanKeyError(f"{source}: unknown kind {kind!r}; {did_you_mean(kind, KINDS)}valid: {', '.join(KINDS)}", "kind")
+        raise PlanKeyError(f"{source}: unknown kind {shown_repr(kind)}; {did_you_mean(kind, KINDS)}valid: {', '.join(KINDS)}", "kind")
     if pair_options is None:
         from pcs.sweep.kinds import pair_options as _po
 
@@ -402,7 +402,7 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     names = [k.strip() for k in axes]
     clash = [k for n, k in zip(names, axes) if "." not in n and _name(n) in base]
     if clash:
-        raise PlanKeyError(f"{source}: option {clash[0].strip()!r} is both fixed and an axis", f"axes.{clash[0]}")
+        raise PlanKeyError(f"{source}: option {shown_repr(clash[0].strip())} is both fixed and an axis", f"axes.{clash[0]}")
     values = _expanded_axes(axes, names, source)
     total = 1
     for v in values:
@@ -588,7 +588,7 @@ def check_paths(plan: Plan, points: Iterable[Point]) -> None:
                 check_input_file(resolved, name)
             except InputError as exc:
                 how = "" if resolved == written else f" (from the plan's folder: {resolved})"
-                raise InputError(plan.source, line, where, f"{written!r}{how}: {exc.problem}") from None
+                raise InputError(plan.source, line, where, f"{shown_repr(written)}{how}: {exc.problem}") from None
 
 
 def _uses(value: Any, written: str) -> bool:

@@ -42,10 +42,10 @@ def test_a_missing_trace_is_named_as_typed_but_for_hidden_characters(tmp_path, m
 
 
 def test_the_tables_headers_show_names_by_the_same_rule():
-    from pcs.report.table import shown_name, shown_path
+    from pcs.report.table import shown_name, shown_relative_path
 
-    # a relative path is shown as given (pcs.report.table.shown_path); the RLO escaped, the emoji and U+3000 kept
-    assert shown_path(f"runs/{FAMILY}\u3000x\u202e.jsonl") == f"runs/{FAMILY}\u3000x\\u202e.jsonl"
+    # a relative path is shown as given (pcs.report.table.shown_relative_path); the RLO escaped, the emoji and U+3000 kept
+    assert shown_relative_path(f"runs/{FAMILY}\u3000x\u202e.jsonl") == f"runs/{FAMILY}\u3000x\\u202e.jsonl"
     assert shown_name(f"gpu{ZWJ}{FAMILY}\u00a0b") == f"gpu{ZWJ}{FAMILY}\u00a0b"
 
 

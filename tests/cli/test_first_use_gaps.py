@@ -38,7 +38,7 @@ def test_blk_takes_the_rule_of_blocks(text):
 @pytest.mark.parametrize("cmd", ["replay", "compare"])
 def test_a_comma_list_given_to_tier_points_at_repeating_it_and_at_tiers(cmd):
     line = assert_one_line_error(invoke(cmd, "--tier", "gpu=200GB,cpu=1TB"),
-                                 "--tier gpu=200GB,cpu=1TB", "one tier per --tier",
+                                 "--tier gpu=200GB,cpu=1TB", "each --tier takes one NAME=SIZE; the option repeats",
                                  "--tier gpu=200GB --tier cpu=1TB", "--tiers")
     assert "bad tier size" not in line
 

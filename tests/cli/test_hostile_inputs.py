@@ -264,9 +264,9 @@ def test_hf_config_bound_prints_an_int_as_an_int(tmp_path):
 
 
 def test_a_newline_in_a_trace_name_does_not_break_the_header(tmp_path):
-    from pcs.report.table import shown_path
+    from pcs.report.table import shown_relative_path
 
-    assert shown_path("a\nb\t.jsonl") == "a\\nb\\t.jsonl" and shown_path("traces/x.jsonl") == "traces/x.jsonl"
+    assert shown_relative_path("a\nb\t.jsonl") == "a\\nb\\t.jsonl" and shown_relative_path("traces/x.jsonl") == "traces/x.jsonl"
     p = tmp_path / "a\nb.jsonl"
     p.write_text((ROOT / "traces/sample_tokens.jsonl").read_text())
     result = CliRunner().invoke(cli, ["trace", "stats", str(p)])

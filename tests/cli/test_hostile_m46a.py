@@ -180,7 +180,7 @@ def test_admit_lists_none_and_refuses_none_beside_a_kind():
     r = invoke("replay", SMALL_TRACE, "--tier", "gpu=500blocks", "--tier", "cpu=1GB", "--admit", "cpu=bogus")
     assert_one_line_error(r, "unknown admission 'bogus'; valid: reuse, selective, tinylfu, retain, none")
     r = invoke("replay", SMALL_TRACE, "--tier", "gpu=500blocks", "--tier", "cpu=1GB", "--admit", "cpu=none+cpu=reuse:2")
-    assert_one_line_error(r, "gives tier 'cpu' cpu=none (no admission) and admission 'reuse:2'; give one")
+    assert_one_line_error(r, "--admit cpu=none: tier 'cpu' is given no admission (cpu=none) and admission 'reuse:2'; give one")
 
 
 def test_a_sweep_plan_takes_admit_tier_none(tmp_path):

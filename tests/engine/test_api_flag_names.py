@@ -44,14 +44,15 @@ CASES = [
      "or use --compute infinite / --timing sequential to count hits alone"),
     ("admit kind option", _replay(tiers=TWO, admit=["cpu=reuse:m=3"]), "admit='cpu=reuse:m=3': ",
      "--admit cpu=reuse:m=3: "),
-    ("admit no =", _replay(tiers=TWO, admit=["reuse"]), "bad admit= 'reuse'; expected TIER=KIND[:ARGS]",
-     "bad --admit 'reuse'; expected TIER=KIND[:ARGS]"),
+    ("admit no =", _replay(tiers=TWO, admit=["reuse"]), "admit='reuse': expected TIER=KIND[:ARGS]",
+     "--admit reuse: expected TIER=KIND[:ARGS]"),
     ("admit unknown tier", _replay(tiers=TWO, admit=["ssd=reuse"]), "admit= names tier 'ssd', which is not among",
      "--admit names tier 'ssd', which is not among"),
-    ("admit on GPU", _replay(tiers=TWO, admit=["gpu=reuse"]), "admit=['gpu=reuse']: the GPU tier stores every block",
+    ("admit on GPU", _replay(tiers=TWO, admit=["gpu=reuse"]), "admit='gpu=reuse': the GPU tier stores every block",
      "--admit gpu=reuse: the GPU tier stores every block"),
-    ("admit twice", _replay(tiers=TWO, admit=["cpu=reuse", "cpu=reuse:3"]), "admit= gives tier 'cpu' admission 'reuse' twice",
-     "--admit gives tier 'cpu' admission 'reuse' twice"),
+    ("admit twice", _replay(tiers=TWO, admit=["cpu=reuse", "cpu=reuse:3"]),
+     "admit='cpu=reuse:3': tier 'cpu' is given admission 'reuse' twice",
+     "--admit cpu=reuse:3: tier 'cpu' is given admission 'reuse' twice"),
     ("belady in a fleet", _fleet(instances=2, policy="belady"),
      "policy='belady' is the offline oracle of a single-instance replay (it reads the replayed trace's future); "
      "it is refused with instances=, router= or shared_tier=: replay one instance with policy='belady' or gap_oracle",
@@ -66,9 +67,9 @@ CASES = [
      "--router-stale-s 1 s delays the cache events a router reads, and no router in use reads them (round-robin; "
      "without --router the default"),
     ("shared tier without size", _fleet(instances=2, shared_tier="remote=auto", **SEQ),
-     "shared_tier= 'remote': give the shared tier a size, e.g. shared_tier='remote=10TB' or "
+     "shared_tier='remote=auto': give the shared tier a size, e.g. shared_tier='remote=10TB' or "
      "shared_tier='remote=20000blocks'",
-     "--shared-tier 'remote': give the shared tier a size, e.g. --shared-tier remote=10TB or "
+     "--shared-tier remote=auto: give the shared tier a size, e.g. --shared-tier remote=10TB or "
      "--shared-tier remote=20000blocks"),
     ("admit with a shared tier", _fleet(instances=2, shared_tier="remote=100blocks", admit=["cpu=reuse"],
                                         tiers=TWO, **SEQ),

@@ -23,7 +23,7 @@ TWO = ["gpu=10blocks", "cpu=10blocks"]
      "links['weird'] = '25GB/s'", "or name its link: --link weird=pcie-gen5-x16 or --link weird=25GB/s"),
     (dict(tiers=["gpu=10blocks"], links={"gpu": "1GB/s"}), "links= is for lower tiers; 'gpu' is the GPU tier",
      "--link is for lower tiers; 'gpu' is the GPU tier"),
-    (dict(kv_reserve="5XB"), "kv_reserve: invalid size '5XB'", "--kv-reserve: invalid size '5XB'"),
+    (dict(kv_reserve="5XB"), "kv_reserve='5XB': invalid size '5XB'", "--kv-reserve 5XB: invalid size '5XB'"),
     # a missing config path is a missing file (PathError), an unknown name lists the presets and the hint
     (dict(model="/no/such/config.json"), "model='/no/such/config.json': No such file or directory",
      "--model /no/such/config.json: No such file or directory"),
@@ -42,7 +42,7 @@ def test_the_cli_run_shows_its_flags():
     r = invoke("replay", TOKENS, "--tier", "gpu=10blocks", "--tier", "cpu=10blocks", "--link", "cpu=True")
     assert r.exit_code == 2 and "pcs: error: --link cpu=True: neither a preset" in r.output
     r = invoke("replay", TOKENS, "--kv-reserve", "5XB")
-    assert r.exit_code == 2 and "pcs: error: --kv-reserve: invalid size '5XB'" in r.output
+    assert r.exit_code == 2 and "pcs: error: --kv-reserve 5XB: invalid size '5XB'" in r.output
 
 
 def test_a_sweep_plan_error_names_the_plan_option():

@@ -154,11 +154,11 @@ def test_one_write_policy_timing_and_distinct_names_rule():
 
     group = (CacheGroup("full_attention", "full", ("full_attention",), 16),)
     wp = "unknown write policy 'around'; valid: back, through"
-    assert _first(pcs.replay, write_policy="around") == wp
+    assert _first(pcs.replay, write_policy="around") == "write_policy='around': " + wp     # the keyword leads
     assert _first(Hierarchy, tiers=_tiers("gpu", "cpu"), write_policy="around") == wp
     assert _first(GroupHierarchy, tiers=_tiers("gpu"), write_policy="around", groups=group, page_bytes=[[1]]) == wp
     timing = "unknown timing 'fast'; valid: modeled, sequential"
-    assert _first(pcs.replay, timing="fast") == timing
+    assert _first(pcs.replay, timing="fast") == "timing='fast': " + timing
     assert _first(ReplayEngine, hierarchy=Hierarchy(_tiers("gpu")), timing="fast") == timing
     assert _first(Hierarchy, tiers=_tiers("gpu", "gpu")) == "tier names must be distinct, got ['gpu', 'gpu']"
     assert _first(GroupHierarchy, tiers=_tiers("gpu", "gpu/1"), groups=group, page_bytes=[[1], [1]]) == \
@@ -190,4 +190,4 @@ def test_shared_tier_is_last_in_the_checked_tier_list():
     assert _first(fleet_replay, tiers=TWO, links={"disk": "pcie-gen5-x16"}, **shared) == \
         "links names tier 'disk', which is not among the tiers: gpu, cpu, remote"
     assert _first(fleet_replay, links={"remote": "pcie-gen5-x16"}, model="nosuch", **shared).startswith(
-        "unknown model 'nosuch'")
+        "model='nosuch': unknown model 'nosuch'")

@@ -3,11 +3,11 @@
 a sweep's Parquet rows show it as its escape (as the text tables do); a config.json holding one is refused.
 
 Every writer of pcs's output, and what it does with such a string:
-  text table     shown_path: the byte's escape ``\\xff`` (pcs.errors.utf8_text; the page shows the same text)
+  text table     shown_relative_path: the byte's escape ``\\xff`` (pcs.errors.utf8_text; the page shows the same text)
   JSON           json.dumps (ensure_ascii): the JSON escape ``\\udcff``, read back as the name on disk (docs/json.md)
   CSV (stdout)   emit: the same escape
   HTML page      write_file: the same escape (was UnicodeEncodeError)
-  curve --plot   matplotlib title: shown_path (was TypeError from FreeType)
+  curve --plot   matplotlib title: shown_relative_path (was TypeError from FreeType)
   sweep Parquet  typed_table: the same escape (was UnicodeEncodeError in pyarrow)
   config.json    refused at reading, naming the field (was UnicodeEncodeError printing the table)
 """

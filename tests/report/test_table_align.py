@@ -20,13 +20,13 @@ def test_headers_show_the_bundled_trace_relative_to_the_working_directory(monkey
     # from a clone, `pcs trace stats` / `pcs replay` printed /abs/clone/traces/sample_chat.jsonl
     # where the README shows traces/sample_chat.jsonl; the header is relative under the working directory, else
     # as given (the JSON keeps the path read)
-    from pcs.report.table import shown_path
+    from pcs.report.table import shown_relative_path
 
     monkeypatch.chdir(ROOT)
-    assert shown_path(ROOT / "traces" / "sample_chat.jsonl") == os.path.join("traces", "sample_chat.jsonl")
-    assert shown_path("traces/x.jsonl") == "traces/x.jsonl"
+    assert shown_relative_path(ROOT / "traces" / "sample_chat.jsonl") == os.path.join("traces", "sample_chat.jsonl")
+    assert shown_relative_path("traces/x.jsonl") == "traces/x.jsonl"
     monkeypatch.chdir(ROOT / "traces")
-    assert shown_path(ROOT / "README.md") == str(ROOT / "README.md")     # outside the working directory: as is
+    assert shown_relative_path(ROOT / "README.md") == str(ROOT / "README.md")     # outside the working directory: as is
     for words in (["trace", "stats"], ["replay", "--quiet", "--tier", "gpu=100blocks"]):
         monkeypatch.chdir(ROOT)
         out = invoke(*words).stdout

@@ -54,7 +54,8 @@ from pcs.cache.policies.twoq import TwoQPolicy
 from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
 from pcs.choices import malformed_option, name_after_comma, no_such_option
 from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
-from pcs.errors import OUT_OF_FLOAT_RANGE, OUT_OF_INT64_RANGE, UnknownNameError, UserError, quoted
+from pcs.errors import (OUT_OF_FLOAT_RANGE, OUT_OF_INT64_RANGE, UnknownNameError, UserError, as_typed, lead_with, quoted,
+                        shown_repr)
 from pcs.cache.policyguard import check_initialised, is_own, raised
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
@@ -95,9 +96,9 @@ def load_plugins(entry_points: Sequence[Any] | None = None) -> list[str]:
             if not (isinstance(cls, type) and issubclass(cls, EvictionPolicy)):
                 raise TypeError(f"{ep.value} is not an EvictionPolicy subclass")
             if cls.name != ep.name:
-                raise UserError(f"entry point name {ep.name!r} differs from the class's name {cls.name!r}")
+                raise UserError(f"entry point name {shown_repr(ep.name)} differs from the class's name {shown_repr(cls.name)}")
             if ep.name in _POLICIES or ep.name in POLICY_ALIASES:
-                raise UserError(f"{ep.name!r} is already registered (by {POLICY_ORIGINS.get(ep.name, 'an alias')})")
+                raise UserError(f"{shown_repr(ep.name)} is already registered (by {POLICY_ORIGINS.get(ep.name, 'an alias')})")
         except Exception as exc:  # noqa: BLE001 - a broken plug-in must not break pcs
             PLUGIN_ERRORS.append(f"{ep.name} = {ep.value}: {exc}")
             continue
@@ -250,8 +251,8 @@ def _second_policy(spec: str) -> None:
     found = name_after_comma(spec, (*_POLICIES, *POLICY_ALIASES), policy_options(first))
     if found is not None:
         word, _, after = found
-        raise UserError(f"{word!r} is an eviction policy, not an option of {first}: a value names one policy (a "
-                        f"tier's own: tier_policies['TIER'] = {after!r}; several: compare them, one policy= each)")
+        raise UserError(f"{shown_repr(word)} is an eviction policy, not an option of {first}: a value names one policy (a "
+                        f"tier's own: tier_policies['TIER'] = {shown_repr(after)}; several: compare them, one policy= each)")
 
 
 def get_policy(name: str) -> type[EvictionPolicy]:
@@ -405,9 +406,8 @@ def typed_option(policy: str, key: str, value: Any, default: Any) -> Any:
     else:
         return value
     if typed is None:
-        text = str(value)    # shown as written; with a newline or control character as Python's repr (one line)
-        shown = quoted(text, show=str if text.isprintable() else repr)
-        raise UserError(f"eviction policy {policy!r} option {key}={shown}: expected {want} "
+        shown = as_typed(str(value))    # as written; in quotes when it holds a hidden character (one line)
+        raise UserError(f"eviction policy {shown_repr(policy)} option {key}={shown}: expected {want} "
                         f"(its default is {default!r})")
     return typed
 
@@ -503,12 +503,16 @@ def _per_policy(names: Sequence[str], options: dict[str, Any]) -> list[dict[str,
 def _labelled(label: str | None, spec: str, run: Any) -> Any:
     """``run()``; a plain :class:`UserError` it raises (a bad option or value, whose message names neither the
     argument nor the spec) led by ``label`` (``policy='lfu:aging=x'``), with ``spec`` kept as the error's
-    ``refused_value`` (a sweep plan names the line it is written on). An unknown name's error names it already."""
+    ``refused_value`` (a sweep plan names the line it is written on); an unknown name's error (an
+    :class:`UnknownNameError`) is led by ``label`` too, as every keyword's refusal is (:func:`pcs.errors.lead_with`),
+    and keeps its type. A plug-in's own error (:class:`PolicyError`) is left as it is."""
     try:
         return run()
     except UserError as exc:
-        if label is None or type(exc) is not UserError:
+        if label is None or type(exc) not in (UserError, UnknownNameError):
             raise
+        if type(exc) is UnknownNameError:
+            raise lead_with(exc, label)
         err = UserError(f"{label}: {exc}")
         err.refused_value = _refused_value(label, spec)
         raise err from None
@@ -553,5 +557,7 @@ def check_policies(names: Sequence[str], labels: Sequence[str] | None = None, **
         UserError: as :func:`make_policies`.
     """
     labels = list(labels) if labels is not None else [None] * len(names)
+    for n, lab in zip(names, labels):       # an unknown name led by the argument that gave it
+        _labelled(lab, n, lambda: policy_options(n))
     for n, o, lab in zip(names, _per_policy(names, options), labels):
         _labelled(lab, n, lambda: check_policy(n, **o))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 from pcs.choices import MAX_STALE_S
 from pcs.choices import malformed_option, no_such_option
-from pcs.errors import UnknownNameError, UserError
+from pcs.errors import UnknownNameError, UserError, shown_repr
 
 __all__ = ["ROUTERS", "Request", "Router", "parse_router", "router_names", "stale_view_applies"]
 
@@ -118,7 +118,9 @@ def _convert(router: str, key: str, typ: type, text: str, bounds: tuple | None) 
     """``text`` as ``typ``, inside ``bounds`` (lo, hi) both included; UserError naming the router and option.
 
     One message per option whatever is wrong (not a number, nan/inf, out of range), e.g.
-    ``router 'cache-aware': option overlap must be a finite number in [0, 1e+06], got nan``; a float option's
+    ``router 'cache-aware': option overlap must be a finite number in [0, 1e+06], got nan``, the value as read
+    (``-1.50`` -> ``got -1.5``, ``1e7`` -> ``got 10000000.0``, as a policy's and an admission's out-of-range value
+    is shown), a text that is no number in quotes (``got 'abc'``); a float option's
     value is read as a policy's or an admission's is (:func:`pcs.cache.policies.number_option`: an integer past
     64 bits is the float it is, a number past a float's range says so)."""
     if typ is str:
@@ -129,7 +131,7 @@ def _convert(router: str, key: str, typ: type, text: str, bounds: tuple | None) 
     if typ is float:
         from pcs.cache.policies import number_option, spec_value
 
-        value = number_option(spec_value(text), "float", f"router {router!r}: option {key}: ")
+        value = number_option(spec_value(text), "float", f"router {shown_repr(router)}: option {key}: ")
         value = float(value) if isinstance(value, (int, float)) else None     # 1 and -0 as floats: 1.0, 0.0
     else:       # an int option holds up to its bound, 2^64 - 1 for a seed: past 64 bits signed (spec_value's) too
         from pcs.units import ascii_int
@@ -139,8 +141,9 @@ def _convert(router: str, key: str, typ: type, text: str, bounds: tuple | None) 
         except ValueError:
             value = None
     if value is None or value != value or not lo <= value <= (hi if hi is not None else float("inf")) \
-            or value in (float("inf"), float("-inf")):
-        raise UserError(f"router {router!r}: option {key} must be {what}, got {text!r}")
+            or value in (float("inf"), float("-inf")):     # a number as read (-1.5, 10000000.0), as a policy's is
+        got = shown_repr(text) if value is None else value
+        raise UserError(f"router {router!r}: option {key} must be {what}, got {got}")
     return value + 0 if typ is float else value    # -0.0 -> 0.0: one name for one router (pcs compare)
 
 
@@ -159,7 +162,7 @@ def _parse_options(name: str, cls: type, rest: str) -> dict[str, Any]:
         if key not in cls.OPTIONS:      # the one refusal of an option a name does not take (pcs.choices)
             raise UserError(no_such_option("router", name, key, _options_of()))
         if key in options:
-            raise UserError(f"router {name!r}: option {key} given twice")
+            raise UserError(f"router {shown_repr(name)}: option {key} given twice")
         if text != text.strip() or "_" in text:      # exact values: ' 1' and '1_000' are refused
             raise UserError(f"router {name!r}: option {key} has spaces or '_' separators, got {text!r}")
         options[key] = _convert(name, key, cls.OPTIONS[key][0], text, cls.BOUNDS.get(key))

@@ -8,7 +8,7 @@ counts it.
 from __future__ import annotations
 
 from pcs.choices import did_you_mean
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 from pcs.fleet.routers import Router
 
 __all__ = ["ROUTER"]
@@ -25,7 +25,7 @@ class LeastLoaded(Router):
         super().__init__(instances, **options)
         if self.options["by"] not in ("requests", "tokens"):
             by = self.options["by"]
-            raise UserError(f"router 'least-loaded': by={by!r}; {did_you_mean(by, ('requests', 'tokens'))}"
+            raise UserError(f"router 'least-loaded': by={shown_repr(by)}; {did_you_mean(by, ('requests', 'tokens'))}"
                             "valid: requests, tokens")
 
     def choose(self, req, index, load) -> int:
