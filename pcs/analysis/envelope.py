@@ -7,10 +7,12 @@ cached and pays a fixed overhead (setup + convert + sync)::
 
 Break-even bandwidth: B* = D / (T_full - T_remaining - T_overhead). When that
 denominator is <= 0 no bandwidth makes the cached path faster. The sign of the
-denominator and every verdict are decided EXACTLY: times are rounded to
-integer nanoseconds (``Decimal(repr(seconds))``, so 0.05 - 0.02 - 0.03 is
-exactly 0, never 1e-17 s and a break-even of 3e26 B/s) and bandwidths compared
-as exact fractions. Sub-nanosecond differences therefore count as equal.
+denominator and every verdict are decided EXACTLY, in exact fractions: a time is the
+decimal its shortest repr spells (``Decimal(repr(seconds))``, so 0.05 - 0.02 - 0.03 is
+exactly 0, never 1e-17 s and a break-even of 3e26 B/s), a bandwidth its float's
+value; nothing is rounded before the comparison. The numbers shown beside a verdict
+(``margin_s``, ``saved_s``, ``cached_s``) are those exact values as the nearest float, so
+their sign is the verdict's: ``saved_s`` > 0 is "faster", < 0 "slower", 0 "equal".
 
 With overlap: if W seconds of independent compute run between issuing the
 load and needing the data, the exposed wait is max(0, T_IO - W) with
@@ -34,7 +36,7 @@ from pcs.argcheck import check_bandwidth, check_byte_count, check_int, check_num
 from pcs._dataclass import dataclass
 
 __all__ = ["EnvelopeRow", "EnvelopeResult", "envelope", "break_even_bps", "seconds_to_ns",
-           "restore_bytes_for_tokens", "restore_for_tokens", "restored_tokens"]
+           "exact_seconds", "restore_bytes_for_tokens", "restore_for_tokens", "restored_tokens"]
 
 
 def seconds_to_ns(seconds: float | int, name: str = "a time") -> int:
@@ -89,7 +91,7 @@ class EnvelopeResult:
         restore_bytes: D in bytes.
         full_prefill_s, remaining_s, overhead_s: T_full, T_remaining, T_overhead (s).
         overlap_s: W in seconds, or None.
-        margin_s: T_full - T_remaining - T_overhead from integer nanoseconds (s);
+        margin_s: T_full - T_remaining - T_overhead, exact then the nearest float (s);
             the time budget the read must fit in.
         break_even_bps: D / margin_s in bytes/s, or None when margin_s <= 0.
         rows: one :class:`EnvelopeRow` per bandwidth, in the given order.
@@ -123,17 +125,32 @@ def _check_bytes(restore_bytes: int) -> int:
     return check_byte_count(restore_bytes, "restore_bytes", lo=0)
 
 
-def _margin_ns(full_prefill_s: float, remaining_s: float, overhead_s: float) -> int:
-    return (seconds_to_ns(full_prefill_s, "full_prefill_s") - seconds_to_ns(remaining_s, "remaining_s")
-            - seconds_to_ns(overhead_s, "overhead_s"))
+def exact_seconds(seconds: float | int, name: str = "a time") -> Fraction:
+    """Seconds as an exact fraction, the decimal its shortest repr spells (exact for typed and parsed values:
+    ``100ms`` is 0.1, exactly 1/10), never rounded.
+
+    >>> exact_seconds(0.05) - exact_seconds(0.02) - exact_seconds(0.03)
+    Fraction(0, 1)
+
+    Raises:
+        UserError: negative, non-finite or not a number (:func:`pcs.argcheck.check_real`); names ``name``.
+    """
+    value = check_real(seconds, name, lo=0)
+    return Fraction(int(seconds)) if isinstance(seconds, numbers.Integral) else Fraction(Decimal(repr(value)))
+
+
+def _margin(full_prefill_s: float, remaining_s: float, overhead_s: float) -> Fraction:
+    """T_full - T_remaining - T_overhead, exact (s)."""
+    return (exact_seconds(full_prefill_s, "full_prefill_s") - exact_seconds(remaining_s, "remaining_s")
+            - exact_seconds(overhead_s, "overhead_s"))
 
 
 def break_even_bps(restore_bytes: int, full_prefill_s: float, remaining_s: float,
                    overhead_s: float) -> float | None:
     """Bandwidth at which restoring ``restore_bytes`` costs exactly the full prefill.
 
-    B* = D / (T_full - T_remaining - T_overhead), the denominator decided in
-    integer nanoseconds (see the module docstring).
+    B* = D / (T_full - T_remaining - T_overhead), the denominator decided
+    exactly (see the module docstring).
 
     >>> round(break_even_bps(10**9, 0.1, 0.03, 0.005) / 1e9, 4)   # 1 GB / 65 ms
     15.3846
@@ -144,23 +161,22 @@ def break_even_bps(restore_bytes: int, full_prefill_s: float, remaining_s: float
         UserError: negative bytes or times.
     """
     d = _check_bytes(restore_bytes)
-    margin_ns = _margin_ns(full_prefill_s, remaining_s, overhead_s)
-    if margin_ns <= 0:
+    margin = _margin(full_prefill_s, remaining_s, overhead_s)
+    if margin <= 0:
         return None
-    return d * 1e9 / margin_ns
+    return float(d / margin)
 
 
-def _verdict(d: int, bandwidth_bps: float, margin_ns: int) -> str:
-    """Compare D / B with the margin exactly: D * 1e9 vs B * margin_ns."""
-    if d == 0:
-        lhs, rhs = Fraction(0), Fraction(margin_ns)
-    elif bandwidth_bps == 0:
-        return "slower"  # an infinite read never beats a finite recompute
-    else:
-        lhs, rhs = Fraction(d * 10**9), Fraction(bandwidth_bps) * margin_ns
-    if lhs < rhs:
-        return "faster"
-    return "equal" if lhs == rhs else "slower"
+def _row(d: int, bandwidth_bps: float, margin: Fraction, full_prefill_s: Fraction,
+         overlap_s: float | None) -> EnvelopeRow:
+    """One bandwidth's row, decided exactly: saved = margin - D / B as a fraction, its sign the verdict, and
+    ``saved_s`` / ``cached_s`` that fraction (and T_full - it) as the nearest float, so they never disagree."""
+    read = Fraction(d) / Fraction(bandwidth_bps) if d else Fraction(0)     # B >= 1 B/s (check_bandwidth)
+    saved = margin - read
+    verdict = "faster" if saved > 0 else "slower" if saved < 0 else "equal"
+    read_s = float(read)
+    exposed = None if overlap_s is None else max(0.0, read_s - overlap_s)
+    return EnvelopeRow(float(bandwidth_bps), read_s, float(full_prefill_s - saved), float(saved), verdict, exposed)
 
 
 def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, overhead_s: float,
@@ -182,7 +198,8 @@ def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, over
             >= 0; negative or non-finite times or bandwidths; ``bandwidths_bps`` not a list of numbers.
     """
     d = _check_bytes(restore_bytes)
-    margin_ns = _margin_ns(full_prefill_s, remaining_s, overhead_s)
+    margin = _margin(full_prefill_s, remaining_s, overhead_s)
+    full = exact_seconds(full_prefill_s, "full_prefill_s")
     full_prefill_s, remaining_s, overhead_s = float(full_prefill_s), float(remaining_s), float(overhead_s)
     if overlap_s is not None:
         seconds_to_ns(overlap_s, "overlap_s")  # validates
@@ -190,15 +207,11 @@ def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, over
     rows = []
     for bw in check_number_list(bandwidths_bps, "bandwidths_bps",
                                 lambda v, n: check_bandwidth(check_real(v, n, lo=0), f"{n} = {v!r}")):
-        read_s = 0.0 if d == 0 else d / bw
-        cached_s = read_s + remaining_s + overhead_s
-        exposed = None if overlap_s is None else max(0.0, read_s - overlap_s)
-        rows.append(EnvelopeRow(float(bw), read_s, cached_s, full_prefill_s - cached_s,
-                                _verdict(d, float(bw), margin_ns), exposed))
+        rows.append(_row(d, float(bw), margin, full, overlap_s))
     return EnvelopeResult(
         restore_bytes=d, full_prefill_s=float(full_prefill_s), remaining_s=float(remaining_s),
         overhead_s=float(overhead_s), overlap_s=None if overlap_s is None else float(overlap_s),
-        margin_s=margin_ns / 1e9, break_even_bps=None if margin_ns <= 0 else d * 1e9 / margin_ns,
+        margin_s=float(margin), break_even_bps=None if margin <= 0 else float(d / margin),
         rows=tuple(rows),
     )
 
