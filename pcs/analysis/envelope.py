@@ -21,7 +21,7 @@ T_IO = D / B_eff (only work that does not depend on the loaded data counts in W)
 >>> r = envelope(10**9, 0.100, 0.030, 0.005, [10e9, 20e9])
 >>> [row.verdict for row in r.rows], round(r.break_even_bps / 1e9, 2)
 (['slower', 'faster'], 15.38)
->>> break_even_bps(10**9, 0.05, 0.02, 0.03) is None
+>>> envelope(10**9, 0.05, 0.02, 0.03, [1e12]).break_even_bps is None
 True
 """
 from __future__ import annotations
@@ -149,8 +149,12 @@ def break_even_bps(restore_bytes: int, full_prefill_s: float, remaining_s: float
                    overhead_s: float) -> float | None:
     """Bandwidth at which restoring ``restore_bytes`` costs exactly the full prefill.
 
-    B* = D / (T_full - T_remaining - T_overhead), the denominator decided
-    exactly (see the module docstring).
+    B* = D / (T_full - T_remaining - T_overhead), the denominator in integer
+    nanoseconds (:func:`seconds_to_ns`: 0.05 - 0.02 - 0.03 is exactly 0): the
+    figure of a replay's links (``envelope.links[].break_even_bps``, pcs.engine.summary),
+    kept as it was so that the replay's numbers survive. The envelope view decides
+    its verdicts and its own ``break_even_bps`` exactly, nothing rounded
+    (:func:`envelope`); the two differ only by the sub-nanosecond part of the margin.
 
     >>> round(break_even_bps(10**9, 0.1, 0.03, 0.005) / 1e9, 4)   # 1 GB / 65 ms
     15.3846
@@ -161,10 +165,11 @@ def break_even_bps(restore_bytes: int, full_prefill_s: float, remaining_s: float
         UserError: negative bytes or times.
     """
     d = _check_bytes(restore_bytes)
-    margin = _margin(full_prefill_s, remaining_s, overhead_s)
-    if margin <= 0:
+    margin_ns = (seconds_to_ns(full_prefill_s, "full_prefill_s") - seconds_to_ns(remaining_s, "remaining_s")
+                 - seconds_to_ns(overhead_s, "overhead_s"))
+    if margin_ns <= 0:
         return None
-    return float(d / margin)
+    return d * 1e9 / margin_ns
 
 
 def _row(d: int, bandwidth_bps: float, margin: Fraction, full_prefill_s: Fraction,
