@@ -6,13 +6,17 @@ cached and pays a fixed overhead (setup + convert + sync)::
     T_cached = D / B_eff + T_remaining + T_overhead   against   T_full
 
 Break-even bandwidth: B* = D / (T_full - T_remaining - T_overhead). When that
-denominator is <= 0 no bandwidth makes the cached path faster. The sign of the
-denominator and every verdict are decided EXACTLY, in exact fractions: a time is the
-decimal its shortest repr spells (``Decimal(repr(seconds))``, so 0.05 - 0.02 - 0.03 is
-exactly 0, never 1e-17 s and a break-even of 3e26 B/s), a bandwidth its float's
-value; nothing is rounded before the comparison. The numbers shown beside a verdict
-(``margin_s``, ``saved_s``, ``cached_s``) are those exact values as the nearest float, so
-their sign is the verdict's: ``saved_s`` > 0 is "faster", < 0 "slower", 0 "equal".
+denominator is <= 0 no bandwidth makes the cached path faster. The decision
+rounds the three times to integer nanoseconds (``Decimal(repr(seconds))``, so
+0.05 - 0.02 - 0.03 is exactly 0, never 1e-17 s and a break-even of 3e26 B/s, and
+a computed 0.3 - 0.1 = 0.19999999999999998 s is 200 ms); from those times on
+everything is exact: the margin, each row's read D / B_eff and net saving as
+fractions, the verdict the saving's sign. The figures shown beside a verdict
+(``margin_s``, ``cached_s``, ``saved_s``) are those exact values as the nearest
+float, so ``saved_s`` > 0 is "faster", < 0 "slower", 0 "equal"; the result keeps
+T_full, T_remaining and T_overhead as given, so ``full_prefill_s - cached_s`` may
+differ from ``saved_s`` by the times' sub-nanosecond part. The break-even is the
+same rule as a replay's links (:func:`break_even_bps`).
 
 With overlap: if W seconds of independent compute run between issuing the
 load and needing the data, the exposed wait is max(0, T_IO - W) with
@@ -36,7 +40,7 @@ from pcs.argcheck import check_bandwidth, check_byte_count, check_int, check_num
 from pcs._dataclass import dataclass
 
 __all__ = ["EnvelopeRow", "EnvelopeResult", "envelope", "break_even_bps", "seconds_to_ns",
-           "exact_seconds", "restore_bytes_for_tokens", "restore_for_tokens", "restored_tokens"]
+           "restore_bytes_for_tokens", "restore_for_tokens", "restored_tokens"]
 
 
 def seconds_to_ns(seconds: float | int, name: str = "a time") -> int:
@@ -89,9 +93,9 @@ class EnvelopeResult:
 
     Attributes:
         restore_bytes: D in bytes.
-        full_prefill_s, remaining_s, overhead_s: T_full, T_remaining, T_overhead (s).
+        full_prefill_s, remaining_s, overhead_s: T_full, T_remaining, T_overhead as given (s).
         overlap_s: W in seconds, or None.
-        margin_s: T_full - T_remaining - T_overhead, exact then the nearest float (s);
+        margin_s: T_full - T_remaining - T_overhead from integer nanoseconds (s);
             the time budget the read must fit in.
         break_even_bps: D / margin_s in bytes/s, or None when margin_s <= 0.
         rows: one :class:`EnvelopeRow` per bandwidth, in the given order.
@@ -125,36 +129,19 @@ def _check_bytes(restore_bytes: int) -> int:
     return check_byte_count(restore_bytes, "restore_bytes", lo=0)
 
 
-def exact_seconds(seconds: float | int, name: str = "a time") -> Fraction:
-    """Seconds as an exact fraction, the decimal its shortest repr spells (exact for typed and parsed values:
-    ``100ms`` is 0.1, exactly 1/10), never rounded.
-
-    >>> exact_seconds(0.05) - exact_seconds(0.02) - exact_seconds(0.03)
-    Fraction(0, 1)
-
-    Raises:
-        UserError: negative, non-finite or not a number (:func:`pcs.argcheck.check_real`); names ``name``.
-    """
-    value = check_real(seconds, name, lo=0)
-    return Fraction(int(seconds)) if isinstance(seconds, numbers.Integral) else Fraction(Decimal(repr(value)))
-
-
-def _margin(full_prefill_s: float, remaining_s: float, overhead_s: float) -> Fraction:
-    """T_full - T_remaining - T_overhead, exact (s)."""
-    return (exact_seconds(full_prefill_s, "full_prefill_s") - exact_seconds(remaining_s, "remaining_s")
-            - exact_seconds(overhead_s, "overhead_s"))
+def _ns(full_prefill_s: float, remaining_s: float, overhead_s: float) -> tuple[int, int, int]:
+    """T_full, T_remaining, T_overhead in integer nanoseconds (:func:`seconds_to_ns`; UserError naming a bad one)."""
+    return (seconds_to_ns(full_prefill_s, "full_prefill_s"), seconds_to_ns(remaining_s, "remaining_s"),
+            seconds_to_ns(overhead_s, "overhead_s"))
 
 
 def break_even_bps(restore_bytes: int, full_prefill_s: float, remaining_s: float,
                    overhead_s: float) -> float | None:
     """Bandwidth at which restoring ``restore_bytes`` costs exactly the full prefill.
 
-    B* = D / (T_full - T_remaining - T_overhead), the denominator in integer
-    nanoseconds (:func:`seconds_to_ns`: 0.05 - 0.02 - 0.03 is exactly 0): the
-    figure of a replay's links (``envelope.links[].break_even_bps``, pcs.engine.summary),
-    kept as it was so that the replay's numbers survive. The envelope view decides
-    its verdicts and its own ``break_even_bps`` exactly, nothing rounded
-    (:func:`envelope`); the two differ only by the sub-nanosecond part of the margin.
+    B* = D / (T_full - T_remaining - T_overhead), the times in integer
+    nanoseconds (see the module docstring): the figure of :func:`envelope` and of
+    a replay's links (``envelope.links[].break_even_bps``, pcs.engine.summary).
 
     >>> round(break_even_bps(10**9, 0.1, 0.03, 0.005) / 1e9, 4)   # 1 GB / 65 ms
     15.3846
@@ -165,8 +152,8 @@ def break_even_bps(restore_bytes: int, full_prefill_s: float, remaining_s: float
         UserError: negative bytes or times.
     """
     d = _check_bytes(restore_bytes)
-    margin_ns = (seconds_to_ns(full_prefill_s, "full_prefill_s") - seconds_to_ns(remaining_s, "remaining_s")
-                 - seconds_to_ns(overhead_s, "overhead_s"))
+    full_ns, remaining_ns, overhead_ns = _ns(full_prefill_s, remaining_s, overhead_s)
+    margin_ns = full_ns - remaining_ns - overhead_ns
     if margin_ns <= 0:
         return None
     return d * 1e9 / margin_ns
@@ -203,8 +190,8 @@ def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, over
             >= 0; negative or non-finite times or bandwidths; ``bandwidths_bps`` not a list of numbers.
     """
     d = _check_bytes(restore_bytes)
-    margin = _margin(full_prefill_s, remaining_s, overhead_s)
-    full = exact_seconds(full_prefill_s, "full_prefill_s")
+    times_ns = _ns(full_prefill_s, remaining_s, overhead_s)
+    full, margin = Fraction(times_ns[0], 10**9), Fraction(times_ns[0] - times_ns[1] - times_ns[2], 10**9)
     full_prefill_s, remaining_s, overhead_s = float(full_prefill_s), float(remaining_s), float(overhead_s)
     if overlap_s is not None:
         seconds_to_ns(overlap_s, "overlap_s")  # validates
@@ -216,7 +203,7 @@ def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, over
     return EnvelopeResult(
         restore_bytes=d, full_prefill_s=float(full_prefill_s), remaining_s=float(remaining_s),
         overhead_s=float(overhead_s), overlap_s=None if overlap_s is None else float(overlap_s),
-        margin_s=float(margin), break_even_bps=None if margin <= 0 else float(d / margin),
+        margin_s=float(margin), break_even_bps=break_even_bps(d, full_prefill_s, remaining_s, overhead_s),
         rows=tuple(rows),
     )
 

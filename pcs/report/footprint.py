@@ -57,8 +57,8 @@ def _dtype_table(res: FootprintResult) -> str:
         for k in _MODES:
             row += [format_bytes(r[k]), _ratio(r[k.replace("_bytes", "_ratio_vs_bf16")])]
         rows.append(row)
-    return render_table(headers, rows, title="Same sequences by KV dtype (the payload halves; in-page scales and a "
-                                                      "recurrent state do not; as many blocks, each smaller):")
+    return render_table(headers, rows, title="Same sequences by KV dtype (payload halves; in-page scales and a state "
+                                                      "do not; as many blocks):")
 
 
 def fp8_note(layout: str, reference: float | None, serialized: float | None, reserved: float | None,

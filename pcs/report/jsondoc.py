@@ -111,8 +111,8 @@ CLI_OBJECTS = {
         (("bandwidth_bps", "number", "bytes/s", "B_eff, the bandwidth of the row"),
          ("read_s", "number \\| null", "s", "D / B_eff (null: infinite, B_eff 0 with D > 0)"),
          ("cached_s", "number \\| null", "s", "read_s + T_remaining + T_overhead"),
-         ("saved_s", "number \\| null", "s", "T_full - cached_s, net: the exact difference as the nearest float, "
-                                              "so its sign is the verdict's (negative: slower)"),
+         ("saved_s", "number \\| null", "s", "T_full - cached_s, net, from the times in whole nanoseconds, exact, "
+                                              "as the nearest float: its sign is the verdict's (negative: slower)"),
          ("verdict", "string", "-", "faster, slower or equal: the cached path against T_full, decided exactly"),
          ("exposed_wait_s", "number \\| null", "s", "max(0, read_s - W) with --overlap W, else null"),
          ("break_even", "bool", "-", "true for the row pcs adds at the break-even bandwidth when no --bandwidth "
