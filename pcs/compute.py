@@ -7,9 +7,19 @@ Prefill of ``n`` new tokens after ``c`` cached tokens (tensor parallel over
     prefill_s = FLOPs / (tp x peak_flops x utilisation)
 
 2 FLOPs per parameter per token is the matmul count of a forward pass (Kaplan
-et al. 2020, "Scaling Laws for Neural Language Models", section 2.1); the
-attention term (score and value products, growing with n x (c + n/2), windows
-respected) comes from the model spec. ``peak_flops`` is the GPU's DENSE
+et al. 2020, "Scaling Laws for Neural Language Models", section 2.1: C_forward
+~ 2N); the attention term (score and value products, growing with n x (c + n/2),
+windows respected) comes from the model spec. Kaplan's N excludes the embeddings,
+and vLLM computes logits only at the positions it samples (a prefill's last token);
+``active_params`` counts the input embedding (a lookup, no matmul) and the LM head,
+so pcs charges both on every prompt token: the prefill time is an UPPER BOUND by the
+embedding and LM-head share (docs/semantics.md §10). llama-3.1-8b, 8,192 tokens, one
+H100 (989.4 TFLOP/s dense bf16), MFU 0.5: (2 x 8,030,261,248 x 8,192 + 4 x 128 x 32
+x 32 x 8,192 x 8,193 / 2) / 494.7e12 = 301.5 ms, against 266.7 ms with Kaplan's
+non-embedding N (8,030,261,248 - 2 x 128,256 x 4,096 = 6,979,588,096) and the LM
+head (2 x 525,336,576 FLOPs) on the last token only: 11.5 % lower (pcs x1.130);
+llama-3.1-70b 2.51 s against 2.44 s, 2.8 % lower. The rule is kept (every T_full and
+replay time rests on it); calibrate with measured points (:class:`MeasuredPrefill`). ``peak_flops`` is the GPU's DENSE
 tensor-core peak for the compute dtype (:mod:`pcs.hardware`).
 
 Default utilisation (model FLOPs utilisation, MFU) = 0.5. Source and reasoning:

@@ -6,11 +6,17 @@ cached and pays a fixed overhead (setup + convert + sync)::
     T_cached = D / B_eff + T_remaining + T_overhead   against   T_full
 
 Break-even bandwidth: B* = D / (T_full - T_remaining - T_overhead). When that
-denominator is <= 0 no bandwidth makes the cached path faster. The sign of the
-denominator and every verdict are decided EXACTLY: times are rounded to
-integer nanoseconds (``Decimal(repr(seconds))``, so 0.05 - 0.02 - 0.03 is
-exactly 0, never 1e-17 s and a break-even of 3e26 B/s) and bandwidths compared
-as exact fractions. Sub-nanosecond differences therefore count as equal.
+denominator is <= 0 no bandwidth makes the cached path faster. The decision
+rounds the three times to integer nanoseconds (``Decimal(repr(seconds))``, so
+0.05 - 0.02 - 0.03 is exactly 0, never 1e-17 s and a break-even of 3e26 B/s, and
+a computed 0.3 - 0.1 = 0.19999999999999998 s is 200 ms); from those times on
+everything is exact: the margin, each row's read D / B_eff and net saving as
+fractions, the verdict the saving's sign. The figures shown beside a verdict
+(``margin_s``, ``cached_s``, ``saved_s``) are those exact values as the nearest
+float, so ``saved_s`` > 0 is "faster", < 0 "slower", 0 "equal"; the result keeps
+T_full, T_remaining and T_overhead as given, so ``full_prefill_s - cached_s`` may
+differ from ``saved_s`` by the times' sub-nanosecond part. The break-even is the
+same rule as a replay's links (:func:`break_even_bps`).
 
 With overlap: if W seconds of independent compute run between issuing the
 load and needing the data, the exposed wait is max(0, T_IO - W) with
@@ -19,7 +25,7 @@ T_IO = D / B_eff (only work that does not depend on the loaded data counts in W)
 >>> r = envelope(10**9, 0.100, 0.030, 0.005, [10e9, 20e9])
 >>> [row.verdict for row in r.rows], round(r.break_even_bps / 1e9, 2)
 (['slower', 'faster'], 15.38)
->>> break_even_bps(10**9, 0.05, 0.02, 0.03) is None
+>>> envelope(10**9, 0.05, 0.02, 0.03, [1e12]).break_even_bps is None
 True
 """
 from __future__ import annotations
@@ -87,7 +93,7 @@ class EnvelopeResult:
 
     Attributes:
         restore_bytes: D in bytes.
-        full_prefill_s, remaining_s, overhead_s: T_full, T_remaining, T_overhead (s).
+        full_prefill_s, remaining_s, overhead_s: T_full, T_remaining, T_overhead as given (s).
         overlap_s: W in seconds, or None.
         margin_s: T_full - T_remaining - T_overhead from integer nanoseconds (s);
             the time budget the read must fit in.
@@ -123,17 +129,19 @@ def _check_bytes(restore_bytes: int) -> int:
     return check_byte_count(restore_bytes, "restore_bytes", lo=0)
 
 
-def _margin_ns(full_prefill_s: float, remaining_s: float, overhead_s: float) -> int:
-    return (seconds_to_ns(full_prefill_s, "full_prefill_s") - seconds_to_ns(remaining_s, "remaining_s")
-            - seconds_to_ns(overhead_s, "overhead_s"))
+def _ns(full_prefill_s: float, remaining_s: float, overhead_s: float) -> tuple[int, int, int]:
+    """T_full, T_remaining, T_overhead in integer nanoseconds (:func:`seconds_to_ns`; UserError naming a bad one)."""
+    return (seconds_to_ns(full_prefill_s, "full_prefill_s"), seconds_to_ns(remaining_s, "remaining_s"),
+            seconds_to_ns(overhead_s, "overhead_s"))
 
 
 def break_even_bps(restore_bytes: int, full_prefill_s: float, remaining_s: float,
                    overhead_s: float) -> float | None:
     """Bandwidth at which restoring ``restore_bytes`` costs exactly the full prefill.
 
-    B* = D / (T_full - T_remaining - T_overhead), the denominator decided in
-    integer nanoseconds (see the module docstring).
+    B* = D / (T_full - T_remaining - T_overhead), the times in integer
+    nanoseconds (see the module docstring): the figure of :func:`envelope` and of
+    a replay's links (``envelope.links[].break_even_bps``, pcs.engine.summary).
 
     >>> round(break_even_bps(10**9, 0.1, 0.03, 0.005) / 1e9, 4)   # 1 GB / 65 ms
     15.3846
@@ -144,23 +152,23 @@ def break_even_bps(restore_bytes: int, full_prefill_s: float, remaining_s: float
         UserError: negative bytes or times.
     """
     d = _check_bytes(restore_bytes)
-    margin_ns = _margin_ns(full_prefill_s, remaining_s, overhead_s)
+    full_ns, remaining_ns, overhead_ns = _ns(full_prefill_s, remaining_s, overhead_s)
+    margin_ns = full_ns - remaining_ns - overhead_ns
     if margin_ns <= 0:
         return None
     return d * 1e9 / margin_ns
 
 
-def _verdict(d: int, bandwidth_bps: float, margin_ns: int) -> str:
-    """Compare D / B with the margin exactly: D * 1e9 vs B * margin_ns."""
-    if d == 0:
-        lhs, rhs = Fraction(0), Fraction(margin_ns)
-    elif bandwidth_bps == 0:
-        return "slower"  # an infinite read never beats a finite recompute
-    else:
-        lhs, rhs = Fraction(d * 10**9), Fraction(bandwidth_bps) * margin_ns
-    if lhs < rhs:
-        return "faster"
-    return "equal" if lhs == rhs else "slower"
+def _row(d: int, bandwidth_bps: float, margin: Fraction, full_prefill_s: Fraction,
+         overlap_s: float | None) -> EnvelopeRow:
+    """One bandwidth's row, decided exactly: saved = margin - D / B as a fraction, its sign the verdict, and
+    ``saved_s`` / ``cached_s`` that fraction (and T_full - it) as the nearest float, so they never disagree."""
+    read = Fraction(d) / Fraction(bandwidth_bps) if d else Fraction(0)     # B >= 1 B/s (check_bandwidth)
+    saved = margin - read
+    verdict = "faster" if saved > 0 else "slower" if saved < 0 else "equal"
+    read_s = float(read)
+    exposed = None if overlap_s is None else max(0.0, read_s - overlap_s)
+    return EnvelopeRow(float(bandwidth_bps), read_s, float(full_prefill_s - saved), float(saved), verdict, exposed)
 
 
 def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, overhead_s: float,
@@ -182,7 +190,8 @@ def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, over
             >= 0; negative or non-finite times or bandwidths; ``bandwidths_bps`` not a list of numbers.
     """
     d = _check_bytes(restore_bytes)
-    margin_ns = _margin_ns(full_prefill_s, remaining_s, overhead_s)
+    times_ns = _ns(full_prefill_s, remaining_s, overhead_s)
+    full, margin = Fraction(times_ns[0], 10**9), Fraction(times_ns[0] - times_ns[1] - times_ns[2], 10**9)
     full_prefill_s, remaining_s, overhead_s = float(full_prefill_s), float(remaining_s), float(overhead_s)
     if overlap_s is not None:
         seconds_to_ns(overlap_s, "overlap_s")  # validates
@@ -190,15 +199,11 @@ def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, over
     rows = []
     for bw in check_number_list(bandwidths_bps, "bandwidths_bps",
                                 lambda v, n: check_bandwidth(check_real(v, n, lo=0), f"{n} = {v!r}")):
-        read_s = 0.0 if d == 0 else d / bw
-        cached_s = read_s + remaining_s + overhead_s
-        exposed = None if overlap_s is None else max(0.0, read_s - overlap_s)
-        rows.append(EnvelopeRow(float(bw), read_s, cached_s, full_prefill_s - cached_s,
-                                _verdict(d, float(bw), margin_ns), exposed))
+        rows.append(_row(d, float(bw), margin, full, overlap_s))
     return EnvelopeResult(
         restore_bytes=d, full_prefill_s=float(full_prefill_s), remaining_s=float(remaining_s),
         overhead_s=float(overhead_s), overlap_s=None if overlap_s is None else float(overlap_s),
-        margin_s=margin_ns / 1e9, break_even_bps=None if margin_ns <= 0 else d * 1e9 / margin_ns,
+        margin_s=float(margin), break_even_bps=break_even_bps(d, full_prefill_s, remaining_s, overhead_s),
         rows=tuple(rows),
     )
 

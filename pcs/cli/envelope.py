@@ -232,7 +232,8 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     is refused (100 could mean ms or s). With a model and
     no --gpu the compute model runs on pcs replay's default deployment (h100-sxm, --tp 8). Verdicts and the
     break-even bandwidth D / (T_full - T_remaining - T_overhead) are decided
-    exactly (integer nanoseconds): no break-even when that is <= 0.
+    exactly (times in integer nanoseconds, then exact fractions; net saved has the
+    verdict's sign): no break-even when that is <= 0.
 
     \b
     Examples:

@@ -80,13 +80,17 @@ def tier_fields(plan, residency, j: int) -> dict[str, Any]:
     """The :class:`pcs.engine.result.TierSummary` fields of level j measured in pages and bytes.
 
     ``capacity_blocks`` and ``resident_blocks_*`` count pages; ``bytes_per_block`` is the page of the
-    (first) pool; ``bytes_per_block_by_component`` gives each component's bytes per block of its group;
+    (first) pool; ``bytes_per_block_by_component`` gives each component's bytes in one block of the model
+    (:func:`component_bytes` of each group's pages per model block, ``pcs.cache.groups.pages_per_model_block``:
+    a state's checkpoint spread over the blocks between checkpoints; padding left out), what the report's "block by
+    component" and the HTML page's per-component table show beside the block's pages (docs/semantics.md §13.1);
     ``blocks_unit`` says so ("page"), keys kept so that no number moves.
     """
     cap = plan.capacity_pages[j]
     end, peak = residency.pages[j], residency.peak_pages[j]
     written = sum(w * plan.page_bytes[j][g.pool] for w, g in zip(residency.written[j], plan.groups))
-    per_block = {c: b for comp in plan.component_bytes[j] for c, b in comp.items()}
+    per_block = {c: b for c, b in component_bytes(plan, j, [g.model_block_pages for g in plan.groups]).items()
+                 if c != PADDING}
     return dict(blocks_unit="page", capacity_blocks=sum(cap),
                 capacity_bytes=sum(c * b for c, b in zip(cap, plan.page_bytes[j])),
                 bytes_per_block=plan.page_bytes[j][0], bytes_per_block_by_component=per_block,

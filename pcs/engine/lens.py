@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 from pcs.engine.result import PayloadLens
 
-__all__ = ["alternative_dtype", "baseline_reason", "payload_lens"]
+__all__ = ["alternative_dtype", "baseline_reason", "payload_block_bytes", "payload_lens"]
 
 _WIDE = ("fp32", "bf16", "fp16")
 
@@ -89,6 +89,26 @@ def _kept_group_bytes(model: Any, block_size: int, layout: str) -> tuple[int, in
     return block_bytes(model, block_size, layout).total_bytes, block_bytes(alt, block_size, layout).total_bytes
 
 
+def payload_block_bytes(spec: Any, block_size: int, plan: Any) -> int:
+    """The payload (Reference layout, the TP group's bytes) of one block of a hybrid model ``spec`` (``with_tp``)
+    in the page layout ``plan`` (:class:`pcs.engine.hybrid.HybridPlan`): per group, each component's bytes of a
+    group block x the group's pages per block of the model / its pages per group block, rounded down (the split of
+    ``pcs.engine.hybridsummary.component_bytes``; a state group's checkpoint spread over the blocks between
+    checkpoints, ``pcs.cache.groups.pages_per_model_block``), summed. qwen3-next-80b-a3b TP 8, B = 16:
+    8 x (196,608 + 4,939,776 x 3 // 27) = 8 x 745,472 B, not a whole state a block (docs/semantics.md §13.1).
+    A replay's ``reference_bytes_per_block`` and its payload lens' (int bytes)."""
+    from pcs.model import group_block_bytes
+
+    ref = group_block_bytes(spec, block_size, "reference").per_component
+    return sum(g.model_block_pages * ref[c] // g.pages for g in plan.groups for c in g.components)
+
+
+def _payload_per_block(model: Any, block_size: int, pages: Any) -> tuple[int, int]:
+    """(run, alt): :func:`payload_block_bytes` of the run's dtype and plan and of the alternative's."""
+    alt = model.with_dtype(alternative_dtype(model.kv_dtype))
+    return payload_block_bytes(model, block_size, pages[0]), payload_block_bytes(alt, block_size, pages[1])
+
+
 def _block_layouts(model: Any, block_size: int, gpu_capacity_bytes: int, nlinks: int, pages: Any):
     """Per dtype (run, alt): (GPU bytes per block, whole blocks the GPU holds, per link bytes per block).
 
@@ -140,7 +160,8 @@ def payload_lens(model: Any, block_size: int, gpu_capacity_bytes: int, links: Se
     """
     dtype = model.kv_dtype
     alt = alternative_dtype(dtype)
-    ref = _group_bytes(model, block_size, "reference")
+    ref = _group_bytes(model, block_size, "reference") if pages is None else _payload_per_block(model, block_size,
+                                                                                                 pages)
     (g0, c0, low0), (g1, c1, low1) = _block_layouts(model, block_size, gpu_capacity_bytes, len(links), pages)
     if pages is None:
         moved = ([lk.restored_blocks * b for lk, b in zip(links, low0)],
@@ -149,7 +170,9 @@ def payload_lens(model: Any, block_size: int, gpu_capacity_bytes: int, links: Se
         moved = ([lk.restored_bytes for lk in links],
                  [lk.restored_bytes * b1 // b0 if b0 else 0 for lk, b0, b1 in zip(links, low0, low1)])
     transfer = tuple(_restore_s(links, m) for m in moved)
-    serialized = _group_bytes(model, block_size, "serialized")
+    # no lower tier: the Serialized block as the first lower tier would hold it; a hybrid run's, its page layout
+    # (pages per block x page bytes: a Serialized block holds the bytes of a Reserved one, pcs.model.footprint)
+    serialized = _group_bytes(model, block_size, "serialized") if pages is None else (g0, g1)
     return PayloadLens(
         dtype=dtype, alt_dtype=alt, layout=model.kv_layout.name,
         reference_bytes_per_block=ref,

@@ -32,7 +32,11 @@ class TierSummary:
     capacity_blocks: int = field("blocks", "slots of the tier")
     capacity_bytes: int = bytes_of("capacity_blocks")
     bytes_per_block: int = field("bytes", "bytes of one block in the tier's layout")
-    bytes_per_block_by_component: dict[str, int] = field("bytes", "bytes_per_block split by KV component name")
+    bytes_per_block_by_component: dict[str, int] = field("bytes", "one block of the model split by KV component "
+                                                                  "name: bytes_per_block's, or a hybrid model's "
+                                                                  "share of its pages per component, a state once a "
+                                                                  "checkpoint (padding left out; docs/semantics.md "
+                                                                  "§13.1)")
     link: str | None = field("-", "restore link name (TP links together); null for the GPU tier")
     link_bandwidth_bps: float | None = field("bytes/s", "the link's bandwidth, all TP ranks together; "
                                                         "null for the GPU tier")
@@ -173,11 +177,14 @@ class PayloadLens:
     alt_dtype: str = field("-", "the compared dtype: fp8 for a 16/32-bit run, else bf16")
     layout: str = field("-", "the run's KV layout as --dtype names it (fp8_per_token_head, nvfp4 ...; "
                              "the text's column name)")
-    reference_bytes_per_block: tuple[int, int] = field("bytes", "payload (reference layout) bytes per block")
+    reference_bytes_per_block: tuple[int, int] = field("bytes", "payload (reference layout) bytes per block; a "
+                                                              "hybrid model's: its components' share of the block's "
+                                                              "pages, a state once a checkpoint")
     gpu_bytes_per_block: tuple[int, int] = field("bytes", "GPU (reserved layout) bytes per block; a hybrid "
                                                         "model's: pages per block x page bytes (padding included)")
     lower_bytes_per_block: tuple[int, int] = field("bytes", "lower-tier (serialized layout) bytes per block (the "
-                                                          "first lower tier's; hybrid: its pages per block x page bytes)")
+                                                          "first lower tier's; hybrid: its pages per block x page "
+                                                          "bytes, with no lower tier the GPU's pages)")
     gpu_capacity_blocks: tuple[int, int] = field("blocks", "whole blocks the GPU tier holds (hybrid: its "
                                                         "pages // pages per block)")
     restored_bytes: tuple[int, int] = field("bytes", "bytes of the run's restores (the run's: bytes.restored)")
@@ -275,7 +282,9 @@ class ReplaySummary:
     requests_with_hit: int = field("count", "requests with at least one hit token")
     requests_truncated: int = field("count", "requests larger than the GPU tier (docs/semantics.md §5)")
     requests_waited: int = field("count", "requests that waited for KV space")
-    reference_bytes_per_block: int = field("bytes", "payload (reference layout) bytes per block")
+    reference_bytes_per_block: int = field("bytes", "payload (reference layout) bytes per block; a hybrid "
+                                                   "model's: its components' share of the block's pages, a state "
+                                                   "once a checkpoint (docs/semantics.md §13.1)")
     tiers: tuple[TierSummary, ...] = field("-", "one entry per tier, GPU first")
     bytes: BytesSummary = field("-", "byte totals")
     envelope: EnvelopeSummary = field("-", "restore vs recompute per link, TTFT and wait percentiles")

@@ -144,6 +144,16 @@ def _p50_p99_of(values: np.ndarray, known, ordered: np.ndarray | None = None) ->
     return _p50_p99(values)
 
 
+def _reference_block(ctx) -> int:
+    """The payload row's bytes of one block of the model (int bytes, the TP group's): the Reference block, or a
+    hybrid model's in its page layout (:func:`pcs.engine.lens.payload_block_bytes`: a state once a checkpoint)."""
+    if ctx.get("hybrid") is None:
+        return ctx["reference_block"].total_bytes
+    from pcs.engine.lens import payload_block_bytes
+
+    return payload_block_bytes(ctx["model"], ctx["block_size"], ctx["hybrid"])
+
+
 def _scaled(per_component: dict, blocks: int) -> dict:
     return {k: v * blocks for k, v in per_component.items()}
 
@@ -318,7 +328,7 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict,
         oracle_hit_ratio=ctx.get("oracle_hit_ratio") if L.prompt_tokens else None,
         requests_with_hit=L.requests_with_hit, requests_truncated=L.requests_truncated,
         requests_waited=L.requests_waited,
-        reference_bytes_per_block=ctx["reference_block"].total_bytes,
+        reference_bytes_per_block=_reference_block(ctx),
         tiers=tiers, bytes=_bytes(L, state, tiers, ctx), envelope=envelope, payload_lens=lens,
         engine=ctx.get("engine"), engine_reason=ctx.get("engine_reason"),
         baseline_engine=ctx.get("baseline_engine"), baseline_engine_reason=ctx.get("baseline_engine_reason"),

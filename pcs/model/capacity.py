@@ -12,13 +12,13 @@ holds (:func:`request_bytes_of`, the Reserved of ``pcs footprint``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pcs.model.deploy import Deployment
 from typing import Callable
 
-from pcs.model.footprint import hybrid_pages, reserved_bytes_of
+from pcs.model.footprint import PAGE_PADDING, hybrid_block_parts, hybrid_pages, model_block_bytes, reserved_bytes_of
 from pcs.model.parallel import group_block_bytes, tp_placement
 from pcs.model.spec import ModelSpec
 
@@ -107,9 +107,12 @@ class DeployPlan:
     concurrent_requests: int
     assumptions: tuple[str, ...] = ()
     max_context_tokens: int | None = None
+    payload_bytes_per_block_per_rank: int = 0
+    page_padding_bytes_per_block_per_rank: int = 0
+    alt: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The payload of ``pcs deploy --format json``."""
+        """The payload of ``pcs deploy --format json`` (keys in docs/views.md)."""
         out = self.deployment.to_dict()
         out.update({"block_size": self.block_size, "layout": self.layout, "tp_group": self.tp_group,
                     "bytes_per_block_per_rank": self.bytes_per_block_per_rank,
@@ -117,8 +120,22 @@ class DeployPlan:
                     "longest_request_tokens": self.longest_request_tokens, "request_tokens": self.request_tokens,
                     "request_bytes_per_rank": self.request_bytes_per_rank,
                     "concurrent_requests": self.concurrent_requests, "assumptions": list(self.assumptions),
-                    "max_context_tokens": self.max_context_tokens})
+                    "max_context_tokens": self.max_context_tokens,
+                    "payload_bytes_per_block_per_rank": self.payload_bytes_per_block_per_rank,
+                    "page_padding_bytes_per_block_per_rank": self.page_padding_bytes_per_block_per_rank,
+                    "alt": dict(self.alt)})
         return out
+
+
+def _alternative(spec: ModelSpec, dep: Deployment, block_size: int) -> dict[str, Any]:
+    """The other KV dtype the payload lens sets beside a run (``pcs.engine.lens.alternative_dtype``: fp8 for a
+    16/32-bit KV, else bf16) on the same GPU tier: ``dtype`` (the layout that runs), ``bytes_per_block_per_rank``
+    and ``gpu_blocks`` -- lesson 2 (docs/semantics.md §13), as deploy's note gives it."""
+    from pcs.engine.lens import alternative_dtype
+
+    alt = spec.with_dtype(alternative_dtype(spec.kv_dtype))
+    per_rank, per_group = gpu_block_bytes(alt, block_size)
+    return {"dtype": alt.kv_layout.name, "bytes_per_block_per_rank": per_rank, "gpu_blocks": dep.kv_bytes // per_group}
 
 
 def plan_deployment(spec: ModelSpec, dep: Deployment, block_size: int, request_tokens: int) -> DeployPlan:
@@ -138,4 +155,6 @@ def plan_deployment(spec: ModelSpec, dep: Deployment, block_size: int, request_t
                       per_rank, per_group, dep.kv_bytes // per_group,
                       longest_request_tokens(spec, dep.kv_bytes_per_gpu, block_size), per_request,
                       dep.kv_bytes_per_gpu // per_request if per_request else 0, spec.assumptions,
-                      spec.max_context_tokens)
+                      spec.max_context_tokens, model_block_bytes(spec, block_size, "reference"),
+                      (hybrid_block_parts(spec, block_size) or {}).get(PAGE_PADDING, 0),
+                      _alternative(spec, dep, block_size))

@@ -9,7 +9,8 @@ Modes (docs/semantics.md §13), per component, per tensor-parallel rank:
   for a sliding window (what pcs replay's window group holds,
   :func:`pcs.cache.groups.window_hold_blocks`); one state slot per sequence.
 - Prefix store: the prefix kept as cache objects: floor(T/B) full blocks (only
-  full blocks are cached, vLLM), each of :func:`block_bytes` (serialized).
+  full blocks are cached, vLLM), each of :func:`block_bytes` (serialized), a hybrid
+  model's each its pages (:func:`hybrid_block_parts`).
 
 What one cached prefix block holds (``block_bytes``), per component:
 
@@ -24,13 +25,17 @@ What one cached prefix block holds (``block_bytes``), per component:
   ``SWARadixCache`` instead drops sliding KV outside the window ("tombstones"), so
   this is an upper bound for SWA-aware stores.
 - ssm_state: one full state snapshot (conv + recurrent, all linear layers) per
-  block, the state after the block's last token: vLLM ``mamba_cache_mode="all"``
-  (``MambaSpec.max_memory_usage_bytes``: one state page per block; ``MambaManager.
-  find_longest_cache_hit`` restores only the last hit block's state). ``"align"``
-  mode and SGLang ``MambaRadixCache`` keep fewer snapshots (only at chunk ends /
-  radix nodes), so this is an upper bound on bytes and on reachable hits. vLLM
-  raises the attention block size so one attention page is at least one state
-  page (544 tokens for Qwen3-Next), which is why per-block state is affordable there.
+  checkpoint, the state after the checkpoint's last token: vLLM ``mamba_cache_mode="all"``
+  (``MambaManager.find_longest_cache_hit`` restores only the last hit block's state).
+  :func:`block_bytes` gives that whole state per block (a cache group's block, what
+  :func:`hybrid_pages` is built from, and what a replay with every layer as full attention
+  stores); a block of the model as pcs replay and pcs deploy count it, and footprint's
+  B/block and Prefix store, is its pages (:func:`hybrid_block_parts`): vLLM raises the
+  attention block size to b_h (:func:`hybrid_block_size`, 544 tokens for Qwen3-Next) so
+  one attention page holds a state page; the replay keeps B-token blocks and checkpoints
+  every N = B x ceil(b_h / B) tokens, the checkpoint's pages spread over the N / B blocks
+  (docs/semantics.md §13.1). ``"align"`` mode and SGLang ``MambaRadixCache`` keep fewer
+  snapshots (only at chunk ends / radix nodes).
 
 ``layout`` "reserved" (GPU) and "serialized" (lower tiers) hold the same bytes
 per cached block in this model: a GPU page carries the same scales (vLLM carves
@@ -57,7 +62,9 @@ def _as_model(model: ModelSpec | str) -> ModelSpec:
     return as_model(model)
 
 __all__ = ["BlockBytes", "block_bytes", "reserved_bytes", "reserved_bytes_of", "prefix_store_bytes",
-           "component_bytes", "hybrid_block_size", "hybrid_pages", "page_padding_per_block", "hybrid_restore",
+           "component_bytes", "hybrid_block_size", "hybrid_pages", "hybrid_block_parts", "model_block_bytes",
+           "page_padding_per_block",
+           "hybrid_restore",
            "PAGE_PADDING", "FootprintResult", "footprint"]
 
 
@@ -205,6 +212,41 @@ def hybrid_pages(model: ModelSpec, block_size: int, layout: str = "reserved") ->
                        DEFAULT_MANAGER, SWA_FULL_TOKENS_RATIO, MAMBA_FULL_MEMORY_RATIO, MAMBA_CACHE_MODES[0])
 
 
+def hybrid_block_parts(model: ModelSpec, block_size: int, layout: str = "reserved") -> dict[str, int] | None:
+    """Bytes per component of ONE block of a hybrid model (one rank), as a replay counts a block: each group's pages
+    per model block (:func:`pcs.cache.groups.pages_per_model_block`: a state group's pages per checkpoint spread
+    over the blocks between checkpoints, rounded up) split by the replay's rule
+    (:func:`pcs.engine.hybridsummary.component_bytes`: pages x component bytes per group block / pages per group
+    block), plus ``page_padding`` when the pages can pad; the values add up to ``HybridPlan.block_layout``'s
+    bytes. None for a model that is not hybrid. qwen3-next-80b-a3b, TP 8, B = 16: full_attention 196,608, ssm_state
+    3 x 4,939,776 // 27 = 548,864 (the state over the 9 blocks between checkpoints), page_padding 40,960:
+    4 pages = 786,432 B (docs/semantics.md §13.1).
+
+    Raises:
+        UserError: block_size < 1 or an unknown layout (:func:`block_bytes`).
+    """
+    from pcs.engine.hybridsummary import component_bytes as split_pages
+
+    plan = hybrid_pages(model, block_size, layout)
+    if plan is None:
+        return None
+    return split_pages(plan, 0, [g.model_block_pages for g in plan.groups])
+
+
+def model_block_bytes(model: ModelSpec, block_size: int, layout: str = "reserved") -> int:
+    """Bytes of one block of ``model`` (one rank) in ``layout`` as a tier holds it, int: :func:`block_bytes`, or
+    for a hybrid model its pages (:func:`hybrid_block_parts`; Reference: the components' shares, no padding) --
+    footprint's B/block, deploy's payload beside its pages.
+
+    Raises:
+        UserError: block_size < 1 or an unknown layout.
+    """
+    parts = hybrid_block_parts(model, block_size, layout)
+    if parts is None:
+        return block_bytes(model, block_size, layout).total_bytes
+    return sum(v for k, v in parts.items() if layout != "reference" or k != PAGE_PADDING)
+
+
 def page_padding_per_block(plan: Any) -> list[int]:
     """Per group of ``plan`` (:func:`hybrid_pages`): bytes of page padding in one block of the group, its pages x
     page bytes minus its components' bytes (what a replay reports as ``page_padding``, docs/semantics.md §13.1)."""
@@ -313,11 +355,22 @@ def past_context(tokens: int | None, max_context: int | None) -> str | None:
 PAGE_PADDING = "page_padding"
 
 
+_BLOCK_LAYOUTS = ("reference", "serialized", "reserved")
+
+
+def _hybrid_blocks(model: ModelSpec, block_size: int) -> dict[str, dict[str, int]] | None:
+    """Per layout of :data:`_BLOCK_LAYOUTS`: :func:`hybrid_block_parts` (a hybrid block's bytes per component,
+    the replay's pages), or None for a model that is not hybrid."""
+    parts = {m: hybrid_block_parts(model, block_size, m) for m in _BLOCK_LAYOUTS}
+    return None if parts["reserved"] is None else parts
+
+
 def _padding_row(model: ModelSpec, tokens: int, block_size: int, sequences: int) -> dict[str, Any] | None:
     """A hybrid model's page padding as a component row (None when it has none): the pages a replay counts
-    (:func:`hybrid_pages`) minus the components' bytes, per group block (:func:`page_padding_per_block`), for the
-    blocks each mode holds: Reserved, a running sequence's reserved blocks of each group (one slot for a state);
-    Prefix store, floor(T/B) blocks of every group (a state per block, as the state row counts it).
+    (:func:`hybrid_pages`) minus the components' bytes, for the blocks each mode holds: Reserved, a running
+    sequence's reserved blocks of each group (one slot for a state: the group's pages of one checkpoint,
+    :func:`page_padding_per_block`); Prefix store and B/block, floor(T/B) (resp. one) blocks of the model, each
+    its pages (:func:`hybrid_block_parts`: a state group's pages spread over the blocks between checkpoints).
     ``reserved_blocks``: the blocks of the padded groups a running sequence reserves (one padded group: Reserved =
     reserved_blocks x its padding per block). Reference and Serialized are 0: they count the tokens held,
     token-exact, with no pages to pad (a component's Serialized is not its blocks x B/block either); B/block
@@ -326,40 +379,50 @@ def _padding_row(model: ModelSpec, tokens: int, block_size: int, sequences: int)
     if plans[0] is None:
         return None
     pads = [page_padding_per_block(p) for p in plans]
-    if not any(pads[0]) and not any(pads[1]):
+    block = [hybrid_block_parts(model, block_size, m).get(PAGE_PADDING, 0) for m in ("serialized", "reserved")]
+    if not any(pads[0]) and not any(pads[1]) and not any(block):
         return None
     held = [1 if g.rule == "state" else model.component(g.components[0]).reserved_blocks(tokens, block_size)
             for g in plans[1].groups]
     full = tokens // block_size
     row: dict[str, Any] = {
-        "name": PAGE_PADDING, "layers": 0, "dtype": model.kv_dtype, "layout": "-",
+        "name": PAGE_PADDING, "layers": 0, "dtype": "-", "value_dtype": "-", "layout": "-",
         "describe": "whole pages of vLLM's uniform page size (docs/semantics.md §13.1)", "tokens_held": 0,
         "reference_bytes_per_token": 0, "serialized_bytes_per_token": 0, "fixed_bytes_per_sequence": 0,
-        "reference_bytes_per_block": 0, "serialized_bytes_per_block": sum(pads[0]),
+        "reference_bytes_per_block": 0, "serialized_bytes_per_block": block[0],
         "reserved_blocks": sum(n for n, p in zip(held, pads[1]) if p)}    # the held blocks whose pages pad
     row.update({"reference_bytes": 0, "serialized_bytes": 0,
                 "reserved_bytes": sum(n * p for n, p in zip(held, pads[1])) * sequences,
-                "prefix_store_bytes": full * sum(pads[0]) * sequences,
-                "prefix_store_gpu_bytes": full * sum(pads[1]) * sequences})
+                "prefix_store_bytes": full * block[0] * sequences,
+                "prefix_store_gpu_bytes": full * block[1] * sequences})
     return row
 
 
-def _totals(model: ModelSpec, tokens: int, block_size: int, sequences: int) -> dict[str, int]:
-    sums = dict.fromkeys(_MODE_KEYS, 0)
-    for c in model.components:
-        for k, v in component_bytes(c, tokens, block_size).items():
-            sums[k] += v * sequences
+def _rows(model: ModelSpec, tokens: int, block_size: int, sequences: int) -> list[dict[str, Any]]:
+    """The footprint's component rows (:func:`_component_row`) and, for a hybrid model with page padding, the
+    padding row (:func:`_padding_row`): what the totals add up."""
+    parts = _hybrid_blocks(model, block_size)
+    rows = [_component_row(c, tokens, block_size, sequences, parts) for c in model.components]
     pad = _padding_row(model, tokens, block_size, sequences)
-    for k in _MODE_KEYS if pad else ():
-        sums[k] += pad[k]
+    return rows + ([pad] if pad else [])
+
+
+def _totals(rows: list[dict[str, Any]], model: ModelSpec, tokens: int, block_size: int,
+            sequences: int) -> dict[str, int]:
+    sums = {k: sum(r[k] for r in rows) for k in _MODE_KEYS}
     sums["fixed_bytes_per_sequence"] = model.fixed_bytes_per_sequence()
     sums["prefix_store_blocks"] = (tokens // block_size) * sequences
     return sums
 
 
-def _component_row(c: KVComponent, tokens: int, block_size: int, sequences: int) -> dict[str, Any]:
+def _component_row(c: KVComponent, tokens: int, block_size: int, sequences: int,
+                   parts: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
+    """One component's row. ``parts`` (:func:`_hybrid_blocks`, a hybrid model): its bytes per block and
+    Prefix store are its share of the replay's pages (a state: the state over the blocks between checkpoints),
+    else a block's B tokens (+ the whole fixed state)."""
     row: dict[str, Any] = {
-        "name": c.name, "layers": c.num_layers, "dtype": c.dtype, "layout": getattr(c, "layout_name", c.dtype),
+        "name": c.name, "layers": c.num_layers, "dtype": getattr(c, "layout_name", c.dtype), "value_dtype": c.dtype,
+        "layout": getattr(c, "layout_name", c.dtype),
         "describe": c.describe(),
         "tokens_held": c.tokens_held(tokens),
         "reference_bytes_per_token": c.payload_bytes_per_token(),
@@ -370,6 +433,12 @@ def _component_row(c: KVComponent, tokens: int, block_size: int, sequences: int)
         "reserved_blocks": c.reserved_blocks(tokens, block_size),
     }
     row.update({k: v * sequences for k, v in component_bytes(c, tokens, block_size).items()})
+    if parts is not None:
+        full = tokens // block_size
+        row["reference_bytes_per_block"] = parts["reference"][c.name]
+        row["serialized_bytes_per_block"] = parts["serialized"][c.name]
+        row["prefix_store_bytes"] = full * parts["serialized"][c.name] * sequences
+        row["prefix_store_gpu_bytes"] = full * parts["reserved"][c.name] * sequences
     return row
 
 
@@ -401,25 +470,18 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
     sequences = check_int(sequences, "sequences", lo=1, hi=MAX_COUNT)
     model = _split(_as_model(model), tp)
     spec = model.with_dtype(dtype) if dtype is not None else model
-    comps = tuple(_component_row(c, tokens, block_size, sequences) for c in spec.components)
+    rows = _rows(spec, tokens, block_size, sequences)
     per_token = {m: spec.kv_bytes_per_token(m) for m in ("reference", "serialized")}
-    per_block = {m: block_bytes(spec, block_size, m).total_bytes for m in ("reference", "serialized", "reserved")}
-    from pcs.model.parallel import group_block_bytes, tp_placement
+    from pcs.model.parallel import tp_placement
 
     group = tp_placement(spec).to_dict()
-    group["bytes_per_block"] = {m: group_block_bytes(spec, block_size, m).total_bytes
-                                for m in ("reference", "serialized", "reserved")}
-    pad = _padding_row(spec, tokens, block_size, sequences)
-    if pad is not None:     # whole pages: a block of the stored and reserved forms, as replay's tiers hold it
-        comps += (pad,)
-        for m in ("serialized", "reserved"):
-            per_block[m] += pad["serialized_bytes_per_block"]
-            group["bytes_per_block"][m] += pad["serialized_bytes_per_block"] * spec.tp
-    totals, by_dtype = _totals(spec, tokens, block_size, sequences), tuple(_by_dtype(model, spec, tokens, block_size,
-                                                                                    sequences))
+    per_block = {m: model_block_bytes(spec, block_size, m) for m in _BLOCK_LAYOUTS}   # the rows' B/block, summed
+    group["bytes_per_block"] = {m: v * group["ranks_holding_copy"] for m, v in per_block.items()}
+    totals = _totals(rows, spec, tokens, block_size, sequences)
+    by_dtype = tuple(_by_dtype(model, spec, tokens, block_size, sequences))
     _check_fits(tokens, sequences, [totals, *by_dtype])
     return FootprintResult(model=spec.name, dtype=spec.kv_layout.name, tokens=tokens, block_size=block_size,
-                           sequences=sequences, tp=spec.tp, components=comps,
+                           sequences=sequences, tp=spec.tp, components=tuple(rows),
                            totals=totals, per_token=per_token,
                            per_block=per_block, by_dtype=by_dtype,
                            num_layers=spec.num_layers, source=spec.source, layout=spec.kv_layout.to_dict(),
@@ -477,7 +539,7 @@ def _by_dtype(model: ModelSpec, spec: ModelSpec, tokens: int, block_size: int, s
         if runs in seen:
             continue
         seen.add(runs)
-        t = _totals(m, tokens, block_size, sequences)
+        t = _totals(_rows(m, tokens, block_size, sequences), m, tokens, block_size, sequences)
         base = base or t
         row: dict[str, Any] = {"dtype": runs}
         if runs != d:

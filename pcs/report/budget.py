@@ -68,12 +68,27 @@ def budget_notes(rows: list[dict[str, Any]], transfers: dict[str, Any]) -> list[
     return (list(BUDGET_NOTES) if rows else []) + transfer_notes(transfers)
 
 
+def exact_bandwidth(bps: float) -> str:
+    """A product of the transfer arithmetic (bytes/s) with the decimals that show it exactly, 2 to 6
+    (:func:`pcs.units.format_bandwidth`), so a figure is not printed as another: 1,000,000 IOPS x 4,096 B =
+    4,096,000,000 B/s, not 4.10 GB/s (4,100,000,000); 2 decimals when none of them is exact.
+
+    >>> exact_bandwidth(4_096_000_000.0), exact_bandwidth(1e9), exact_bandwidth(1e9 / 3)
+    ('4.096 GB/s', '1.00 GB/s', '333.33 MB/s')
+    """
+    for digits in range(2, 7):
+        text = units.format_bandwidth(bps, digits)
+        if units.parse_bandwidth(text.replace(" ", "").replace(",", "")) == bps:
+            return text
+    return units.format_bandwidth(bps)
+
+
 def render_transfer_table(t: dict[str, Any]) -> str:
     """The transfer arithmetic block (``restore_avg_bps``, ``transfer_s``, ``iops_bps`` ... when present)."""
     rows = []
     if "restore_avg_bps" in t:
         rows.append([f"average bandwidth: {units.format_count(t['restores_per_s'])}/s x "
-                     f"{units.format_bytes(t['restore_size_bytes'])}", units.format_bandwidth(t["restore_avg_bps"])])
+                     f"{units.format_bytes(t['restore_size_bytes'])}", exact_bandwidth(t["restore_avg_bps"])])
     if "transfer_s" in t:
         setup = f" + setup {units.format_duration(t['setup_s'])}" if t["setup_s"] else ""
         rows.append([f"one transfer: {units.format_bytes(t['transfer_size_bytes'])} over "
@@ -81,7 +96,7 @@ def render_transfer_table(t: dict[str, Any]) -> str:
                      units.format_duration(t["transfer_s"])])
     if "iops_bps" in t:
         rows.append([f"IOPS bandwidth: {units.format_count(t['iops'])} IOPS x {units.format_count(t['io_size_bytes'])} B",
-                     units.format_bandwidth(t["iops_bps"])])
+                     exact_bandwidth(t["iops_bps"])])
     return render_table(["transfer arithmetic", "value"], rows, notes=transfer_notes(t))
 
 

@@ -12,6 +12,24 @@ from pcs.units import format_counted, plural
 __all__ = ["render_deploy"]
 
 
+def _payload_note(d: dict[str, Any]) -> list[str]:
+    """Lesson 2 where deploy shows it (the payload lens' form, docs/semantics.md §13): a block's payload (Reference)
+    against the pages it reserves per rank, and the other KV dtype's block and GPU-tier blocks with the hits held
+    fixed; none for a payload without the keys (an older JSON)."""
+    pay, alt = d.get("payload_bytes_per_block_per_rank"), d.get("alt") or {}
+    if not pay or not alt:
+        return []
+    per, name, pad = d["bytes_per_block_per_rank"], d["layout"]["name"], d.get("page_padding_bytes_per_block_per_rank", 0)
+    x = lambda a, b: f"x{a / b:.3f}"    # noqa: E731
+    beyond = [f"{n(b)} B of {what}" for b, what in ((per - pay - pad, "in-page scales"), (pad, "page padding")) if b]
+    why = ", ".join(beyond) if beyond else "nothing beyond the payload"
+    return [f"payload vs reserved: a block's payload (Reference) is {n(pay)} B per rank, its pages reserve {n(per)} B "
+            f"({x(per, pay)}: {why}); {alt['dtype']} for {name}, hits held fixed: "
+            f"{n(alt['bytes_per_block_per_rank'])} B a block ({x(alt['bytes_per_block_per_rank'], per)}), "
+            f"{n(alt['gpu_blocks'])} GPU-tier blocks against {n(d['gpu_blocks'])}, TTFT barely moves (pcs replay's "
+            "payload lens; a --dtype replay shows the hits the extra blocks earn)"]
+
+
 def render_deploy(d: dict[str, Any]) -> str:
     """The table of one deployment: ``d`` is the JSON payload of ``pcs deploy`` (:func:`pcs.model.deploy.size_deployment`
     with ``concurrent_requests``, ``longest_request_tokens`` ... from :func:`pcs.model.capacity.plan_deployment`);
@@ -37,6 +55,7 @@ def render_deploy(d: dict[str, Any]) -> str:
     ]
     notes = [d["derivation"], f"KV layout {d['layout']['describe']}", d["tp_group"]["note"],
              f"reserve: {d['reserve_source']}"] + [f"assumed: {a}" for a in d["assumptions"]]
+    notes += _payload_note(d)
     ctx = d.get("max_context_tokens")
     for what, tokens in (("the longest request the pool holds", longest), ("--request-tokens", d["request_tokens"])):
         past = past_context(tokens, ctx)

@@ -33,7 +33,7 @@ def _component_table(res: FootprintResult, hybrid_block: int | None) -> str:
         grows = c["reference_bytes_per_token"] > 0
         per_token_ref = format_count(c["reference_bytes_per_token"]) if grows else \
             f"{format_count(c['fixed_bytes_per_sequence'])}/seq"
-        rows.append([c["name"], c["layers"], c.get("layout") or c["dtype"],    # the layout's one name: nvfp4
+        rows.append([c["name"], c["layers"], c["dtype"],    # the layout's one name: nvfp4 (docs/views.md)
                      format_count(c["tokens_held"]), per_token_ref,
                      format_count(c["serialized_bytes_per_token"]) if grows else "-",
                      format_count(c["serialized_bytes_per_block"])]
@@ -57,23 +57,35 @@ def _dtype_table(res: FootprintResult) -> str:
         for k in _MODES:
             row += [format_bytes(r[k]), _ratio(r[k.replace("_bytes", "_ratio_vs_bf16")])]
         rows.append(row)
-    return render_table(headers, rows, title="Same sequences by KV dtype (payload halves; in-page scales, whole blocks "
-                                                      "and fixed state do not):")
+    return render_table(headers, rows, title="Same sequences by KV dtype (payload halves; in-page scales and a state "
+                                                      "do not; as many blocks):")
 
 
-def fp8_note(layout: str, reference: float | None, serialized: float | None, reserved: float | None) -> str:
+def fp8_note(layout: str, reference: float | None, serialized: float | None, reserved: float | None,
+             prefix_store: float | None = None, state_bytes: int = 0) -> str:
     """The sentence naming the layout an fp8 KV cache runs as on a model and its ratios vs bf16 (x, floats or
     None), one text for ``pcs footprint``'s note and replay's payload lens note: plain ``fp8`` (vLLM's per-tensor
     scales outside the pages), or the layout vLLM picks instead for any fp8 cache dtype (``fp8_ds_mla`` on
     DeepSeek-V3.2, its scales and rope values in the pages), named as the one that runs (docs/semantics.md §13).
+    Plain fp8 says per ratio what holds: x0.500 exactly, or above it where a recurrent state of ``state_bytes``
+    B a sequence (which stays in its dtype) is counted; ``prefix_store``: footprint's fourth ratio (None: not shown).
 
     >>> fp8_note("fp8_ds_mla", 0.6, 0.614, 0.614)[:47]
     'fp8 runs as fp8_ds_mla on this model (vLLM pick'
+    >>> fp8_note("fp8", 0.5, 0.5, 0.5)[48:118]
+    'vs bf16: Reference x0.500, Serialized x0.500, Reserved x0.500 (exactly'
     """
     ratios = f"vs bf16: Reference {_ratio(reference)}, Serialized {_ratio(serialized)}, Reserved {_ratio(reserved)}"
     if layout == "fp8":
-        return (f"fp8 (vLLM: per-tensor scales outside the pages) {ratios} (whole blocks and fixed state do "
-                "not shrink; fp8_per_token_head keeps its scales in the pages, so it shrinks less)")
+        modes = [("Reference", reference), ("Serialized", serialized), ("Reserved", reserved),
+                 ("Prefix store", prefix_store)][:4 if prefix_store is not None else 3]
+        half = [f"{m} {_ratio(r)}" for m, r in modes if r == 0.5]
+        other = [f"{m} {_ratio(r)}" for m, r in modes if r != 0.5]
+        parts = ([", ".join(other) + (f" (the recurrent state, {state_bytes:,} B a sequence, does not shrink)"
+                                      if state_bytes else "")] if other else []) + \
+            ([", ".join(half) + " (exactly half)"] if half else [])
+        return (f"fp8 (vLLM: per-tensor scales outside the pages) vs bf16: {'; '.join(parts)}; as many blocks, each "
+                "of fewer bytes; fp8_per_token_head keeps its scales in the pages, so it shrinks less")
     return (f"fp8 runs as {layout} on this model (vLLM picks it for any fp8 cache dtype; its "     # never per-tensor
             f"scales and 64 bf16 rope values a token sit in the pages) {ratios}")
 
@@ -84,22 +96,30 @@ def footprint_notes(res: FootprintResult, hybrid_block: int | None) -> list[str]
     fp8 = next((r for r in res.by_dtype if "fp8" in (r["dtype"], r.get("asked"))), None)
     if fp8 and fp8["reference_ratio_vs_bf16"] is not None:
         notes.append(fp8_note(fp8["dtype"], *(fp8[f"{m}_ratio_vs_bf16"] for m in ("reference", "serialized",
-                                                                                  "reserved"))))
+                                                                                  "reserved", "prefix_store")),
+                              state_bytes=_state_bytes(res)))
     notes.append("Reserved: ceil(T/B) blocks; a sliding window holds min(T, W) and reserves ceil((W-1)/B)+1"
                  " blocks (as pcs replay); recurrent state is one fixed slot per sequence")
     if any(c["name"] == PAGE_PADDING for c in res.components):
         notes.append("page padding: a hybrid block takes whole pages of vLLM's uniform page size (as pcs replay "
                      "counts them); the row is those pages' bytes beyond the components', in Reserved, Prefix store "
                      "and B/block (docs/semantics.md §13.1)")
-    notes.append(f"Prefix store: {_prefix_blocks(res)} x {format_count(res.per_block['serialized'])} B (a state "
-                 "snapshot per block where present)")
+    state = " (a block's pages: a state checkpoint's pages spread over the blocks between checkpoints, as pcs " \
+        "replay counts them, docs/semantics.md §13.1)" if hybrid_block else ""
+    notes.append(f"Prefix store: {_prefix_blocks(res)} x {format_count(res.per_block['serialized'])} B{state}")
     if hybrid_block and hybrid_block != res.block_size:
         notes.append(f"vLLM would use --block-size {hybrid_block} for this hybrid (one attention page >= one"
-                     " state page), so a state snapshot per block costs far less than at this block size")
+                     f" state page); at block {res.block_size} pcs replay keeps a state checkpoint every"
+                     f" {hybrid_block} tokens rounded up to whole blocks, which B/block and Prefix store count")
     notes.append("Prefix store is what keeping the whole prefix costs; how much of it a finite, shared cache"
                  " really keeps (the real hit ratio, below the single-sequence ratio) is what pcs replay answers")
     differ = _replay_defaults_note(res)
     return notes + ([differ] if differ else []) + res.model_notes()  # layout, per-rank vs per-group bytes, assumptions
+
+
+def _state_bytes(res: FootprintResult) -> int:
+    """A recurrent state's bytes a sequence (one rank; 0 without one): the ``ssm_state`` component's fixed bytes."""
+    return sum(c["fixed_bytes_per_sequence"] for c in res.components if c["name"] == "ssm_state")
 
 
 def _prefix_blocks(res: FootprintResult) -> str:

@@ -1,4 +1,5 @@
-"""Generate ``docs/json.md``, the JSON reference of ``pcs replay``, ``pcs compare`` and ``pcs curve``.
+"""Generate ``docs/json.md``, the JSON reference of ``pcs replay``, ``pcs compare``, ``pcs curve``, ``pcs envelope``
+and ``pcs footprint``.
 
 The reference is built from the result dataclasses themselves (field name,
 JSON key, type, unit and meaning declared with :func:`pcs.schema.field`), so
@@ -110,11 +111,44 @@ CLI_OBJECTS = {
         (("bandwidth_bps", "number", "bytes/s", "B_eff, the bandwidth of the row"),
          ("read_s", "number \\| null", "s", "D / B_eff (null: infinite, B_eff 0 with D > 0)"),
          ("cached_s", "number \\| null", "s", "read_s + T_remaining + T_overhead"),
-         ("saved_s", "number \\| null", "s", "T_full - cached_s, net (negative when the cached path is slower)"),
+         ("saved_s", "number \\| null", "s", "T_full - cached_s, net, from the times in whole nanoseconds, exact, "
+                                              "as the nearest float: its sign is the verdict's (negative: slower)"),
          ("verdict", "string", "-", "faster, slower or equal: the cached path against T_full, decided exactly"),
          ("exposed_wait_s", "number \\| null", "s", "max(0, read_s - W) with --overlap W, else null"),
          ("break_even", "bool", "-", "true for the row pcs adds at the break-even bandwidth when no --bandwidth "
                                     "or --link is given (the text's `(break-even)`), false for every given one")),
+    ),
+    "pcs footprint": (
+        "The object `pcs footprint --format json` prints (pcs.model.footprint.FootprintResult.to_dict, then "
+        "`notes`); its top-level keys are listed in docs/views.md -- `dtype` the layout that runs as `--dtype` "
+        "names it (`nvfp4` for `fp4`), the `*_bytes_per_block` a block as the tiers hold it (a hybrid model's "
+        "pages, docs/semantics.md §13.1), `outside_pages_bytes` the per-tensor scales no block carries. "
+        "`components` (also the lines of `--format csv`) holds one object per KV component, and for a hybrid "
+        "model whose pages pad a `page_padding` one:",
+        (("name", "string", "-", "the component (`full_attention`, `sliding_window`, `mla_latent`, "
+                                 "`indexer_keys`, `ssm_state`, `page_padding`)"),
+         ("layers", "int", "count", "decoder layers of the component (0 for `page_padding`)"),
+         ("dtype", "string", "-", "the KV layout as `--dtype` names it and the text's `dtype` column shows it "
+                                  "(`nvfp4`, `fp8_per_token_head`; `-` for `page_padding`); until 2026-12-06 the "
+                                  "value type, now `value_dtype`"),
+         ("value_dtype", "string", "-", "the type of the stored values (`fp4`, `fp8`, `bf16`; the layout's "
+                                        "`value_dtype`)"),
+         ("layout", "string", "-", "the same name as `dtype`, kept for readers of the older files"),
+         ("describe", "string", "-", "the component's shape in words"),
+         ("tokens_held", "int", "tokens", "tokens a sequence of T tokens keeps (a window: min(T, W); a state: 0)"),
+         ("reference_bytes_per_token", "int", "bytes", "payload bytes a token adds (one rank)"),
+         ("serialized_bytes_per_token", "int", "bytes", "payload + in-page scales a token adds (one rank)"),
+         ("fixed_bytes_per_sequence", "int", "bytes", "bytes a sequence holds whatever T (a recurrent state)"),
+         ("reference_bytes_per_block", "int", "bytes", "the component's payload in one block (a hybrid model: its "
+                                                      "share of the block's pages, a state once a checkpoint)"),
+         ("serialized_bytes_per_block", "int", "bytes", "the same with in-page scales (`page_padding`: the "
+                                                       "padding a block's pages carry)"),
+         ("reserved_blocks", "int", "blocks", "blocks a running sequence reserves (a state: 0, one slot)"),
+         ("reference_bytes", "int", "bytes", "Reference total of all sequences"),
+         ("serialized_bytes", "int", "bytes", "Serialized total of all sequences"),
+         ("reserved_bytes", "int", "bytes", "Reserved total of all sequences (a state: one slot each)"),
+         ("prefix_store_bytes", "int", "bytes", "floor(T/B) blocks x `serialized_bytes_per_block`, all sequences"),
+         ("prefix_store_gpu_bytes", "int", "bytes", "the same blocks in the GPU (Reserved) layout")),
     ),
 }
 

@@ -97,3 +97,28 @@ def test_verdict_against_integer_reference(d, full_us, rem_us, ovh_us, bw_mbps):
         assert r.break_even_bps is None
     else:
         assert r.break_even_bps == pytest.approx(d / (margin_us * 1e-6), rel=1e-12)
+
+
+def test_verdict_and_the_figures_beside_it_agree():
+    """Times in whole nanoseconds, then exact (docs/semantics.md §10): T_full 0.1000000003 s is 100,000,000 ns
+    = 0.1 s, nothing remaining, no overhead; 1 GB at 9,999,999,980 B/s reads in 1e9 / 9,999,999,980 =
+    0.1000000002000000004 s, so the cached path saves 0.1 - 0.1000000002000000004 = -2.000000004e-10 s: slower,
+    and saved_s says so (saved_s from the unrounded T_full, +1e-10 s, stood beside slower)."""
+    from pcs.cli.main import cli
+    from click.testing import CliRunner
+    import json
+
+    r = envelope(1 * GB, 0.1000000003, 0, 0, [9_999_999_980.0])
+    row, = r.rows
+    assert r.margin_s == 0.1
+    assert row.verdict == "slower" and row.saved_s == pytest.approx(-2.000000004e-10, rel=1e-6)
+    assert row.cached_s == pytest.approx(0.1000000002000000004, abs=1e-18)    # read + 0 + 0
+    # review 48a's row: llama-3.1-70b TP 4 at 1069250586.6060435 B/s (its break-even, D / margin in whole ns):
+    # 'faster' beside saved_s -1.8e-10 s; the verdict has the sign of saved_s, margin_s T_full - T_rem - T_ovh in ns
+    out = CliRunner().invoke(cli, ["envelope", "--restore-tokens", "8192", "--tokens", "8704", "--model",
+                                   "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--overhead", "1ms",
+                                   "--bandwidth", "1069250586.6060435B/s", "--format", "json"])
+    d = json.loads(out.stdout)
+    row = d["rows"][0]
+    assert {"faster": 1, "slower": -1, "equal": 0}[row["verdict"]] == (row["saved_s"] > 0) - (row["saved_s"] < 0)
+    assert d["margin_s"] == pytest.approx(d["full_prefill_s"] - d["remaining_s"] - d["overhead_s"], abs=1e-9)   # ns

@@ -85,3 +85,22 @@ def test_non_hybrid_lens_unchanged_without_pages():
     lens = payload_lens(get_model("llama-3.1-8b"), 16, 10 * 2_097_152, links, 1.0, 0.1, 1)
     assert lens.restored_bytes == (3 * 2_097_152, 3 * 1_048_576)   # 32 x 8 x 128 x 2 x 2 B x 16 tokens
     assert lens.gpu_capacity_blocks == (10, 20)
+
+
+def test_state_payload_and_tier_split_are_the_pages_share(tmp_path):
+    """qwen3-next-80b-a3b, TP 8, 16-token blocks (docs/semantics.md §13.1), per rank: 1,024 B per token per
+    attention layer (1 KV head x 256 x K, V x 2 B), a page of 12 layers x 16 tokens = 196,608 B; a state of 36 x
+    137,216 = 4,939,776 B checkpointed every 144 tokens = 9 blocks in 27 pages, 3 a block: a block is 4 pages =
+    786,432 B, the state's share 4,939,776 / 9 = 548,864 B. The TP group's (x 8): payload 8 x (196,608 + 548,864)
+    = 5,963,776 B (not 8 x (196,608 + 4,939,776) = 41,091,072 with a whole state a block), split full_attention
+    1,572,864 + ssm_state 4,390,912; with no lower tier the Serialized block is the pages too, 6,291,456 B."""
+    from pcs import replay
+    from pcs.trace.api import open_trace
+
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"timestamp": 0, "input_length": 64, "output_length": 1, "hash_ids": [1, 2, 3, 4]})
+                    + "\n")
+    s = replay(open_trace(str(path), block_size=16), model="qwen3-next-80b-a3b", tp=8, tiers=["gpu=64blocks"]).summary
+    assert s.reference_bytes_per_block == s.payload_lens.reference_bytes_per_block[0] == 5_963_776
+    assert s.tiers[0].bytes_per_block_by_component == {"full_attention": 1_572_864, "ssm_state": 4_390_912}
+    assert s.payload_lens.gpu_bytes_per_block[0] == s.payload_lens.lower_bytes_per_block[0] == 8 * 786_432

@@ -65,3 +65,23 @@ def test_deploy_blocks_are_the_blocks_replay_holds(tmp_path):
     s = replay(str(path), model="gemma-3-27b", tp=8).summary
     assert s.payload_lens.gpu_bytes_per_block[0] == 293_601_280
     assert s.payload_lens.gpu_capacity_blocks[0] == 1_641
+
+
+def test_deploy_note_sets_the_payload_beside_the_pages():
+    """Lesson 2 in deploy's notes (README: every report shows it), gemma-3-27b TP 8, B = 512, by hand (above):
+    payload 62 layers x 524,288 = 32,505,856 B per rank against 7 pages = 36,700,160 B (4,194,304 B of page
+    padding: 8 layers x 524,288); vLLM fp8 (1 B values, scales outside the pages) halves the pages: 18,350,080 B,
+    481,968,000,000 // (8 x 18,350,080) = 3,283 GPU-tier blocks against 1,641."""
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    args = ["deploy", "--model", "gemma-3-27b", "--tp", "8", "--block-size", "512"]
+    d = json.loads(CliRunner().invoke(cli, args + ["--format", "json"]).stdout)
+    assert d["payload_bytes_per_block_per_rank"] == 62 * 524_288 == 32_505_856
+    assert d["page_padding_bytes_per_block_per_rank"] == 8 * 524_288
+    assert d["alt"] == {"dtype": "fp8", "bytes_per_block_per_rank": 18_350_080, "gpu_blocks": 3_283}
+    text = CliRunner().invoke(cli, args).stdout
+    assert ("payload vs reserved: a block's payload (Reference) is 32,505,856 B per rank, its pages reserve "
+            "36,700,160 B (x1.129: 4,194,304 B of page padding); fp8 for bf16, hits held fixed: 18,350,080 B a block "
+            "(x0.500), 3,283 GPU-tier blocks against 1,641") in " ".join(text.split())

@@ -97,11 +97,16 @@ def test_grid_replay_tier_bytes_equal_footprint_per_rank_times_ranks(trace, name
             s = replay(trace, model=name, tp=tp, dtype=layout, timing="sequential", hybrid_kv_cache_manager="disabled",
                        tiers=["gpu=4blocks", "cpu=8blocks", "ssd=16blocks"]).summary
             gpu, cpu, ssd = s.tiers
-            # footprint's blocks are vLLM's hybrid pages; the manager disabled has none: its page padding out
+            # footprint's blocks are vLLM's hybrid pages; the manager disabled has none: its page padding out, and
+            # a state in every block (every layer as full attention), where the pages spread a state over the blocks
+            # between checkpoints (docs/semantics.md §13.1): the components' bytes of a block, not the pages' shares
             pad = sum(c["serialized_bytes_per_block"] for c in fp.components if c["name"] == "page_padding")
-            assert gpu.bytes_per_block == (fp.per_block["reserved"] - pad) * tp, (layout, tp)
-            assert cpu.bytes_per_block == ssd.bytes_per_block == (fp.per_block["serialized"] - pad) * tp, (layout, tp)
-            assert fp.tp_group["bytes_per_block"]["reserved"] - pad * tp == gpu.bytes_per_block
+            state = sum(c["fixed_bytes_per_sequence"] - c["serialized_bytes_per_block"] for c in fp.components
+                        if c["name"] == "ssm_state")
+            assert gpu.bytes_per_block == (fp.per_block["reserved"] - pad + state) * tp, (layout, tp)
+            assert cpu.bytes_per_block == ssd.bytes_per_block == (fp.per_block["serialized"] - pad + state) * tp, \
+                (layout, tp)
+            assert fp.tp_group["bytes_per_block"]["reserved"] - (pad - state) * tp == gpu.bytes_per_block
             assert s.deployment["layout"]["name"] == fp.layout["name"]
     for layout in refused:  # MLA has no per-token-head / nvfp4 / int4 form, GQA no fp8_ds_mla: both refuse it
         with pytest.raises(ValueError, match="no MLA form|is FlashMLA's MLA layout"):
