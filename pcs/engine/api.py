@@ -138,11 +138,20 @@ def parse_assignment(text: str, what: str, option: str | None = None,
     if entries:
         raise UserError(one_entry_each(option or _OPTION_OF_FORM[what], what, entries))
     name = name.strip()
-    problem = tier_name_problem(name)      # the one rule of tier names
-    if problem:
-        raise UserError(f"bad {what} name {quoted(name, show=repr)} in {quoted(text, show=repr)}: {problem}; "
-                        f"e.g. {_EXAMPLES[what]}")
+    refusal = name_refusal(what, name, text)
+    if refusal:
+        raise UserError(refusal)
     return name.lower(), value.strip()
+
+
+def name_refusal(what: str, name: str, text: str) -> str | None:
+    """The refusal of ``name`` (stripped), the name of ``text``, a ``NAME=VALUE`` entry of form ``what`` (``tier``,
+    ``link``, ``tier policy``), by the one rule of tier names (:func:`pcs.engine.tiercheck.tier_name_problem`), or
+    None: one wording for the API, the command line and a sweep plan, checked before any other rule of the name."""
+    problem = tier_name_problem(name)
+    if not problem:
+        return None
+    return f"bad {what} name {quoted(name, show=repr)} in {quoted(text, show=repr)}: {problem}; e.g. {_EXAMPLES[what]}"
 
 
 #: The API keyword each form's entries are items of, when no option is named (:func:`parse_assignment`).
