@@ -4,6 +4,9 @@
    escape, none of ``= , +``, no space) before any other rule of a tier, on every road (``--tier``, compare's
    ``--tiers``, a plan's ``tier``), in that rule's one wording -- where a byte that is not UTF-8 ended in a traceback
    and a hidden character or a space got "unknown lower tier" with a ``--link`` hint the name rule then refused.
+2. A list written into one entry of a sweep plan's ``tier``, ``link``, ``tier-policy`` or ``admit`` is refused at
+   the line it is written on, in the plan's words (one key per tier, one item each), where it lost its line and got
+   the command line's advice ("the option repeats: --link ...").
 6. compare's ``--tiers`` speaks its own words: a ``+`` or a space between two tiers of one list is refused as a list
    joined the wrong way (``--tiers gpu=1GB,cpu=2GB``); a space between two ``--tier`` entries is a list too.
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import ROOT, assert_one_line_error, fresh_run, invoke
+from helpers import ROOT, assert_one_line_error, fresh_run, invoke, plan_refusal
 
 TRACE = ROOT / "traces" / "sample_chat.jsonl"
 KNOWN = "known: cpu, host, dram, ssd, nvme, disk, remote, rdma"
@@ -79,3 +82,28 @@ def test_a_space_between_two_tier_entries_is_a_list():
     assert assert_one_line_error(res) == (
         "pcs: error: --tier gpu=1GB cpu=2GB: each --tier takes one NAME=SIZE; the option repeats: --tier gpu=1GB "
         "--tier cpu=2GB (a comma list of tiers is pcs compare's --tiers, one tier list to compare per --tiers)")
+
+
+# 2. A list written into one entry of a plan's NAME=VALUE option or admit list: refused at its line, in the plan's
+#    words (a table with one key per tier, a list with one item each), never the command line's "the option repeats".
+
+PLAN_HEAD = ('kind = "replay"\n[fixed]\ntrace = "{trace}"\nmodel = "llama-3.1-8b"\ntp = 1\n'
+             'tier = {{gpu = "500blocks", cpu = "1000blocks"}}\n')
+
+
+@pytest.mark.parametrize("rest, line, key, advice", [
+    ('link = {cpu = "25GB/s,ssd=1GB/s"}\n[axes]\npolicy = ["lru"]\n', 7, "[fixed] 'link.cpu'",
+     'each entry of link is one tier\'s; give each tier its own key: link = {cpu = "25GB/s", ssd = "1GB/s"}'),
+    ('[axes]\n"link.cpu" = ["25GB/s", "1GB/s,x=2GB/s"]\n', 8, "[axes] 'link.cpu[1]'",
+     'each entry of link is one tier\'s; give each tier its own key: link = {cpu = "1GB/s", x = "2GB/s"}'),
+    ('tier-policy = {cpu = "fifo,gpu=lru"}\n[axes]\npolicy = ["lru"]\n', 7, "[fixed] 'tier-policy.cpu'",
+     'each entry of tier-policy is one tier\'s; give each tier its own key: tier-policy = {cpu = "fifo", gpu = "lru"}'),
+    ('admit = ["cpu=reuse:2,gpu=retain"]\n[axes]\npolicy = ["lru"]\n', 7, "[fixed] 'admit'",
+     'each item of admit takes one TIER=KIND[:ARGS]; give one item each: admit = ["cpu=reuse:2", "gpu=retain"] '
+     '(or join them with \'+\': "cpu=reuse:2+gpu=retain")'),
+    ('[axes]\n"tier.cpu" = ["1GB", "1GB ssd=2GB"]\n', 8, "[axes] 'tier.cpu[1]'",
+     'each entry of tier is one tier\'s; give each tier its own key: tier = {cpu = "1GB", ssd = "2GB"}'),
+])
+def test_a_list_in_one_plan_entry_is_refused_at_its_line_in_the_plans_words(tmp_path, rest, line, key, advice):
+    msg = plan_refusal(tmp_path, PLAN_HEAD.format(trace=TRACE) + rest)
+    assert msg == f"{tmp_path / 'p.toml'}:{line}: {key}: {advice}"
