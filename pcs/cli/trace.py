@@ -67,7 +67,18 @@ def stats(trace_path, trace_format, block_size, on_error, sort, fmt, quiet) -> N
     with Progress(quiet, desc="stats", total=t.estimated_requests) as progress:
         st = trace_stats(counted(t, progress))
     st = skipped_lines_in_words(st)
+    _header_note(t, quiet)
     emit(st, fmt, lambda: render_stats(st), rows_key=None)
+
+
+def _header_note(t, quiet: bool) -> None:
+    """The columns a CSV trace's header holds that its reader read past (:func:`pcs.trace.api.header_note`), on
+    stderr as ``pcs: note: ...`` unless ``quiet`` (the statistics have no notes key: docs/json.md)."""
+    from pcs.trace.api import header_note
+
+    note = None if quiet else header_note(t)
+    if note:
+        click.echo(f"pcs: note: {note}", err=True)
 
 
 @trace.command("convert")

@@ -638,8 +638,35 @@ def trace_notes(trace, words: Callable[[str], str] | None = None) -> tuple[str, 
     their ``notes``: synthetic reuse, skipped lines (how many, then the first of them named:
     :func:`skipped_line_notes`), in ``words`` (the interface's: :func:`pcs.cli.common.option_names`, a sweep plan's);
     None: the API's (``on_error='skip'``)."""
-    return (tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace, words)) if n)
+    return (tuple(n for n in (header_note(trace), synthetic_reuse_note(trace), skipped_note(trace, words)) if n)
             + skipped_line_notes(trace, words))
+
+
+def header_note(trace) -> str | None:
+    """The note on the columns of a CSV trace's header (Azure, BurstGPT) that are not its format's, which its
+    reader reads past (:func:`pcs.trace.lengthonly.unknown_columns_note`: a pandas index, a trailing comma, a
+    column of the user's own), else None; the header re-read (one line)."""
+    fmt = getattr(trace, "format", None)
+    if fmt not in ("azure", "burstgpt") or getattr(trace, "path", None) is None:
+        return None
+    from pcs.trace.lengthonly import unknown_columns_note
+    from pcs.trace.source import iter_csv_rows
+
+    if fmt == "azure":
+        from pcs.trace.azure import AZURE_HEADERS as headers
+    else:
+        from pcs.trace.burstgpt import BURSTGPT_OPTIONAL, BURSTGPT_REQUIRED
+
+        headers = ((*BURSTGPT_REQUIRED, *BURSTGPT_OPTIONAL),)
+    known = list(dict.fromkeys(c for h in headers for c in h))
+    rows = iter_csv_rows(trace.path, trace.name)
+    try:
+        ln, row = next(rows)
+    except (StopIteration, InputError):      # the reader has said so already
+        return None
+    finally:
+        rows.close()
+    return unknown_columns_note(f"{trace.name}:{ln}", row, known)
 
 
 def _length_batches(trace: "Trace", state) -> Iterator[RequestBatch]:

@@ -7,6 +7,9 @@
 2. A list written into one entry of a sweep plan's ``tier``, ``link``, ``tier-policy`` or ``admit`` is refused at
    the line it is written on, in the plan's words (one key per tier, one item each), where it lost its line and got
    the command line's advice ("the option repeats: --link ...").
+3. An unknown column in a CSV pcs reads (a measured-prefill CSV, BurstGPT, Azure: a pandas index, a trailing
+   comma, a column of its own) is read past with a note naming it (stderr on the command line, ``notes`` in the
+   API), with a hint when it is close to a known column; a column given twice or one missing is still refused.
 6. compare's ``--tiers`` speaks its own words: a ``+`` or a space between two tiers of one list is refused as a list
    joined the wrong way (``--tiers gpu=1GB,cpu=2GB``); a space between two ``--tier`` entries is a list too.
 """
@@ -107,3 +110,69 @@ PLAN_HEAD = ('kind = "replay"\n[fixed]\ntrace = "{trace}"\nmodel = "llama-3.1-8b
 def test_a_list_in_one_plan_entry_is_refused_at_its_line_in_the_plans_words(tmp_path, rest, line, key, advice):
     msg = plan_refusal(tmp_path, PLAN_HEAD.format(trace=TRACE) + rest)
     assert msg == f"{tmp_path / 'p.toml'}:{line}: {key}: {advice}"
+
+
+# 3. An unknown column of a user's or a third party's CSV (a pandas index, a trailing comma, a column of its own) is
+#    read past with a note naming it, in every CSV reader; a column twice or one missing is still refused.
+
+PREFILL_KNOWN = "(its columns: tokens, prompt_tokens, new_tokens, seconds, prefill_s, time_s, s)"
+EMPTY = "'' (an empty name: a pandas index column or a trailing comma)"
+
+
+@pytest.mark.parametrize("text, noted", [
+    ("tokens,seconds,std\n1024,0.05,0.001\n4096,0.2,0.002\n", "column 'std'"),
+    (",tokens,seconds\n0,1024,0.05\n1,4096,0.2\n", f"column {EMPTY}"),
+    ("tokens,seconds,\n1024,0.05,\n4096,0.2,\n", f"column {EMPTY}"),
+])
+def test_a_prefill_csv_with_an_extra_column_reads_with_a_note(tmp_path, text, noted):
+    import json
+
+    from pcs.compute import MeasuredPrefill
+
+    p = tmp_path / "m.csv"
+    p.write_text(text)
+    # points (0, 0), (1024, 0.05 s), (4096, 0.2 s): 8192 tokens extrapolate the last slope, 0.15 s / 3072 tokens,
+    # 4096 tokens on: 0.2 + 0.2 = 0.4 s
+    res = invoke("envelope", "--restore-bytes", "1GB", "--tokens", "8192", "--prefill-csv", p, "--bandwidth",
+                 "10GB/s", "--format", "json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["full_prefill_s"] == pytest.approx(0.4)
+    note = f"{p}:1: {noted} read past: not a column pcs reads {PREFILL_KNOWN}"
+    assert res.stderr.strip() == f"pcs: note: {note}"
+    assert MeasuredPrefill.from_csv(p).notes == (note,)
+    # a column given twice is still refused (docs/views.md: each quantity by one of its names, once;
+    # prompt_tokens and new_tokens are both tokens)
+    p.write_text("prompt_tokens,new_tokens,prefill_s\n100,100,1ms\n")
+    res = invoke("envelope", "--restore-bytes", "1GB", "--tokens", "8192", "--prefill-csv", p)
+    assert assert_one_line_error(res) == (
+        f"pcs: error: {p}:1: header gives tokens twice (columns 'prompt_tokens' and 'new_tokens') (columns: tokens "
+        "or prompt_tokens, new_tokens; seconds or prefill_s, time_s, s)")
+
+
+BG = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type"
+BG_KNOWN = f"(its columns: {BG.replace(',', ', ')}, Session ID, Elapsed time)"
+
+
+def test_a_burstgpt_csv_with_a_pandas_index_and_extra_columns_reads_with_a_note(tmp_path):
+    import json
+
+    p = tmp_path / "b.csv"
+    p.write_text(f"Unnamed: 0,{BG},Failed,SessionID\n0,5,ChatGPT,472,18,490,Conversation log,0,s\n")
+    res = invoke("trace", "stats", p, "--format", "json")
+    assert res.exit_code == 0, res.output
+    st = json.loads(res.stdout)
+    assert (st["format"], st["requests"], st["prompt_tokens_max"]) == ("burstgpt", 1, 472)
+    assert res.stderr.strip() == (
+        f"pcs: note: {p}:1: columns 'Unnamed: 0', 'Failed' and 'SessionID' (did you mean 'Session ID'?) read past: "
+        f"not columns pcs reads {BG_KNOWN}")
+
+
+def test_an_azure_csv_column_it_does_not_know_is_a_note_in_the_apis_notes(tmp_path):
+    import pcs
+
+    p = tmp_path / "a.csv"
+    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens,numimages\n2023-11-16 18:17:03.9799600,4808,10,1\n")
+    notes = pcs.replay(str(p), timing="sequential").summary.notes
+    assert [n for n in notes if "read past" in n] == [
+        f"{p}:1: column 'numimages' ('NumImages' differs only in case: column names are case-sensitive) read past: "
+        "not a column pcs reads (its columns: TIMESTAMP, ContextTokens, GeneratedTokens, NumImages)"]
