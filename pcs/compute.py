@@ -53,7 +53,7 @@ import numpy as np
 
 from pcs import units
 from pcs.units import format_counted, plural
-from pcs.errors import InputError, UserError, quoted
+from pcs.errors import InputError, UserError, quoted, shown_repr
 from pcs.hardware import MIN_FLOPS, GPUSpec
 from pcs._dataclass import dataclass
 
@@ -66,7 +66,7 @@ DEFAULT_UTILISATION = 0.5
 def _as_tokens(value: Any, what: str) -> np.ndarray:
     arr = np.asarray(value, dtype=np.float64)
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise UserError(f"{what} must be finite and >= 0, got {value!r}")
+        raise UserError(f"{what} must be finite and >= 0, got {shown_repr(value)}")
     return arr
 
 
@@ -111,9 +111,9 @@ class ComputeModel:
 
             object.__setattr__(self, "gpu", get_gpu(self.gpu))
         if isinstance(self.tp, bool) or not isinstance(self.tp, int) or self.tp < 1:
-            raise UserError(f"tensor-parallel size must be an int >= 1, got {self.tp!r}")
+            raise UserError(f"tensor-parallel size must be an int >= 1, got {shown_repr(self.tp)}")
         if not (isinstance(self.utilisation, (int, float)) and 0 < self.utilisation <= 1):
-            raise UserError(f"utilisation must be in (0, 1], got {self.utilisation!r}")
+            raise UserError(f"utilisation must be in (0, 1], got {shown_repr(self.utilisation)}")
         peak = self.gpu.peak_flops(self.dtype)  # validates dtype and FP8 support
         low = MIN_FLOPS * 1e-3          # the hardware's lowest peak at 0.1 % utilisation
         if peak * self.utilisation < low:
@@ -516,7 +516,7 @@ def _row_values(path: Path, line_no: int, row: list[str], tok_col: int, sec_col:
     try:
         tokens = units.ascii_int(raw_tokens)
     except ValueError:
-        raise InputError(str(path), line_no, names[tok_col], f"not a whole number of tokens: {raw_tokens!r}") from None
+        raise InputError(str(path), line_no, names[tok_col], f"not a whole number of tokens: {shown_repr(raw_tokens)}") from None
     if tokens < 0:
         raise InputError(str(path), line_no, names[tok_col], f"must be >= 0, got {tokens}")
     try:
@@ -524,5 +524,5 @@ def _row_values(path: Path, line_no: int, row: list[str], tok_col: int, sec_col:
     except ValueError as exc:
         raise InputError(str(path), line_no, names[sec_col], str(exc)) from None
     if not math.isfinite(seconds):  # pragma: no cover - parse_duration refuses these
-        raise InputError(str(path), line_no, names[sec_col], f"not finite: {raw_seconds!r}")
+        raise InputError(str(path), line_no, names[sec_col], f"not finite: {shown_repr(raw_seconds)}")
     return tokens, seconds

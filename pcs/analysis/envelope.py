@@ -24,6 +24,8 @@ True
 """
 from __future__ import annotations
 
+from pcs.errors import shown_repr
+
 import math
 import numbers
 from dataclasses import fields
@@ -189,7 +191,7 @@ def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, over
         overlap_s = float(overlap_s)
     rows = []
     for bw in check_number_list(bandwidths_bps, "bandwidths_bps",
-                                lambda v, n: check_bandwidth(check_real(v, n, lo=0), f"{n} = {v!r}")):
+                                lambda v, n: check_bandwidth(check_real(v, n, lo=0), f"{n} = {shown_repr(v)}")):
         read_s = 0.0 if d == 0 else d / bw
         cached_s = read_s + remaining_s + overhead_s
         exposed = None if overlap_s is None else max(0.0, read_s - overlap_s)

@@ -465,7 +465,7 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
                         "tier names must be distinct; give each tier once")
     for what, mapping in (("tier_policies", tier_policies), ("links", links)):
         if mapping is not None and not isinstance(mapping, Mapping):
-            raise UserError(f"{what} must be a mapping of tier name to value, e.g. {{'cpu': ...}}, got {mapping!r}")
+            raise UserError(f"{what} must be a mapping of tier name to value, e.g. {{'cpu': ...}}, got {shown_repr(mapping)}")
         for k in mapping or {}:
             if k not in names:
                 raise _entry_refused(UserError(not_among_tiers(what, k, names, quoted(k, show=repr))), k, mapping[k])
@@ -602,7 +602,7 @@ def refuse_str_compute(compute: Any) -> None:
     """UserError when ``compute`` is a str: the compute model goes in ``compute=``, the mode
     ("step", "sequential", "infinite") in ``compute_mode=`` (the CLI's --compute)."""
     if isinstance(compute, str):
-        raise UserError(f"compute= takes a compute model (pcs.compute.ComputeModel), got {compute!r}; "
+        raise UserError(f"compute= takes a compute model (pcs.compute.ComputeModel), got {shown_repr(compute)}; "
                          f"the scheduler mode goes in compute_mode= (valid: {', '.join(COMPUTE_MODES)})")
 
 
@@ -699,7 +699,7 @@ def _step_setup(opts: _Options, scheduler, time_model, gpu) -> StepSetup | None:
         UserError: a ``scheduler`` that is not a SchedulerConfig; a compute model without ``step_cost()``.
     """
     if scheduler is not None and not isinstance(scheduler, SchedulerConfig):
-        raise UserError(f"scheduler must be a pcs.engine.schedconfig.SchedulerConfig, got {scheduler!r}")
+        raise UserError(f"scheduler must be a pcs.engine.schedconfig.SchedulerConfig, got {shown_repr(scheduler)}")
     if opts.timing != "modeled" or opts.compute_mode != "step":
         return None
     step_cost = getattr(time_model.compute, "step_cost", None)
@@ -1078,7 +1078,7 @@ def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) 
     manager = given.get("hybrid_kv_cache_manager") or _hybrid.DEFAULT_MANAGER
     notes = []
     if given.get("hybrid_kv_cache_manager") not in (None, "disabled") and not _hybrid.is_hybrid(groups):
-        notes.append(f"hybrid KV cache manager {manager!r}: no effect, {spec.name} has no hybrid cache groups "
+        notes.append(f"hybrid KV cache manager {shown_repr(manager)}: no effect, {spec.name} has no hybrid cache groups "
                      "(one full-attention group, replayed alike by every manager)")
     for key, (managers, needs) in _HYBRID_OPTIONS.items():
         if given.get(key) is None or key == "hybrid_kv_cache_manager":
@@ -1089,7 +1089,7 @@ def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) 
                              "cache group")
         if managers is not None and manager not in managers:
             raise UserError(f"{what} is an option of the {'/'.join(managers)} hybrid KV cache manager, and this "
-                             f"run uses {manager!r}")
+                             f"run uses {shown_repr(manager)}")
         if needs is not None and not rules & set(needs):
             raise UserError(f"{what} sizes the {'/'.join(needs)} cache group, which {spec.name} does not have "
                              f"(its groups: {', '.join(sorted(rules))})")

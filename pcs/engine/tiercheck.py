@@ -97,12 +97,12 @@ def one_entry_each(option: str, what: str, entries: Sequence[str], plan: bool = 
         return _plan_entry_each(option, what, entries)
     if option in ("links=", "tier_policies="):      # a mapping of tier to value: one key each
         pairs = dict(e.split("=", 1) for e in entries)
-        return f"each value of {option} is one tier's; give each tier its own key: {option}{pairs!r}"
+        return f"each value of {option} is one tier's; give each tier its own key: {option}{shown_repr(pairs)}"
     if option in ("--tiers", "tiers"):          # compare's one tier list per option: its tiers joined by ','
         return f"a {option} list joins its tiers with ',', one {form} each: {option} {','.join(entries)}"
     joined = f" (or join them with '+': {'+'.join(entries)})" if what == "admit" else ""
     if option.endswith("="):
-        return f"each item of {option} takes one {form}; give one item each: {option}{list(entries)!r}{joined}"
+        return f"each item of {option} takes one {form}; give one item each: {option}{shown_repr(list(entries))}{joined}"
     return (f"each {option} takes one {form}; the option repeats: " + " ".join(f"{option} {e}" for e in entries)
             + joined)
 

@@ -30,7 +30,7 @@ from typing import Iterable, Iterator, NamedTuple
 
 import numpy as np
 
-from pcs.errors import InputError, UserError, quoted
+from pcs.errors import InputError, UserError, quoted, shown_repr
 from pcs.trace.request import RequestBatch
 
 __all__ = ["LengthRow", "MAX_LENGTH_TOKENS", "ReuseModel", "cell_reason", "check_length", "header_problem", "unknown_columns_note", "synthesise_batches",
@@ -196,7 +196,7 @@ class ReuseModel:
     def __post_init__(self) -> None:
         if isinstance(self.system_prompt_tokens, bool) or not isinstance(self.system_prompt_tokens, int) \
                 or self.system_prompt_tokens < 0:
-            raise UserError(f"system_prompt_tokens must be an integer >= 0, got {self.system_prompt_tokens!r}")
+            raise UserError(f"system_prompt_tokens must be an integer >= 0, got {shown_repr(self.system_prompt_tokens)}")
 
     def describe(self, has_sessions: bool) -> str:
         """One line for reports: what reuse was assumed."""

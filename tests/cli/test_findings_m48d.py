@@ -176,3 +176,22 @@ def test_an_azure_csv_column_it_does_not_know_is_a_note_in_the_apis_notes(tmp_pa
     assert [n for n in notes if "read past" in n] == [
         f"{p}:1: column 'numimages' ('NumImages' differs only in case: column names are case-sensitive) read past: "
         "not a column pcs reads (its columns: TIMESTAMP, ContextTokens, GeneratedTokens, NumImages)"]
+
+
+# 4. A user's text in a message by the one escaping rule (pcs.errors.shown_repr): a byte that is not UTF-8 as \xff,
+#    never repr's \udcff.
+
+def test_a_router_options_text_shows_a_byte_not_utf8_as_its_escape():
+    res = invoke("replay", TRACE, "--instances", "2", "--router", "cache-aware:overlap=1_\udcff")
+    assert assert_one_line_error(res) == (
+        "pcs: error: --router 'cache-aware:overlap=1_\\xff': router 'cache-aware': option overlap has spaces or '_' "
+        "separators, got '1_\\xff'")
+
+
+def test_an_api_keywords_text_shows_a_byte_not_utf8_as_its_escape():
+    from pcs.errors import UserError
+    from pcs.trace.transform import TransformSpec
+
+    with pytest.raises(UserError) as err:
+        TransformSpec(tenant_mode="x\udcff")
+    assert str(err.value).startswith("tenant_mode must be one of copy, split, got 'x\\xff'"), str(err.value)
