@@ -804,6 +804,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     Every keyword, the result and the errors: :data:`pcs.engine.replaydoc.ARGS` and ``RAISES``,
     appended here by :func:`pcs.engine.replaydoc.document` (``help(pcs.replay)`` shows them).
     """
+    links, tier_policies = folded_keys(links, "links"), folded_keys(tier_policies, "tier_policies")
     numbers, opts, tier_specs, spec, gpu = _checked_args(locals())     # first: every check that needs no trace
     (protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio, mamba_full_memory_ratio,
      residency_step_s) = numbers
@@ -904,7 +905,30 @@ def check_replay(**kwargs: Any) -> None:
     """
     a = inspect.signature(replay).bind(None, **kwargs)
     a.apply_defaults()
+    for what in ("links", "tier_policies"):
+        a.arguments[what] = folded_keys(a.arguments[what], what)
     _checked_args(a.arguments)
+
+
+def folded_keys(mapping: Any, what: str) -> Any:
+    """``mapping`` (``links=``, ``tier_policies=``) with each str key stripped and case-folded, as a tier's name is
+    in ``tiers=``, ``admit=`` and on the command line (:func:`parse_assignment`): ``{'CPU': 'fifo'}`` names tier
+    ``cpu``; anything else as given (its type is :func:`_check_api_args`'s to refuse).
+
+    Raises:
+        UserError: two keys that name one tier (``'CPU'`` and ``'cpu'``), as a tier given twice is refused.
+    """
+    if not isinstance(mapping, Mapping):
+        return mapping
+    out: dict[Any, Any] = {}
+    given: dict[Any, Any] = {}
+    for k, v in mapping.items():
+        key = k.strip().lower() if isinstance(k, str) else k
+        if key in out:
+            raise UserError(f"{what}= names tier {shown_repr(key)} twice ({shown_repr(given[key])} and "
+                            f"{shown_repr(k)}: tier names are case-folded); give each tier once")
+        out[key], given[key] = v, k
+    return out
 
 
 def _past_context_note(spec, columns, default_model: bool) -> list[str]:

@@ -195,3 +195,18 @@ def test_an_api_keywords_text_shows_a_byte_not_utf8_as_its_escape():
     with pytest.raises(UserError) as err:
         TransformSpec(tenant_mode="x\udcff")
     assert str(err.value).startswith("tenant_mode must be one of copy, split, got 'x\\xff'"), str(err.value)
+
+
+# 5. The API folds the case of a tier's name on every keyed road, as tiers= and admit= do and the command line does.
+
+def test_the_api_folds_the_case_of_links_and_tier_policies_keys():
+    import pcs
+    from pcs.errors import UserError
+
+    r = pcs.replay(str(TRACE), tiers=["gpu=100blocks", "CPU=500blocks"], tier_policies={"CPU": "fifo"},
+                   links={"Cpu": "10GB/s"}, timing="sequential")
+    assert [(t["name"], t["policy"]) for t in r.summary.to_dict()["tiers"]] == [("gpu", "lru"), ("cpu", "fifo")]
+    with pytest.raises(UserError) as err:
+        pcs.replay(str(TRACE), tiers=["gpu=100blocks", "cpu=500blocks"], links={"CPU": "1GB/s", "cpu": "2GB/s"})
+    assert str(err.value) == ("links= names tier 'cpu' twice ('CPU' and 'cpu': tier names are case-folded); give "
+                              "each tier once")
