@@ -198,17 +198,16 @@ _RANGE_KEYS = frozenset({"from", "to", "step", "times"})
 
 def _named(key: str, value: Any, names: tuple[str, ...], pairs: frozenset[str], table: str) -> bool:
     """Whether the table keys ``names`` on the way to a scalar of option ``key``'s ``value`` in ``table`` name
-    something the option has: any entry of a NAME=VALUE option (``pairs``); a range key (:data:`_RANGE_KEYS`) of an
-    axis given as a range table; nothing else (``tp = {x = 1}``, ``tp.x``: ``tp`` takes one value). A scalar under
-    a name the option lacks is left to the refusal that names it (the shape's, the range's, :func:`_set`'s)."""
+    something the option has: an entry of a NAME=VALUE option's table (``pairs``: ``tier = {cpu = ...}``, one key
+    deep; ``tier.cpu`` names its entry already, so it takes no key); a range key (:data:`_RANGE_KEYS`) of an
+    axis given as a range table; nothing else (``tp = {x = 1}``, ``tp.x``, ``tier = {cpu = {x = 1}}``,
+    ``"tier.cpu" = [{x = 1}]``: each takes one value there). A scalar under a name the option lacks is left to the
+    refusal that names it (the shape's, the range's, :func:`_set`'s)."""
     name, dot, _ = str(key).partition(".")
-    if _name(name) in pairs:
-        return True
-    if dot:
-        return False
+    entries = 1 if _name(name) in pairs and not dot else 0    # a NAME=VALUE option's table is one key deep
     if table == "axes" and isinstance(value, dict):
         return len(names) == 1 and names[0] in _RANGE_KEYS
-    return not names
+    return len(names) <= entries
 
 
 def _refuse_unknown_keys(kind: str, options: dict[str, Any], where: str, table: str) -> None:

@@ -10,8 +10,11 @@
 3. An unknown column in a CSV pcs reads (a measured-prefill CSV, BurstGPT, Azure: a pandas index, a trailing
    comma, a column of its own) is read past with a note naming it (stderr on the command line, ``notes`` in the
    API), with a hint when it is close to a known column; a column given twice or one missing is still refused.
+4. A user's text in a message by the one escaping rule (shown_repr: a byte not UTF-8 as ``\\xff``).
+5. The API folds the case of ``links=`` and ``tier_policies=`` keys, as ``tiers=`` and the command line do.
 6. compare's ``--tiers`` speaks its own words: a ``+`` or a space between two tiers of one list is refused as a list
    joined the wrong way (``--tiers gpu=1GB,cpu=2GB``); a space between two ``--tier`` entries is a list too.
+7. A TOML date under a name a ``tier.NAME`` option lacks gets that name's refusal, the date shown bare.
 """
 from __future__ import annotations
 
@@ -210,3 +213,25 @@ def test_the_api_folds_the_case_of_links_and_tier_policies_keys():
         pcs.replay(str(TRACE), tiers=["gpu=100blocks", "cpu=500blocks"], links={"CPU": "1GB/s", "cpu": "2GB/s"})
     assert str(err.value) == ("links= names tier 'cpu' twice ('CPU' and 'cpu': tier names are case-folded); give "
                               "each tier once")
+
+
+# 7. A TOML date under a name a tier.NAME option lacks is refused by that name first (the shape's or the range's
+#    refusal), as tp = {x = <date>} is; a shape refusal shows a date as the plan wrote it, bare.
+
+DATE_HEAD = ('kind = "replay"\n[fixed]\ntrace = "{trace}"\nmodel = "llama-3.1-8b"\ntiming = "sequential"\ntp = 1\n')
+PAIRS = 'a table of NAME = value (strings or numbers), a list of "NAME=VALUE" strings or one such string'
+
+
+@pytest.mark.parametrize("rest, refusal", [
+    ('tier = {gpu = "500blocks", cpu = {x = 1979-05-27}}\n[axes]\npolicy = ["lru"]\n',
+     f'7: [fixed] \'tier\': expected {PAIRS}, got a table {{"gpu": "500blocks", "cpu": {{"x": 1979-05-27}}}}'),
+    ('tier = {gpu = "500blocks", cpu = "1000blocks"}\n[axes]\n'
+     '"tier.cpu" = {from = "0GB", to = "100GB", step = "50GB", when = 1979-05-27}\n',
+     "9: axis 'tier.cpu': a range is {from, to, step} or {from, to, times}, got {from, step, to, when}"),
+    ('tier = {gpu = "500blocks", cpu = "1000blocks"}\n[axes]\n"tier.cpu" = [{x = 1979-05-27}]\n',
+     "9: [axes] 'tier.cpu': value 1 of the axis (one point's value): expected one value: a string or a number, "
+     'got a table {"x": 1979-05-27}'),
+])
+def test_a_date_under_a_name_a_tier_option_lacks_is_refused_by_that_name(tmp_path, rest, refusal):
+    msg = plan_refusal(tmp_path, DATE_HEAD.format(trace=TRACE) + rest)
+    assert msg == f"{tmp_path / 'p.toml'}:{refusal}"
