@@ -31,7 +31,7 @@ import importlib
 import os
 from types import ModuleType
 from pcs.choices import close_tail
-from pcs.errors import UnknownNameError, UserError
+from pcs.errors import UnknownNameError, UserError, shown_repr
 
 __all__ = ["MODES", "HELP", "TWINS", "SLOWER", "module", "loaded", "built", "resolve", "default_mode", "missing",
            "missing_note"]
@@ -124,7 +124,7 @@ def default_mode() -> str:
     raw = os.environ.get("PCS_NATIVE", "auto")
     mode = raw.strip().lower() or "auto"
     if mode not in MODES:
-        raise UserError(f"environment variable PCS_NATIVE={raw!r} is not one of {', '.join(MODES)}: unset it or "
+        raise UserError(f"environment variable PCS_NATIVE={shown_repr(raw)} is not one of {', '.join(MODES)}: unset it or "
                         f"set one of those{close_tail(mode, MODES)}")
     return mode
 

@@ -47,7 +47,7 @@ import _signal
 from typing import Any, Callable, Iterator
 
 from pcs.choices import close_tail
-from pcs.errors import STOPS, UserError
+from pcs.errors import STOPS, UserError, shown_repr
 
 __all__ = ["Beside", "INLINE_BELOW_BYTES", "INLINE_BELOW_PARQUET_IDS", "THREADS_MODES", "check_threads_setting",
            "sized", "small_trace", "threads_wanted", "threads_decision"]
@@ -205,7 +205,7 @@ def _mode() -> str:
     mode = raw.strip().lower() or "auto"
     mode = THREADS_ALIASES.get(mode, mode)
     if mode not in THREADS_MODES:
-        raise UserError(f"environment variable PCS_THREADS={raw!r} is not one of {', '.join(THREADS_MODES)} "
+        raise UserError(f"environment variable PCS_THREADS={shown_repr(raw)} is not one of {', '.join(THREADS_MODES)} "
                         f"(or {', '.join(THREADS_ALIASES)}): unset it or set one of those"
                         f"{close_tail(mode, THREADS_MODES, THREADS_ALIASES)}")
     return mode

@@ -63,7 +63,7 @@ import numpy as np
 
 from pcs import units
 from pcs.units import format_counted, plural
-from pcs.errors import InputError, UserError, quoted
+from pcs.errors import InputError, UserError, quoted, shown_repr
 from pcs.hardware import MIN_FLOPS, GPUSpec
 from pcs._dataclass import dataclass
 
@@ -76,7 +76,7 @@ DEFAULT_UTILISATION = 0.5
 def _as_tokens(value: Any, what: str) -> np.ndarray:
     arr = np.asarray(value, dtype=np.float64)
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise UserError(f"{what} must be finite and >= 0, got {value!r}")
+        raise UserError(f"{what} must be finite and >= 0, got {shown_repr(value)}")
     return arr
 
 
@@ -121,9 +121,9 @@ class ComputeModel:
 
             object.__setattr__(self, "gpu", get_gpu(self.gpu))
         if isinstance(self.tp, bool) or not isinstance(self.tp, int) or self.tp < 1:
-            raise UserError(f"tensor-parallel size must be an int >= 1, got {self.tp!r}")
+            raise UserError(f"tensor-parallel size must be an int >= 1, got {shown_repr(self.tp)}")
         if not (isinstance(self.utilisation, (int, float)) and 0 < self.utilisation <= 1):
-            raise UserError(f"utilisation must be in (0, 1], got {self.utilisation!r}")
+            raise UserError(f"utilisation must be in (0, 1], got {shown_repr(self.utilisation)}")
         peak = self.gpu.peak_flops(self.dtype)  # validates dtype and FP8 support
         low = MIN_FLOPS * 1e-3          # the hardware's lowest peak at 0.1 % utilisation
         if peak * self.utilisation < low:
@@ -414,11 +414,14 @@ class MeasuredPrefill:
         tokens: np.ndarray[np.float64], shape (k,), strictly increasing, k >= 2.
         seconds: np.ndarray[np.float64], shape (k,), non-decreasing.
         source: the file the points came from.
+        notes: what reading it read past: its header's columns that are none of tokens' or seconds' names
+            (:func:`pcs.trace.lengthonly.unknown_columns_note`), as the command line prints them on stderr.
     """
 
     tokens: np.ndarray
     seconds: np.ndarray
     source: str = ""
+    notes: tuple[str, ...] = ()
 
     def total_s(self, tokens: Any) -> float | np.ndarray:
         """Seconds to prefill ``tokens`` tokens with nothing cached; broadcastable."""
@@ -443,7 +446,8 @@ class MeasuredPrefill:
         Blank lines and lines starting with ``#`` are skipped.
 
         Raises:
-            InputError: a header column missing, given twice or unknown (:func:`_prefill_columns`), a row whose field
+            InputError: a header column missing or given twice (:func:`_prefill_columns`; an unknown one is read past,
+                named in ``notes``), a row whose field
                 count is not the header's, a bad or negative value, repeated
                 tokens, time decreasing with tokens, or no data rows (file, line, field).
             PathError: ``path`` is missing, a directory or not readable (naming ``path=``).
@@ -451,6 +455,7 @@ class MeasuredPrefill:
         import csv
 
         from pcs.configfile import read_text  # bounded; not UTF-8 or a device: an error naming the file
+        from pcs.trace.lengthonly import unknown_columns_note
 
         path = Path(path)
         lines = [(i, line) for i, line in enumerate(read_text(path).splitlines(), start=1)
@@ -458,8 +463,10 @@ class MeasuredPrefill:
         if not lines:
             raise InputError(str(path), None, None, "empty file: expected a header tokens,seconds and rows")
         header_no, header = lines[0]
-        names = [h.strip().lower() for h in next(csv.reader([header]))]
+        cells = next(csv.reader([header]))
+        names = [h.strip().lower() for h in cells]
         tok_col, sec_col = _prefill_columns(names, str(path), header_no)
+        note = unknown_columns_note(f"{path}:{header_no}", cells, _TOKEN_COLS + _SECOND_COLS, fold=True)
         points: dict[int, tuple[float, int]] = {}
         for line_no, line in lines[1:]:
             row = next(csv.reader([line]))
@@ -479,17 +486,18 @@ class MeasuredPrefill:
             if cur < prev:
                 raise InputError(str(path), points[t][1], names[sec_col],
                                  f"time {cur} s at {format_counted(t, 'token')} is less than {prev} s at fewer tokens")
-        return cls(np.asarray(order, dtype=np.float64), np.asarray(secs, dtype=np.float64), str(path))
+        return cls(np.asarray(order, dtype=np.float64), np.asarray(secs, dtype=np.float64), str(path),
+                   (note,) if note else ())
 
 
 def _prefill_columns(names: list[str], path: str, line: int) -> tuple[int, int]:
     """The columns (from 0) of tokens and seconds in a measured-prefill CSV header ``names`` (stripped, lower case),
     by the rule of pcs's CSV trace readers (:func:`pcs.trace.lengthonly.header_problem`): each named once, by one
-    of its names, and no other column.
+    of its names; another column is read past, with a note (:func:`pcs.trace.lengthonly.unknown_columns_note`).
 
     Raises:
-        InputError: at ``path``:``line``, a column given twice (one name twice, or two names of one quantity), one
-            missing, or an unknown one, named.
+        InputError: at ``path``:``line``, a column given twice (one name twice, or two names of one quantity) or
+            one missing, named.
 
     >>> _prefill_columns(["seconds", "prompt_tokens"], "f.csv", 1)
     (1, 0)
@@ -500,9 +508,6 @@ def _prefill_columns(names: list[str], path: str, line: int) -> tuple[int, int]:
         both = [c for c in names if c in kind]
         if problem is None and len(both) > 1:
             problem = f"gives {kind[0]} twice (columns {quoted(both[0], show=repr)} and {quoted(both[1], show=repr)})"
-    unknown = [c for c in names if c not in _TOKEN_COLS + _SECOND_COLS]
-    if problem is None and unknown:
-        problem = f"has an unknown column {quoted(unknown[0], show=repr)}"
     cols = [next((names.index(c) for c in kind if c in names), None) for kind in (_TOKEN_COLS, _SECOND_COLS)]
     if problem is None and None in cols:
         problem = f"must name columns tokens and seconds, got {names}"
@@ -521,7 +526,7 @@ def _row_values(path: Path, line_no: int, row: list[str], tok_col: int, sec_col:
     try:
         tokens = units.ascii_int(raw_tokens)
     except ValueError:
-        raise InputError(str(path), line_no, names[tok_col], f"not a whole number of tokens: {raw_tokens!r}") from None
+        raise InputError(str(path), line_no, names[tok_col], f"not a whole number of tokens: {shown_repr(raw_tokens)}") from None
     if tokens < 0:
         raise InputError(str(path), line_no, names[tok_col], f"must be >= 0, got {tokens}")
     try:
@@ -529,5 +534,5 @@ def _row_values(path: Path, line_no: int, row: list[str], tok_col: int, sec_col:
     except ValueError as exc:
         raise InputError(str(path), line_no, names[sec_col], str(exc)) from None
     if not math.isfinite(seconds):  # pragma: no cover - parse_duration refuses these
-        raise InputError(str(path), line_no, names[sec_col], f"not finite: {raw_seconds!r}")
+        raise InputError(str(path), line_no, names[sec_col], f"not finite: {shown_repr(raw_seconds)}")
     return tokens, seconds

@@ -80,7 +80,7 @@ def _check_positive(name: str, field_name: str, value: float | None, allow_none:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or value < 0 or (value == 0 and not allow_zero):
         need = ">= 0" if allow_zero else "> 0"
-        raise FigureError(name, field_name, f"must be a finite number {need}, got {value!r}")
+        raise FigureError(name, field_name, f"must be a finite number {need}, got {shown_repr(value)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +109,7 @@ class GPUSpec:
 
     def __post_init__(self) -> None:
         if not isinstance(self.hbm_bytes, int) or isinstance(self.hbm_bytes, bool) or self.hbm_bytes <= 0:
-            raise FigureError(self.name, "hbm_bytes", f"must be an int > 0, got {self.hbm_bytes!r}")
+            raise FigureError(self.name, "hbm_bytes", f"must be an int > 0, got {shown_repr(self.hbm_bytes)}")
         _check_positive(self.name, "hbm_bps", self.hbm_bps)
         _check_positive(self.name, "bf16_flops", self.bf16_flops)
         _check_positive(self.name, "fp8_flops", self.fp8_flops, allow_none=True)
@@ -464,13 +464,13 @@ def _parse_field(name: str, value: Any) -> Any:
             _plain_plausible(name, value, parsed)
             return parsed
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise UserError(f"expected a number, got {value!r}")
+        raise UserError(f"expected a number, got {shown_repr(value)}")
     try:    # *_flops and iops: plain numbers such as 989.4e12, in ASCII (docs/semantics.md §16)
         number = float(value) if not isinstance(value, str) else units.ascii_float(value)
     except ValueError:
-        raise UserError(f"expected a plain number such as 989.4e12, got {value!r}") from None
+        raise UserError(f"expected a plain number such as 989.4e12, got {shown_repr(value)}") from None
     if not math.isfinite(number):
-        raise UserError(f"expected a finite number, got {value!r}")
+        raise UserError(f"expected a finite number, got {shown_repr(value)}")
     return number
 
 

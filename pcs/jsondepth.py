@@ -19,7 +19,7 @@ import re
 import sys
 from typing import Any
 
-from pcs.errors import PickledAsIs
+from pcs.errors import PickledAsIs, shown_repr
 
 __all__ = ["MAX_JSON_DEPTH", "TOO_DEEP", "TooDeepError", "NumberTooLongError", "DuplicateKeyError", "duplicate_place", "long_integer",
            "too_long_text", "no_duplicate_keys", "loads"]
@@ -163,7 +163,7 @@ class DuplicateKeyError(PickledAsIs, ValueError):
         self.key = key
         self.lineno: int | None = None
         self.field: str | None = None
-        super().__init__(f"key {key!r} appears twice in one object")
+        super().__init__(f"key {shown_repr(key)} appears twice in one object")
 
 
 def _child(frame: list, top: bool) -> str:

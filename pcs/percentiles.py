@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 
 __all__ = ["finite_percentiles", "linear_percentiles", "sorted_finite", "sorted_linear_percentiles"]
 
@@ -77,7 +77,7 @@ def finite_percentiles(values: np.ndarray, levels: Sequence[float]) -> list[floa
     values (its place among the +0.0s is numpy's to choose) nor without memory for its copy: numpy's path then."""
     levels = tuple(levels)
     if not all(0 <= x <= 100 for x in levels):
-        raise UserError(f"percentile levels must lie in [0, 100], got {levels!r}")
+        raise UserError(f"percentile levels must lie in [0, 100], got {shown_repr(levels)}")
     select = _compiled_twin("order_stats_f64") if _selectable(values, levels) else None
     got = None
     if select is not None:

@@ -196,7 +196,7 @@ def _unit_size(field: str, lo: int = 0) -> Any:
         size = units.parse_bytes(units.require_unit(value, field, "size"))
         if size < lo:
             raise UserError(f"must be at least {units.format_bytes(lo)} (a device with no room holds nothing), "
-                            f"got {value!r}")
+                            f"got {shown_repr(value)}")
         return size
     return parse
 
@@ -207,7 +207,7 @@ def _unit_bandwidth(field: str, positive: bool = False) -> Any:
     def parse(value: Any) -> float:
         bw = units.parse_bandwidth(units.require_unit(value, field, "bandwidth"))
         if positive and not bw > 0:
-            raise UserError(f"must be > 0 (a device that moves nothing serves no workload), got {value!r}")
+            raise UserError(f"must be > 0 (a device that moves nothing serves no workload), got {shown_repr(value)}")
         return bw
     return parse
 
@@ -307,7 +307,7 @@ def _load_entry(path: Path, where: str, i: int, entry: Any, auto: list[int] | No
 
 def _field(path: Path, where: str, parse: Any, value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise InputError(str(path), None, where, f"expected a value with units, got {value!r}")
+        raise InputError(str(path), None, where, f"expected a value with units, got {shown_repr(value)}")
     try:
         return parse(value)
     except ValueError as exc:

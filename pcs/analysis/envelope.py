@@ -30,6 +30,8 @@ True
 """
 from __future__ import annotations
 
+from pcs.errors import shown_repr
+
 import math
 import numbers
 from dataclasses import fields
@@ -198,7 +200,7 @@ def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, over
         overlap_s = float(overlap_s)
     rows = []
     for bw in check_number_list(bandwidths_bps, "bandwidths_bps",
-                                lambda v, n: check_bandwidth(check_real(v, n, lo=0), f"{n} = {v!r}")):
+                                lambda v, n: check_bandwidth(check_real(v, n, lo=0), f"{n} = {shown_repr(v)}")):
         rows.append(_row(d, float(bw), margin, full, overlap_s))
     return EnvelopeResult(
         restore_bytes=d, full_prefill_s=float(full_prefill_s), remaining_s=float(remaining_s),

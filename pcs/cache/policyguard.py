@@ -15,7 +15,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from pcs.errors import STOPS, PolicyError
+from pcs.errors import STOPS, PolicyError, shown_repr
 from pcs.units import a_or_an
 
 __all__ = ["GuardedPolicy", "guard", "broke", "broke_count", "broke_handles", "raised", "BrokeContract",
@@ -29,15 +29,15 @@ class BrokeContract(PolicyError):
 
 def raised(name: str, method: str, err: BaseException) -> PolicyError:
     """The error for a policy ``name`` whose ``method`` raised ``err`` (chain it: ``raise ... from err``)."""
-    return PolicyError(f"eviction policy {name!r} raised {type(err).__name__} in {method}(): {err}")
+    return PolicyError(f"eviction policy {shown_repr(name)} raised {type(err).__name__} in {method}(): {err}")
 
 
 def broke(name: str, what: str, key: Any, n: int, label: str = "block") -> PolicyError:
     """The error for a policy ``name`` whose answer broke the contract (``what``; ``key``: the block or count,
     printed as given after ``label``: "answer" for an item of the policy's answer, as pcs/cache/_pol_py.c
     ``pyhost_broke_ans``)."""
-    return BrokeContract(f"eviction policy {name!r} broke the contract of pcs/cache/policies/base.py: {what} "
-                         f"({label} {key!r}, n = {n})")
+    return BrokeContract(f"eviction policy {shown_repr(name)} broke the contract of pcs/cache/policies/base.py: {what} "
+                         f"({label} {shown_repr(key)}, n = {n})")
 
 
 def broke_count(name: str, call: str, n: int, got: int | str | None, unit: str = "block",
@@ -53,14 +53,14 @@ def broke_count(name: str, call: str, n: int, got: int | str | None, unit: str =
         what = f"returned {a_or_an(got)}, not a list of {n} {unit}{'s' * (n != 1)} or None"
     else:
         what = f"returned {got} {unit}{'s' * (got != 1)}, not {n}"
-    return BrokeContract(f"eviction policy {name!r} broke the contract of pcs/cache/policies/{file}: {call}({n}) {what}")
+    return BrokeContract(f"eviction policy {shown_repr(name)} broke the contract of pcs/cache/policies/{file}: {call}({n}) {what}")
 
 
 def broke_handles(name: str, call: str, why: str) -> PolicyError:
     """The error for an :class:`pcs.cache.policies.array.ArrayPolicy` ``name`` whose answer to ``call``
     (``"victims(2)"``, ``"order_handles()"``) broke the handle contract (``why``), worded as the compiled host's
     (pcs/cache/_pol_pyarr.c ``pa_broke_type``)."""
-    return BrokeContract(f"eviction policy {name!r} broke the contract of pcs/cache/policies/array.py: {call} {why}")
+    return BrokeContract(f"eviction policy {shown_repr(name)} broke the contract of pcs/cache/policies/array.py: {call} {why}")
 
 
 def as_index(answer: Any) -> int | None:
@@ -93,7 +93,7 @@ def check_initialised(policy: Any) -> None:
     if missing:
         base = "ArrayPolicy" if isinstance(policy, ArrayPolicy) else "EvictionPolicy"
         name = getattr(policy, "name", "") or type(policy).__name__
-        raise PolicyError(f"eviction policy {name!r}: its __init__ did not call super().__init__(capacity_blocks) "
+        raise PolicyError(f"eviction policy {shown_repr(name)}: its __init__ did not call super().__init__(capacity_blocks) "
                           f"({base}, pcs/cache/policies/{'array' if base == 'ArrayPolicy' else 'base'}.py): no "
                           f"attribute {missing[0]}")
 

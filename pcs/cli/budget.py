@@ -12,7 +12,7 @@ from pcs.analysis.budget import budget as budget_of  # not `from pcs.analysis im
 from pcs.cli.common import PcsUsageError, command, emit, format_option, quiet_option
 from pcs.cli.params import CheckedPath, option_bandwidth, option_size
 from pcs.cli.presets import hardware_file_option, hardware_table, link_options, refuse_unused, resolve_link
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 from pcs.report.budget import budget_csv_rows, budget_notes, render_budget
 
 __all__ = ["budget_command", "budget"]
@@ -24,9 +24,9 @@ def _number(text: str, what: str) -> float:
     try:
         value = units.ascii_float(str(text).replace(",", "").replace("_", ""), what)
     except ValueError:
-        raise UserError(f"invalid {what} {text!r}: expected a finite number >= 0 in ASCII digits, such as 1000000 or 1e6") from None
+        raise UserError(f"invalid {what} {shown_repr(text)}: expected a finite number >= 0 in ASCII digits, such as 1000000 or 1e6") from None
     if not value >= 0 or value == float("inf"):
-        raise UserError(f"invalid {what} {text!r}: must be a finite number >= 0")
+        raise UserError(f"invalid {what} {shown_repr(text)}: must be a finite number >= 0")
     return value
 
 
@@ -62,7 +62,7 @@ def _need_bandwidth(text: str) -> float:
     try:
         return units.parse_bandwidth(units.require_unit(text, "--bandwidth-need", "bandwidth"))
     except UserError as exc:
-        raise UserError(exc if str(exc).startswith("--bandwidth-need") else f"--bandwidth-need {text!r}: {exc}") from None
+        raise UserError(exc if str(exc).startswith("--bandwidth-need") else f"--bandwidth-need {shown_repr(text)}: {exc}") from None
 
 
 def _workloads(kw: dict[str, Any]) -> tuple[dict[str, Any], list[Workload]]:
@@ -83,7 +83,7 @@ def _workloads(kw: dict[str, Any]) -> tuple[dict[str, Any], list[Workload]]:
     if twice:
         why = (f" (the name {twice[0]} was given by default to the --workloads file's unnamed workload)"
                if twice[0] in auto_names else "")
-        raise UserError(f"workload name {twice[0]!r} given more than once (--name, --workload, --workloads){why}; "
+        raise UserError(f"workload name {shown_repr(twice[0])} given more than once (--name, --workload, --workloads){why}; "
                         "give each workload its own name: the rows are told apart by it")
     if kw["capacity_have"] is not None:
         device["capacity_have_bytes"] = option_size(kw["capacity_have"], "--capacity-have", lo=1)

@@ -20,7 +20,7 @@ import re
 import signal
 import sys
 import threading
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import click
 
@@ -265,7 +265,7 @@ _FLAG_KWARGS = frozenset({"sort"})
 #: ``"it's"``; its text is :func:`_repr_text`
 _REPR = r"'(?:[^'\\]|\\.)*'|" + r'"(?:[^"\\]|\\.)*"'
 _KWARG_PATTERN = (r"(?<![\w:,'=.\[-])(" + "|".join(sorted(_KWARG_OF, key=len, reverse=True)) +
-                  r")=(?:\[('[^'\\]*'(?:, '[^'\\]*')*)\]|(" + _REPR + r")|([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)(?![\w.])|(?=[\s,;:)]|$))")
+                  r")=(?:\[((?:" + _REPR + r")(?:, (?:" + _REPR + r"))*)\]|(" + _REPR + r")|([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)(?![\w.])|(?=[\s,;:)]|$))")
 #: A name inside a spec (``slru:protected_share=0.2``) or a quoted value is left as it is.
 _FIELD_PATTERN = r"(?<![\w:,'=-])(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b(?!=)"
 #: The API's roads to a re-blocked replay (pcs.trace.api.REBLOCK_ROAD, REBLOCKS, REBLOCKS_BY) -> the command line's
@@ -402,10 +402,15 @@ def _pair_text(name: str, value: str) -> str:
     (``cpu=lfu``), or as one quoted string when either shows escapes (``'cpu=lfu:aging=\\x01'``)."""
     if _plain(name) and _plain(value):
         return f"{_repr_text(name)}={_repr_text(value)}"
-    # joined as shown, never decoded: a name's byte 0xff shows as \xff (pcs.errors.shown_repr), which a decode would
-    # read as U+00FF; a body in double quotes holds a bare ' (repr's choice), escaped in the single quotes
-    bodies = [s[1:-1] if s.startswith("'") else s[1:-1].replace("'", "\\'") for s in (name, value)]
-    text = f"{bodies[0]}={bodies[1]}"
+    return _joined((name, value), "=")
+
+
+def _joined(shown: Sequence[str], sep: str) -> str:
+    """:data:`_REPR` literals joined by ``sep`` into one, in repr's quotes: joined as shown, never decoded (a name's
+    byte 0xff shows as ``\\xff``, :func:`pcs.errors.shown_repr`, which a decode would read as U+00FF); a body in
+    double quotes holds a bare ``'`` (repr's choice), escaped in the single quotes."""
+    bodies = [s[1:-1] if s.startswith("'") else s[1:-1].replace("'", "\\'") for s in shown]
+    text = sep.join(bodies)
     return f'"{text}"'.replace("\\'", "'") if "\\'" in text and '"' not in text else f"'{text}'"   # repr's quotes
 
 
@@ -423,7 +428,10 @@ def _kwarg(m: re.Match, plan: bool) -> str:
     of the values listed, ``trace-format = "..." (mooncake, ...)``: a plan has no flags to pass)."""
     flag = _KWARG_OF[m.group(1)][2 if plan else 0:]
     if m.group(2) is not None:
-        items = [v[1:-1] for v in m.group(2).split(", ")]
+        shown = re.findall(_REPR, m.group(2))         # each item as the message shows it: escaped when it must be
+        if not all(_plain(v) for v in shown):          # an escaped item: each shown as the command line quotes it
+            return _shown_items(flag, m.group(1), shown, plan)
+        items = [v[1:-1] for v in shown]
         if m.group(1) == "tier_sets":      # one tier list: one --tiers of a comma list
             return f"{flag} = {_toml_text(repr(','.join(items)))}" if plan else f"{flag} {','.join(items)}"
         if plan and all("=" in v for v in items):     # a NAME=VALUE option: the plan's table
@@ -439,6 +447,20 @@ def _kwarg(m: re.Match, plan: bool) -> str:
     if plan and m.string.startswith(" (", m.end()):   # advice to give one of the values listed: a plan's key = value
         return f'{flag} = "..."'
     return flag
+
+
+def _shown_items(flag: str, kwarg: str, shown: list[str], plan: bool) -> str:
+    """A keyword's list whose items a message shows escaped (``tiers=['c\\xffpu=1GB']``, a quote: ``"cpu'=1GB"``) as
+    the option: each item as shown (:func:`_cli_text`: never decoded, so a name's byte 0xff stays ``\\xff``), one
+    option each (``--tiers``: one comma list); a plan's as TOML strings (:func:`_toml_text`, a list: the plan's
+    ``tier = ["NAME=SIZE", ...]`` form)."""
+    if plan:
+        texts = [_toml_text(v) for v in shown]
+        return f"{flag} = " + (_toml_text(repr(",".join(_repr_text(v) for v in shown))) if kwarg == "tier_sets"
+                               else "[" + ", ".join(texts) + "]")
+    if kwarg == "tier_sets":
+        return f"{flag} {_joined(shown, ',')}"
+    return " ".join(f"{flag} {_cli_text(v)}" for v in shown)
 
 
 OUT_OF_MEMORY = ("out of memory: this run needs more memory than the process may take (a ulimit, the machine's "

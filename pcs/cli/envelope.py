@@ -66,12 +66,16 @@ def _refuse_unused(kw: dict[str, Any]) -> None:
                       "--remaining-compute give both times, so no prefill time is computed")
 
 
-def _prefill_source(kw: dict[str, Any], model: Any, gpu: Any) -> tuple[Any, str] | None:
-    """An object with prefill_s(n, c): measured points, the compute model, or None."""
+def _prefill_source(kw: dict[str, Any], model: Any, gpu: Any, quiet: bool) -> tuple[Any, str] | None:
+    """An object with prefill_s(n, c): measured points (the columns their CSV read past noted on stderr, unless
+    ``quiet``), the compute model, or None."""
     if kw["prefill_csv"] is not None:
         from pcs.compute import MeasuredPrefill
 
-        return MeasuredPrefill.from_csv(kw["prefill_csv"]), f"measured points in {kw['prefill_csv']}"
+        measured = MeasuredPrefill.from_csv(kw["prefill_csv"])
+        for note in () if quiet else measured.notes:      # a column read past: said on stderr
+            click.echo(f"pcs: note: {note}", err=True)
+        return measured, f"measured points in {kw['prefill_csv']}"
     if model is not None and gpu is not None:
         from pcs.compute import DEFAULT_UTILISATION, ComputeModel
 
@@ -262,7 +266,7 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     gpu = resolve_gpu(kw, table)
     split = _split(kw, model)
     checkpoint = split.pop("_checkpoint_tokens", None)   # why D's tokens stop short (text and notes only)
-    times = _times(kw, _prefill_source(kw, model, gpu), split)
+    times = _times(kw, _prefill_source(kw, model, gpu, quiet), split)
     d = _restore_bytes(kw, times.pop("restore_bytes"))
     kw["layout"] = None if model is None else model.kv_layout.name
     overlap = option_duration(kw["overlap"], "--overlap") if kw["overlap"] is not None else None

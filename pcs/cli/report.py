@@ -340,7 +340,7 @@ def _read_payload(path: str) -> dict:
         payload = jsondepth.loads(_json_text(path), object_pairs_hook=jsondepth.no_duplicate_keys)
     except jsondepth.DuplicateKeyError as exc:
         raise UserError(f"{shown_path(path)}{'' if exc.lineno is None else f':{exc.lineno}'}: "
-                        f"{f'field {exc.field!r}: ' if exc.field else ''}{exc}") from None
+                        f"{f'field {shown_repr(exc.field)}: ' if exc.field else ''}{exc}") from None
     except jsondepth.TooDeepError as exc:
         raise UserError(f"{shown_path(path)}: {exc}") from None
     except jsondepth.NumberTooLongError as exc:

@@ -10,6 +10,8 @@ prints it (docs/report.md).
 """
 from __future__ import annotations
 
+from pcs.errors import shown_repr
+
 import os
 import shlex
 from typing import Any
@@ -98,9 +100,9 @@ def command_trace(command: str) -> str:
     try:
         words = shlex.split(command)
     except ValueError as exc:          # an unclosed quote
-        raise UserError(f"not a shell line: {command!r} ({exc})") from None
+        raise UserError(f"not a shell line: {shown_repr(command)} ({exc})") from None
     if words[:2] != ["pcs", "replay"]:
-        raise UserError(f"not a pcs replay command line: {command!r}")
+        raise UserError(f"not a pcs replay command line: {shown_repr(command)}")
     from pcs.cli.replay import replay
 
     try:                # parsed as pcs replay parses it: the trace wherever the line puts it, after "--" too

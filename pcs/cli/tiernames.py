@@ -48,26 +48,43 @@ def check_tier_names(tiers: Sequence[str], links: Sequence[str] = (), option: st
     Raises:
         UserError: naming the tier, what it may be called and the closest known name.
     """
+    from pcs.engine.api import name_refusal
+    from pcs.engine.tiercheck import one_entry_each, run_on_entries
     from pcs.hardware import TIER_LINKS
 
     linked = {str(v).split("=", 1)[0].strip().lower() for v in links}
     for pos, text in enumerate(tiers):
         name, eq, size = str(text).partition("=")
         name = name.strip()
-        shown = f"{option} {','.join(tiers)}" if option else f"tiers=['{text}']"
+        shown = _shown_option(tiers, text, option)
         if not eq or not name:
             continue
         low = name.lower()
+        entries = run_on_entries(str(text)) if option else None     # gpu=1GB+cpu=2GB in one --tiers list
+        if entries:
+            raise UserError(f"{shown}: {one_entry_each(option, 'tier', entries)}")
+        refusal = name_refusal("tier", name, str(text))       # the one rule of tier names first
+        if refusal:
+            raise _entry(UserError(f"{shown}: {refusal}"), low, size)
         if pos == 0 and low != GPU_TIER and low not in TIER_LINKS:    # a lower tier first: the API says so
             raise _entry(UserError(f"{shown}: the first tier is the GPU tier, named {GPU_TIER}: write "
-                                   f"{GPU_TIER}={size.strip()} (a name of your own is for a lower tier, given its "
+                                   f"{as_typed(f'{GPU_TIER}={size.strip()}', 200)} (a name of your own is for a lower tier, given its "
                                    "link)"), low, size)
         if pos > 0 and low != GPU_TIER and low not in TIER_LINKS and low not in linked:
             hint = _meant(name, TIER_LINKS)
             if hint:                  # no close name: the API's message asks for the link
                 raise _entry(UserError(f"{shown}: unknown lower tier {shown_repr(name)}; {hint}(known: "
                                        f"{', '.join(TIER_LINKS)}; a tier of your own names its link: "
-                                       f"links['{name}'] = '25GB/s')"), low, size)
+                                       f"links[{shown_repr(name)}] = '25GB/s')"), low, size)
+
+
+def _shown_option(tiers: Sequence[str], text: str, option: str | None) -> str:
+    """What a refusal of tier ``text`` leads with: ``option`` and its comma list, as typed (``--tiers gpu=1GB,cpu=2GB``,
+    quoted and escaped when it must be: :func:`pcs.errors.as_typed`), or the API's ``tiers=['NAME=SIZE']`` (each
+    road puts it in its own words: :func:`pcs.cli.common.option_names`), never a raw name's byte."""
+    if option:
+        return f"{option} {as_typed(','.join(map(str, tiers)), 200)}"
+    return f"tiers=[{shown_repr(str(text))}]"
 
 
 def _entry(exc: UserError, name: str, size: str) -> UserError:

@@ -20,7 +20,7 @@ from pcs.cli.iofiles import refuse_unwritten_format
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, CheckedPath, Choice, Duration, Float, Int
 # the input options every trace-taking command shares (pcs.cli.traceopts), re-exported under their old home
 from pcs.cli.traceopts import open_from_options, trace_input_options, written_block_size_note
-from pcs.errors import OUT_OF_FLOAT_RANGE, quoted
+from pcs.errors import OUT_OF_FLOAT_RANGE, quoted, shown_repr
 from pcs.report.trace import render_convert, render_stats, render_synth
 from pcs.trace.convert import OUT_FORMATS
 from pcs.units import format_counted
@@ -67,7 +67,18 @@ def stats(trace_path, trace_format, block_size, on_error, sort, fmt, quiet) -> N
     with Progress(quiet, desc="stats", total=t.estimated_requests) as progress:
         st = trace_stats(counted(t, progress))
     st = skipped_lines_in_words(st)
+    _header_note(t, quiet)
     emit(st, fmt, lambda: render_stats(st), rows_key=None)
+
+
+def _header_note(t, quiet: bool) -> None:
+    """The columns a CSV trace's header holds that its reader read past (:func:`pcs.trace.api.header_note`), on
+    stderr as ``pcs: note: ...`` unless ``quiet`` (the statistics have no notes key: docs/json.md)."""
+    from pcs.trace.api import header_note
+
+    note = None if quiet else header_note(t)
+    if note:
+        click.echo(f"pcs: note: {note}", err=True)
 
 
 @trace.command("convert")
@@ -129,25 +140,25 @@ def _parse_mix(text: str) -> tuple[float, float, float]:
             if k.strip() not in KINDS:
                 raise ValueError
             if k.strip() in shares:
-                raise click.BadParameter(f"{text!r}: {k.strip()} is given twice; give each kind once", param_hint="'--mix'")
+                raise click.BadParameter(f"{shown_repr(text)}: {k.strip()} is given twice; give each kind once", param_hint="'--mix'")
             try:
                 shares[k.strip()] = ascii_float(v, "share")
             except ValueError:
-                raise click.BadParameter(f"{text!r}: the share of {k.strip()} must be a finite number >= 0, got "
+                raise click.BadParameter(f"{shown_repr(text)}: the share of {k.strip()} must be a finite number >= 0, got "
                                          f"{quoted(v.strip(), show=str)} (ASCII digits 0-9: no nan, inf, '_' or other scripts' "
                                          "digits)", param_hint="'--mix'") from None
             if math.isinf(shares[k.strip()]):      # 1e999: ASCII, but beyond a float (read as inf)
-                raise click.BadParameter(f"{text!r}: the share of {k.strip()}, {quoted(v.strip(), show=str)}, is "
+                raise click.BadParameter(f"{shown_repr(text)}: the share of {k.strip()}, {quoted(v.strip(), show=str)}, is "
                                          f"{OUT_OF_FLOAT_RANGE}", param_hint="'--mix'")
     except ValueError:
-        raise click.BadParameter(f"{text!r}: expected e.g. chat=0.6,agent=0.3,oneoff=0.1 (kinds: {', '.join(KINDS)})",
+        raise click.BadParameter(f"{shown_repr(text)}: expected e.g. chat=0.6,agent=0.3,oneoff=0.1 (kinds: {', '.join(KINDS)})",
                                  param_hint="'--mix'")
     for k, v in shares.items():
         if not (math.isfinite(v) and v >= 0):
-            raise click.BadParameter(f"{text!r}: the share of {k} must be a finite number >= 0, got {v}", param_hint="'--mix'")
+            raise click.BadParameter(f"{shown_repr(text)}: the share of {k} must be a finite number >= 0, got {v}", param_hint="'--mix'")
     total = sum(shares.values())
     if not (0 < total < math.inf):
-        raise click.BadParameter(f"{text!r}: shares must have a positive, finite sum", param_hint="'--mix'")
+        raise click.BadParameter(f"{shown_repr(text)}: shares must have a positive, finite sum", param_hint="'--mix'")
     return tuple(shares.get(k, 0.0) / total for k in KINDS)  # type: ignore[return-value]
 
 

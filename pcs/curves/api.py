@@ -30,7 +30,7 @@ from pcs.curves import stackdist
 from pcs.curves.result import CurveKnee, CurveResult, CurveRow
 from pcs.curves.stackdist import FlatAccesses
 from pcs.units import format_counted, format_rate
-from pcs.errors import UserError, keyword_refusal
+from pcs.errors import UserError, keyword_refusal, shown_repr
 from pcs.trace.batches import as_batches, reiterable
 
 __all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "MIN_SAMPLED_BLOCKS", "LruCurve", "CurveResult", "CurveRow",
@@ -318,7 +318,7 @@ def _knee(lru: LruCurve, bb: int | None) -> dict[str, CurveKnee]:
 def _native_mode(kernel: str | None, native: str | None) -> str | None:
     """The one ``auto | c | python`` switch from ``native=`` or ``kernel=``, its deprecated alias."""
     if kernel is not None and native is not None and kernel != native:
-        raise UserError(f"native={native!r} and kernel={kernel!r} name the same switch; give one")
+        raise UserError(f"native={shown_repr(native)} and kernel={shown_repr(kernel)} name the same switch; give one")
     return native if native is not None else kernel
 
 

@@ -138,11 +138,20 @@ def parse_assignment(text: str, what: str, option: str | None = None,
     if entries:
         raise UserError(one_entry_each(option or _OPTION_OF_FORM[what], what, entries))
     name = name.strip()
-    problem = tier_name_problem(name)      # the one rule of tier names
-    if problem:
-        raise UserError(f"bad {what} name {quoted(name, show=repr)} in {quoted(text, show=repr)}: {problem}; "
-                        f"e.g. {_EXAMPLES[what]}")
+    refusal = name_refusal(what, name, text)
+    if refusal:
+        raise UserError(refusal)
     return name.lower(), value.strip()
+
+
+def name_refusal(what: str, name: str, text: str) -> str | None:
+    """The refusal of ``name`` (stripped), the name of ``text``, a ``NAME=VALUE`` entry of form ``what`` (``tier``,
+    ``link``, ``tier policy``), by the one rule of tier names (:func:`pcs.engine.tiercheck.tier_name_problem`), or
+    None: one wording for the API, the command line and a sweep plan, checked before any other rule of the name."""
+    problem = tier_name_problem(name)
+    if not problem:
+        return None
+    return f"bad {what} name {quoted(name, show=repr)} in {quoted(text, show=repr)}: {problem}; e.g. {_EXAMPLES[what]}"
 
 
 #: The API keyword each form's entries are items of, when no option is named (:func:`parse_assignment`).
@@ -456,7 +465,7 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
                         "tier names must be distinct; give each tier once")
     for what, mapping in (("tier_policies", tier_policies), ("links", links)):
         if mapping is not None and not isinstance(mapping, Mapping):
-            raise UserError(f"{what} must be a mapping of tier name to value, e.g. {{'cpu': ...}}, got {mapping!r}")
+            raise UserError(f"{what} must be a mapping of tier name to value, e.g. {{'cpu': ...}}, got {shown_repr(mapping)}")
         for k in mapping or {}:
             if k not in names:
                 raise _entry_refused(UserError(not_among_tiers(what, k, names, quoted(k, show=repr))), k, mapping[k])
@@ -593,7 +602,7 @@ def refuse_str_compute(compute: Any) -> None:
     """UserError when ``compute`` is a str: the compute model goes in ``compute=``, the mode
     ("step", "sequential", "infinite") in ``compute_mode=`` (the CLI's --compute)."""
     if isinstance(compute, str):
-        raise UserError(f"compute= takes a compute model (pcs.compute.ComputeModel), got {compute!r}; "
+        raise UserError(f"compute= takes a compute model (pcs.compute.ComputeModel), got {shown_repr(compute)}; "
                          f"the scheduler mode goes in compute_mode= (valid: {', '.join(COMPUTE_MODES)})")
 
 
@@ -690,7 +699,7 @@ def _step_setup(opts: _Options, scheduler, time_model, gpu) -> StepSetup | None:
         UserError: a ``scheduler`` that is not a SchedulerConfig; a compute model without ``step_cost()``.
     """
     if scheduler is not None and not isinstance(scheduler, SchedulerConfig):
-        raise UserError(f"scheduler must be a pcs.engine.schedconfig.SchedulerConfig, got {scheduler!r}")
+        raise UserError(f"scheduler must be a pcs.engine.schedconfig.SchedulerConfig, got {shown_repr(scheduler)}")
     if opts.timing != "modeled" or opts.compute_mode != "step":
         return None
     step_cost = getattr(time_model.compute, "step_cost", None)
@@ -795,6 +804,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     Every keyword, the result and the errors: :data:`pcs.engine.replaydoc.ARGS` and ``RAISES``,
     appended here by :func:`pcs.engine.replaydoc.document` (``help(pcs.replay)`` shows them).
     """
+    links, tier_policies = folded_keys(links, "links"), folded_keys(tier_policies, "tier_policies")
     numbers, opts, tier_specs, spec, gpu = _checked_args(locals())     # first: every check that needs no trace
     (protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio, mamba_full_memory_ratio,
      residency_step_s) = numbers
@@ -895,7 +905,30 @@ def check_replay(**kwargs: Any) -> None:
     """
     a = inspect.signature(replay).bind(None, **kwargs)
     a.apply_defaults()
+    for what in ("links", "tier_policies"):
+        a.arguments[what] = folded_keys(a.arguments[what], what)
     _checked_args(a.arguments)
+
+
+def folded_keys(mapping: Any, what: str) -> Any:
+    """``mapping`` (``links=``, ``tier_policies=``) with each str key stripped and case-folded, as a tier's name is
+    in ``tiers=``, ``admit=`` and on the command line (:func:`parse_assignment`): ``{'CPU': 'fifo'}`` names tier
+    ``cpu``; anything else as given (its type is :func:`_check_api_args`'s to refuse).
+
+    Raises:
+        UserError: two keys that name one tier (``'CPU'`` and ``'cpu'``), as a tier given twice is refused.
+    """
+    if not isinstance(mapping, Mapping):
+        return mapping
+    out: dict[Any, Any] = {}
+    given: dict[Any, Any] = {}
+    for k, v in mapping.items():
+        key = k.strip().lower() if isinstance(k, str) else k
+        if key in out:
+            raise UserError(f"{what}= names tier {shown_repr(key)} twice ({shown_repr(given[key])} and "
+                            f"{shown_repr(k)}: tier names are case-folded); give each tier once")
+        out[key], given[key] = v, k
+    return out
 
 
 def _past_context_note(spec, columns, default_model: bool) -> list[str]:
@@ -1069,7 +1102,7 @@ def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) 
     manager = given.get("hybrid_kv_cache_manager") or _hybrid.DEFAULT_MANAGER
     notes = []
     if given.get("hybrid_kv_cache_manager") not in (None, "disabled") and not _hybrid.is_hybrid(groups):
-        notes.append(f"hybrid KV cache manager {manager!r}: no effect, {spec.name} has no hybrid cache groups "
+        notes.append(f"hybrid KV cache manager {shown_repr(manager)}: no effect, {spec.name} has no hybrid cache groups "
                      "(one full-attention group, replayed alike by every manager)")
     for key, (managers, needs) in _HYBRID_OPTIONS.items():
         if given.get(key) is None or key == "hybrid_kv_cache_manager":
@@ -1080,7 +1113,7 @@ def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) 
                              "cache group")
         if managers is not None and manager not in managers:
             raise UserError(f"{what} is an option of the {'/'.join(managers)} hybrid KV cache manager, and this "
-                             f"run uses {manager!r}")
+                             f"run uses {shown_repr(manager)}")
         if needs is not None and not rules & set(needs):
             raise UserError(f"{what} sizes the {'/'.join(needs)} cache group, which {spec.name} does not have "
                              f"(its groups: {', '.join(sorted(rules))})")

@@ -323,7 +323,7 @@ def _check_compare_args(tier_sets: Any, curve_capacities: Sequence[int] | None, 
     caps = None if curve_capacities is None else check_number_list(curve_capacities, "curve_capacities",
                                                                     _curve_capacity)
     if caps is not None and not caps:
-        raise UserError(f"curve_capacities must be one or more block counts >= 0 or sizes, got {curve_capacities!r}")
+        raise UserError(f"curve_capacities must be one or more block counts >= 0 or sizes, got {shown_repr(curve_capacities)}")
     for key, value in (("policies", policies), ("tier_sets", tier_sets), ("admits", admits)):
         if isinstance(value, (str, bytes)):
             raise UserError(f"{key} must be a list (several to compare), got the single string {shown_repr(value)}")

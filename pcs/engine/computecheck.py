@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pcs.errors import UserError, ending_with, quoted
+from pcs.errors import UserError, ending_with, quoted, shown_repr
 from pcs.compute import ComputeModel
 
 __all__ = ["checked_compute", "CheckedCompute"]
@@ -50,7 +50,7 @@ def _check(out: Any, method: str, args: tuple) -> Any:
     shaped = np.broadcast_arrays(*(np.asarray(a) for a in args), arr)
     i = int(np.flatnonzero(np.broadcast_to(bad, shaped[-1].shape))[0])
     asked = ", ".join(f"{n}={int(a.flat[i])}" for n, a in zip(_METHODS[method], shaped[:-1]))
-    raise UserError(f"compute.{method}({asked}) returned {float(shaped[-1].flat[i])!r} seconds; a compute model "
+    raise UserError(f"compute.{method}({asked}) returned {shown_repr(float(shaped[-1].flat[i]))} seconds; a compute model "
                     "must return finite seconds >= 0")
 
 

@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 from pcs.units import plural
 from pcs.cache.groups import RULES, CacheGroup
-from pcs.errors import UnknownNameError, UserError, keyword_refusal
+from pcs.errors import UnknownNameError, UserError, keyword_refusal, shown_repr
 from pcs._dataclass import dataclass
 
 __all__ = ["MANAGERS", "DEFAULT_MANAGER", "MAMBA_CACHE_MODES", "SWA_FULL_TOKENS_RATIO", "MAMBA_FULL_MEMORY_RATIO",
@@ -124,7 +124,7 @@ def check_hybrid_options(manager: str | None, swa_ratio: float | None, mamba_rat
     mamba = MAMBA_FULL_MEMORY_RATIO if mamba_ratio is None else mamba_ratio
     for name, v in (("swa-full-tokens-ratio", swa), ("mamba-full-memory-ratio", mamba)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or v != v or v == float("inf"):
-            raise UserError(f"--{name} must be a number > 0, got {v!r}")
+            raise UserError(f"--{name} must be a number > 0, got {shown_repr(v)}")
     return manager, float(swa), float(mamba), mamba_mode
 
 
@@ -257,11 +257,11 @@ def _refuse_empty_pool(name: str, total: int, caps, page_bytes, groups, pools: i
     """UserError for a tier of ``total`` bytes in which a pool got 0 pages: one pool (vLLM's manager) -> the tier is
     smaller than a page; several (SGLang's split, docs/hybrid.md) -> name the pool, its page and the ratio to change."""
     if pools == 1:
-        raise UserError(f"tier {name!r} ({total:,} B) is smaller than one page ({page_bytes[0]:,} B)")
+        raise UserError(f"tier {shown_repr(name)} ({total:,} B) is smaller than one page ({page_bytes[0]:,} B)")
     i = list(caps).index(0)
-    swa, mamba = f"swa_full_tokens_ratio (now {swa_ratio!r})", f"mamba_full_memory_ratio (now {mamba_ratio!r})"
+    swa, mamba = f"swa_full_tokens_ratio (now {shown_repr(swa_ratio)})", f"mamba_full_memory_ratio (now {shown_repr(mamba_ratio)})"
     ratio = mamba if any(g.rule == "state" for g in groups) else swa     # the ratio that splits this model's pools
-    raise UserError(f"tier {name!r} ({total:,} B): SGLang's pool split leaves pool {groups[i].name!r} no page "
+    raise UserError(f"tier {shown_repr(name)} ({total:,} B): SGLang's pool split leaves pool {shown_repr(groups[i].name)} no page "
                     f"({page_bytes[i]:,} B per page; pages per pool: {', '.join(map(str, caps))}); change {ratio} "
                     "or give the tier more bytes")
 

@@ -5,6 +5,8 @@ Split out of :mod:`pcs.engine.runner` (which runs them); no thread here.
 """
 from __future__ import annotations
 
+from pcs.errors import shown_repr
+
 from typing import Any, Callable, Sequence
 
 from pcs.blocks import BlockRules
@@ -77,7 +79,7 @@ def _scan(plan: _Plan, source: Any, rules: BlockRules, tiers: Sequence, requeste
         return fastpath.scan(source, tiers[0].capacity_blocks, rules, plan.config.native)
     except fastpath.NotApplicable as exc:
         if select.canonical(requested) != "auto":
-            raise fastpath.NotApplicable(f"engine {requested!r} cannot run this replay: {exc}; use engine='auto' "
+            raise fastpath.NotApplicable(f"engine {shown_repr(requested)} cannot run this replay: {exc}; use engine='auto' "
                                          "or 'reference'") from None
         plan.row, plan.reason = select.fall_back(plan.config, plan.row, str(exc), plan.reason)
         return None

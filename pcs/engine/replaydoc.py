@@ -28,8 +28,8 @@ tiers: tier specs, GPU first: a list or tuple of ``"NAME=SIZE"`` strings or
     TierSpec; one such string or TierSpec alone is one tier (default: the GPU tier
     sized from the deployment, :func:`pcs.model.deploy.size_deployment`, and ``cpu=2TB``).
 policy: eviction policy of every tier (default ``lru``).
-tier_policies: tier name -> policy, overriding ``policy``.
-links: tier name -> link preset name, bandwidth or LinkSpec.
+tier_policies: tier name (case-folded, as in ``tiers``) -> policy, overriding ``policy``.
+links: tier name (case-folded) -> link preset name, bandwidth or LinkSpec.
 protected_share: protected segment share of the ``slru`` tiers (alias ``protected``); an
     error when no tier uses ``slru``.
 timing: ``modeled`` (default) or ``sequential``.

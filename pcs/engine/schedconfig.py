@@ -33,7 +33,7 @@ import math
 
 from pcs.argcheck import MAX_COUNT, MAX_TOKENS, check_flag, check_int
 from pcs.engine.restores import RESTORE_POLICIES
-from pcs.errors import UnknownNameError, UserError
+from pcs.errors import UnknownNameError, UserError, shown_repr
 from pcs._dataclass import dataclass
 
 __all__ = ["SchedulerConfig", "COMPUTE_MODES", "CACHE_BLOCKS_AT", "vllm_batch_defaults", "DEFAULT_MAX_PREEMPTIONS"]
@@ -71,7 +71,7 @@ def _seconds(value, what: str, allow_none: bool = False):
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise UserError(f"{what} must be a finite number of seconds >= 0, got {value!r}")
+        raise UserError(f"{what} must be a finite number of seconds >= 0, got {shown_repr(value)}")
     return float(value)
 
 
@@ -132,7 +132,7 @@ class SchedulerConfig:
         if self.max_preemptions is None:
             raise UserError("max_preemptions must be an integer, got None")
         if self.ttft_slo_s is not None and not (_seconds(self.ttft_slo_s, "ttft_slo_s") > 0):
-            raise UserError(f"ttft_slo_s must be > 0, got {self.ttft_slo_s!r}")
+            raise UserError(f"ttft_slo_s must be > 0, got {shown_repr(self.ttft_slo_s)}")
         if self.max_num_batched_tokens is not None and self.max_num_seqs is not None \
                 and self.max_num_batched_tokens < self.max_num_seqs:
             raise UserError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= max_num_seqs "
@@ -148,7 +148,7 @@ class SchedulerConfig:
                 timeout is not given: the message names the GPU's rates, not the option the user did not give.
         """
         if self.restore_timeout_per_token_s is None and not (math.isfinite(token_s) and token_s >= 0):
-            raise UserError(f"the GPU's time per token is {token_s!r} s (the default of "
+            raise UserError(f"the GPU's time per token is {shown_repr(token_s)} s (the default of "
                              "restore_timeout_per_token_s): the GPU's rates (bf16_flops, hbm_bps in the hardware "
                              "file) are too small for the model")
         tokens, seqs = vllm_batch_defaults(gpu)

@@ -75,7 +75,7 @@ from pcs.engine import restores as rst
 from pcs.engine.engine import ReplayEngine
 from pcs.engine.schedstats import SchedulerCounters, end_times
 from pcs.engine.series import NoSampler
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 from pcs.trace.rowlimits import STEP_OUTPUT_BELOW
 
 __all__ = ["StepEngine", "STEP_COLUMNS"]
@@ -152,7 +152,7 @@ class StepEngine(ReplayEngine):
         self.decode = decode if (config.cache_decode_blocks and decode is not None and not no_cache) else None
         at = "prefill-done" if no_cache else config.cache_blocks_at      # nothing is cached without the cache
         if at != "prefill-done" and not hasattr(hierarchy, "cache_computed"):
-            raise UserError(f"cache_blocks_at {at!r} needs a hierarchy with cache_computed (pcs.cache.Hierarchy); "
+            raise UserError(f"cache_blocks_at {shown_repr(at)} needs a hierarchy with cache_computed (pcs.cache.Hierarchy); "
                              f"{type(hierarchy).__name__} caches at prefill done only")
         self._at_scheduled, self._at_chunk = at == "scheduled", at == "chunk-done"
         self.no_cache = no_cache

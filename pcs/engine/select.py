@@ -99,7 +99,7 @@ import importlib
 from typing import Any, Callable, Sequence
 
 from pcs import _native
-from pcs.errors import UnknownNameError, UserError
+from pcs.errors import UnknownNameError, UserError, shown_repr
 from pcs._dataclass import dataclass
 
 __all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS", "HYBRID_ROWS",
@@ -466,7 +466,7 @@ def choose(run_config: RunConfig, requested: str = "auto") -> tuple[EngineRow, s
     why = row.applies(run_config)
     alias = f" (alias of {name})" if requested != name else ""
     if why is not None:
-        raise UserError(f"engine {requested!r}{alias} cannot run this replay: {why}; use engine='auto'")
+        raise UserError(f"engine {shown_repr(requested)}{alias} cannot run this replay: {why}; use engine='auto'")
     return _compiled_if_c(run_config, row, f"requested: {requested}{alias}")
 
 

@@ -53,9 +53,10 @@ def tier_name_problem(name: str) -> str | None:
 
 
 
-#: Another ``TIER=`` run on in an entry's value after a ``,`` or a ``+`` (``lru,gpu=slru``): each repeating
+#: Another ``TIER=`` run on in an entry's value after a ``,``, a ``+`` or a space (``lru,gpu=slru``, ``1GB cpu=2GB``:
+#: a tier name holds none of them, :func:`tier_name_problem`): each repeating
 #: ``TIER=VALUE`` option takes one entry (:func:`run_on_entries`).
-_RUN_ON = re.compile(r"[,+]\s*[^\s=,+:]+\s*=")
+_RUN_ON = re.compile(r"(?:[,+]|\s(?=\s*[^\s=,+:]+\s*=))\s*[^\s=,+:]+\s*=")
 
 #: What one entry of each ``TIER=VALUE`` form holds, as a refusal names it.
 _ENTRY_FORM = {"tier": "NAME=SIZE", "link": "TIER=LINK", "tier policy": "TIER=POLICY", "admit": "TIER=KIND[:ARGS]"}
@@ -63,7 +64,7 @@ _ENTRY_FORM = {"tier": "NAME=SIZE", "link": "TIER=LINK", "tier policy": "TIER=PO
 
 def run_on_entries(text: str, tiers: Sequence[str] | None = None) -> list[str] | None:
     """The entries of ``text``, one ``TIER=VALUE`` entry (``--tier``, ``--tier-policy``, ``--link``, ``--admit``), when
-    its value holds another ``TIER=`` after a ``,`` or ``+`` (``cpu=lru,gpu=slru`` -> ``['cpu=lru', 'gpu=slru']``),
+    its value holds another ``TIER=`` after a ``,``, ``+`` or space (``cpu=lru,gpu=slru`` -> ``['cpu=lru', 'gpu=slru']``),
     else None: the one test of a list written into one entry. Any ``NAME=`` before the value's first ``:`` is
     another entry; past it a policy's or an admission's options follow (``slru:protected_share=0.5,x=1`` is one
     entry), so there only a ``TIER=`` naming one of ``tiers`` (the tier names known) is (``cpu=reuse:2,gpu=retain``).
@@ -83,21 +84,42 @@ def run_on_entries(text: str, tiers: Sequence[str] | None = None) -> list[str] |
     return [text[a + (a > 0):b].strip() for a, b in zip(edges, edges[1:])]
 
 
-def one_entry_each(option: str, what: str, entries: Sequence[str]) -> str:
+def one_entry_each(option: str, what: str, entries: Sequence[str], plan: bool = False) -> str:
     """The refusal of a list written into one entry of a repeating ``TIER=VALUE`` option (:func:`run_on_entries`),
     one wording for every such option: ``each --tier-policy takes one TIER=POLICY; the option repeats:
     --tier-policy cpu=lru --tier-policy gpu=slru``; ``option`` an API keyword says ``each item of tiers=`` and the
     list (``tiers=['gpu=1TB', 'cpu=2TB']``), or for a mapping (``links=``, ``tier_policies=``) one key per tier;
-    an admission adds that ``+`` joins entries in one (``cpu=reuse:2+gpu=retain``)."""
+    an admission adds that ``+`` joins entries in one (``cpu=reuse:2+gpu=retain``); compare's ``--tiers`` (a plan's
+    ``tiers``), one tier list each, that ``,`` joins its tiers (``--tiers gpu=1GB,cpu=2GB``); with ``plan``, in a
+    sweep plan's words (``option`` its key: ``link``, ``tier-policy``, ``admit``; ``link = {cpu = "25GB/s", ...}``)."""
     form = _ENTRY_FORM[what]
+    if plan:                # a sweep plan's words: its NAME=VALUE table, one key each; admit's list, one item each
+        return _plan_entry_each(option, what, entries)
     if option in ("links=", "tier_policies="):      # a mapping of tier to value: one key each
         pairs = dict(e.split("=", 1) for e in entries)
-        return f"each value of {option} is one tier's; give each tier its own key: {option}{pairs!r}"
+        return f"each value of {option} is one tier's; give each tier its own key: {option}{shown_repr(pairs)}"
+    if option in ("--tiers", "tiers"):          # compare's one tier list per option: its tiers joined by ','
+        return f"a {option} list joins its tiers with ',', one {form} each: {option} {','.join(entries)}"
     joined = f" (or join them with '+': {'+'.join(entries)})" if what == "admit" else ""
     if option.endswith("="):
-        return f"each item of {option} takes one {form}; give one item each: {option}{list(entries)!r}{joined}"
+        return f"each item of {option} takes one {form}; give one item each: {option}{shown_repr(list(entries))}{joined}"
     return (f"each {option} takes one {form}; the option repeats: " + " ".join(f"{option} {e}" for e in entries)
             + joined)
+
+
+def _plan_entry_each(option: str, what: str, entries: Sequence[str]) -> str:
+    """:func:`one_entry_each` in a sweep plan's words: a NAME=VALUE table's entry is one tier's (``link = {cpu =
+    "25GB/s", ssd = "1GB/s"}``); an admission list's item is one ``TIER=KIND`` (``admit = ["cpu=reuse:2",
+    "gpu=retain"]``)."""
+    import json
+
+    if what == "admit":
+        return (f"each item of {option} takes one {_ENTRY_FORM[what]}; give one item each: {option} = "
+                f"[{', '.join(json.dumps(e, ensure_ascii=False) for e in entries)}] (or join them with '+': "
+                f"{json.dumps('+'.join(entries), ensure_ascii=False)})")
+    pairs = (e.split("=", 1) for e in entries)
+    table = ", ".join(f"{n.strip()} = {json.dumps(v.strip(), ensure_ascii=False)}" for n, v in pairs)
+    return f"each entry of {option} is one tier's; give each tier its own key: {option} = {{{table}}}"
 
 
 def check_tier_spec(spec: Any, links: Mapping[str, Any] | None) -> None:

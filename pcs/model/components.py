@@ -35,7 +35,7 @@ import numpy as np
 
 from pcs.units import plural
 from pcs.cache.groups import window_hold_blocks
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 from pcs.model.layouts import get_layout
 from pcs.model.quant import QuantScales
 from pcs.model.quant import row_bytes as _row_bytes
@@ -335,6 +335,6 @@ def _refuse_partial_groups(layout: str, group: int, head_dim: int, v_dim: int) -
     """
     for field, dim in (("head_dim", head_dim), ("V head dim", v_dim)):
         if dim % group:
-            raise UserError(f"KV dtype {layout!r} stores one scale per {group} values of a head row, so {field} "
+            raise UserError(f"KV dtype {shown_repr(layout)} stores one scale per {group} values of a head row, so {field} "
                             f"must be a multiple of {group} (vLLM refuses NVFP4 otherwise), got {dim}: "
                             "give another KV dtype (bf16, fp8, fp8_per_token_head ...)")

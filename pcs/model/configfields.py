@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from pcs.choices import did_you_mean
-from pcs.errors import InputError, quoted
+from pcs.errors import InputError, quoted, shown_repr
 from pcs.model.families import HEAD_DIM_DERIVED, INT_BOUND, Family, default, family_of
 from pcs.model.quant import TORCH_DTYPES, normalize_dtype
 
@@ -65,7 +65,7 @@ class Fields:
                 raise InputError(self.path, None, key, "missing (required to size the KV cache)")
             return default
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise InputError(self.path, None, key, f"must be an integer >= {minimum}, got {value!r}")
+            raise InputError(self.path, None, key, f"must be an integer >= {minimum}, got {shown_repr(value)}")
         top = self.MAX_INT if maximum is None else maximum
         if value > top:
             raise InputError(self.path, None, key, f"must be <= {top:,} (pcs's bound), got {value:,}")
@@ -115,6 +115,6 @@ class Fields:
             raise InputError(self.path, None, field, f"unknown dtype {quoted(raw, show=repr)}; "
                              f"{did_you_mean(raw, TORCH_DTYPES)}valid: {', '.join(TORCH_DTYPES)}") from None
         if name in _NOT_TORCH:   # int4/fp4 are no torch dtype: a quantised KV cache is asked with --dtype
-            raise InputError(self.path, None, field, f"{raw!r} is not a torch dtype (float32, float16, "
+            raise InputError(self.path, None, field, f"{shown_repr(raw)} is not a torch dtype (float32, float16, "
                              "bfloat16, float8_e4m3fn ...); give the KV cache dtype with dtype=")
         return name

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from pcs.choices import did_you_mean
-from pcs.errors import InputError
+from pcs.errors import InputError, shown_repr
 from pcs._dataclass import dataclass
 
 if TYPE_CHECKING:  # pcs.model.configfields imports this module: the type only, no import cycle at run time
@@ -167,7 +167,7 @@ def _flag(f: Fields, key: str, absent: bool) -> bool:
     if value is None:
         return absent
     if not isinstance(value, bool):
-        raise InputError(f.path, None, key, f"must be true or false, got {value!r}")
+        raise InputError(f.path, None, key, f"must be true or false, got {shown_repr(value)}")
     return value
 
 
@@ -178,7 +178,7 @@ def _from_layer_types(raw: Any, n: int, path: str) -> tuple[str, ...]:
     for t in raw:
         if not isinstance(t, str) or t not in LAYER_TYPE_NAMES:
             raise InputError(path, None, "layer_types",
-                             f"unknown layer type {t!r}; {did_you_mean(t, sorted(LAYER_TYPE_NAMES))}known: "
+                             f"unknown layer type {shown_repr(t)}; {did_you_mean(t, sorted(LAYER_TYPE_NAMES))}known: "
                              + ", ".join(sorted(LAYER_TYPE_NAMES)))
     return tuple(LAYER_TYPE_NAMES[t] for t in raw)
 
@@ -262,7 +262,7 @@ def layer_pattern(f: Fields, n: int) -> Pattern:
         return Pattern(_from_layer_types(cfg["layer_types"], n, path), "the config's layer_types")
     if fam is not None:
         return Pattern(_rule_kinds(f, fam, n), fam.source)
-    what = f"model_type {model_type!r} has no layer-pattern rule in pcs" if model_type else "no model_type"
+    what = f"model_type {shown_repr(model_type)} has no layer-pattern rule in pcs" if model_type else "no model_type"
     if isinstance(cfg.get("sliding_window_pattern"), int) and cfg.get("sliding_window") is not None:
         p = f.int("sliding_window_pattern")
         note = (f"{what}: assumed Gemma 3's rule for sliding_window_pattern {p} (layer i full when (i+1) % {p} == 0,"

@@ -50,7 +50,7 @@ from dataclasses import field
 from typing import Any, Callable
 
 from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, check_int
-from pcs.errors import INT64_LIMIT, ArgumentTypeError, UserError
+from pcs.errors import INT64_LIMIT, ArgumentTypeError, UserError, shown_repr
 from pcs.model.components import KVComponent
 from pcs.model.spec import ModelSpec, check_mode
 from pcs._dataclass import dataclass
@@ -497,7 +497,7 @@ def _split(model: ModelSpec, tp: int | None) -> ModelSpec:
         ArgumentTypeError: ``tp`` not an integer (``True`` is not read as 1).
     """
     if isinstance(tp, bool) or not (tp is None or isinstance(tp, int)):
-        raise ArgumentTypeError(f"tp must be an integer, got {tp!r} ({type(tp).__name__})")
+        raise ArgumentTypeError(f"tp must be an integer, got {shown_repr(tp)} ({type(tp).__name__})")
     if tp is None or tp == model.tp:
         return model
     tp = check_int(tp, "tp", lo=1, hi=MAX_COUNT)

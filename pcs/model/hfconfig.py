@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pcs.errors import InputError
+from pcs.errors import InputError, shown_repr
 from pcs.model.components import ChunkedLocalAttention, FullAttention, SlidingWindow
 from pcs.model.configfields import Fields
 from pcs.model.families import layer_pattern
@@ -56,7 +56,7 @@ def _state_dtype(f: Fields, model_dtype: str) -> str:
     if ssm is None:
         return model_dtype
     if not isinstance(ssm, str):
-        raise InputError(f.path, None, "mamba_ssm_dtype", f"must be a dtype name, got {ssm!r}")
+        raise InputError(f.path, None, "mamba_ssm_dtype", f"must be a dtype name, got {shown_repr(ssm)}")
     try:
         return normalize_dtype(ssm)
     except ValueError as exc:
@@ -167,7 +167,7 @@ def _shadowed(cfg: dict[str, Any]) -> list[str]:
     text = cfg.get("text_config") if isinstance(cfg, dict) else None
     if not isinstance(text, dict):
         return []
-    return [f"{k} is {cfg[k]!r} at the top level but {text[k]!r} in text_config: used text_config's {text[k]!r}"
+    return [f"{k} is {shown_repr(cfg[k])} at the top level but {shown_repr(text[k])} in text_config: used text_config's {shown_repr(text[k])}"
             for k in cfg if k in text and k != "model_type" and cfg[k] != text[k]]
 
 
@@ -185,7 +185,7 @@ def build_spec(cfg: dict[str, Any], *, name: str, source: str, path: str = "<con
     pattern = layer_pattern(f, num_layers)
     assumptions = list(pattern.assumptions) + _shadowed(cfg) + _kv_dtype_asked(f.cfg)
     if f.family is None and f.cfg.get("model_type"):
-        assumptions.append(f"model_type {f.cfg['model_type']!r} has no family rule in pcs "
+        assumptions.append(f"model_type {shown_repr(f.cfg['model_type'])} has no family rule in pcs "
                            "(pcs.model.families): read with the generic rules, no family defaults")
     if not (f.has("torch_dtype") or f.has("dtype")):
         assumptions.append("torch_dtype missing: assumed bfloat16 weights and KV")
@@ -216,9 +216,9 @@ def _kv_dtype_asked(cfg: dict[str, Any]) -> list[str]:
     the run's ``dtype`` (``--dtype`` on the command line), which sizes fp8 and others (``pcs.model.layouts``)."""
     quant = cfg.get("quantization_config")
     scheme = quant.get("kv_cache_scheme") if isinstance(quant, dict) else None
-    asked = [f"kv_cache_dtype {cfg['kv_cache_dtype']!r}"] if cfg.get("kv_cache_dtype") is not None else []
+    asked = [f"kv_cache_dtype {shown_repr(cfg['kv_cache_dtype'])}"] if cfg.get("kv_cache_dtype") is not None else []
     if scheme is not None:
-        asked.append(f"quantization_config.kv_cache_scheme {scheme!r}")
+        asked.append(f"quantization_config.kv_cache_scheme {shown_repr(scheme)}")
     if not asked:
         return []
     return [f"the config asks for a KV cache dtype ({'; '.join(asked)}): pcs does not read it there (vLLM takes "

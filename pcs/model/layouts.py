@@ -32,7 +32,7 @@ MLA latent does here.
 from __future__ import annotations
 
 
-from pcs.errors import UnknownNameError, UserError
+from pcs.errors import UnknownNameError, UserError, shown_repr
 from pcs.model.quant import QuantScales
 from pcs._dataclass import dataclass
 
@@ -193,5 +193,5 @@ def mla_form(name: str, sparse: bool) -> MLAForm:
         return MLAForm(lay, "fp8", "fp8", None)
     if lay.name == "fp8_ds_mla":
         return MLAForm(lay, "fp8", "bf16", lay.inline_scales(128))
-    raise UserError(f"KV dtype {lay.name!r} has no MLA form in vLLM; MLA models take bf16, fp16, "
+    raise UserError(f"KV dtype {shown_repr(lay.name)} has no MLA form in vLLM; MLA models take bf16, fp16, "
                      "fp8 / fp8_e4m3 / fp8_e5m2 (per tensor) or fp8_ds_mla")

@@ -12,7 +12,7 @@ from typing import Union
 
 import numpy as np
 
-from pcs.errors import UnknownNameError, UserError
+from pcs.errors import UnknownNameError, UserError, shown_repr
 from pcs.model.components import KVComponent
 from pcs.model.layouts import KVLayout, get_layout
 from pcs._dataclass import dataclass
@@ -97,7 +97,7 @@ class ModelSpec:
             UserError: tp < 1 or a head count that tp does not divide.
         """
         if not isinstance(tp, (int, np.integer)) or tp < 1:
-            raise UserError(f"tensor-parallel size must be an integer >= 1, got {tp!r}")
+            raise UserError(f"tensor-parallel size must be an integer >= 1, got {shown_repr(tp)}")
         return replace(self, components=tuple(c.with_tp(int(tp)) for c in self.components), tp=int(tp))
 
     def _attention(self) -> KVComponent | None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from pcs._heldimport import held_import
 from pcs.argcheck import INT64_MAX
-from pcs.errors import INT64_LIMIT, UserError, utf8_text
+from pcs.errors import INT64_LIMIT, UserError, utf8_text, shown_repr
 
 __all__ = ["declared_types", "typed_table"]
 
@@ -80,7 +80,7 @@ def typed_table(row: dict[str, Any], types: dict[str, str]) -> Any:
 
     for key, value in row.items():   # an int beyond int64 fits no column (pyarrow: OverflowError)
         if isinstance(value, int) and not -INT64_MAX - 1 <= value <= INT64_MAX:
-            raise UserError(f"column {key!r}: {value} is beyond what an int64 column holds ({INT64_LIMIT})")
+            raise UserError(f"column {shown_repr(key)}: {value} is beyond what an int64 column holds ({INT64_LIMIT})")
     table = pa.Table.from_pylist([{k: _utf8(v) for k, v in row.items()}])
     fields = [pa.field(f.name, getattr(pa, types[f.name])()) if pa.types.is_null(f.type) and f.name in types else f
               for f in table.schema]

@@ -181,8 +181,24 @@ def _shown(value: Any) -> str:
 
     kind = ("" if isinstance(value, bool) else "a list" if isinstance(value, list)
             else "a table" if isinstance(value, dict) else "a number" if isinstance(value, (int, float)) else "")
-    text = quoted(value, 80, show=lambda v: json.dumps(v, ensure_ascii=False, default=str))
+    text = quoted(value, 80, show=lambda v: _as_written(json.dumps(v, ensure_ascii=False, default=_date_mark)))
     return f"{kind} {text}".strip()
+
+
+#: Marks a TOML date/time in :func:`_shown`'s JSON text, where it is written bare, as the plan wrote it.
+_DATE_MARK = "\ue000"
+
+
+def _date_mark(value: Any) -> str:
+    """A TOML date/time (``tomllib``'s datetime objects) in JSON text: its ISO text between marks, unquoted by
+    :func:`_as_written` (``{"x": 1979-05-27}``, not the string ``"1979-05-27"`` the plan did not write)."""
+    iso = getattr(value, "isoformat", None)
+    return f"{_DATE_MARK}{iso()}{_DATE_MARK}" if iso else str(value)
+
+
+def _as_written(text: str) -> str:
+    """:func:`_shown`'s JSON text with each marked date/time bare (:func:`_date_mark`)."""
+    return text.replace(f'"{_DATE_MARK}', "").replace(f'{_DATE_MARK}"', "")
 
 
 def _text(name: str, value: Any) -> str:

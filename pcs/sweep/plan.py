@@ -198,17 +198,16 @@ _RANGE_KEYS = frozenset({"from", "to", "step", "times"})
 
 def _named(key: str, value: Any, names: tuple[str, ...], pairs: frozenset[str], table: str) -> bool:
     """Whether the table keys ``names`` on the way to a scalar of option ``key``'s ``value`` in ``table`` name
-    something the option has: any entry of a NAME=VALUE option (``pairs``); a range key (:data:`_RANGE_KEYS`) of an
-    axis given as a range table; nothing else (``tp = {x = 1}``, ``tp.x``: ``tp`` takes one value). A scalar under
-    a name the option lacks is left to the refusal that names it (the shape's, the range's, :func:`_set`'s)."""
+    something the option has: an entry of a NAME=VALUE option's table (``pairs``: ``tier = {cpu = ...}``, one key
+    deep; ``tier.cpu`` names its entry already, so it takes no key); a range key (:data:`_RANGE_KEYS`) of an
+    axis given as a range table; nothing else (``tp = {x = 1}``, ``tp.x``, ``tier = {cpu = {x = 1}}``,
+    ``"tier.cpu" = [{x = 1}]``: each takes one value there). A scalar under a name the option lacks is left to the
+    refusal that names it (the shape's, the range's, :func:`_set`'s)."""
     name, dot, _ = str(key).partition(".")
-    if _name(name) in pairs:
-        return True
-    if dot:
-        return False
+    entries = 1 if _name(name) in pairs and not dot else 0    # a NAME=VALUE option's table is one key deep
     if table == "axes" and isinstance(value, dict):
         return len(names) == 1 and names[0] in _RANGE_KEYS
-    return not names
+    return len(names) <= entries
 
 
 def _refuse_unknown_keys(kind: str, options: dict[str, Any], where: str, table: str) -> None:
@@ -304,6 +303,57 @@ def _pair_entries(fixed: dict[str, Any], axes: dict[str, Any], option: str) -> I
                     yield from ((at, k.strip().lower(), x.strip()) for k, sep, x in pairs if sep and k.strip())
 
 
+#: the form of each option's entry, as :func:`pcs.engine.tiercheck.one_entry_each` names it
+_ENTRY_WHAT = {"tier": "tier", "link": "link", "tier_policy": "tier policy", "admit": "admit"}
+
+
+def _check_entry_lists(kind: str, fixed: dict[str, Any], axes: dict[str, Any], source: str,
+                       pairs: frozenset[str]) -> None:
+    """Refuse a list written into one entry of a NAME=VALUE option (``link = {cpu = "25GB/s,ssd=1GB/s"}``, an axis's
+    ``"1GB/s,x=2GB/s"``) or of ``admit`` (``admit = "cpu=reuse:2,gpu=retain"``), by the one test of such a list
+    (:func:`pcs.engine.tiercheck.run_on_entries`), at the line it is written, in the plan's words
+    (:func:`pcs.engine.tiercheck.one_entry_each`: ``link = {cpu = "25GB/s", ssd = "1GB/s"}``).
+
+    Raises:
+        PlanKeyError: naming the plan, the key and the entries to give apart."""
+    from pcs.cli.tiernames import known_tier_names
+    from pcs.engine.tiercheck import one_entry_each, run_on_entries
+
+    for option in sorted(set(_ENTRY_WHAT) & (set(pairs) | {"admit"})):
+        for field, entry, text in _option_entries(fixed, axes, option, pairs):
+            entries = isinstance(text, str) and run_on_entries(text if entry is None else f"{entry}={text}",
+                                                               known_tier_names())
+            if entries:
+                key = field.partition(".")[2]
+                raise PlanKeyError(f"{source} [{field.partition('.')[0]}] {shown_repr(key)}: "
+                                   f"{one_entry_each(plan_word(option), _ENTRY_WHAT[option], entries, plan=True)}",
+                                   field)
+
+
+def _option_entries(fixed: dict[str, Any], axes: dict[str, Any], option: str,
+                    pairs: frozenset[str]) -> Iterator[tuple[str, str | None, Any]]:
+    """(field, entry name or None, value) of each entry of ``option``: a NAME=VALUE option's by
+    :func:`_pair_entries`, each string item of a list option (``admit``) with no entry name."""
+    if option in pairs:
+        yield from _pair_entries(fixed, axes, option)
+        return
+    for table, items in (("fixed", fixed), ("axes", axes)):
+        for key, value in items.items():
+            if _name(str(key)) == option:
+                yield from _items(table, key, value, axis=table == "axes")
+
+
+def _items(table: str, key: str, value: Any, axis: bool) -> Iterator[tuple[str, None, Any]]:
+    """Each string item a list option's ``value`` holds (an axis: each point's value, a list of them too), as
+    (field, None, text)."""
+    values = list(enumerate(value)) if axis and isinstance(value, list) else [(None, value)]
+    for i, v in values:
+        at = f"{table}.{key}" + ("" if i is None else f"[{i}]")
+        for t in (v if isinstance(v, list) else [v]):
+            if isinstance(t, str):
+                yield at, None, t
+
+
 def _check_tier_sizes(fixed: dict[str, Any], axes: dict[str, Any], source: str) -> None:
     """Refuse a tier size the run would refuse (``tier = {cpu = "10Gb"}``) with the plan, at the line it is written:
     the run's own parser, :func:`pcs.engine.api.parse_tier` (the command's option check; before, the refusal came
@@ -394,6 +444,7 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
         pairs = pair_options.get(kind, frozenset())
     fixed, axes = data.get("fixed", {}), data.get("axes", {})
     _check_tables(kind, fixed, axes, source)
+    _check_entry_lists(kind, fixed, axes, source, pairs)
     if "tier" in pairs:
         _check_tier_sizes(fixed, axes, source)
     base: dict[str, Any] = {}

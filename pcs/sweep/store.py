@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 from pcs._heldimport import held_import
-from pcs.errors import UserError, shown_path
+from pcs.errors import UserError, shown_path, shown_repr
 from pcs.outfile import arrow_file
 
 __all__ = ["done_ids", "misplaced_row", "write_point", "read_results", "encode_row", "encode_requests", "REQUESTS_DIR"]
@@ -97,7 +97,7 @@ def misplaced_row(path: Path, point_id: Any) -> str | None:
     count that point twice and leave the named one unrun."""
     if point_id == path.stem:
         return None
-    return f"holds the row of point {point_id!r}, not of {path.stem!r} (a copied or renamed point file)"
+    return f"holds the row of point {shown_repr(point_id)}, not of {shown_repr(path.stem)} (a copied or renamed point file)"
 
 
 def point_file_problem(path: Path, names: list[str] | None = None, rows: int | None = None) -> str | None:

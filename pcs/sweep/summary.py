@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from pcs._heldimport import held_import
-from pcs.errors import UnknownNameError, UserError
+from pcs.errors import UnknownNameError, UserError, shown_repr
 from pcs.sweep.result import SweepBest, SweepFrontPoint, SweepSummary
 from pcs.sweep.store import misplaced_row, point_file_problem, unreadable_point
 
@@ -151,7 +151,7 @@ def _stream_rows(out: str | Path):
                     if problem is None:
                         return names, rows
         except (OSError, ValueError) as exc:   # ArrowInvalid is a ValueError
-            problem = f"not a readable Parquet file ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r})"
+            problem = f"not a readable Parquet file ({shown_repr(str(exc).strip().splitlines()[0] if str(exc).strip() else exc)})"
         raise unreadable_point(f, problem)
 
     files = sorted(out.glob("*.parquet"))

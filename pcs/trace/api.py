@@ -26,7 +26,7 @@ import numpy as np
 from pcs import jsondepth
 from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
-from pcs.errors import InputError, PickledAsIs, UnknownNameError, UserError, shown_path
+from pcs.errors import InputError, PickledAsIs, UnknownNameError, UserError, shown_path, shown_repr
 from pcs.units import a_or_an, format_count, format_counted
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
 from pcs.trace.hashids import BlankLine, invalid_json, not_an_object, strict_loads
@@ -123,7 +123,7 @@ def _not_json(first: bytes, exc: Exception, name: str, ln: int = 1) -> tuple[str
     if wide is not None:
         return wide, "file"
     if isinstance(exc, UnicodeDecodeError) and first.lstrip()[:1] in (b"{", b"["):  # JSON but for its encoding
-        return (f"the first non-blank line is not UTF-8 (invalid byte {first[exc.start:exc.start + 1]!r} at byte "
+        return (f"the first non-blank line is not UTF-8 (invalid byte {shown_repr(first[exc.start:exc.start + 1])} at byte "
                 f"{exc.start}); JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode the file"), "json"
     if first.lstrip()[:1] in (b"{", b"[") and not isinstance(exc, UnicodeDecodeError):
         return None         # meant as JSON (an object, or an array: json.dump's first line is "["): the readers' message
@@ -349,7 +349,7 @@ def _suggestion(other: str, line: bytes, ln: int, name: str, block_size: int | N
         where = f"line {refused.line}: " if what == "file" and refused.line is not None else ""
         return (f"its keys look like {a_or_an(other)} trace's, but that reader refuses the {what} too: "
                 f"{where}{_what(refused)}")
-    return (f"format detection reads this {what} as {a_or_an(other)} trace: pass format={other!r} (or no "
+    return (f"format detection reads this {what} as {a_or_an(other)} trace: pass format={shown_repr(other)} (or no "
             "format=, and pcs detects it)")
 
 
@@ -638,8 +638,35 @@ def trace_notes(trace, words: Callable[[str], str] | None = None) -> tuple[str, 
     their ``notes``: synthetic reuse, skipped lines (how many, then the first of them named:
     :func:`skipped_line_notes`), in ``words`` (the interface's: :func:`pcs.cli.common.option_names`, a sweep plan's);
     None: the API's (``on_error='skip'``)."""
-    return (tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace, words)) if n)
+    return (tuple(n for n in (header_note(trace), synthetic_reuse_note(trace), skipped_note(trace, words)) if n)
             + skipped_line_notes(trace, words))
+
+
+def header_note(trace) -> str | None:
+    """The note on the columns of a CSV trace's header (Azure, BurstGPT) that are not its format's, which its
+    reader reads past (:func:`pcs.trace.lengthonly.unknown_columns_note`: a pandas index, a trailing comma, a
+    column of the user's own), else None; the header re-read (one line)."""
+    fmt = getattr(trace, "format", None)
+    if fmt not in ("azure", "burstgpt") or getattr(trace, "path", None) is None:
+        return None
+    from pcs.trace.lengthonly import unknown_columns_note
+    from pcs.trace.source import iter_csv_rows
+
+    if fmt == "azure":
+        from pcs.trace.azure import AZURE_HEADERS as headers
+    else:
+        from pcs.trace.burstgpt import BURSTGPT_OPTIONAL, BURSTGPT_REQUIRED
+
+        headers = ((*BURSTGPT_REQUIRED, *BURSTGPT_OPTIONAL),)
+    known = list(dict.fromkeys(c for h in headers for c in h))
+    rows = iter_csv_rows(trace.path, trace.name)
+    try:
+        ln, row = next(rows)
+    except (StopIteration, InputError):      # the reader has said so already
+        return None
+    finally:
+        rows.close()
+    return unknown_columns_note(f"{trace.name}:{ln}", row, known)
 
 
 def _length_batches(trace: "Trace", state) -> Iterator[RequestBatch]:
@@ -1151,7 +1178,7 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
     check_suffix(path, name)
     fmt, first_line = (format, None) if format else _detected(path, name, on_error)
     if fmt != "parquet" and format is not None and _sniff_parquet(path):
-        raise InputError(name, None, None, f"a Parquet file (it starts with PAR1) given as format={fmt!r}: drop "
+        raise InputError(name, None, None, f"a Parquet file (it starts with PAR1) given as format={shown_repr(fmt)}: drop "
                                            "format= (pcs detects Parquet) or give format='parquet'")
     if format is not None and fmt != "parquet" and not peek_lines(path, max_lines=1, name=name):
         raise InputError(name, None, None, EMPTY_TRACE)

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from pcs.errors import ArgumentTypeError, UserError
+from pcs.errors import ArgumentTypeError, UserError, shown_repr
 from pcs.trace.reqcheck import check_order, request_fields
 from pcs.trace.request import RequestBatch
 
@@ -52,7 +52,7 @@ def ceil_blocks(tokens: np.ndarray, block_size: int) -> np.ndarray:
 
 def _not_a_request(r: Any, exc: AttributeError) -> TypeError:
     """The TypeError for an item of a request iterable that lacks a request attribute."""
-    missing = f" (no {exc.name!r})" if getattr(exc, "name", None) else ""
+    missing = f" (no {shown_repr(exc.name)})" if getattr(exc, "name", None) else ""
     return ArgumentTypeError(f"trace must be {TRACE_ACCEPTS}; got an item of type {type(r).__name__}{missing}")
 
 

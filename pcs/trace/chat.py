@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from pcs.choices import close_tail
-from pcs.errors import InputError, UserError, quoted, shown_path
+from pcs.errors import InputError, UserError, quoted, shown_path, shown_repr
 from pcs.extras import missing_extra
 from pcs.trace.batches import arrival_error
 from pcs.trace.hashids import get_int, get_time, strict_loads
@@ -206,7 +206,7 @@ def load_template(spec: str) -> Callable[..., str]:
         return BUILTIN_TEMPLATES[spec]
     p = Path(spec)
     if not p.exists():
-        raise UserError(f"chat template {spec!r} is neither a built-in ({', '.join(BUILTIN_TEMPLATES)}) nor a file"
+        raise UserError(f"chat template {shown_repr(spec)} is neither a built-in ({', '.join(BUILTIN_TEMPLATES)}) nor a file"
                         f"{close_tail(spec, BUILTIN_TEMPLATES)}")
     from pcs.configfile import read_json_object, read_text
 

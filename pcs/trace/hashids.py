@@ -34,7 +34,7 @@ import numpy as np
 
 from pcs import jsondepth
 from pcs.choices import close_tail
-from pcs.errors import OUT_OF_FLOAT_RANGE, InputError, UnknownNameError, UserError, quoted
+from pcs.errors import OUT_OF_FLOAT_RANGE, InputError, UnknownNameError, UserError, quoted, shown_repr
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import REUSE_VALUES, lone_surrogate  # REUSE_VALUES: the optional per-row ``reuse`` field
 from pcs.trace.request import RequestBatch
@@ -532,7 +532,7 @@ def _shortcut(fast: bool | str) -> str | None:
     if not available(fast):
         why = ("the compiled pcs.trace._jsonrows is not built (reinstall with a C++ compiler: pip install -e .)"
                if fast == "native" else f"is not installed ({install_hint('fast')})")
-        raise UserError(f"JSONL parser {fast!r} {why}")
+        raise UserError(f"JSONL parser {shown_repr(fast)} {why}")
     return fast
 
 

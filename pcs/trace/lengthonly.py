@@ -30,10 +30,10 @@ from typing import Iterable, Iterator, NamedTuple
 
 import numpy as np
 
-from pcs.errors import InputError, UserError, quoted
+from pcs.errors import InputError, UserError, quoted, shown_repr
 from pcs.trace.request import RequestBatch
 
-__all__ = ["LengthRow", "MAX_LENGTH_TOKENS", "ReuseModel", "cell_reason", "check_length", "header_problem", "synthesise_batches",
+__all__ = ["LengthRow", "MAX_LENGTH_TOKENS", "ReuseModel", "cell_reason", "check_length", "header_problem", "unknown_columns_note", "synthesise_batches",
            "token_count"]
 
 #: Largest token count one field of a length-only row may hold (2**24 =
@@ -102,35 +102,63 @@ def token_count(v: str, field: str, name: str, ln: int) -> int:
 
 def header_problem(row: list[str], required: Iterable[str], optional: Iterable[str] = ()) -> str | None:
     """What is wrong with a CSV header ``row`` (its names stripped) that must hold every name of ``required`` and
-    may hold those of ``optional``, the one wording of both CSV readers (Azure, BurstGPT), checked in this order:
-    a name given twice (``gives column 'Model' twice``: which of the two to read would be a guess); the names it
-    lacks, with the header's name that differs from one only in case, as names are case-sensitive (``'contexttokens'
-    differs only in case``); a name neither required nor optional (``has an unknown column 'Foo'``: a column pcs
-    would not read is not dropped silently). None when the header is one of the format's.
+    may hold those of ``optional``, the one wording of every CSV reader (Azure, BurstGPT, the measured-prefill CSV),
+    checked in this order: a name given twice (``gives column 'Model' twice``: which of the two to read would be a
+    guess); the names it lacks, with the header's name that differs from one only in case, as names are
+    case-sensitive (``'contexttokens' differs only in case``). None when the header holds the format's columns; a
+    column neither required nor optional is read past, with a note (:func:`unknown_columns_note`).
 
     >>> header_problem(["TIMESTAMP", "contexttokens", "GeneratedTokens"], ["TIMESTAMP", "ContextTokens", "GeneratedTokens"])
     "lacks 'ContextTokens' ('contexttokens' differs only in case: column names are case-sensitive)"
     >>> header_problem(["a", " b", "a"], ["a", "b"]), header_problem(["a", "b", "c"], ["a", "b"], ["d"])
-    ("gives column 'a' twice", "has an unknown column 'c'")
+    ("gives column 'a' twice", None)
     """
     names = [c.strip() for c in row]
     twice = [c for i, c in enumerate(names) if c in names[:i]]
     if twice:
         return f"gives column {quoted(twice[0], show=repr)} twice"
     missing = [c for c in required if c not in names]
-    if missing:
-        cased = [(m, c) for m in missing for c in names if c.lower() == m.lower()]
-        hint = "; ".join(f"{quoted(c, show=repr)} differs only in case" for _, c in cased)
-        return (f"lacks {', '.join(quoted(m, show=repr) for m in missing)}"
-                + (f" ({hint}: column names are case-sensitive)" if cased else ""))
-    known = [*required, *optional]
-    unknown = [c for c in names if c not in known]
+    if not missing:
+        return None
+    cased = [(m, c) for m in missing for c in names if c.lower() == m.lower()]
+    hint = "; ".join(f"{quoted(c, show=repr)} differs only in case" for _, c in cased)
+    return (f"lacks {', '.join(quoted(m, show=repr) for m in missing)}"
+            + (f" ({hint}: column names are case-sensitive)" if cased else ""))
+
+
+def unknown_columns_note(where: str, names: Iterable[str], known: Iterable[str], fold: bool = False) -> str | None:
+    """The note on the columns of a CSV header ``names`` (stripped) that are none of ``known`` (compared in lower
+    case with ``fold``), which every CSV reader reads past (a pandas index, a trailing comma, a column of the
+    user's own: docs/traces-formats.md), each with its hint (:func:`_column_hint`); ``where``: ``FILE:LINE`` of
+    the header. None when every column is known.
+
+    >>> unknown_columns_note("t.csv:1", ["TIMESTAMP", "numimages", "", "Region"], ["TIMESTAMP", "NumImages"])
+    "t.csv:1: columns 'numimages' ('NumImages' differs only in case: column names are case-sensitive), '' (an empty name: a pandas index column or a trailing comma) and 'Region' read past: not columns pcs reads (its columns: TIMESTAMP, NumImages)"
+    """
+    known = list(known)
+    seen = {k.lower() for k in known} if fold else set(known)
+    unknown = [c.strip() for c in names if (c.strip().lower() if fold else c.strip()) not in seen]
     if not unknown:
         return None
-    cased = [k for k in known if k.lower() == unknown[0].lower()]
-    return (f"has an unknown column {quoted(unknown[0], show=repr)}"
-            + (f" ({quoted(cased[0], show=repr)} differs only in case: column names are case-sensitive)"
-               if cased else ""))
+    shown = [f"{quoted(c, show=repr)}{_column_hint(c, known)}" for c in unknown]
+    listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+    one = len(shown) == 1
+    return (f"{where}: {'column' if one else 'columns'} {listed} read past: {'not a column' if one else 'not columns'}"
+            f" pcs reads (its columns: {', '.join(known)})")
+
+
+def _column_hint(name: str, known: list[str]) -> str:
+    """`` (...)`` after an unknown column's name: where an empty name comes from, a known name it differs from in
+    case only, or the close known names (:func:`pcs.choices.did_you_mean`); ``""`` for none."""
+    from pcs.choices import did_you_mean
+
+    if not name:
+        return " (an empty name: a pandas index column or a trailing comma)"
+    cased = [k for k in known if k.lower() == name.lower()]
+    if cased:
+        return f" ({quoted(cased[0], show=repr)} differs only in case: column names are case-sensitive)"
+    meant = did_you_mean(name, known).strip()
+    return f" ({meant})" if meant else ""
 
 
 class LengthRow(NamedTuple):
@@ -168,7 +196,7 @@ class ReuseModel:
     def __post_init__(self) -> None:
         if isinstance(self.system_prompt_tokens, bool) or not isinstance(self.system_prompt_tokens, int) \
                 or self.system_prompt_tokens < 0:
-            raise UserError(f"system_prompt_tokens must be an integer >= 0, got {self.system_prompt_tokens!r}")
+            raise UserError(f"system_prompt_tokens must be an integer >= 0, got {shown_repr(self.system_prompt_tokens)}")
 
     def describe(self, has_sessions: bool) -> str:
         """One line for reports: what reuse was assumed."""

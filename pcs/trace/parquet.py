@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator, NamedTuple
 import numpy as np
 
 from pcs._heldimport import held_import
-from pcs.errors import InputError, quoted
+from pcs.errors import InputError, quoted, shown_repr
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error, ceil_blocks
 from pcs.trace.hashids import SKIPPED_NAMED
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch, join_hashes
@@ -130,7 +130,7 @@ def _meta_text(pf, key: str, name: str, schema=None) -> str | None:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(name, None, key, f"metadata must be UTF-8 text, got invalid byte {raw[exc.start:exc.start + 1]!r} "
+        raise InputError(name, None, key, f"metadata must be UTF-8 text, got invalid byte {shown_repr(raw[exc.start:exc.start + 1])} "
                          f"at byte {exc.start}") from None
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
         raise InputError(name, None, key, f"metadata must be one line of printable text, got {quoted(text, show=repr)}")
@@ -315,7 +315,7 @@ def parquet_block_size(path, name: str, pf=None, schema=None) -> int:
     arrow = schema if schema is not None else pf.schema_arrow
     stored = _meta_text(pf, "pcs.schema", name, arrow)
     if stored != SCHEMA_NAME:
-        raise InputError(name, None, "pcs.schema", f"metadata must be {SCHEMA_NAME!r}, got {_shown(stored)}"
+        raise InputError(name, None, "pcs.schema", f"metadata must be {shown_repr(SCHEMA_NAME)}, got {_shown(stored)}"
                          " (write Parquet traces with `pcs trace convert`)")
     names = arrow.names
     missing = [c for c in _REQUIRED if c not in names]

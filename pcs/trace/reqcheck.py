@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from pcs.argcheck import INT64_MAX, MAX_BLOCK_SIZE
-from pcs.errors import UserError, quoted
+from pcs.errors import UserError, quoted, shown_repr
 from pcs.units import format_counted
 
 __all__ = ["request_fields", "check_order"]
@@ -31,7 +31,7 @@ __all__ = ["request_fields", "check_order"]
 _U64_MAX = 2**64 - 1
 
 def _refuse(index: int, field: str, why: str) -> UserError:
-    return UserError(f"request {index}: field {field!r}: {why}")
+    return UserError(f"request {index}: field {shown_repr(field)}: {why}")
 
 
 def _count(value: Any, index: int, field: str, lo: int, hi: int) -> int:

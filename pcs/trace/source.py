@@ -538,17 +538,18 @@ def iter_csv_rows(path, name: str | None = None) -> Iterator[tuple[int, list[str
 
 def _not_utf8_cell(line: bytes, exc: UnicodeDecodeError, header: bool) -> str:
     r"""The message of a CSV line that is not UTF-8: which column holds the first bad byte (a header's with its
-    text, the bad bytes shown as U+FFFD), the byte and its place in the line (from 1).
+    text, each bad byte shown as its escape ``\xf6``, as every message shows a byte that is not UTF-8:
+    :func:`pcs.errors.shown_repr`), the byte and its place in the line (from 1).
 
     >>> bad = b"TIMESTAMP,Gr\xf6sse"
     >>> _not_utf8_cell(bad, UnicodeDecodeError("utf-8", bad, 12, 13, "invalid start byte"), True)
-    "header column 2 ('Gr\ufffdsse') is not UTF-8 (byte 0xf6 at byte 13 of the line): CSV traces are UTF-8, re-encode the file"
+    "header column 2 ('Gr\\xf6sse') is not UTF-8 (byte 0xf6 at byte 13 of the line): CSV traces are UTF-8, re-encode the file"
     """
     import csv
 
     try:
-        cells = next(csv.reader([line.decode("utf-8", errors="replace")]), [])
-        before = line[:exc.start].decode("utf-8", errors="replace")
+        cells = next(csv.reader([line.decode("utf-8", errors="surrogateescape")]), [])
+        before = line[:exc.start].decode("utf-8", errors="surrogateescape")
         k = len(next(csv.reader([before]), [""])) if before else 1
     except csv.Error:
         cells, k = [], 0

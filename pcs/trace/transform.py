@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from pcs.choices import close_tail
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 from pcs.trace.idmix import mix64
 from pcs.trace.request import RequestBatch
 from pcs.trace.tree import block_tokens, conversation_ids
@@ -81,19 +81,19 @@ class TransformSpec:
         for k in ("speed", "prefix_scale", "prompt_scale"):
             v = getattr(self, k)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not (0 < v < float("inf")):
-                raise UserError(f"{k} must be a positive finite number, got {v!r}")
+                raise UserError(f"{k} must be a positive finite number, got {shown_repr(v)}")
         if isinstance(self.tenants, bool) or not isinstance(self.tenants, int) or self.tenants < 1:
-            raise UserError(f"tenants must be an integer >= 1, got {self.tenants!r}")
+            raise UserError(f"tenants must be an integer >= 1, got {shown_repr(self.tenants)}")
         if self.tenant_mode not in TENANT_MODES:
-            raise UserError(f"tenant_mode must be one of {', '.join(TENANT_MODES)}, got {self.tenant_mode!r}"
+            raise UserError(f"tenant_mode must be one of {', '.join(TENANT_MODES)}, got {shown_repr(self.tenant_mode)}"
                             f"{close_tail(self.tenant_mode, TENANT_MODES)}")
         for k in ("max_input_tokens", "max_output_tokens"):
             v = getattr(self, k)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-                raise UserError(f"{k} must be an integer >= 1 or None, got {v!r}")
+                raise UserError(f"{k} must be an integer >= 1 or None, got {shown_repr(v)}")
         f = self.sample_conversations
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1:
-            raise UserError(f"sample_conversations must be in (0, 1], got {f!r}")
+            raise UserError(f"sample_conversations must be in (0, 1], got {shown_repr(f)}")
 
     def applied(self) -> list[str]:
         """Human-readable list of the transforms that change something."""

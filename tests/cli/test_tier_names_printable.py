@@ -21,7 +21,11 @@ def test_surrounding_spaces_are_trimmed_not_refused():
 
 
 def test_the_cli_refuses_a_tab_in_a_link_name_and_runs_a_plain_one():
+    # the tier's name meets the name rule first (mend48d: the name rule first on every road), then the link's
     bad = CliRunner().invoke(cli, ["replay", "--tier", "gpu=5blocks", "--tier", "x\ty=10blocks",
+                                   "--link", "x\ty=10GB/s", "-q"])
+    assert bad.exit_code == 2 and "bad tier name 'x\\ty'" in bad.output and "Traceback" not in bad.output
+    bad = CliRunner().invoke(cli, ["replay", "--tier", "gpu=5blocks", "--tier", "xy=10blocks",
                                    "--link", "x\ty=10GB/s", "-q"])
     assert bad.exit_code == 2 and "bad link name 'x\\ty'" in bad.output and "Traceback" not in bad.output
     good = CliRunner().invoke(cli, ["replay", "--tier", "gpu=5blocks", "--tier", "xy=10blocks", "--link",

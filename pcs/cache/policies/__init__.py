@@ -408,7 +408,7 @@ def typed_option(policy: str, key: str, value: Any, default: Any) -> Any:
     if typed is None:
         shown = as_typed(str(value))    # as written; in quotes when it holds a hidden character (one line)
         raise UserError(f"eviction policy {shown_repr(policy)} option {key}={shown}: expected {want} "
-                        f"(its default is {default!r})")
+                        f"(its default is {shown_repr(default)})")
     return typed
 
 
@@ -437,7 +437,7 @@ def _arguments(name: str, options: dict[str, Any]) -> tuple[type[EvictionPolicy]
             options_of = {n: policy_options(n) for n in registered_names()}
             raise UserError(no_such_option("eviction policy", cls.name, key, {**options_of, cls.name: takes}))
     for key, value in given.items():    # a number no option holds reaches no policy as text (a None default)
-        refuse_out_of_range(value, "float", f"eviction policy {cls.name!r} option {key}: ")
+        refuse_out_of_range(value, "float", f"eviction policy {shown_repr(cls.name)} option {key}: ")
     return cls, given
 
 

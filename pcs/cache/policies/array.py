@@ -54,7 +54,7 @@ from typing import ClassVar, Iterable, Sequence
 from pcs.cache.policies.base import EvictionPolicy
 from pcs.cache.policyguard import as_index, broke_count, broke_handles
 from pcs.units import a_or_an
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 
 __all__ = ["ArrayPolicy", "Run"]
 
@@ -223,9 +223,9 @@ class ArrayPolicy(EvictionPolicy):
             return f"must return a list, tuple or range of handles (got {a_or_an(type(hs).__name__)})"
         for h in hs:
             if type(h) is bool:
-                return f"returned a bool ({h!r}), not an int handle"
+                return f"returned a bool ({shown_repr(h)}), not an int handle"
             if as_index(h) is None:         # the rule of both hosts: a numpy int is a handle, a float is not
-                return f"returned a non-int ({h!r}, {a_or_an(type(h).__name__)}), not a handle"
+                return f"returned a non-int ({shown_repr(h)}, {a_or_an(type(h).__name__)}), not a handle"
             if not (0 <= h < self._next and self.flags[h]):
                 return f"returned a handle the tier does not hold unpinned (handle {h})"
         if len(set(hs)) != len(hs):

@@ -41,7 +41,7 @@ from collections import OrderedDict
 from typing import Iterable, Sequence
 
 from pcs.cache.policies.base import OneByOnePolicy
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 
 __all__ = ["S3FIFOPolicy"]
 
@@ -70,10 +70,10 @@ class S3FIFOPolicy(OneByOnePolicy):
         super().__init__(capacity_blocks)
         for what, v in (("small_share", small_share), ("ghost_share", ghost_share)):
             if not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
-                raise UserError(f"s3fifo {what} must be within [0, 1], got {v!r}")
+                raise UserError(f"s3fifo {what} must be within [0, 1], got {shown_repr(v)}")
         if isinstance(move_to_main_threshold, bool) or not isinstance(move_to_main_threshold, int) \
                 or move_to_main_threshold < 1:
-            raise UserError(f"s3fifo move_to_main_threshold must be an int >= 1, got {move_to_main_threshold!r}")
+            raise UserError(f"s3fifo move_to_main_threshold must be an int >= 1, got {shown_repr(move_to_main_threshold)}")
         self.small_share, self.ghost_share, self.threshold = float(small_share), float(ghost_share), \
             move_to_main_threshold
         self.small_blocks = int(self.capacity_blocks * self.small_share)

@@ -33,7 +33,7 @@ from itertools import islice
 from typing import Iterable, Sequence
 
 from pcs.cache.policies.base import EvictionPolicy
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 
 __all__ = ["SLRUPolicy", "ProtectedPolicy", "DEFAULT_PROTECTED_SHARE"]
 
@@ -74,7 +74,7 @@ class SLRUPolicy(EvictionPolicy):
     def __init__(self, capacity_blocks: int, protected_share: float = DEFAULT_PROTECTED_SHARE) -> None:
         super().__init__(capacity_blocks)
         if not (isinstance(protected_share, (int, float)) and 0.0 <= protected_share <= 1.0):
-            raise UserError(f"protected share must be within [0, 1], got {protected_share!r}")
+            raise UserError(f"protected share must be within [0, 1], got {shown_repr(protected_share)}")
         self.protected_share = float(protected_share)
         self.protected_max_blocks = math.floor(self.protected_share * self.capacity_blocks)
         self._probation: OrderedDict[int, None] = OrderedDict()

@@ -34,7 +34,7 @@ from collections import OrderedDict
 from typing import Iterable, Sequence
 
 from pcs.cache.policies.base import OneByOnePolicy
-from pcs.errors import UserError
+from pcs.errors import UserError, shown_repr
 
 __all__ = ["TwoQPolicy"]
 
@@ -61,7 +61,7 @@ class TwoQPolicy(OneByOnePolicy):
         super().__init__(capacity_blocks)
         for what, v in (("in_share", in_share), ("out_share", out_share)):
             if not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
-                raise UserError(f"2q {what} must be within [0, 1], got {v!r}")
+                raise UserError(f"2q {what} must be within [0, 1], got {shown_repr(v)}")
         self.in_share, self.out_share = float(in_share), float(out_share)
         self.in_blocks = int(self.capacity_blocks * self.in_share)
         self.out_blocks = int(self.capacity_blocks * self.out_share)

@@ -143,7 +143,7 @@ def _convert(router: str, key: str, typ: type, text: str, bounds: tuple | None) 
     if value is None or value != value or not lo <= value <= (hi if hi is not None else float("inf")) \
             or value in (float("inf"), float("-inf")):     # a number as read (-1.5, 10000000.0), as a policy's is
         got = shown_repr(text) if value is None else value
-        raise UserError(f"router {router!r}: option {key} must be {what}, got {got}")
+        raise UserError(f"router {shown_repr(router)}: option {key} must be {what}, got {got}")
     return value + 0 if typ is float else value    # -0.0 -> 0.0: one name for one router (pcs compare)
 
 
@@ -164,7 +164,7 @@ def _parse_options(name: str, cls: type, rest: str) -> dict[str, Any]:
         if key in options:
             raise UserError(f"router {shown_repr(name)}: option {key} given twice")
         if text != text.strip() or "_" in text:      # exact values: ' 1' and '1_000' are refused
-            raise UserError(f"router {name!r}: option {key} has spaces or '_' separators, got {text!r}")
+            raise UserError(f"router {shown_repr(name)}: option {key} has spaces or '_' separators, got {shown_repr(text)}")
         options[key] = _convert(name, key, cls.OPTIONS[key][0], text, cls.BOUNDS.get(key))
     return options
 
@@ -208,7 +208,7 @@ def stale_view_applies(routers: Sequence[Router], stale_s: float | None) -> tupl
 
         stale_s = check_real(stale_s, "router_stale_s=", finite=False)
         if not stale_s >= 0:
-            raise UserError(f"router_stale_s= must be >= 0 seconds, got {stale_s!r}")
+            raise UserError(f"router_stale_s= must be >= 0 seconds, got {shown_repr(stale_s)}")
         check_real(stale_s, "router_stale_s=", hi=MAX_STALE_S)
     applies = tuple(bool(stale_s) and r.uses_index for r in routers)
     if stale_s and not any(applies):
