@@ -17,7 +17,7 @@ import shlex
 from typing import Any, Callable, Sequence
 
 from pcs.report import htmlcharts as hc
-from pcs.report.htmltime import time_charts, utilisation_chart
+from pcs.report.htmltime import hybrid_residency_chart, time_charts, utilisation_chart
 from pcs.report.htmltables import (compare_table, envelope_table, footprint_tables, hybrid_table, lens_table,
                                     runs_table, tier_table)
 from pcs.errors import UserError, quoted, shown_name
@@ -255,7 +255,8 @@ def _replay_sections(s: dict, curve: dict | None, oracle: dict | None,
     return [
         _headline_section(s, oracle, curve_given),
         _section("curve", "Hit-rate curve", [hc.curve_chart(curve, _run_marks(s))] if curve else []),
-        _section("time", "Over simulated time", [*time_charts(s.get("series")), utilisation_chart(s.get("scheduler"))]),
+        _section("time", "Over simulated time", [*time_charts(s.get("series")), hybrid_residency_chart(s.get("hybrid")),
+                                                 utilisation_chart(s.get("scheduler"))]),
         _section("distributions", "Distributions", [hc.ttft_chart(dist), hc.restore_chart(dist)]),
         _section("envelope", "Bandwidth envelope per link", tables=[envelope_table(s)]),
         _section("tiers", "Tiers and footprint", tables=[tier_table(s), hybrid_table(s), *footprint_tables(s)]),
