@@ -63,9 +63,8 @@ def _dtype_table(res: FootprintResult) -> str:
         for k in _MODES:
             row += [format_bytes(r[k]), _ratio(r[k.replace("_bytes", "_ratio_vs_bf16")])]
         rows.append(row)
-    return render_table(headers, rows, title="Same sequences by KV layout (vs bf16 only the values narrow: in-page "
-                                             "scales, values a layout keeps in bf16 and a recurrent state do not; "
-                                             "as many blocks):")
+    return render_table(headers, rows, title="Same sequences by KV layout (vs bf16 only values narrow; scales, bf16 "
+                                             "parts, a state do not):")   # 93 columns: the table's width
 
 
 def fp8_note(layout: str, reference: float | None, serialized: float | None, reserved: float | None,

@@ -48,7 +48,7 @@ def test_prose_says_what_the_numbers_show():
     table = invoke("replay", "-q").stdout.split("Payload is not everything", 1)[1]
     assert "vLLM fp8: x0.500" in " ".join(table.split())
     foot = invoke("footprint", "--model", "llama-3.1-8b", "--tokens", "16", "-q").stdout
-    assert "only the values narrow: in-page scales" in foot and "fp8_per_token_head" in foot
+    assert "only values narrow; scales, bf16 parts, a state do not" in foot and "fp8_per_token_head" in foot
 
 
 def test_lens_note_names_fp8_ds_mla_and_its_ratios_on_deepseek_v32(tmp_path):
