@@ -133,8 +133,9 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
                   total=len(caps) if caps else (points or DEFAULT_POINTS)) as progress:
         result = compute_curve(flat, caps, points, spec, belady=not no_belady, sample_rate=sample_rate, seed=seed,
                                exact_head_blocks=exact_head_blocks, native=native, kernel=kernel, progress=progress)
-    layout = spec.kv_layout.name if dtype and spec is not None else None     # the layout's one name: fp4 -> nvfp4
-    payload = {**result.to_dict(), "trace": "-" if trace == "-" else name, "dtype": layout}
+    given = dtype and spec is not None     # dtype: the value type (fp4), layout: the layout's one name (nvfp4)
+    payload = {**result.to_dict(), "trace": "-" if trace == "-" else name,
+               "dtype": spec.kv_dtype if given else None, "layout": spec.kv_layout.name if given else None}
     with_trace_notes(payload, opened, fmt, quiet)
     notes = with_sampled_note(payload)      # a sampled curve's LRU values are estimates: JSON, HTML and table say so
     if notes:

@@ -328,10 +328,45 @@ def _json_text(path: str) -> str:
         raise UserError(f"{shown_path(path)}:{line}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
 
 
+def _read_payloads(path: str) -> list[dict]:
+    """The payloads of one input file: its JSON (:func:`_read_payload`), or for the JSON of a re-blocked replay
+    (``pcs replay --block-size b`` on a trace recorded at coarser blocks, :func:`pcs.trace.reblock.interval_payload`:
+    the ``lower`` and ``upper`` bounds' replays) its two replays, each checked as a replay JSON and named by its
+    ``bound`` (the side-by-side table's columns), the interval's meaning among the first one's notes."""
+    payload = _read_payload(path)
+    if not _is_interval(payload):
+        return [payload]
+    out = []
+    for bound in ("lower", "upper"):
+        try:
+            _check_one("replay", payload[bound])
+        except (UserError, ValueError) as exc:
+            raise UserError(f"{shown_path(path)}: {bound}: {exc}") from None
+        out.append({**payload[bound], "bound": bound})
+    if payload.get("meaning"):
+        out[0]["notes"] = [*out[0].get("notes", ()), str(payload["meaning"])]
+    return out
+
+
+def _is_interval(payload: Any) -> bool:
+    """Whether ``payload`` is a re-blocked replay's JSON (both bounds' replays and the interval)."""
+    return isinstance(payload, dict) and "hit_ratio_interval" in payload and isinstance(payload.get("lower"), dict) \
+        and isinstance(payload.get("upper"), dict)
+
+
+def _check_one(kind: str, payload: dict, written: dict | None = None) -> None:
+    """A payload of ``kind`` checked as :func:`_read_payload` checks it (the replay's closer message first)."""
+    from pcs.report.htmlpage import check_replay_payload
+    from pcs.report.payloadcheck import check_payload
+
+    if kind == "replay":
+        check_replay_payload(payload)     # the headline's ranges and the gap's sum: the closer message first
+    check_payload(kind, payload, written)     # then every field against its declared type (one walk)
+
+
 def _read_payload(path: str) -> dict:
     from pcs.curves.result import upgraded_curve
-    from pcs.report.htmlpage import check_replay_payload, payload_kind
-    from pcs.report.payloadcheck import check_payload
+    from pcs.report.htmlpage import payload_kind
     from pcs.trace.pathcheck import check_regular_file
 
     check_regular_file(path)     # a FIFO would block the read until a writer came
@@ -349,13 +384,13 @@ def _read_payload(path: str) -> dict:
     except json.JSONDecodeError as exc:
         raise UserError(f"{shown_path(path)}: line {exc.lineno}: not JSON ({exc.msg.removesuffix(' at')} at column "
                         f"{exc.colno})") from None
+    if _is_interval(payload):
+        return payload          # its two replays are checked by _read_payloads
     try:
         kind, written = payload_kind(payload), {}
         if kind == "curve":     # a curve JSON of a pcs before 2026-12-04: today's names, and the names it holds
             payload, written = upgraded_curve(payload)
-        if kind == "replay":
-            check_replay_payload(payload)     # the headline's ranges and the gap's sum: the closer message first
-        check_payload(kind, payload, written)     # then every field against its declared type (one walk)
+        _check_one(kind, payload, written)
     except ValueError as exc:
         raise UserError(f"{shown_path(path)}: {exc}") from None
     return payload
@@ -413,7 +448,7 @@ def report(files: tuple[str, ...], html_path: str | None, plot_dir: str | None, 
     if not (html_path or plot_dir):
         raise click.UsageError("give -o FILE.html and/or --plot DIR")
     check_outputs(html_path, plot_dir, {f"input {i + 1}": f for i, f in enumerate(files)}, html_option="-o")
-    payloads = [_read_payload(f) for f in files]
+    payloads = [p for f in files for p in _read_payloads(f)]
     curve = oracle = None
     from pcs.report.htmlpage import payload_kind
 
@@ -421,7 +456,7 @@ def report(files: tuple[str, ...], html_path: str | None, plot_dir: str | None, 
 
     kinds = [payload_kind(p) for p in payloads]
     runs = [p for p, k in zip(payloads, kinds) if k == "replay"]
-    if runs and not no_curve and "curve" not in kinds:
+    if runs and not no_curve and "curve" not in kinds and "bound" not in runs[0]:   # a bound: no one block stream
         trace = _checked_trace(runs[0], changed_trace, quiet)
         curve, oracle = replay_page_curve(_as_run_read(trace, runs[0]), runs[0], quiet) if trace else (None, None)
     done = write_outputs(html_path, plot_dir, payloads, curve=curve, oracle=oracle)

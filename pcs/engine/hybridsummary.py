@@ -129,6 +129,12 @@ def _full_attention(full, padding: dict[str, int]) -> dict[str, Any] | None:
                       for t in full.tiers}}
 
 
+def _mamba_mode(plan) -> str | None:
+    """The run's ``--mamba-cache-mode`` as its state group holds it ("align" or "all"), None without one."""
+    states = [g for g in plan.groups if g.rule == "state"]
+    return None if not states else "align" if states[0].align else "all"
+
+
 def hybrid_summary(plan, residency, lost_tokens: int, full=None) -> HybridSummary:
     """The summary's ``hybrid`` section (fields: :class:`pcs.engine.result.HybridSummary`).
 
@@ -152,6 +158,6 @@ def hybrid_summary(plan, residency, lost_tokens: int, full=None) -> HybridSummar
         restored_bytes_by_component={levels[j]: component_bytes(plan, j, residency.restored[j]) for j in lower},
         written_bytes_by_component={levels[j]: component_bytes(plan, j, residency.written[j]) for j in lower},
         resident_bytes_peak_by_component=peaks,
-        series=_series(plan, residency), full_attention=_full_attention(
+        mamba_cache_mode=_mamba_mode(plan), series=_series(plan, residency), full_attention=_full_attention(
             full, {name: int(component_bytes(plan, j, residency.peak_pages[j]).get("page_padding", 0))
                    for j, name in enumerate(levels)}))   # at the tier's peak, as tier_fields

@@ -239,6 +239,10 @@ class HybridSummary:
              "page padding at the tier's peak: the difference from this run includes the capacity it takes, "
              "which the gap counts under capacity_eviction, not hybrid_rules (docs/replay.md)",
         omit_none=True, default=None)
+    mamba_cache_mode: str | None = field(
+        "-", "--mamba-cache-mode of a model with a state group: all (a state saved at every checkpoint a request "
+             "computes) or align (only at its last one; docs/semantics.md §3.1); absent without a state group",
+        omit_none=True, default=None)
 
 
 @result

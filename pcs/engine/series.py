@@ -92,7 +92,9 @@ class TimeSeries:
     hit_ratio_cumulative: tuple[float | None, ...] = field("ratio", "the same since the start")
     resident_bytes: dict[str, tuple[int, ...]] = field("bytes", "bytes of the blocks each tier holds")
     resident_bytes_by_component: dict[str, dict[str, tuple[int, ...]]] = field(
-        "bytes", "the same per KV component, for tiers with more than one component")
+        "bytes", "the same per KV component, for tiers with more than one component whose blocks each hold "
+                 "every component (not a hybrid model's tiers, which count pages of different groups: their "
+                 "per-component series is hybrid.series)")
     restore_bps: dict[str, tuple[float, ...]] = field("bytes/s", "bytes restored over each link since the "
                                                                  "previous sample / step_s (counted at admission)")
     link_bandwidth_bps: dict[str, float | None] = field("bytes/s", "each link's bandwidth, all TP ranks together")
@@ -429,7 +431,12 @@ def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.n
             (requests,); NaN in sequential timing (nothing runs between samples);
             read only when the rows carry no running count.
         tiers: per tier, ``{"name", "bytes_per_block", "bytes_per_block_by_component",
-            "link_bandwidth_bps"}`` (as in the summary's tier rows).
+            "link_bandwidth_bps"[, "blocks_unit"]}`` (as in the summary's tier rows). A tier gets
+            ``resident_bytes_by_component`` when its blocks hold more than one component and it counts
+            model blocks (each holds every component's bytes per block); not a hybrid run's tier
+            (``blocks_unit`` "page"): its pages belong to different groups, so pages x a component's
+            bytes per block is no component's bytes -- its per-component series is ``hybrid.series``,
+            counted per group (``pcs.engine.hybridsummary``, docs/semantics.md §13.1).
     Returns:
         :class:`TimeSeries` (``running_requests``: admitted and finishing at or
         after the boundary); empty columns when nothing was sampled.
@@ -453,7 +460,8 @@ def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.n
         resident_bytes={t["name"]: _times(resident[j], t["bytes_per_block"]) for j, t in enumerate(tiers)},
         resident_bytes_by_component={
             t["name"]: {c: _times(resident[j], b) for c, b in t["bytes_per_block_by_component"].items()}
-            for j, t in enumerate(tiers) if len(t["bytes_per_block_by_component"]) > 1},
+            for j, t in enumerate(tiers)
+            if len(t["bytes_per_block_by_component"]) > 1 and t.get("blocks_unit", "block") != "page"},
         restore_bps={tiers[j]["name"]: tuple((_steps(_array(cols[4][j], np.float64), 0.0)
                                               / sampler.step_s).tolist()) for j in lower},
         link_bandwidth_bps={tiers[j]["name"]: tiers[j]["link_bandwidth_bps"] for j in lower},

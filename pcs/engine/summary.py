@@ -418,7 +418,7 @@ def _series(res, tiers) -> TimeSeries | None:
     return series_payload(res.sampler, _values(c["prompt_tokens"]), _values(c["hit_tokens"]), _values(c["finish_s"]),
                           [{"name": t.name, "bytes_per_block": t.bytes_per_block,
                             "bytes_per_block_by_component": t.bytes_per_block_by_component,
-                            "link_bandwidth_bps": t.link_bandwidth_bps} for t in tiers])
+                            "blocks_unit": t.blocks_unit, "link_bandwidth_bps": t.link_bandwidth_bps} for t in tiers])
 
 
 def _gap(ide: float | None, ss: float | None, seq: float | None, real: float | None, oracle: float | None,

@@ -129,13 +129,14 @@ class DeployPlan:
 
 def _alternative(spec: ModelSpec, dep: Deployment, block_size: int) -> dict[str, Any]:
     """The other KV dtype the payload lens sets beside a run (``pcs.engine.lens.alternative_dtype``: fp8 for a
-    16/32-bit KV, else bf16) on the same GPU tier: ``dtype`` (the layout that runs), ``bytes_per_block_per_rank``
+    16/32-bit KV, else bf16) on the same GPU tier: ``dtype`` (its value type, as the lens' ``alt_dtype``), ``layout``
+    (the layout that runs, by its one name: fp8 on DeepSeek-V3.2 runs as fp8_ds_mla), ``bytes_per_block_per_rank``
     and ``gpu_blocks`` -- lesson 2 (docs/semantics.md §13), as deploy's note gives it."""
     from pcs.engine.lens import alternative_dtype
 
     alt = spec.with_dtype(alternative_dtype(spec.kv_dtype))
     per_rank, per_group = gpu_block_bytes(alt, block_size)
-    return {"dtype": alt.kv_layout.name, "bytes_per_block_per_rank": per_rank, "gpu_blocks": dep.kv_bytes // per_group}
+    return {"dtype": alt.kv_dtype, "layout": alt.kv_layout.name, "bytes_per_block_per_rank": per_rank, "gpu_blocks": dep.kv_bytes // per_group}
 
 
 def plan_deployment(spec: ModelSpec, dep: Deployment, block_size: int, request_tokens: int) -> DeployPlan:

@@ -386,7 +386,7 @@ def _padding_row(model: ModelSpec, tokens: int, block_size: int, sequences: int)
             for g in plans[1].groups]
     full = tokens // block_size
     row: dict[str, Any] = {
-        "name": PAGE_PADDING, "layers": 0, "dtype": "-", "value_dtype": "-", "layout": "-",
+        "name": PAGE_PADDING, "layers": 0, "dtype": model.kv_dtype, "layout": "-",
         "describe": "whole pages of vLLM's uniform page size (docs/semantics.md §13.1)", "tokens_held": 0,
         "reference_bytes_per_token": 0, "serialized_bytes_per_token": 0, "fixed_bytes_per_sequence": 0,
         "reference_bytes_per_block": 0, "serialized_bytes_per_block": block[0],
@@ -421,8 +421,7 @@ def _component_row(c: KVComponent, tokens: int, block_size: int, sequences: int,
     Prefix store are its share of the replay's pages (a state: the state over the blocks between checkpoints),
     else a block's B tokens (+ the whole fixed state)."""
     row: dict[str, Any] = {
-        "name": c.name, "layers": c.num_layers, "dtype": getattr(c, "layout_name", c.dtype), "value_dtype": c.dtype,
-        "layout": getattr(c, "layout_name", c.dtype),
+        "name": c.name, "layers": c.num_layers, "dtype": c.dtype, "layout": getattr(c, "layout_name", c.dtype),
         "describe": c.describe(),
         "tokens_held": c.tokens_held(tokens),
         "reference_bytes_per_token": c.payload_bytes_per_token(),
@@ -480,7 +479,7 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
     totals = _totals(rows, spec, tokens, block_size, sequences)
     by_dtype = tuple(_by_dtype(model, spec, tokens, block_size, sequences))
     _check_fits(tokens, sequences, [totals, *by_dtype])
-    return FootprintResult(model=spec.name, dtype=spec.kv_layout.name, tokens=tokens, block_size=block_size,
+    return FootprintResult(model=spec.name, dtype=spec.kv_dtype, tokens=tokens, block_size=block_size,
                            sequences=sequences, tp=spec.tp, components=tuple(rows),
                            totals=totals, per_token=per_token,
                            per_block=per_block, by_dtype=by_dtype,
@@ -541,9 +540,12 @@ def _by_dtype(model: ModelSpec, spec: ModelSpec, tokens: int, block_size: int, s
         seen.add(runs)
         t = _totals(_rows(m, tokens, block_size, sequences), m, tokens, block_size, sequences)
         base = base or t
-        row: dict[str, Any] = {"dtype": runs}
+        row: dict[str, Any] = {"dtype": m.kv_dtype, "layout": runs}   # the value type, the layout's one name
         if runs != d:
             row["asked"] = d
+        hb = hybrid_block_size(m)   # a state model: the replay's checkpoint interval N = B ceil(b_h / B) (§13.1)
+        if hb:
+            row["checkpoint_tokens"] = block_size * -(-hb // block_size)
         for k in ("reference_bytes", "serialized_bytes", "reserved_bytes", "prefix_store_bytes"):
             row[k] = t[k]
             row[k.replace("_bytes", "_ratio_vs_bf16")] = (t[k] / base[k]) if base[k] else None

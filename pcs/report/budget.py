@@ -7,10 +7,12 @@ bandwidth, one transfer's time over a link, IOPS bandwidth.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pcs import units
 from pcs.analysis.budget import RATIO_NOTE
+from pcs.errors import UserError
 from pcs.report.table import render_table, shown_name
 
 __all__ = ["render_budget", "render_budget_table", "render_transfer_table", "budget_csv_rows", "budget_notes",
@@ -27,13 +29,13 @@ def render_budget_table(rows: list[dict[str, Any]], overall: dict[str, Any] | No
     """
     shown = rows + ([overall] if overall is not None else [])
     first = shown[0]
-    title = (f"device: {units.format_bytes(first['capacity_have_bytes'])} capacity, "
-             f"{units.format_bandwidth(first['bandwidth_have_bps'])} bandwidth, "
+    title = (f"device: {exact(first['capacity_have_bytes'], 'bytes')} capacity, "
+             f"{exact(first['bandwidth_have_bps'])} bandwidth, "
              f"R_d = C_d/B_d = {units.format_duration(first['R_d_s'])}")
-    body = [[shown_name(r["name"]), units.format_bytes(r["capacity_need_bytes"]), units.format_percent(r["u_C"]),
-             units.format_bandwidth(r["bandwidth_need_bps"]), units.format_percent(r["u_B"]),
-             units.format_duration(r["R_w_s"]), units.format_bytes(r["capacity_shortfall_bytes"]),
-             units.format_bandwidth(r["bandwidth_shortfall_bps"]),
+    body = [[shown_name(r["name"]), exact(r["capacity_need_bytes"], "bytes"), units.format_percent(r["u_C"]),
+             exact(r["bandwidth_need_bps"]), units.format_percent(r["u_B"]),
+             units.format_duration(r["R_w_s"]), exact(r["capacity_shortfall_bytes"], "bytes"),
+             exact(r["bandwidth_shortfall_bps"]),
              r["binding"] + (" (tie)" if r["binding_tie"] else ""), "yes" if r["fits"] else "NO"]
             for r in shown]
     return render_table(
@@ -68,19 +70,31 @@ def budget_notes(rows: list[dict[str, Any]], transfers: dict[str, Any]) -> list[
     return (list(BUDGET_NOTES) if rows else []) + transfer_notes(transfers)
 
 
-def exact_bandwidth(bps: float) -> str:
-    """A product of the transfer arithmetic (bytes/s) with the decimals that show it exactly, 2 to 6
-    (:func:`pcs.units.format_bandwidth`), so a figure is not printed as another: 1,000,000 IOPS x 4,096 B =
-    4,096,000,000 B/s, not 4.10 GB/s (4,100,000,000); 2 decimals when none of them is exact.
+def exact(value: float | None, kind: str = "bps") -> str:
+    """A size (``kind`` "bytes") or rate ("bps", bytes/s) of the budget tables, one rule for every one of them,
+    operands included: the fewest decimals, 2 at least (:func:`pcs.units.format_bytes`,
+    :func:`pcs.units.format_bandwidth`), whose text read back is the value to the byte (rounded to a whole byte,
+    resp. byte/s), so a figure is told from its neighbours and never printed as another: 1,000,000 IOPS x 4,096 B
+    = 4.096 GB/s, 1,000,001 x 4,096 = 4,096,004,096 B/s = 4.096004096 GB/s (not 4.10 GB/s, which is
+    4,100,000,000), a restore of 4,096,001 B 4.096001 MB; 80 GB stays 80.00 GB. None, inf and what cannot be read
+    back print as the plain formatter prints them.
 
-    >>> exact_bandwidth(4_096_000_000.0), exact_bandwidth(1e9), exact_bandwidth(1e9 / 3)
-    ('4.096 GB/s', '1.00 GB/s', '333.33 MB/s')
+    >>> exact(4_096_000_000.0), exact(4_096_004_096.0), exact(1e9), exact(1e9 / 3), exact(4_096_001, "bytes")
+    ('4.096 GB/s', '4.096004096 GB/s', '1.00 GB/s', '333.333333 MB/s', '4.096001 MB')
     """
-    for digits in range(2, 7):
-        text = units.format_bandwidth(bps, digits)
-        if units.parse_bandwidth(text.replace(" ", "").replace(",", "")) == bps:
-            return text
-    return units.format_bandwidth(bps)
+    fmt, parse = (units.format_bytes, units.parse_bytes) if kind == "bytes" else \
+        (units.format_bandwidth, units.parse_bandwidth)
+    if value is None or not math.isfinite(value):
+        return fmt(value)
+    want = round(value)
+    for digits in range(2, 16):
+        text = fmt(value, digits)
+        try:
+            if round(parse(text.replace(" ", "").replace(",", ""))) == want:
+                return text
+        except UserError:       # a text the parser refuses (a negative figure): as the plain formatter prints it
+            break
+    return fmt(value)
 
 
 def render_transfer_table(t: dict[str, Any]) -> str:
@@ -88,15 +102,15 @@ def render_transfer_table(t: dict[str, Any]) -> str:
     rows = []
     if "restore_avg_bps" in t:
         rows.append([f"average bandwidth: {units.format_count(t['restores_per_s'])}/s x "
-                     f"{units.format_bytes(t['restore_size_bytes'])}", exact_bandwidth(t["restore_avg_bps"])])
+                     f"{exact(t['restore_size_bytes'], 'bytes')}", exact(t["restore_avg_bps"])])
     if "transfer_s" in t:
         setup = f" + setup {units.format_duration(t['setup_s'])}" if t["setup_s"] else ""
-        rows.append([f"one transfer: {units.format_bytes(t['transfer_size_bytes'])} over "
-                     f"{units.format_bandwidth(t['link_bandwidth_bps'])} ({t['link']}){setup}",
+        rows.append([f"one transfer: {exact(t['transfer_size_bytes'], 'bytes')} over "
+                     f"{exact(t['link_bandwidth_bps'])} ({t['link']}){setup}",
                      units.format_duration(t["transfer_s"])])
     if "iops_bps" in t:
         rows.append([f"IOPS bandwidth: {units.format_count(t['iops'])} IOPS x {units.format_count(t['io_size_bytes'])} B",
-                     exact_bandwidth(t["iops_bps"])])
+                     exact(t["iops_bps"])])
     return render_table(["transfer arithmetic", "value"], rows, notes=transfer_notes(t))
 
 

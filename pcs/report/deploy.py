@@ -24,10 +24,11 @@ def _payload_note(d: dict[str, Any]) -> list[str]:
     beyond = [f"{n(b)} B of {what}" for b, what in ((per - pay - pad, "in-page scales"), (pad, "page padding")) if b]
     why = ", ".join(beyond) if beyond else "nothing beyond the payload"
     return [f"payload vs reserved: a block's payload (Reference) is {n(pay)} B per rank, its pages reserve {n(per)} B "
-            f"({x(per, pay)}: {why}); {alt['dtype']} for {name}, hits held fixed: "
+            f"({x(per, pay)}: {why}); {alt.get('layout') or alt['dtype']} for {name}: "
             f"{n(alt['bytes_per_block_per_rank'])} B a block ({x(alt['bytes_per_block_per_rank'], per)}), "
-            f"{n(alt['gpu_blocks'])} GPU-tier blocks against {n(d['gpu_blocks'])}, TTFT barely moves (pcs replay's "
-            "payload lens; a --dtype replay shows the hits the extra blocks earn)"]
+            f"{n(alt['gpu_blocks'])} GPU-tier blocks against {n(d['gpu_blocks'])} (deploy computes bytes and "
+            "blocks only: pcs replay's payload lens gives the restores and TTFT with the hits held fixed, a --dtype "
+            "replay the hits the extra blocks earn)"]
 
 
 def render_deploy(d: dict[str, Any]) -> str:

@@ -12,8 +12,22 @@ from pcs import units
 from pcs.analysis.envelope import EnvelopeResult
 from pcs.report.table import render_table
 
-__all__ = ["render_envelope", "envelope_notes"]
+__all__ = ["render_envelope", "envelope_notes", "net_saved_cell"]
 
+
+def net_saved_cell(saved_s: float) -> str:
+    """The "net saved" cell (seconds -> text): :func:`pcs.units.format_duration`, but a value other than 0 that
+    prints as ``0.00 ns`` keeps its sign and says it is below the last digit -- ``+<0.01 ns`` (faster),
+    ``-<0.01 ns`` (slower) -- so the number never hides or contradicts the verdict beside it (at break-even
+    +-1 ulp both printed ``0.00 ns``). Exactly 0 prints ``0 ms``, as every zero duration does.
+
+    >>> net_saved_cell(2.6e-17), net_saved_cell(-8.7e-18), net_saved_cell(0.0), net_saved_cell(-0.0123)
+    ('+<0.01 ns', '-<0.01 ns', '0 ms', '-12.30 ms')
+    """
+    cell = units.format_duration(saved_s)
+    if saved_s and cell == "0.00 ns":
+        return ("+" if saved_s > 0 else "-") + "<0.01 ns"
+    return cell
 
 def _bandwidth(bps: float | None) -> str:
     """:func:`pcs.units.format_bandwidth`, with 3 significant digits below 1 B/s: a break-even of 1 B over
@@ -80,7 +94,7 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
     per = " per GPU" if extra.get("restore_bytes_scope") == "per_rank" else ""
     title = (f"restore {units.format_bytes(r.restore_bytes)}{per}; full prefill {units.format_duration(r.full_prefill_s)}"
              f"; remaining {units.format_duration(r.remaining_s)}; overhead {units.format_duration(r.overhead_s)}")
-    headers = ["bandwidth", "read D/B", "cached path", "net saved", "verdict"]
+    headers = ["bandwidth", "read D/B", "cached path", "net saved", "verdict"]   # net saved: net_saved_cell
     if r.overlap_s is not None:
         headers.append(f"exposed wait (W = {units.format_duration(r.overlap_s)})")
     body = []
@@ -88,7 +102,7 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
         mark = f" (--link {extra['link']})" if extra.get("link") and i == len(r.rows) - 1 else ""
         mark = " (break-even)" if extra.get("break_even_row") else mark
         cells = [_bandwidth(row.bandwidth_bps) + mark, units.format_duration(row.read_s),
-                 units.format_duration(row.cached_s), units.format_duration(row.saved_s), row.verdict]
+                 units.format_duration(row.cached_s), net_saved_cell(row.saved_s), row.verdict]
         if r.overlap_s is not None:
             cells.append(units.format_duration(row.exposed_wait_s))
         body.append(cells)

@@ -22,7 +22,7 @@ def _ratio(x: float | None) -> str:
 
 
 def _component_table(res: FootprintResult, hybrid_block: int | None) -> str:
-    headers = ["component", "layers", "dtype", "held tok", "B/token ref", "B/token ser", "B/block",
+    headers = ["component", "layers", "layout", "held tok", "B/token ref", "B/token ser", "B/block",
                "Reference", "Serialized", "Reserved", "Prefix store"]
     rows: list[list[Any]] = []
     for c in res.components:
@@ -33,71 +33,91 @@ def _component_table(res: FootprintResult, hybrid_block: int | None) -> str:
         grows = c["reference_bytes_per_token"] > 0
         per_token_ref = format_count(c["reference_bytes_per_token"]) if grows else \
             f"{format_count(c['fixed_bytes_per_sequence'])}/seq"
-        rows.append([c["name"], c["layers"], c["dtype"],    # the layout's one name: nvfp4 (docs/views.md)
+        rows.append([c["name"], c["layers"], c["layout"],    # the layout's one name: nvfp4 (docs/views.md)
                      format_count(c["tokens_held"]), per_token_ref,
                      format_count(c["serialized_bytes_per_token"]) if grows else "-",
                      format_count(c["serialized_bytes_per_block"])]
                     + [format_bytes(c[k]) for k in _MODES])
     t = res.totals
-    rows.append(["total", res.num_layers, res.dtype, "",
+    rows.append(["total", res.num_layers, layout_name(res), "",
                  format_count(res.per_token["reference"]), format_count(res.per_token["serialized"]),
                  format_count(res.per_block["serialized"])] + [format_bytes(t[k]) for k in _MODES])
-    title = (f"KV footprint: {shown_name(res.model)}, {res.dtype}, {format_counted(res.tokens, 'token')} x "
+    title = (f"KV footprint: {shown_name(res.model)}, {layout_name(res)}, {format_counted(res.tokens, 'token')} x "
              f"{format_counted(res.sequences, 'sequence')},"
              f" block {res.block_size}, tp {res.tp} (bytes per rank)")
     return render_table(headers, rows, title=title, notes=footprint_notes(res, hybrid_block))
 
 
+def layout_name(res: FootprintResult) -> str:
+    """The layout's one name (``nvfp4`` for ``--dtype fp4``, docs/models.md): what the text shows under
+    ``layout``; the JSON's ``dtype`` is the value type (``fp4``)."""
+    return res.layout.get("name") or res.dtype
+
+
 def _dtype_table(res: FootprintResult) -> str:
-    headers = ["dtype", "Reference", "vs bf16", "Serialized", "vs bf16", "Reserved", "vs bf16",
+    headers = ["layout", "Reference", "vs bf16", "Serialized", "vs bf16", "Reserved", "vs bf16",
                "Prefix store", "vs bf16"]
     rows = []
     for r in res.by_dtype:
-        row = [r["dtype"]]
+        row = [r["layout"]]
         for k in _MODES:
             row += [format_bytes(r[k]), _ratio(r[k.replace("_bytes", "_ratio_vs_bf16")])]
         rows.append(row)
-    return render_table(headers, rows, title="Same sequences by KV dtype (payload halves; in-page scales and a state "
-                                                      "do not; as many blocks):")
+    return render_table(headers, rows, title="Same sequences by KV layout (vs bf16 only values narrow; scales, bf16 "
+                                             "parts, a state do not):")   # 93 columns: the table's width
 
 
 def fp8_note(layout: str, reference: float | None, serialized: float | None, reserved: float | None,
-             prefix_store: float | None = None, state_bytes: int = 0) -> str:
+             prefix_store: float | None = None, state_bytes: int = 0,
+             checkpoints: tuple[int, int] | None = None) -> str:
     """The sentence naming the layout an fp8 KV cache runs as on a model and its ratios vs bf16 (x, floats or
     None), one text for ``pcs footprint``'s note and replay's payload lens note: plain ``fp8`` (vLLM's per-tensor
     scales outside the pages), or the layout vLLM picks instead for any fp8 cache dtype (``fp8_ds_mla`` on
     DeepSeek-V3.2, its scales and rope values in the pages), named as the one that runs (docs/semantics.md §13).
     Plain fp8 says per ratio what holds: x0.500 exactly, or above it where a recurrent state of ``state_bytes``
-    B a sequence (which stays in its dtype) is counted; ``prefix_store``: footprint's fourth ratio (None: not shown).
+    B a sequence (which stays in its dtype) is counted; ``prefix_store``: footprint's fourth ratio (None: not
+    shown). ``checkpoints``: a state model's checkpoint interval N in tokens, (bf16, fp8) (``by_dtype``'s
+    ``checkpoint_tokens``): when they differ, the Prefix store's ratio is said to come from checkpoints stored
+    less often (N = B x ceil(b_h / B), b_h vLLM's hybrid block, which grows as the attention page shrinks;
+    docs/semantics.md §13.1), not from the state shrinking.
 
-    >>> fp8_note("fp8_ds_mla", 0.6, 0.614, 0.614)[:47]
-    'fp8 runs as fp8_ds_mla on this model (vLLM pick'
+    >>> fp8_note("fp8_ds_mla", 0.6, 0.614, 0.614, 0.614)[-73:]
+    'Reference x0.600, Serialized x0.614, Reserved x0.614, Prefix store x0.614'
     >>> fp8_note("fp8", 0.5, 0.5, 0.5)[48:118]
     'vs bf16: Reference x0.500, Serialized x0.500, Reserved x0.500 (exactly'
     """
-    ratios = f"vs bf16: Reference {_ratio(reference)}, Serialized {_ratio(serialized)}, Reserved {_ratio(reserved)}"
-    if layout == "fp8":
-        modes = [("Reference", reference), ("Serialized", serialized), ("Reserved", reserved),
-                 ("Prefix store", prefix_store)][:4 if prefix_store is not None else 3]
-        half = [f"{m} {_ratio(r)}" for m, r in modes if r == 0.5]
-        other = [f"{m} {_ratio(r)}" for m, r in modes if r != 0.5]
-        parts = ([", ".join(other) + (f" (the recurrent state, {state_bytes:,} B a sequence, does not shrink)"
-                                      if state_bytes else "")] if other else []) + \
-            ([", ".join(half) + " (exactly half)"] if half else [])
-        return (f"fp8 (vLLM: per-tensor scales outside the pages) vs bf16: {'; '.join(parts)}; as many blocks, each "
-                "of fewer bytes; fp8_per_token_head keeps its scales in the pages, so it shrinks less")
-    return (f"fp8 runs as {layout} on this model (vLLM picks it for any fp8 cache dtype; its "     # never per-tensor
-            f"scales and 64 bf16 rope values a token sit in the pages) {ratios}")
+    modes = [("Reference", reference), ("Serialized", serialized), ("Reserved", reserved),
+             ("Prefix store", prefix_store)][:4 if prefix_store is not None else 3]
+    if layout != "fp8":
+        ratios = ", ".join(f"{m} {_ratio(r)}" for m, r in modes)
+        return (f"fp8 runs as {layout} on this model (vLLM picks it for any fp8 cache dtype; its "     # never per-tensor
+                f"scales and 64 bf16 rope values a token sit in the pages) vs bf16: {ratios}")
+    sparser = checkpoints is not None and checkpoints[0] != checkpoints[1] and prefix_store is not None
+    if sparser:
+        modes = modes[:3]
+    half = [f"{m} {_ratio(r)}" for m, r in modes if r == 0.5]
+    other = [f"{m} {_ratio(r)}" for m, r in modes if r != 0.5]
+    parts = ([", ".join(other) + (f" (the recurrent state, {state_bytes:,} B a sequence, does not shrink)"
+                                  if state_bytes else "")] if other else []) + \
+        ([", ".join(half) + " (exactly half)"] if half else [])
+    if sparser:
+        parts.append(f"Prefix store {_ratio(prefix_store)} (not the state shrinking: a state checkpoint every "
+                     f"{checkpoints[1]:,} tokens instead of {checkpoints[0]:,}, as vLLM's hybrid block grows when "
+                     "the attention page shrinks, so fewer checkpoints are stored)")
+    return (f"fp8 (vLLM: per-tensor scales outside the pages) vs bf16: {'; '.join(parts)}; as many blocks, each "
+            "of fewer bytes; fp8_per_token_head keeps its scales in the pages, so it shrinks less")
 
 
 def footprint_notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
     """Every note of the ``pcs footprint`` table, in its order (the JSON's ``notes``, the HTML page's)."""
     notes = []
-    fp8 = next((r for r in res.by_dtype if "fp8" in (r["dtype"], r.get("asked"))), None)
+    fp8 = next((r for r in res.by_dtype if "fp8" in (r["layout"], r.get("asked"))), None)
     if fp8 and fp8["reference_ratio_vs_bf16"] is not None:
-        notes.append(fp8_note(fp8["dtype"], *(fp8[f"{m}_ratio_vs_bf16"] for m in ("reference", "serialized",
+        base = res.by_dtype[0].get("checkpoint_tokens")
+        every = (base, fp8["checkpoint_tokens"]) if base and fp8.get("checkpoint_tokens") else None
+        notes.append(fp8_note(fp8["layout"], *(fp8[f"{m}_ratio_vs_bf16"] for m in ("reference", "serialized",
                                                                                   "reserved", "prefix_store")),
-                              state_bytes=_state_bytes(res)))
+                              state_bytes=_state_bytes(res), checkpoints=every))
     notes.append("Reserved: ceil(T/B) blocks; a sliding window holds min(T, W) and reserves ceil((W-1)/B)+1"
                  " blocks (as pcs replay); recurrent state is one fixed slot per sequence")
     if any(c["name"] == PAGE_PADDING for c in res.components):

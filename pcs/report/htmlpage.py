@@ -17,7 +17,7 @@ import shlex
 from typing import Any, Callable, Sequence
 
 from pcs.report import htmlcharts as hc
-from pcs.report.htmltime import time_charts, utilisation_chart
+from pcs.report.htmltime import hybrid_residency_chart, time_charts, utilisation_chart
 from pcs.report.htmltables import (compare_table, envelope_table, footprint_tables, hybrid_table, lens_table,
                                     runs_table, tier_table)
 from pcs.errors import UserError, quoted, shown_name
@@ -234,6 +234,10 @@ NO_ORACLE_HYBRID = ("No oracle: Belady and the hit-rate curve apply the all-full
                     "whole-model blocks, while a hybrid model's tiers count pages under its groups' rules "
                     "(docs/hybrid.md), so neither is drawn for this run.")
 NO_ORACLE_NOT_COMPUTED = "No oracle: the offline optimum (Belady) was not computed for this page (--no-curve)."
+#: ... or a bound of a re-blocked replay (``pcs replay --block-size`` finer than the trace's blocks).
+NO_ORACLE_BOUND = ("No oracle: this run is a bound of a trace replayed at a finer block size than it was recorded at "
+                   "(docs/traces-formats.md, re-blocking); each bound reads its own block stream, so no one curve or "
+                   "offline optimum is drawn for the page.")
 #: ... or a page given its curve as a ``pcs curve`` JSON: the trace is then not read, so Belady is not run.
 NO_ORACLE_CURVE_GIVEN = ("No oracle: the hit-rate curve came from the pcs curve JSON given, so the trace was not read "
                          "for the offline optimum (Belady) at this run's capacity; report the replay JSON without "
@@ -245,7 +249,8 @@ def _headline_section(s: dict, oracle: dict | None, curve_given: bool = False) -
     (``curve_given``: the page's curve is a ``pcs curve`` payload among the inputs)."""
     if oracle is not None and oracle.get("hit_ratio") is not None:
         return _section("headline", "Hit ratio: real, single-sequence, oracle", [hc.waterfall_chart(s, oracle)])
-    why = NO_ORACLE_HYBRID if s.get("hybrid") else NO_ORACLE_CURVE_GIVEN if curve_given else NO_ORACLE_NOT_COMPUTED
+    why = NO_ORACLE_HYBRID if s.get("hybrid") else NO_ORACLE_BOUND if s.get("bound") else \
+        NO_ORACLE_CURVE_GIVEN if curve_given else NO_ORACLE_NOT_COMPUTED
     return _section("headline", "Hit ratio: real vs single-sequence", [hc.waterfall_chart(s, None)], intro=why)
 
 
@@ -255,7 +260,8 @@ def _replay_sections(s: dict, curve: dict | None, oracle: dict | None,
     return [
         _headline_section(s, oracle, curve_given),
         _section("curve", "Hit-rate curve", [hc.curve_chart(curve, _run_marks(s))] if curve else []),
-        _section("time", "Over simulated time", [*time_charts(s.get("series")), utilisation_chart(s.get("scheduler"))]),
+        _section("time", "Over simulated time", [*time_charts(s.get("series")), hybrid_residency_chart(s.get("hybrid")),
+                                                 utilisation_chart(s.get("scheduler"))]),
         _section("distributions", "Distributions", [hc.ttft_chart(dist), hc.restore_chart(dist)]),
         _section("envelope", "Bandwidth envelope per link", tables=[envelope_table(s)]),
         _section("tiers", "Tiers and footprint", tables=[tier_table(s), hybrid_table(s), *footprint_tables(s)]),
@@ -397,9 +403,9 @@ def reproduce_command(s: dict) -> str:
     """A ``pcs replay`` command line rebuilt from a replay payload that has no ``replay_command`` (the one
     ``pcs replay`` records, :mod:`pcs.cli.rerun`, which the page prints instead): a payload of ``pcs.replay()``
     or of an older pcs. Tiers in blocks, so sizes are exact (a hybrid model's in its pages' exact bytes,
-    :func:`pcs.units.tier_arg`); ``--compute`` and the hybrid manager when the payload records them. Options a
-    payload does not record (a hardware file, the step scheduler's knobs, the hybrid pools' ratios and
-    ``--mamba-cache-mode``, ``--admit``) are not in it: the page labels it as rebuilt."""
+    :func:`pcs.units.tier_arg`); ``--compute``, the hybrid manager and ``--mamba-cache-mode align`` when the
+    payload records them. Options a payload does not record (a hardware file, the step scheduler's knobs, the
+    hybrid pools' ratios, ``--admit``) are not in it: the page labels it as rebuilt."""
     args = ["pcs", "replay", s["trace"], "--model", s["model"], "--gpu", s["gpu"], "--tp", str(s["tp"])]
     if s.get("kv_dtype"):
         args += ["--dtype", s["kv_dtype"]]
@@ -419,6 +425,8 @@ def reproduce_command(s: dict) -> str:
         args += ["--compute", s["compute"]]
     if isinstance(s.get("hybrid"), dict) and s["hybrid"].get("manager"):
         args += ["--hybrid-kv-cache-manager", s["hybrid"]["manager"]]
+        if s["hybrid"].get("mamba_cache_mode") == "align":
+            args += ["--mamba-cache-mode", "align"]
     shares = {t["protected_share"] for t in s["tiers"] if t.get("protected_share") is not None}
     if len(shares) == 1:
         args += ["--protected-share", f"{shares.pop():g}"]

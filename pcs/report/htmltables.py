@@ -146,9 +146,9 @@ def footprint_tables(p: dict) -> list[dict]:
                   f"(block {p['block_size']}, per GPU, TP={p['tp']})",
                   ["component", "shape", "B/token ref", "B/token ser", "B/block"] + [m for m, _ in _FOOTPRINT_MODES],
                   rows, p.get("notes") or ())
-    drows = [[cell(d["dtype"])] + [cell(f"{format_bytes(d[k])} ({_times(d[k[:-6] + '_ratio_vs_bf16'])})", True)
+    drows = [[cell(d.get("layout") or d["dtype"])] + [cell(f"{format_bytes(d[k])} ({_times(d[k[:-6] + '_ratio_vs_bf16'])})", True)
                                    for _, k in _FOOTPRINT_MODES] for d in p["by_dtype"]]
-    dt = _table("The same by KV dtype (ratio to bf16)", ["dtype"] + [m for m, _ in _FOOTPRINT_MODES], drows)
+    dt = _table("The same by KV layout (ratio to bf16)", ["layout"] + [m for m, _ in _FOOTPRINT_MODES], drows)
     return [comp, dt]
 
 
@@ -308,7 +308,7 @@ def runs_table(runs: Sequence[dict]) -> dict:
 
 
 #: What a run's column may be named by (JSON key, shown as): the settings that can tell runs apart.
-_RUN_SETTINGS = (("model", "{}"), ("kv_dtype", "KV {}"), ("policy", "{}"), ("write_policy", "write-{}"),
+_RUN_SETTINGS = (("bound", "{} bound"), ("model", "{}"), ("kv_dtype", "KV {}"), ("policy", "{}"), ("write_policy", "write-{}"),
                  ("timing", "{}"), ("compute", "compute {}"), ("gpu", "{}"), ("tp", "TP {}"),
                  ("block_size", "block {}"), ("trace", "{}"))
 

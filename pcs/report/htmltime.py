@@ -11,7 +11,7 @@ from typing import Sequence
 
 from pcs.report.htmlcharts import _PCT, Chart, _hrule, _lines, _q, _rows, _spec, unit_label
 
-__all__ = ["time_charts", "utilisation_chart"]
+__all__ = ["time_charts", "utilisation_chart", "hybrid_residency_chart"]
 
 
 def _time_x(ts: dict) -> dict:
@@ -51,8 +51,10 @@ def time_charts(ts: dict | None) -> list[Chart]:
         res.update({f"{tier}: {c}": col for c, col in comps.items()})
     out.append(_time_lines("ts_resident", "Resident bytes per tier", ts, res,
                            _q("y", "resident (bytes)", axis={"labelExpr": unit_label("datum.value", "B")}), "tier",
-                           "Bytes of the blocks each tier holds at the end of each step (per KV component too, "
-                           "for models with more than one)."))
+                           "Bytes of the blocks each tier holds at the end of each step (JSON series.resident_bytes), "
+                           "and per KV component (series.resident_bytes_by_component) for models whose every block "
+                           "holds each component. A hybrid model's tier holds pages of different cache groups: its "
+                           "components are in \"Resident bytes per component\" (hybrid.series)."))
     out.append(_restore_bw_chart(ts))
     out.append(_time_lines("ts_queue", "Requests waiting and running", ts,
                            {"waiting for admission": ts["waiting_requests"], "running": ts["running_requests"]},
@@ -65,6 +67,28 @@ def time_charts(ts: dict | None) -> list[Chart]:
                            _q("y", "queued restore time (s)"), "link",
                            "Seconds of restores waiting on each link (its FIFO queue) at each sample."))
     return [c for c in out if c is not None]
+
+
+def hybrid_residency_chart(hybrid: dict | None) -> Chart | None:
+    """A hybrid model's resident bytes per tier and component over simulated time, from the summary's
+    ``hybrid.series`` (docs/semantics.md §13.1): per tier, ``t_s`` (the trace's clock, s: every ``step_s`` and
+    the tier's peak) and bytes per component, ``page_padding`` among them, which add up to the tier's bytes at
+    each point. None for a model that is not hybrid or an empty series."""
+    hs = (hybrid or {}).get("series") or {}
+    cols = {f"{tier}: {c}": (t["t_s"], v) for tier, t in hs.get("tiers", {}).items()
+            for c, v in t.items() if c not in ("t_s", "kind")}
+    names = [n for n, (xs, _) in cols.items() if xs]
+    if not names:
+        return None
+    title = "Resident bytes per component"
+    x = _q("x", f"simulated time (s, the trace's clock; one sample per {hs['step_s']:g} s and at each tier's peak)")
+    y = _q("y", "resident (bytes)", axis={"labelExpr": unit_label("datum.value", "B")})
+    data = [r for n in names for r in _rows(*cols[n], n)]
+    return Chart("hybrid_resident", title, _spec(title, [_lines("lines", x, y, names, "tier: component")],
+                                                 {"lines": data}), len(names),
+                 "Bytes each tier holds per KV component (JSON hybrid.series: pages per cache group x the "
+                 "component's share of a page; page_padding is the rest of the pages), every --residency-step "
+                 "and at each tier's peak; the components add up to the tier's bytes at every point.")
 
 
 def utilisation_chart(sched: dict | None) -> Chart | None:

@@ -82,9 +82,13 @@ CLI_KEYS = {
     "pcs replay": (_TRACE_FILE, _REPLAY_COMMAND, _SKIPPED, _SKIPPED_LINES),
     "pcs replay --instances N": (_TRACE_FILE, _REPLAY_COMMAND, _SKIPPED, _SKIPPED_LINES),
     "pcs compare --router": (_SKIPPED, _SKIPPED_LINES),
-    "pcs curve": (("dtype", "string | null", "-", "the `--dtype` option (KV dtype of `--model`'s bytes) "
-                                                  "by its layout's one name (`fp4` -> `nvfp4`); null without it. Appended after the result; `trace` is `-` "
+    "pcs curve": (("dtype", "string | null", "-", "the `--dtype` option (KV dtype of `--model`'s bytes) as "
+                                                  "its value type (`fp4`, `fp8`), as every command's `dtype`; "
+                                                  "null without it. Appended after the result; `trace` is `-` "
                                                   "for stdin"),
+                  ("layout", "string | null", "-", "the layout `--dtype` runs as, by its one name (`fp4` -> "
+                                                   "`nvfp4`, `int8` -> `int8_per_token_head`; docs/models.md); "
+                                                   "null without it"),
                   ("notes", "[string]", "-", "omitted unless the trace or the sample needs them: the trace's "
                    "notes (as the other commands': synthetic prefix reuse, bad lines skipped; "
                    "pcs.trace.api.trace_notes), then for a sampled curve (`sample_rate` below 1) that its LRU "
@@ -120,20 +124,19 @@ CLI_OBJECTS = {
     ),
     "pcs footprint": (
         "The object `pcs footprint --format json` prints (pcs.model.footprint.FootprintResult.to_dict, then "
-        "`notes`); its top-level keys are listed in docs/views.md -- `dtype` the layout that runs as `--dtype` "
-        "names it (`nvfp4` for `fp4`), the `*_bytes_per_block` a block as the tiers hold it (a hybrid model's "
+        "`notes`); its top-level keys are listed in docs/views.md -- `dtype` the value type (`fp4`) and "
+        "`layout.name` the layout that runs (`nvfp4`), the `*_bytes_per_block` a block as the tiers hold it (a hybrid model's "
         "pages, docs/semantics.md §13.1), `outside_pages_bytes` the per-tensor scales no block carries. "
         "`components` (also the lines of `--format csv`) holds one object per KV component, and for a hybrid "
         "model whose pages pad a `page_padding` one:",
         (("name", "string", "-", "the component (`full_attention`, `sliding_window`, `mla_latent`, "
                                  "`indexer_keys`, `ssm_state`, `page_padding`)"),
          ("layers", "int", "count", "decoder layers of the component (0 for `page_padding`)"),
-         ("dtype", "string", "-", "the KV layout as `--dtype` names it and the text's `dtype` column shows it "
-                                  "(`nvfp4`, `fp8_per_token_head`; `-` for `page_padding`); until 2026-12-06 the "
-                                  "value type, now `value_dtype`"),
-         ("value_dtype", "string", "-", "the type of the stored values (`fp4`, `fp8`, `bf16`; the layout's "
-                                        "`value_dtype`)"),
-         ("layout", "string", "-", "the same name as `dtype`, kept for readers of the older files"),
+         ("dtype", "string", "-", "the type of the stored values (`fp4`, `fp8`, `bf16`), as `dtype` is in every "
+                                  "command (a replay's `payload_lens.dtype`); `page_padding`: the value type of the "
+                                  "pages it pads"),
+         ("layout", "string", "-", "the KV layout by its one name (`nvfp4`, `fp8_per_token_head`, `fp8_ds_mla`; "
+                                   "`-` for `page_padding`): the text's `layout` column"),
          ("describe", "string", "-", "the component's shape in words"),
          ("tokens_held", "int", "tokens", "tokens a sequence of T tokens keeps (a window: min(T, W); a state: 0)"),
          ("reference_bytes_per_token", "int", "bytes", "payload bytes a token adds (one rank)"),

@@ -40,7 +40,7 @@ _CLASSES = {"replay": "pcs.engine.result.ReplaySummary", "compare": "pcs.engine.
 _EXTRA: dict[str, dict[str, Any]] = {
     "replay": {"trace_file": dict[str, Any] | None, "replay_command": str},
     "compare": {"notes": tuple[str, ...]},
-    "curve": {"dtype": str | None, "notes": tuple[str, ...]},
+    "curve": {"dtype": str | None, "layout": str | None, "notes": tuple[str, ...]},
 }
 #: kinds whose top-level keys ``to_dict()`` always writes are all required (the page reads them); a replay's
 #: are checked by pcs.report.htmlpage.check_replay_payload and the fields it reads
@@ -67,7 +67,7 @@ _COMPONENT: dict[str, Any] = {"name": str, "describe": str, "dtype": str, "layou
 _COMPONENT_NEEDS = ("name", "describe", "reference_bytes_per_token", "serialized_bytes_per_token",
                     "serialized_bytes_per_block", "fixed_bytes_per_sequence", *(f"{m}_bytes" for m in _MODES))
 #: a footprint's by_dtype row: its ratios are numbers the page formats (never null)
-_DTYPE_ROW: dict[str, Any] = {"dtype": str, **{f"{m}_ratio_vs_bf16": float for m in _MODES}}
+_DTYPE_ROW: dict[str, Any] = {"dtype": str, "layout": str, "asked": str, **{f"{m}_ratio_vs_bf16": float for m in _MODES}}
 _DTYPE_NEEDS = ("dtype", *(f"{m}_bytes" for m in _MODES), *(f"{m}_ratio_vs_bf16" for m in _MODES))
 #: the footprint JSON (pcs.model.footprint.FootprintResult.to_dict): key -> type; *_bytes* keys are integers
 _FOOTPRINT: dict[str, Any] = {

@@ -193,8 +193,7 @@ def _tier_notes(s: dict[str, Any], unit: str) -> list[str]:
                      "the payload row and 'block by component' are per block of the model")
     multi = [t for t in s["tiers"] if len(t["bytes_per_block_by_component"]) > 1]
     for t in multi:
-        parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in t["bytes_per_block_by_component"].items())
-        notes.append(f"{t['name']} block by component: {parts}")
+        notes.append(f"{t['name']} block by component: {_block_parts(s, t)}")
     notes += _whole_block_note(s, unit)
     for t in s["tiers"]:
         if t.get("admission"):
@@ -206,6 +205,36 @@ def _tier_notes(s: dict[str, Any], unit: str) -> list[str]:
 def _tier_table(s: dict[str, Any]) -> str:
     title, headers, rows, notes = tier_rows(s)
     return render_table(headers, rows, title=title, notes=notes, split=(5,))   # the tier, then its traffic
+
+
+def _block_parts(s: dict[str, Any], tier: dict[str, Any]) -> str:
+    """A tier's "block by component" text: each component's bytes in one block of the model, and for a hybrid
+    model the page padding up to the block's pages and their bytes (:func:`block_bytes`), so the parts add up to
+    the block beside them (Nemotron-H TP 1, B 512: full_attention 8.39 MB, ssm_state 25.90 MB, page padding
+    24.43 MB = 7 pages, 58.72 MB)."""
+    comps = tier["bytes_per_block_by_component"]
+    parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in comps.items())
+    if not s.get("hybrid"):
+        return parts
+    whole, pages = block_bytes(s, tier), sum(model_block_pages(s))
+    pad = whole - sum(comps.values())      # 0 where the pages hold the components exactly (SGLang's pools)
+    parts += f", page padding {format_bytes(pad)}" if pad else ""
+    return f"{parts} = {format_counted(pages, 'page')}, {format_bytes(whole)}{_align_words(s, tier)}"
+
+
+def _align_words(s: dict[str, Any], tier: dict[str, Any]) -> str:
+    """Under ``--mamba-cache-mode align`` (docs/semantics.md §3.1: a request saves one state, at its last
+    checkpoint), why the block's state share stays "all"'s spread: which blocks hold a state then depends on
+    where requests end (the trace), so no figure a block follows from the configuration; "all"'s spread is the
+    most a block can hold (align saves a subset of "all"'s checkpoints) and what a tier given in blocks counts."""
+    h = s["hybrid"]
+    if h.get("mamba_cache_mode") != "align":
+        return ""
+    pools = h["pools"][tier["name"]]
+    one = sum(g["pages_per_block"] * pools[g["pool"]]["page_bytes"] for g in h["groups"] if g["rule"] == "state")
+    return (f" (--mamba-cache-mode align: a request keeps one state, {format_bytes(one)} of pages, at its last "
+            "checkpoint; which blocks hold one depends on where requests end, so the state's share here is "
+            "\"all\"'s spread, the most a block holds, as a tier given in blocks counts it)")
 
 
 def block_bytes(s: dict[str, Any], tier: dict[str, Any]) -> int:

@@ -21,8 +21,9 @@ from pcs.errors import UserError
 __all__ = ["LoadedTrace", "Outcome", "load_trace", "run_task", "make_row", "flatten", "init_worker",
            "run_pooled", "LABEL_KEYS"]
 
-#: keys that name the entries of a list of objects in a result (``tiers[].name`` -> ``tiers.gpu.*``)
-LABEL_KEYS = ("name", "tier", "variant", "capacity_blocks", "component", "dtype")
+#: keys that name the entries of a list of objects in a result (``tiers[].name`` -> ``tiers.gpu.*``; a footprint's
+#: ``by_dtype`` rows by their ``layout``: two fp8 layouts share the value type ``dtype``)
+LABEL_KEYS = ("name", "tier", "variant", "capacity_blocks", "component", "layout", "dtype")
 
 
 class LoadedTrace:
@@ -171,7 +172,7 @@ def make_row(point_id: str, kind: str, options: dict[str, Any], payload: dict[st
     (``option.tier.cpu`` per entry of a NAME=VALUE option), the flattened
     result (:func:`flatten`), and ``result_json``: the result's whole JSON
     object, as the command prints it with ``--format json`` (less the ``trace_file`` pcs replay adds for
-    pcs report: a sweep names its trace in ``option.trace``; pcs curve's ``dtype``: ``option.dtype``). A point that read a trace (its result has
+    pcs report: a sweep names its trace in ``option.trace``; pcs curve's ``dtype`` and ``layout``: ``option.dtype``). A point that read a trace (its result has
     ``skipped``) has a ``skipped_lines`` cell whether or not the read skipped a line: ``[]`` for a clean read, as
     its ``skipped`` is 0 (the JSON leaves the key out, as every command's does), so one plan's points have the same
     columns and a clean point's cell is never null beside a point that skipped lines (docs/sweep.md).

@@ -80,8 +80,8 @@ def test_deploy_note_sets_the_payload_beside_the_pages():
     d = json.loads(CliRunner().invoke(cli, args + ["--format", "json"]).stdout)
     assert d["payload_bytes_per_block_per_rank"] == 62 * 524_288 == 32_505_856
     assert d["page_padding_bytes_per_block_per_rank"] == 8 * 524_288
-    assert d["alt"] == {"dtype": "fp8", "bytes_per_block_per_rank": 18_350_080, "gpu_blocks": 3_283}
+    assert d["alt"] == {"dtype": "fp8", "layout": "fp8", "bytes_per_block_per_rank": 18_350_080, "gpu_blocks": 3_283}
     text = CliRunner().invoke(cli, args).stdout
     assert ("payload vs reserved: a block's payload (Reference) is 32,505,856 B per rank, its pages reserve "
-            "36,700,160 B (x1.129: 4,194,304 B of page padding); fp8 for bf16, hits held fixed: 18,350,080 B a block "
+            "36,700,160 B (x1.129: 4,194,304 B of page padding); fp8 for bf16: 18,350,080 B a block "
             "(x0.500), 3,283 GPU-tier blocks against 1,641") in " ".join(text.split())

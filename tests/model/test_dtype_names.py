@@ -1,5 +1,6 @@
 """One concept, one name: a KV layout is shown by its one name (docs/models.md "KV layouts") in replay, footprint
-and curve, text and JSON, whatever spelling --dtype was given; the bytes are the spelling's layout's bytes."""
+and curve, text and JSON (under ``layout``; ``dtype`` is the value type in every command), whatever spelling
+--dtype was given; the bytes are the spelling's layout's bytes."""
 from __future__ import annotations
 
 import json
@@ -22,7 +23,9 @@ NAMES = {"fp4": "nvfp4", "nvfp4": "nvfp4", "NVFP4": "nvfp4", "int8": "int8_per_t
 @pytest.mark.parametrize("given,shown", sorted(NAMES.items()))
 def test_footprint_names_the_layout(given, shown):
     res = pcs.footprint("llama-3.1-8b", 1_000, dtype=given)
-    assert res.dtype == shown and res.to_dict()["dtype"] == shown
+    d = res.to_dict()
+    assert d["layout"]["name"] == shown and [c["layout"] for c in d["components"]] == [shown]
+    assert d["dtype"] == res.dtype == d["layout"]["value_dtype"] == d["components"][0]["dtype"]   # the value type
 
 
 def test_fp4_and_nvfp4_are_one_layout_with_one_set_of_bytes():
@@ -57,4 +60,5 @@ def test_replay_names_the_layout(given, shown):
 def test_curve_json_names_the_layout():
     r = invoke("curve", TOKENS, "--model", "llama-3.1-8b", "--dtype", "fp4", "--points", "2", "--format", "json", "-q")
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout)["dtype"] == "nvfp4"
+    d = json.loads(r.stdout)
+    assert (d["dtype"], d["layout"]) == ("fp4", "nvfp4")

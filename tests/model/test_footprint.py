@@ -112,7 +112,8 @@ def test_sequences_multiply():
 
 def test_inline_scales_halve_reference_but_not_serialized_or_reserved():
     res = footprint(get_model("llama-3.1-8b"), 1_000, dtype="fp8_per_token_head")
-    assert [r["dtype"] for r in res.by_dtype] == ["bf16", "fp8", "fp8_per_token_head"]
+    assert [r["layout"] for r in res.by_dtype] == ["bf16", "fp8", "fp8_per_token_head"]
+    assert [r["dtype"] for r in res.by_dtype] == ["bf16", "fp8", "fp8"]       # the value type
     pth = res.by_dtype[2]
     assert pth["reference_ratio_vs_bf16"] == 0.5
     # serialized: (65,536 + 2,048) / 131,072 = 0.515625
@@ -131,7 +132,7 @@ def test_inline_scales_serialized_more_than_half_for_every_preset(name):
     dtype = "fp8_ds_mla" if m.component("mla_latent") else "fp8_per_token_head"
     res = footprint(m, 4_096, dtype=dtype)
     row = res.by_dtype[-1]
-    assert row["dtype"] == dtype
+    assert row["layout"] == dtype and row["dtype"] == "fp8"
     assert row["serialized_ratio_vs_bf16"] > 0.5 and row["reserved_ratio_vs_bf16"] > 0.5
 
 

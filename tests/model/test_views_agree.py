@@ -124,10 +124,10 @@ def test_views_md_dtype_table_is_the_layout_table():
 
 def test_deepseek_v32_fp8_row_is_named_fp8_ds_mla():
     fp = footprint(get_model("deepseek-v3.2").with_tp(8), 10_000, block_size=512)
-    names = [r["dtype"] for r in fp.by_dtype]
+    names = [r["layout"] for r in fp.by_dtype]
     assert names == ["bf16", "fp8_ds_mla"]       # fp8 runs as fp8_ds_mla; no per-token-head MLA form
     row = fp.by_dtype[1]
-    assert row["asked"] == "fp8"
+    assert row["asked"] == row["dtype"] == "fp8"      # the value type; the layout is fp8_ds_mla
     # Reference per token: latent 61 layers x (512 fp8 + 64 bf16 rope = 640 B) = 39,040 (bf16: 61 x 576 x 2 =
     # 70,272) + indexer keys 61 x 128 fp8 = 7,808 in both: 46,848 / 78,080 = 0.600
     assert round(row["reference_ratio_vs_bf16"], 3) == round(46_848 / 78_080, 3) == 0.6

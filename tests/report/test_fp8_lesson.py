@@ -21,7 +21,7 @@ def _json(*args):
 
 def test_footprint_shows_vllm_fp8_and_a_scale_layout():
     res = _json("footprint", "--model", "llama-2-70b", "--tokens", "512", "--block-size", "512")
-    rows = {r["dtype"]: r for r in res["by_dtype"]}
+    rows = {r["layout"]: r for r in res["by_dtype"]}
     assert list(rows)[:3] == ["bf16", "fp8", "fp8_per_token_head"]
     # llama-2-70b, 512 tokens, TP 1: 80 layers x 8 KV heads x 128 x 2 (K, V) x 512 tokens = 83,886,080 values
     assert rows["bf16"]["reserved_bytes"] == 2 * 83_886_080            # 2 B per bf16 value
@@ -48,7 +48,7 @@ def test_prose_says_what_the_numbers_show():
     table = invoke("replay", "-q").stdout.split("Payload is not everything", 1)[1]
     assert "vLLM fp8: x0.500" in " ".join(table.split())
     foot = invoke("footprint", "--model", "llama-3.1-8b", "--tokens", "16", "-q").stdout
-    assert "payload halves; in-page scales" in foot and "fp8_per_token_head" in foot
+    assert "only values narrow; scales, bf16 parts, a state do not" in foot and "fp8_per_token_head" in foot
 
 
 def test_lens_note_names_fp8_ds_mla_and_its_ratios_on_deepseek_v32(tmp_path):

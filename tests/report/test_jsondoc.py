@@ -96,8 +96,8 @@ def test_compare_output_is_documented(sections):
 def test_curve_output_is_documented(sections, model):
     c = _run("curve", "--capacities", "100blocks,300blocks", *model)
     # the keys the CLI adds, documented below the tables (notes: the bundled sample's reuse is synthetic)
-    assert list(c)[-3:] == ["dtype", "skipped", "notes"]
-    _check({k: v for k, v in c.items() if k not in ("dtype", "skipped", "notes")}, sections["CurveResult"], "curve")
+    assert list(c)[-4:] == ["dtype", "layout", "skipped", "notes"]
+    _check({k: v for k, v in c.items() if k not in ("dtype", "layout", "skipped", "notes")}, sections["CurveResult"], "curve")
     _check(c["rows"][0], sections["CurveRow"], "rows[]")
     _check(c["knee"]["p50"], sections["CurveKnee"], "knee")
     assert ("capacity_bytes" in c["rows"][0]) == bool(model)

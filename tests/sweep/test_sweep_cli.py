@@ -65,7 +65,7 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
     rows = read_results(tmp_path / "out").to_pylist()
     printed = json.loads(_pcs(*alone, "--format", "json", "-q").stdout)
     if kind == "curve":
-        printed.pop("dtype")                   # pcs curve adds the --dtype it was given (an option column here)
+        printed.pop("dtype"), printed.pop("layout")   # pcs curve adds the --dtype it was given (an option column here)
     if kind == "replay":
         printed.pop("trace_file")              # pcs replay adds the trace file it read, for pcs report to check
     # review 47a: the rest is all there -- a replay's replay_command, each compare variant's tier_capacities
