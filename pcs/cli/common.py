@@ -268,11 +268,11 @@ _KWARG_PATTERN = (r"(?<![\w:,'=.\[-])(" + "|".join(sorted(_KWARG_OF, key=len, re
                   r")=(?:\[('[^'\\]*'(?:, '[^'\\]*')*)\]|(" + _REPR + r")|([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)(?![\w.])|(?=[\s,;:)]|$))")
 #: A name inside a spec (``slru:protected_share=0.2``) or a quoted value is left as it is.
 _FIELD_PATTERN = r"(?<![\w:,'=-])(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b(?!=)"
-#: The API's roads to a re-blocked replay (pcs.trace.api.REBLOCK_ROAD, REBLOCKS, REBLOCKS_BY) -> the command line's
-#: (convert a JSONL file to Parquet, which records its block size; pcs replay re-blocks that: the one command that
-#: does, so compare, curve and trace name it too)
+#: The API's roads to a re-blocked replay (pcs.trace.api.reblock_road: REBLOCK_ROAD, REBLOCKS, REBLOCKS_BY) -> the
+#: command line's (convert a JSONL file to Parquet, which records its block size; pcs replay re-blocks that: the one
+#: command that does, so compare, curve and trace name it too)
 _REBLOCK_PHRASES = {
-    "; to replay it re-blocked to ": "; to replay it re-blocked to ",
+    "to replay it re-blocked to ": "to replay it re-blocked to ", "; elsewhere give ": "; elsewhere give ",
     "-token blocks, open it with pcs.open_trace(path, ": "-token blocks, convert it to Parquet at ",
     ") at the size it was recorded at and re-block that with pcs.trace.reblock.reblock(trace, ":
         " (trace convert: Parquet keeps the block size, which JSONL does not), then pcs replay that with ",
@@ -282,20 +282,21 @@ _REBLOCK_PHRASES = {
         "pcs replay re-blocks a block-hash trace",
     " (pcs.trace.reblock.reblock, for pcs.replay); ": " (pcs replay); "}
 #: ... and a sweep plan's: a sweep point replays a trace at its recorded block size and re-blocks none
-#: (pcs.sweep.kinds._no_reblock), so its road is to convert the trace first, outside the plan, point the plan's trace
-#: at the new file and leave the other block size out (pcs replay --block-size re-blocks, outside the sweep)
+#: (pcs.sweep.kinds._no_reblock), so the plan is told it cannot reach the size asked, that pcs replay re-blocks
+#: (pcs.trace.reblock.reblock in the API), outside the sweep, and how the plan runs at the recorded size
 _PLAN_REBLOCK_PHRASES = {
-    **_REBLOCK_PHRASES,
-    "; to replay it re-blocked to ": ("; a sweep replays a trace at its recorded block size and re-blocks none "
-                                      "(pcs replay --block-size re-blocks it to "),
+    "to replay it re-blocked to ": "a sweep replays a trace at its recorded block size and cannot run this trace at ",
     "-token blocks, open it with pcs.open_trace(path, ":
-        "-token blocks, outside the sweep): convert it first, outside the plan, with pcs trace convert at its recorded ",
+        "-token blocks; outside the sweep, convert it to Parquet at ",
     ") at the size it was recorded at and re-block that with pcs.trace.reblock.reblock(trace, ":
-        " (Parquet keeps the block size, which JSONL does not), then point the plan's trace at the new file and leave ",
+        " (pcs trace convert: Parquet keeps the block size, which JSONL does not), then pcs replay re-blocks that to ",
     "), which returns the streams to give pcs.replay (keyed exact at a multiple, lower and upper at a divisor: an "
-    "interval's bounds)": " out",
+    "interval's bounds)": " (pcs.trace.reblock.reblock in the API)",
     "pcs.trace.reblock.reblock(trace, block_size) re-blocks a block-hash trace opened at its own size, for pcs.replay":
-        "pcs replay re-blocks a block-hash trace, outside the sweep",
+        "a sweep replays a trace at its recorded block size and cannot run it at another; outside the sweep, "
+        "pcs replay TRACE --block-size N re-blocks a block-hash trace, as pcs.trace.reblock.reblock does in the API",
+    " (pcs.trace.reblock.reblock, for pcs.replay); ": " (pcs replay, outside the sweep); the plan can ",
+    "; elsewhere give ": "; to sweep it at its recorded size, write ",
 }
 #: API phrasings of a keyword's value (pcs/engine/select.py, runner.py, api.py) -> the command line's
 _PHRASE_OF = {"engine='auto'": "--engine auto", "native 'auto'": "--native auto", "native 'c'": "--native c",
