@@ -541,7 +541,7 @@ def reblock_road(stored: int, asked: int, opens_at_stored: bool) -> str:
     is :data:`REBLOCK_ROAD` (open it at ``stored``, then re-block). Hashed ids re-block only by a whole factor
     (:func:`pcs.trace.reblock.whole_factor`): at any other ``asked`` only the size that reads it is named.
 
-    >>> reblock_road(512, 64, True)[-47:]
+    >>> reblock_road(512, 64, True)[-58:]
     'a divisor); elsewhere give block_size=512 or leave it out'
     """
     from pcs.trace.reblock import whole_factor
@@ -563,7 +563,7 @@ def reblock_hint(error: InputError, asked: int | None, default: int | None = Non
     recorded at (docs/traces-formats.md) unless the size that fits is the format's ``default``, which opens it
     without ``block_size``. Else ``error`` itself.
 
-    >>> reblock_hint(InputError("t.jsonl", 1, "hash_ids", "has 7 ids; was it? (block_size=16 fits)"), 64).problem[-21:]
+    >>> reblock_hint(InputError("t.jsonl", 1, "hash_ids", "has 7 ids; was it? (block_size=16 fits)"), 64).problem[-28:]
     'elsewhere give block_size=16'
     """
     m = _FITS.search(error.problem)
