@@ -541,7 +541,7 @@ def reblock_road(stored: int, asked: int, opens_at_stored: bool) -> str:
     is :data:`REBLOCK_ROAD` (open it at ``stored``, then re-block). Hashed ids re-block only by a whole factor
     (:func:`pcs.trace.reblock.whole_factor`): at any other ``asked`` only the size that reads it is named.
 
-    >>> reblock_road(512, 64, True)[-58:]
+    >>> reblock_road(512, 64, True)[-57:]
     'a divisor); elsewhere give block_size=512 or leave it out'
     """
     from pcs.trace.reblock import whole_factor
