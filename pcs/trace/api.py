@@ -26,7 +26,7 @@ import numpy as np
 from pcs import jsondepth
 from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
-from pcs.errors import InputError, PickledAsIs, UnknownNameError, UserError, shown_path
+from pcs.errors import InputError, PickledAsIs, UnknownNameError, UserError, shown_path, keyword_refusals
 from pcs.units import a_or_an, format_count, format_counted
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
 from pcs.trace.hashids import BlankLine, invalid_json, not_an_object, strict_loads
@@ -1051,7 +1051,7 @@ def _checked_open_options(format, on_error, block_size, sort) -> tuple[int | Non
     if on_error not in ON_ERROR:
         raise UnknownNameError("on_error", on_error, ON_ERROR)
     if block_size is not None:
-        block_size = check_int(block_size, "block size (tokens)", 1, MAX_BLOCK_SIZE)
+        block_size = check_int(block_size, "block_size", 1, MAX_BLOCK_SIZE)
     return block_size, sort
 
 
@@ -1078,6 +1078,7 @@ def trace_path(path):
     return DEFAULT_TRACE
 
 
+@keyword_refusals
 def open_trace(path=None, *, format: str | None = None, block_size: int | None = None,
                on_error: str = "raise", sort: bool = False, reuse=None) -> Trace:
     """Open a trace for streaming.

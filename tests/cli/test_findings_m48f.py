@@ -72,3 +72,54 @@ def test_the_api_hint_of_a_jsonl_read_at_its_default_names_reblock():
         "(block_size=512 fits); pcs.trace.reblock.reblock(trace, block_size) re-blocks a block-hash trace opened at "
         "its own size, for pcs.replay (exact at a multiple, an interval at a divisor); elsewhere give block_size=512 "
         "or leave it out"), err.value.problem
+
+
+# 3. Every public function's keyword refusal leads with KEYWORD=VALUE (an item: KEYWORD[i]=VALUE; an entry of a
+#    mapping: KEYWORD['NAME'] = VALUE), pcs.argcheck's numbers included.
+
+def _refusal(call) -> str:
+    import pcs  # noqa: F401  (the calls below name it)
+    from pcs.errors import UserError
+
+    with pytest.raises(UserError) as err:
+        call()
+    return str(err.value)
+
+
+@pytest.mark.parametrize("call, lead", [
+    (lambda pcs: pcs.footprint("llama-9", 100), "model='llama-9': unknown model 'llama-9'"),
+    (lambda pcs: pcs.footprint("llama-3.1-8b", 100, dtype="fp7"), "dtype='fp7': unknown dtype 'fp7'"),
+    # llama-3.1-8b has 32 attention heads: 32 % 3 = 2
+    (lambda pcs: pcs.footprint("llama-3.1-8b", 100, tp=3), "tp=3: tensor-parallel size 3 does not divide the 32"),
+    (lambda pcs: pcs.replay(None, tiers=["gpu=500blocks"], tier_policies={"ssd": "lru"}),
+     "tier_policies['ssd'] = 'lru': names tier 'ssd', which is not among the tiers: gpu"),
+    (lambda pcs: pcs.replay(None, tiers=["gpu=500blocks", "hôte=1GB"]),
+     "tiers[1]='hôte=1GB': no default link for tier 'hôte'"),
+    (lambda pcs: pcs.compare(None, policies=["lru", "lruu"]), "policies[1]='lruu': unknown eviction policy 'lruu'"),
+    (lambda pcs: pcs.envelope(-1, 1.0, 0.5, 0.0, [1e9]), "restore_bytes=-1: must be >= 0"),
+    (lambda pcs: pcs.envelope(10, 1.0, 0.5, 0.0, [-1]), "bandwidths_bps[0]=-1.0: must be >= 0"),
+    (lambda pcs: pcs.budget(-1, 10, 1.0, 1.0), "capacity_need_bytes=-1: must be >= 0"),
+    (lambda pcs: pcs.curve(None, capacities=[-1]), "capacities[0]=-1: must be >= 0"),
+    (lambda pcs: pcs.fleet_replay(None, instances=0), "instances=0: must be in [1, 4096]"),
+])
+def test_an_api_refusal_leads_with_its_keyword(call, lead):
+    import pcs
+
+    text = _refusal(lambda: call(pcs))
+    assert text.startswith(lead), text
+
+
+def test_the_command_line_names_the_option_of_the_tier_item():
+    line = assert_one_line_error(invoke("replay", "--tier", "gpu=500blocks", "--tier", "hôte=1GB"))
+    assert line.startswith("pcs: error: --tier hôte=1GB: no default link for tier 'hôte'"), line
+
+
+# 4. A plan's advice is written as the plan writes it (TOML), on the line of the entry.
+
+def test_a_plan_tier_without_a_link_names_its_line_and_the_toml_link(tmp_path):
+    msg = plan_refusal(tmp_path, f'kind = "replay"\n[fixed]\ntrace = "{MOONCAKE}"\ntiming = "sequential"\n'
+                                 'tier = {gpu = "500blocks", "hôte" = "1GB"}\n')
+    assert msg.startswith(f"{tmp_path / 'p.toml'}:5: point "), msg
+    assert msg.endswith('tier = {"hôte" = "1GB"}: no default link for tier \'hôte\'; known tiers: cpu, host, dram, '
+                        'ssd, nvme, disk, remote, rdma; or name its link: link = {"hôte" = "pcie-gen5-x16"} or '
+                        'link = {"hôte" = "25GB/s"}'), msg
