@@ -448,6 +448,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
             (:func:`pcs.engine.api.check_replay`) before the trace is read.
     """
     from pcs.engine.api import limited_source, replay
+    from pcs.report.replay import tier_policies_text
     from pcs.report.tiercheck import without_trace_notes
     from pcs.trace.api import trace_notes
 
@@ -456,10 +457,12 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
     source = limited_source(trace, runs[0][-1])   # the variants' one timing's row bounds (the curve reads them too)
     variants, resolved = [], {}
     for tiers, i, pol, j, adm, kwargs in runs:
-        label = " ".join(x for x in (pol or DEFAULT_POLICY, adm if len(adms) > 1 else "",
-                                     " ".join(tiers) if tiers and len(sets) > 1 else "") if x)
         # the trace's caveats (pcs.replay's last notes) are the command's, never a variant's
         s = without_trace_notes(replay(source, progress=progress, **kwargs).summary, source)
+        shown = tier_policies_text([{"name": t.name, "policy": t.policy} for t in s.tiers])   # gpu=slru/cpu=lru
+        label = " ".join(x for x in (pol or DEFAULT_POLICY if shown == (pol or DEFAULT_POLICY) else shown,
+                                     adm if len(adms) > 1 else "",
+                                     " ".join(tiers) if tiers and len(sets) > 1 else "") if x)
         variants.append(CompareVariant.from_summary(label, pol, s, adm, tiers))
         if i == j == 0 and len(sets) > 1:
             _refuse_same_blocks(resolved, variants[-1].tiers, tiers)

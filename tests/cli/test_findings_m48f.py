@@ -123,3 +123,23 @@ def test_a_plan_tier_without_a_link_names_its_line_and_the_toml_link(tmp_path):
     assert msg.endswith('tier = {"hôte" = "1GB"}: no default link for tier \'hôte\'; known tiers: cpu, host, dram, '
                         'ssd, nvme, disk, remote, rdma; or name its link: link = {"hôte" = "pcie-gen5-x16"} or '
                         'link = {"hôte" = "25GB/s"}'), msg
+
+
+# 5. The policies of a run are shown per tier, in tier order (GPU first), when the tiers differ.
+
+TIER_POLICIES = ["--tier", "gpu=500blocks", "--tier", "cpu=1GB", "--tier-policy", "gpu=slru", "--tier-policy",
+                 "cpu=lru", "--timing", "sequential"]
+
+
+def test_the_replay_header_lists_each_tiers_policy_in_tier_order():
+    res = invoke("replay", *TIER_POLICIES)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[0].endswith("| gpu=slru/cpu=lru, write-back"), res.stdout.splitlines()[0]
+    same = invoke("replay", "--tier", "gpu=500blocks", "--tier", "cpu=1GB", "--timing", "sequential")
+    assert same.stdout.splitlines()[0].endswith("| lru, write-back"), same.stdout.splitlines()[0]
+
+
+def test_a_compare_column_names_each_tiers_policy():
+    res = invoke("compare", *TIER_POLICIES)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[1].split() == ["metric", "gpu=slru/cpu=lru"], res.stdout.splitlines()[1]
