@@ -459,8 +459,9 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
     for tiers, i, pol, j, adm, kwargs in runs:
         # the trace's caveats (pcs.replay's last notes) are the command's, never a variant's
         s = without_trace_notes(replay(source, progress=progress, **kwargs).summary, source)
-        shown = tier_policies_text([{"name": t.name, "policy": t.policy} for t in s.tiers])   # gpu=slru/cpu=lru
-        label = " ".join(x for x in (pol or DEFAULT_POLICY if shown == (pol or DEFAULT_POLICY) else shown,
+        per_tier = len({t.policy for t in s.tiers}) > 1     # --tier-policy: gpu=slru/cpu=lru, in tier order
+        shown = tier_policies_text([{"name": t.name, "policy": t.policy} for t in s.tiers]) if per_tier else None
+        label = " ".join(x for x in (shown or pol or DEFAULT_POLICY,
                                      adm if len(adms) > 1 else "",
                                      " ".join(tiers) if tiers and len(sets) > 1 else "") if x)
         variants.append(CompareVariant.from_summary(label, pol, s, adm, tiers))
