@@ -127,14 +127,16 @@ def close_tail(name: object, words: Iterable[str], aliases: Mapping[str, str] | 
 
 def not_among_tiers(option: str, name: str, tiers: Iterable[str], shown: str | None = None) -> str:
     """The refusal of ``option`` naming tier ``name`` that is none of ``tiers`` (``admit=``, ``tier_policies``,
-    ``links``: one wording, and the :func:`did_you_mean` a mistyped ``--tier`` name gets). ``shown``: how the
-    message quotes ``name`` (default ``repr``; a long one cut by the caller).
+    ``links``: one wording, and the :func:`did_you_mean` a mistyped ``--tier`` name gets); ``option`` empty: the
+    refusal alone, for the caller to lead with the entry (``admit='cpux=reuse:2': names tier 'cpux', ...``).
+    ``shown``: how the message quotes ``name`` (default ``repr``; a long one cut by the caller).
 
     >>> not_among_tiers("admit=", "cpux", ["gpu", "cpu"])
     "admit= names tier 'cpux', which is not among the tiers: gpu, cpu; did you mean 'cpu'?"
     """
     tiers = list(tiers)
-    return (f"{option} names tier {shown if shown is not None else repr(name)}, which is not among the tiers: "
+    lead = f"{option} " if option else ""
+    return (f"{lead}names tier {shown if shown is not None else repr(name)}, which is not among the tiers: "
             f"{', '.join(tiers)}{close_tail(name, tiers)}")
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Mapping
 
-__all__ = ["quoted", "shown_repr", "as_typed", "repr_bytes", "lead_with", "keyword_refusal", "ending_with", "shown_name", "shown_path", "printable", "hidden", "utf8_text", "HIDDEN_CATEGORIES", "NAME_LIMIT", "PATH_LIMIT", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT",
+__all__ = ["quoted", "shown_repr", "as_typed", "repr_bytes", "lead_with", "keyword_refusal", "keyword_refusals", "ending_with", "shown_name", "shown_path", "printable", "hidden", "utf8_text", "HIDDEN_CATEGORIES", "NAME_LIMIT", "PATH_LIMIT", "PickledAsIs", "UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT",
            "OUT_OF_FLOAT_RANGE", "INT64_LIMIT", "OUT_OF_INT64_RANGE"]
 
 #: why a number is refused as out of range, the one wording of it: a float64 holds magnitudes below about
@@ -356,9 +356,47 @@ class keyword_refusal:
         return None
 
     def __exit__(self, kind, exc, tb) -> bool:
-        if isinstance(exc, UserError) and not str(exc).startswith(f"{self.keyword}="):
+        if isinstance(exc, UserError) and not _checked_lead(exc, (self.keyword,)) \
+                and not str(exc).startswith(f"{self.keyword}="):
             lead_with(exc, f"{self.keyword}={quoted(self.value, show=repr)}")
         return False
+
+
+#: pcs.argcheck's refusal of a number, ``NAME must be RANGE, got VALUE`` (``VALUE (TYPE)`` for one of another
+#: type), and of one item of a list, ``NAME[i] must be ...``
+_CHECKED = re.compile(r"([A-Za-z_]\w*)(\[\d+\])? must be (.*?), got (.*?)(?: \((\w+)\))?\Z", re.S)
+
+
+def _checked_lead(exc: BaseException, keywords: Iterable[str]) -> bool:
+    """Re-word ``exc`` in place when it is :data:`_CHECKED` of one of ``keywords`` into the lead every keyword's
+    refusal has (:class:`keyword_refusal`): ``restore_bytes=-1: must be >= 0``, ``bandwidths_bps[0]=-1.0: must be
+    >= 0``, ``tp='x': must be an integer, not str``; True when it did."""
+    m = _CHECKED.match(str(exc))
+    if m is None or m.group(1) not in keywords:
+        return False
+    name, index, rule, value, kind = m.groups()
+    exc.lead = f"{name}{index or ''}={value}"
+    exc.args = (f"{exc.lead}: must be {rule}" + (f", not {kind}" if kind else ""),) + tuple(exc.args[1:])
+    return True
+
+
+def keyword_refusals(func: Callable) -> Callable:
+    """Decorator of a public API function: a number one of its keywords was refused for by :mod:`pcs.argcheck`
+    (``NAME must be RANGE, got VALUE``) is led by ``NAME=VALUE`` as every keyword's refusal is
+    (:class:`keyword_refusal`, :func:`_checked_lead`); any other error passes as it is."""
+    import functools
+    import inspect
+
+    names = tuple(inspect.signature(func).parameters)
+
+    @functools.wraps(func)
+    def led(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except UserError as exc:
+            _checked_lead(exc, names + tuple(kwargs))
+            raise
+    return led
 
 
 class PickledAsIs:

@@ -22,7 +22,7 @@ from pcs import units
 from pcs.analysis.envelope import json_number
 from pcs.argcheck import check_byte_count, check_real
 from pcs.configfile import read_mapping_lines, refuse_unknown_keys
-from pcs.errors import INT64_LIMIT, InputError, UserError, quoted, shown_repr
+from pcs.errors import INT64_LIMIT, InputError, UserError, quoted, shown_repr, keyword_refusals
 
 __all__ = [
     "BudgetResult", "Workload", "budget", "total", "parse_workload", "load_workloads",
@@ -88,6 +88,7 @@ class BudgetResult:
     as_dict = to_dict   # the former name, kept for callers
 
 
+@keyword_refusals
 def budget(capacity_need_bytes: int, capacity_have_bytes: int, bandwidth_need_bps: float,
            bandwidth_have_bps: float) -> BudgetResult:
     """Capacity and bandwidth utilisation of one workload on one device (docs/semantics.md §10).

@@ -40,6 +40,7 @@ from fractions import Fraction
 from typing import Any, Iterable
 from pcs.argcheck import check_bandwidth, check_byte_count, check_int, check_number_list, check_real
 from pcs._dataclass import dataclass
+from pcs.errors import keyword_refusals
 
 __all__ = ["EnvelopeRow", "EnvelopeResult", "envelope", "break_even_bps", "seconds_to_ns",
            "restore_bytes_for_tokens", "restore_for_tokens", "restored_tokens"]
@@ -173,6 +174,7 @@ def _row(d: int, bandwidth_bps: float, margin: Fraction, full_prefill_s: Fractio
     return EnvelopeRow(float(bandwidth_bps), read_s, float(full_prefill_s - saved), float(saved), verdict, exposed)
 
 
+@keyword_refusals
 def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, overhead_s: float,
              bandwidths_bps: Iterable[float], overlap_s: float | None = None) -> EnvelopeResult:
     """Cached path against recompute at each bandwidth (docs/semantics.md §10).

@@ -276,7 +276,7 @@ def admit_refusal(item: str, problem: "str | UserError") -> UserError:
     ``problem`` a UserError (an unknown kind's :class:`UnknownNameError`): that error, led by the item
     (:func:`pcs.errors.lead_with`), its type kept; one that names ``admit=`` already is not led again."""
     err = UserError(problem) if isinstance(problem, str) else problem
-    if not str(err).startswith("admit="):      # admit= names tier 'x' ...: worded as links= and tier_policies= are
+    if not str(err).startswith("admit="):
         lead_with(err, f"admit={quoted(item, show=repr)}")
     err.refused_value = item
     return err
@@ -343,7 +343,7 @@ def _add_item(item: str, tier_names: Sequence[str], out: dict[str, list[str]], n
     if not sep or not tier or not spec.strip():
         raise UserError("expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
     if tier not in tier_names:
-        raise UserError(not_among_tiers("admit=", tier, tier_names, quoted(tier, show=repr)))   # as links=
+        raise UserError(not_among_tiers("", tier, tier_names, quoted(tier, show=repr)))   # led by the item, as links['x']
     if is_no_admission(spec):
         nones[tier] = item
         return

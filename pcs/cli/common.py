@@ -259,20 +259,22 @@ _KWARG_OF = {"tiers": "--tier", "tier_sets": "--tiers", "kv_reserve": "--kv-rese
              "compute_mode": "--compute", "shared_tier": "--shared-tier",
              "router_stale_s": "--router-stale-s",
              "format": "--trace-format", "on_error": "--on-error", "sort": "--sort", "block_size": "--block-size"}
+#: The API's keyword arguments a sweep plan writes as a table of NAME = VALUE (``tier = {gpu = "400GB"}``)
+_TABLE_KWARGS = frozenset({"tiers"})
 #: The API's keyword arguments whose option is a flag (``--sort``): a plan writes them ``sort = true``.
 _FLAG_KWARGS = frozenset({"sort"})
 #: a str as Python's repr shows it (:func:`pcs.errors.quoted` with ``show=repr``): ``'lfu'``, ``'x\\n'`` (escaped),
 #: ``"it's"``; its text is :func:`_repr_text`
 _REPR = r"'(?:[^'\\]|\\.)*'|" + r'"(?:[^"\\]|\\.)*"'
 _KWARG_PATTERN = (r"(?<![\w:,'=.\[-])(" + "|".join(sorted(_KWARG_OF, key=len, reverse=True)) +
-                  r")=(?:\[((?:" + _REPR + r")(?:, (?:" + _REPR + r"))*)\]|(" + _REPR + r")|([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)(?![\w.])|(?=[\s,;:)]|$))")
+                  r")(?:\[\d+\])?=(?:\[((?:" + _REPR + r")(?:, (?:" + _REPR + r"))*)\]|(" + _REPR + r")|(-?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)(?![\w.])|(?=[\s,;:)]|$))")
 #: A name inside a spec (``slru:protected_share=0.2``) or a quoted value is left as it is.
 _FIELD_PATTERN = r"(?<![\w:,'=-])(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b(?!=)"
-#: The API's roads to a re-blocked replay (pcs.trace.api.REBLOCK_ROAD, REBLOCKS, REBLOCKS_BY) -> the command line's
-#: (convert a JSONL file to Parquet, which records its block size; pcs replay re-blocks that: the one command that
-#: does, so compare, curve and trace name it too)
+#: The API's roads to a re-blocked replay (pcs.trace.api.reblock_road: REBLOCK_ROAD, REBLOCKS, REBLOCKS_BY) -> the
+#: command line's (convert a JSONL file to Parquet, which records its block size; pcs replay re-blocks that: the one
+#: command that does, so compare, curve and trace name it too)
 _REBLOCK_PHRASES = {
-    "; to replay it re-blocked to ": "; to replay it re-blocked to ",
+    "to replay it re-blocked to ": "to replay it re-blocked to ", "; elsewhere give ": "; elsewhere give ",
     "-token blocks, open it with pcs.open_trace(path, ": "-token blocks, convert it to Parquet at ",
     ") at the size it was recorded at and re-block that with pcs.trace.reblock.reblock(trace, ":
         " (trace convert: Parquet keeps the block size, which JSONL does not), then pcs replay that with ",
@@ -282,20 +284,21 @@ _REBLOCK_PHRASES = {
         "pcs replay re-blocks a block-hash trace",
     " (pcs.trace.reblock.reblock, for pcs.replay); ": " (pcs replay); "}
 #: ... and a sweep plan's: a sweep point replays a trace at its recorded block size and re-blocks none
-#: (pcs.sweep.kinds._no_reblock), so its road is to convert the trace first, outside the plan, point the plan's trace
-#: at the new file and leave the other block size out (pcs replay --block-size re-blocks, outside the sweep)
+#: (pcs.sweep.kinds._no_reblock), so the plan is told it cannot reach the size asked, that pcs replay re-blocks
+#: (pcs.trace.reblock.reblock in the API), outside the sweep, and how the plan runs at the recorded size
 _PLAN_REBLOCK_PHRASES = {
-    **_REBLOCK_PHRASES,
-    "; to replay it re-blocked to ": ("; a sweep replays a trace at its recorded block size and re-blocks none "
-                                      "(pcs replay --block-size re-blocks it to "),
+    "to replay it re-blocked to ": "a sweep replays a trace at its recorded block size and cannot run this trace at ",
     "-token blocks, open it with pcs.open_trace(path, ":
-        "-token blocks, outside the sweep): convert it first, outside the plan, with pcs trace convert at its recorded ",
+        "-token blocks; outside the sweep, convert it to Parquet at ",
     ") at the size it was recorded at and re-block that with pcs.trace.reblock.reblock(trace, ":
-        " (Parquet keeps the block size, which JSONL does not), then point the plan's trace at the new file and leave ",
+        " (pcs trace convert: Parquet keeps the block size, which JSONL does not), then pcs replay re-blocks that to ",
     "), which returns the streams to give pcs.replay (keyed exact at a multiple, lower and upper at a divisor: an "
-    "interval's bounds)": " out",
+    "interval's bounds)": " (pcs.trace.reblock.reblock in the API)",
     "pcs.trace.reblock.reblock(trace, block_size) re-blocks a block-hash trace opened at its own size, for pcs.replay":
-        "pcs replay re-blocks a block-hash trace, outside the sweep",
+        "a sweep replays a trace at its recorded block size and cannot run it at another; outside the sweep, "
+        "pcs replay TRACE --block-size N re-blocks a block-hash trace, as pcs.trace.reblock.reblock does in the API",
+    " (pcs.trace.reblock.reblock, for pcs.replay); ": " (pcs replay, outside the sweep); the plan can ",
+    "; elsewhere give ": "; to sweep it at its recorded size, write ",
 }
 #: API phrasings of a keyword's value (pcs/engine/select.py, runner.py, api.py) -> the command line's
 _PHRASE_OF = {"engine='auto'": "--engine auto", "native 'auto'": "--native auto", "native 'c'": "--native c",
@@ -362,8 +365,9 @@ def _reworded(message: str, plan: bool) -> str:
         return message
     phrases, cut = (_PLAN_PHRASE_OF, 2) if plan else (_PHRASE_OF, 0)
     field_re, link_re, phrase_re, kwarg_re, _ = _patterns()
-    message = link_re.sub(lambda m: f"{_PAIR_OPTION_OF[m.group(1)][cut:]} {_pair_text(m.group(2), m.group(3))}",
-                          message)
+    message = link_re.sub(lambda m: _toml_table(_PAIR_OPTION_OF[m.group(1)][2:], [(_repr_text(m.group(2)),
+                          _repr_text(m.group(3)))]) if plan else
+                          f"{_PAIR_OPTION_OF[m.group(1)]} {_pair_text(m.group(2), m.group(3))}", message)
     message = field_re.sub(lambda m: _OPTION_OF[m.group(1)][cut:], message)
     message = phrase_re.sub(lambda m: phrases[m.group(0)], message)
     if plan:        # a plan has no flags to pass: it sets its keys (set trace-format = "...")
@@ -395,6 +399,16 @@ def _toml_text(shown: str) -> str:
     import json
 
     return json.dumps(_repr_text(shown), ensure_ascii=False)
+
+
+def _toml_table(key: str, pairs: list[tuple[str, str]]) -> str:
+    """A NAME=VALUE option as a sweep plan (TOML) writes it: ``link = {"hôte" = "25GB/s"}``, ``tier = {gpu =
+    "400GB"}`` (a name of letters, digits, ``_`` and ``-`` bare, any other quoted, as TOML's keys are)."""
+    import json
+
+    def name(n: str) -> str:
+        return n if re.fullmatch(r"[A-Za-z0-9_-]+", n) else json.dumps(n, ensure_ascii=False)
+    return f"{key} = {{" + ", ".join(f"{name(n)} = {json.dumps(v, ensure_ascii=False)}" for n, v in pairs) + "}"
 
 
 def _pair_text(name: str, value: str) -> str:
@@ -435,10 +449,11 @@ def _kwarg(m: re.Match, plan: bool) -> str:
         if m.group(1) == "tier_sets":      # one tier list: one --tiers of a comma list
             return f"{flag} = {_toml_text(repr(','.join(items)))}" if plan else f"{flag} {','.join(items)}"
         if plan and all("=" in v for v in items):     # a NAME=VALUE option: the plan's table
-            pairs = (v.split("=", 1) for v in items)
-            return f"{flag} = {{" + ", ".join(f'{n} = "{x}"' for n, x in pairs) + "}"
+            return _toml_table(flag, [tuple(v.split("=", 1)) for v in items])
         return " ".join(f"{flag} {v}" for v in items)
     if m.group(3) is not None:
+        if plan and m.group(1) in _TABLE_KWARGS and "=" in _repr_text(m.group(3)):   # one entry of the plan's table
+            return _toml_table(flag, [tuple(_repr_text(m.group(3)).split("=", 1))])
         return f"{flag} = {_toml_text(m.group(3))}" if plan else f"{flag} {_cli_text(m.group(3))}"
     if m.group(4) is not None:     # a number: block_size=16, router_stale_s=0.5
         return f"{flag} = {m.group(4)}" if plan else f"{flag} {m.group(4)}"

@@ -7,6 +7,7 @@ from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_o
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Int
 from pcs.cli.modelarg import load_model, model_options
 from pcs.cli.report import check_outputs, html_options, write_outputs
+from pcs.errors import keyword_refusal
 from pcs.model import KV_DTYPES, footprint as compute_footprint, get_layout
 from pcs.model.footprint import hybrid_block_size
 from pcs.report.footprint import footprint_payload, render_footprint
@@ -46,7 +47,8 @@ def footprint(model_name: str | None, model_config: str | None, tokens: int, dty
     check_outputs(html_path, plot_dir, {"--model-config": model_config})
     spec = load_model(model_name, model_config, quiet)
     if tp > 1:
-        spec = spec.with_tp(tp)
+        with keyword_refusal("tp", tp):     # --tp 3: tensor-parallel size 3 does not divide ... (as pcs replay's)
+            spec = spec.with_tp(tp)
     res = compute_footprint(spec, tokens, block_size=block_size, dtype=dtype, sequences=sequences)
     hybrid_block = hybrid_block_size(spec.with_dtype(dtype) if dtype else spec)
     payload = footprint_payload(res, spec, dtype)    # every note the text prints

@@ -30,7 +30,7 @@ from pcs.curves import stackdist
 from pcs.curves.result import CurveKnee, CurveResult, CurveRow
 from pcs.curves.stackdist import FlatAccesses
 from pcs.units import format_counted, format_rate
-from pcs.errors import UserError, keyword_refusal, shown_repr
+from pcs.errors import UserError, keyword_refusal, keyword_refusals, shown_repr
 from pcs.trace.batches import as_batches, reiterable
 
 __all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "MIN_SAMPLED_BLOCKS", "LruCurve", "CurveResult", "CurveRow",
@@ -395,6 +395,7 @@ def _caveats(source: Any) -> tuple[str, ...]:
     return () if isinstance(source, FlatAccesses) else trace_notes(source)
 
 
+@keyword_refusals
 def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: int | None = None,
           model: Any = None, *, block_size: int | None = None, rules: BlockRules = BlockRules(),
           belady: bool = True, sample_rate: float = 1.0, seed: int = 0, exact_head_blocks: int = 1,

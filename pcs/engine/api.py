@@ -57,7 +57,7 @@ from pcs.engine.timing import TimeModel
 from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
 from pcs.choices import not_among_tiers
-from pcs.errors import ArgumentTypeError, UnknownNameError, UserError, ending_with, keyword_refusal, quoted, shown_repr
+from pcs.errors import ArgumentTypeError, UnknownNameError, UserError, ending_with, keyword_refusal, lead_with, quoted, shown_repr, keyword_refusals
 from pcs.trace.api import trace_notes
 from pcs.trace.batches import as_batches, reiterable, with_limits
 from pcs.trace.rowlimits import NO_LIMITS, STEP_LIMITS, RowLimits
@@ -468,7 +468,9 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
             raise UserError(f"{what} must be a mapping of tier name to value, e.g. {{'cpu': ...}}, got {shown_repr(mapping)}")
         for k in mapping or {}:
             if k not in names:
-                raise _entry_refused(UserError(not_among_tiers(what, k, names, quoted(k, show=repr))), k, mapping[k])
+                exc = lead_with(UserError(not_among_tiers("", k, names, quoted(k, show=repr))),   # as the entry's
+                                f"{what}[{shown_repr(k)}] = {quoted(mapping[k], show=repr)}")    # other refusals
+                raise _entry_refused(exc, k, mapping[k])
             entries = run_on_entries(f"{k}={mapping[k]}", names) if isinstance(mapping[k], str) else None
             if entries:     # another tier's entry run into this one's value (lru,gpu=slru)
                 form = one_entry_each(f"{what}=", {"links": "link", "tier_policies": "tier policy"}[what], entries)
@@ -500,7 +502,8 @@ def _model_and_gpu(model, dtype, hardware, table, tp: int = 1):
     with keyword_refusal("hardware", hardware):
         gpu = hardware if isinstance(hardware, GPUSpec) else get_gpu(DEFAULTS["gpu"] if hardware is None else hardware,
                                                                      table)
-    return kept_with_tp(spec, tp), gpu     # kept per (spec object, tp): pcs.engine.keptsetup
+    with keyword_refusal("tp", tp):        # tp=3: tensor-parallel size 3 does not divide the 32 attention heads
+        return kept_with_tp(spec, tp), gpu     # kept per (spec object, tp): pcs.engine.keptsetup
 
 
 def _tier_bytes_and_links(spec, gpu, bs: int, tier_specs, links, tp: int, table, util=None, reserve=None):
@@ -786,6 +789,7 @@ def refuse_two_shares(policy: str, tier_policies: Mapping[str, str] | None, prot
                              "protected_share; give it once")
 
 
+@keyword_refusals
 @document
 def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: int | None = None,
            dtype: str | None = None, tiers: Sequence[str | TierSpec] | None = None, policy: str | None = None,
@@ -873,27 +877,33 @@ def _checked_args(k: Mapping[str, Any]) -> tuple:
     refuse_two_shares(opts.policy, k["tier_policies"], numbers[0])
     _check_policies(tier_specs, opts.policy, k["tier_policies"], numbers[0], k["admit"])
     spec, gpu = _model_and_gpu(k["model"], k["dtype"], k["hardware"], k["hardware_table"], opts.tp)
-    _check_links(tier_specs, k["links"], k["hardware_table"])
+    _check_links(tier_specs, k["links"], k["hardware_table"], _tier_list(k["tiers"]))
     return numbers, opts, tier_specs, spec, gpu
 
 
-def _check_links(tier_specs: Sequence[TierSpec], links: Mapping[str, Any] | None, table: Any) -> None:
+def _check_links(tier_specs: Sequence[TierSpec], links: Mapping[str, Any] | None, table: Any,
+                 items: Sequence[Any] = ()) -> None:
     """Each lower tier's link resolved as the run resolves it (:func:`_resolve_link`, one GPU), so a bad preset
     name or bandwidth (``links={'cpu': 'pcie-gen9'}``) is refused before the trace is read and before a sweep's
     first point runs.
 
     Raises:
         UserError: :func:`_resolve_link`'s refusal (its ``refused_value`` ``TIER=VALUE``, by which a sweep plan
-            names the line the link is written on).
+            names the line the link is written on); a tier with no link named and none by default is led by its
+            item of ``tiers=`` (``items``), ``tiers[1]='hôte=1GB': no default link for tier 'hôte'; ...``.
     """
-    for t in tier_specs[1:]:
+    for i, t in enumerate(tier_specs[1:], 1):
         link = (links or {}).get(t.name, t.link)
         try:
             _resolve_link(t.name, link, 1, table)
         except UserError as exc:
+            if link is None and i < len(items) and isinstance(items[i], str):
+                lead_with(exc, f"tiers[{i}]={quoted(items[i], show=repr)}")
+                exc.refused_value = items[i]          # a plan's line: the tier's entry
             raise _entry_refused(exc, t.name, link) from None
 
 
+@keyword_refusals
 def check_replay(**kwargs: Any) -> None:
     """The checks :func:`replay` makes before it reads the trace, in its order (the same function,
     :func:`_checked_args`), without running anything: the same first error for the same arguments.

@@ -22,7 +22,7 @@ from pcs.argcheck import check_int, check_number_list
 from pcs.blocks import BlockRules
 from pcs.cache.policies import DEFAULT_POLICY, canonical_spec, policy_options
 from pcs.engine.result import PayloadLens, ReplaySummary
-from pcs.errors import UserError, shown_repr, keyword_refusal
+from pcs.errors import UserError, shown_repr, keyword_refusal, keyword_refusals
 from pcs.schema import common, field, own, projection, renamed, result, take, to_dict
 from pcs.units import tier_arg
 
@@ -293,13 +293,13 @@ def _options_key(options: dict[str, Any]) -> tuple:
 def _refuse_twice(option: str, values: Sequence[Any], key, what: str) -> None:
     """UserError when two ``values`` of ``option`` have the same ``key``: two equal columns of one configuration."""
     seen: dict[Any, str] = {}
-    for v in values or ():
+    for i, v in enumerate(values or ()):
         if not isinstance(v, str) and v is not None:
             return                              # a policy object, a bad item: the replay's own check names it
         if option.startswith("--"):             # the command line's reader: its option leads its refusals
             k = key(v)
         else:
-            with keyword_refusal(option, v):    # policies='arcc': unknown eviction policy 'arcc' ...
+            with keyword_refusal(f"{option}[{i}]", v):    # policies[1]='arcc': unknown eviction policy 'arcc' ...
                 k = key(v)
         if k in seen:
             raise UserError(f"{option} {_shown(option, seen[k])} and {option} {_shown(option, v)} name the same {what} with the same options; "
@@ -411,6 +411,7 @@ def check_compare(*, policies: Sequence[str | None] | None = None, tier_sets: Se
     _checked_runs(policies, tier_sets, curve_capacities, admits, replay_kwargs)
 
 
+@keyword_refusals
 def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
             tier_sets: Sequence[Sequence[str]] | None = None, curve_capacities: Sequence[int] | None = None,
             admits: Sequence[str] | None = None, progress: Callable[[int], None] | None = None,
@@ -447,6 +448,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
             (:func:`pcs.engine.api.check_replay`) before the trace is read.
     """
     from pcs.engine.api import limited_source, replay
+    from pcs.report.replay import tier_policies_text
     from pcs.report.tiercheck import without_trace_notes
     from pcs.trace.api import trace_notes
 
@@ -455,10 +457,13 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
     source = limited_source(trace, runs[0][-1])   # the variants' one timing's row bounds (the curve reads them too)
     variants, resolved = [], {}
     for tiers, i, pol, j, adm, kwargs in runs:
-        label = " ".join(x for x in (pol or DEFAULT_POLICY, adm if len(adms) > 1 else "",
-                                     " ".join(tiers) if tiers and len(sets) > 1 else "") if x)
         # the trace's caveats (pcs.replay's last notes) are the command's, never a variant's
         s = without_trace_notes(replay(source, progress=progress, **kwargs).summary, source)
+        per_tier = len({t.policy for t in s.tiers}) > 1     # --tier-policy: gpu=slru/cpu=lru, in tier order
+        shown = tier_policies_text([{"name": t.name, "policy": t.policy} for t in s.tiers]) if per_tier else None
+        label = " ".join(x for x in (shown or pol or DEFAULT_POLICY,
+                                     adm if len(adms) > 1 else "",
+                                     " ".join(tiers) if tiers and len(sets) > 1 else "") if x)
         variants.append(CompareVariant.from_summary(label, pol, s, adm, tiers))
         if i == j == 0 and len(sets) > 1:
             _refuse_same_blocks(resolved, variants[-1].tiers, tiers)

@@ -33,7 +33,7 @@ from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.choices import MAX_INSTANCES  # most instances of a fleet
 from pcs.engine.computecheck import checked_compute
 from pcs.engine.schedresult import SATURATION_NOTE_START
-from pcs.errors import UserError, keyword_refusal
+from pcs.errors import UserError, keyword_refusal, keyword_refusals
 from pcs.fleet.decodes import fleet_decode
 from pcs.fleet.index import CacheIndex
 from pcs.fleet.route import route
@@ -496,6 +496,7 @@ def _run_instances(source: Any, batch: RequestBatch, assignment: np.ndarray, ins
     return loads, summaries, tables, rows_of, decodes, None, None, step
 
 
+@keyword_refusals
 def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-robin", router_stale_s: float = 0.0,
                  progress: Callable[[int], None] | None = None, shared_tier: Any = None,
                  **replay_kwargs: Any) -> FleetResult:

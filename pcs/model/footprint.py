@@ -50,7 +50,8 @@ from dataclasses import field
 from typing import Any, Callable
 
 from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, check_int
-from pcs.errors import INT64_LIMIT, ArgumentTypeError, UserError, shown_repr
+from pcs.errors import (INT64_LIMIT, ArgumentTypeError, UserError, keyword_refusal, keyword_refusals,
+                        shown_repr)
 from pcs.model.components import KVComponent
 from pcs.model.spec import ModelSpec, check_mode
 from pcs._dataclass import dataclass
@@ -441,6 +442,7 @@ def _component_row(c: KVComponent, tokens: int, block_size: int, sequences: int,
     return row
 
 
+@keyword_refusals
 def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: str | None = None,
               sequences: int = 1, tp: int | None = None) -> FootprintResult:
     """KV bytes of ``sequences`` sequences of ``tokens`` tokens in every accounting mode.
@@ -467,8 +469,12 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
     tokens = check_int(tokens, "tokens", lo=0, hi=MAX_TOKENS)      # --tokens' range
     block_size = _check_block_size(block_size)
     sequences = check_int(sequences, "sequences", lo=1, hi=MAX_COUNT)
-    model = _split(_as_model(model), tp)
-    spec = model.with_dtype(dtype) if dtype is not None else model
+    with keyword_refusal("model", model):
+        model = _as_model(model)
+    with keyword_refusal("tp", tp):
+        model = _split(model, tp)
+    with keyword_refusal("dtype", dtype):
+        spec = model.with_dtype(dtype) if dtype is not None else model
     rows = _rows(spec, tokens, block_size, sequences)
     per_token = {m: spec.kv_bytes_per_token(m) for m in ("reference", "serialized")}
     from pcs.model.parallel import tp_placement

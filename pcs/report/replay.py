@@ -14,7 +14,7 @@ from pcs.units import (format_bandwidth, format_bytes, format_count, format_coun
                        format_points, points_between, split_percent)
 from pcs.report.table import render_table, shown_name, shown_relative_path
 
-__all__ = ["render_replay", "gap_texts", "payload_gap_texts", "engine_note", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "model_block_pages", "TIER_TITLE", "HYBRID_TIER_TITLE", "header_line", "lens_rows",
+__all__ = ["render_replay", "gap_texts", "payload_gap_texts", "engine_note", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "model_block_pages", "TIER_TITLE", "HYBRID_TIER_TITLE", "header_line", "tier_policies_text", "lens_rows",
            "lens_text", "ttft_note", "REAL_LABEL", "CEILING_LABEL", "CEILING_MEANING"]
 
 
@@ -70,10 +70,17 @@ def model_label(s: dict[str, Any]) -> str:
 def header_line(s: dict[str, Any]) -> str:
     """One line naming the run: trace, model, hardware, block size, timing (and unlimited compute), policy."""
     dtype = f", KV {s['kv_dtype']}" if s.get("kv_dtype") else ""
-    pols = sorted({t["policy"] for t in s["tiers"]})
     return (f"pcs replay: {shown_relative_path(s['trace'])} | {model_label(s)}{dtype} on {s['tp']}x {shown_name(s['gpu'])} (TP={s['tp']}) | "
             f"block {format_counted(s['block_size'], 'token')} | {timing_label(s['timing'], s.get('compute'))} | "
-            f"{'/'.join(pols)}, write-{s['write_policy']}")
+            f"{tier_policies_text(s['tiers'])}, write-{s['write_policy']}")
+
+
+def tier_policies_text(tiers: list[dict[str, Any]]) -> str:
+    """The eviction policies of a run's tiers (the summary's ``tiers`` rows, GPU first) as one text: the policy
+    when every tier has it (``lru``), else each tier's in tier order (``gpu=slru/cpu=lru``): a sorted set of
+    names (``lru/slru``) read as the GPU tier's first."""
+    pols = [t["policy"] for t in tiers]
+    return pols[0] if len(set(pols)) == 1 else "/".join(f"{t['name']}={t['policy']}" for t in tiers)
 
 
 def _ceiling_rows(s: dict[str, Any]) -> list[list[str]]:

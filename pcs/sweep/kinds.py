@@ -368,11 +368,22 @@ def _trace_key(kind: str, kw: dict[str, Any]) -> tuple:
 
 
 def _no_reblock(kw: dict[str, Any]) -> None:
+    """Refuse a point whose ``block-size`` would re-block its trace (a sweep replays a trace at its recorded block
+    size), naming the road the other commands name (:func:`pcs.trace.api.reblock_road`) in the plan's words.
+
+    Raises:
+        UserError: ``block-size`` is not the size the trace (Parquet, or a Mooncake/Bailian file recorded at its
+            format's default) was recorded at; blamed on ``block_size``.
+    """
+    from pcs.cli.common import option_names
+    from pcs.trace.api import reblock_road
     from pcs.trace.reblock import plan_engine_block_size
 
-    if plan_engine_block_size(kw["trace"], kw["trace_format"], kw["block_size"]) is not None:
-        raise blamed(UserError(f"block-size {kw['block_size']} re-blocks the trace's ids; pcs sweep replays a trace "
-                               "at its recorded block size (run pcs replay --block-size for a re-blocked run)"), "block_size")
+    asked = kw["block_size"]
+    stored = plan_engine_block_size(kw["trace"], kw["trace_format"], asked)
+    if stored is not None:
+        raise blamed(UserError(option_names(f"block_size={asked} is not the trace's recorded block size, {stored} "
+                                            f"tokens; {reblock_road(stored, asked, True)}", plan=True)), "block_size")
 
 
 #: the fleet options of pcs replay / compare, which a sweep point refuses (:func:`_no_fleet`)

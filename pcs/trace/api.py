@@ -26,7 +26,7 @@ import numpy as np
 from pcs import jsondepth
 from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
-from pcs.errors import InputError, PickledAsIs, UnknownNameError, UserError, shown_path, shown_repr
+from pcs.errors import InputError, PickledAsIs, UnknownNameError, UserError, shown_path, keyword_refusals, shown_repr
 from pcs.units import a_or_an, format_count, format_counted
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
 from pcs.trace.hashids import BlankLine, invalid_json, not_an_object, strict_loads
@@ -513,44 +513,65 @@ def _first_row_reuse(path, name: str | None = None, on_error: str = "raise",
 
 
 _FITS = re.compile(r"\(block_size=(\d+) fits\)$")
-#: The API's road to a replay re-blocked from a JSONL file's recorded size: the five pieces around the size asked,
-#: the size that fits and the size asked again (:func:`reblock_hint`), which the command line words as its own road,
-#: convert to Parquet and pcs replay --block-size, and a sweep plan as its own, convert first and point the plan's
-#: trace at the new file (pcs.cli.common._REBLOCK_PHRASES, _PLAN_REBLOCK_PHRASES); a JSONL file does not record its
-#: block size, a Python caller gives it.
-REBLOCK_ROAD = ("; to replay it re-blocked to ", "-token blocks",
+#: The API's road to a replay re-blocked from a JSONL file's recorded size when that is not the format's default:
+#: the five pieces around the size asked, the size that fits and the size asked again (:func:`reblock_road`), which
+#: the command line words as its own road, convert to Parquet and pcs replay --block-size, and a sweep plan as its
+#: own, outside the sweep (pcs.cli.common._REBLOCK_PHRASES, _PLAN_REBLOCK_PHRASES); a JSONL file does not record
+#: its block size, a Python caller gives it.
+REBLOCK_ROAD = ("to replay it re-blocked to ", "-token blocks",
                 ", open it with pcs.open_trace(path, ",
                 ") at the size it was recorded at and re-block that with pcs.trace.reblock.reblock(trace, ",
                 "), which returns the streams to give pcs.replay (keyed exact at a multiple, lower and upper at a "
                 "divisor: an interval's bounds)")
-#: The API's re-blocking of a block-hash trace, and its words when the size asked is no whole factor
-#: (:func:`_not_re_blocked`); the command line names pcs replay (pcs.cli.common._PHRASE_OF).
+#: The API's re-blocking of a block-hash trace opened at its recorded size, and its words when the size asked is
+#: no whole factor (:func:`reblock_road`); the command line names pcs replay (pcs.cli.common._PHRASE_OF).
 REBLOCKS = "pcs.trace.reblock.reblock(trace, block_size) re-blocks a block-hash trace opened at its own size, for pcs.replay"
 REBLOCKS_BY = " (pcs.trace.reblock.reblock, for pcs.replay); "
+#: Where the road to the recorded size starts (a sweep plan's words: how the plan runs at that size).
+ELSEWHERE = "; elsewhere give "
+
+
+def reblock_road(stored: int, asked: int, opens_at_stored: bool) -> str:
+    """The one hint, for every format and command, of how to reach a replay at ``asked``-token blocks of a
+    block-hash trace recorded at ``stored``-token blocks, and how to read it at ``stored``, in the API's words
+    (the command line's and a sweep plan's: pcs.cli.common.option_names).
+
+    ``opens_at_stored``: the trace opens at ``stored`` when ``block_size`` is left out (Parquet, which records it,
+    or a JSONL file recorded at its format's default); then :data:`REBLOCKS` re-blocks it as opened, else the road
+    is :data:`REBLOCK_ROAD` (open it at ``stored``, then re-block). Hashed ids re-block only by a whole factor
+    (:func:`pcs.trace.reblock.whole_factor`): at any other ``asked`` only the size that reads it is named.
+
+    >>> reblock_road(512, 64, True)[-57:]
+    'a divisor); elsewhere give block_size=512 or leave it out'
+    """
+    from pcs.trace.reblock import whole_factor
+
+    leave = " or leave it out" if opens_at_stored else ""
+    if not whole_factor(asked, stored):
+        return f"a block-hash trace is re-blocked only by a whole factor of {stored}{REBLOCKS_BY}give block_size={stored}{leave}"
+    if opens_at_stored:
+        return f"{REBLOCKS} (exact at a multiple, an interval at a divisor){ELSEWHERE}block_size={stored}{leave}"
+    to, blocks, open_at, reblock_to, streams = REBLOCK_ROAD
+    return (f"{to}{asked}{blocks}{open_at}block_size={stored}{reblock_to}block_size={asked}{streams}"
+            f"{ELSEWHERE}block_size={stored}")
 
 
 def reblock_hint(error: InputError, asked: int | None, default: int | None = None) -> InputError:
     """``error``, a hash-id line's id-count error whose hint names a block size that fits (:func:`pcs.trace.hashids.
-    _likely_block_size`), with how to re-block the trace to ``asked`` (the caller's ``block_size``) when that is
-    another size that one re-blocks to (a multiple or a divisor of the one that fits): a JSONL file does not record
-    its block size, so ``block_size`` names the size it was recorded at (docs/traces-formats.md), and the road is
-    :data:`REBLOCK_ROAD`: open it at that size and re-block it with :func:`pcs.trace.reblock.reblock` for
-    ``pcs.replay`` (the command line's words: convert it to Parquet, which records the size, and ``pcs replay``
-    re-blocks that, :func:`pcs.trace.reblock.plan_engine_block_size`). Else ``error`` itself,
-    also when the size that fits is the format's ``default`` (a replay of the file itself re-blocks from that).
+    _likely_block_size`), with :func:`reblock_road` from that size to ``asked`` (the caller's ``block_size``) when
+    that is another size: a JSONL file does not record its block size, so ``block_size`` names the size it was
+    recorded at (docs/traces-formats.md) unless the size that fits is the format's ``default``, which opens it
+    without ``block_size``. Else ``error`` itself.
 
-    >>> reblock_hint(InputError("t.jsonl", 1, "hash_ids", "has 7 ids; was it? (block_size=16 fits)"), 64).problem[-21:]
-    "an interval's bounds)"
+    >>> reblock_hint(InputError("t.jsonl", 1, "hash_ids", "has 7 ids; was it? (block_size=16 fits)"), 64).problem[-28:]
+    'elsewhere give block_size=16'
     """
     m = _FITS.search(error.problem)
     fit = int(m.group(1)) if m is not None else None
-    from pcs.trace.reblock import whole_factor
-
-    if asked is None or fit is None or fit in (asked, default) or not whole_factor(asked, fit):
+    if asked is None or fit is None or fit == asked:
         return error
-    to, blocks, open_at, reblock_to, streams = REBLOCK_ROAD
-    return InputError(error.path, error.line, error.field, f"{error.problem}{to}{asked}{blocks}{open_at}"
-                      f"block_size={m.group(1)}{reblock_to}block_size={asked}{streams}")
+    return InputError(error.path, error.line, error.field,
+                      f"{error.problem}; {reblock_road(fit, asked, fit == default)}")
 
 
 def synthetic_reuse_note(trace) -> str | None:
@@ -1057,24 +1078,15 @@ def _checked_open_options(format, on_error, block_size, sort) -> tuple[int | Non
     if on_error not in ON_ERROR:
         raise UnknownNameError("on_error", on_error, ON_ERROR)
     if block_size is not None:
-        block_size = check_int(block_size, "block size (tokens)", 1, MAX_BLOCK_SIZE)
+        block_size = check_int(block_size, "block_size", 1, MAX_BLOCK_SIZE)
     return block_size, sort
 
 
 def _not_re_blocked(name: str, stored: int, asked: int) -> str:
-    """Why a Parquet trace written at ``stored``-token blocks is not opened at ``asked``: only
-    :func:`pcs.trace.reblock.reblock` (for ``pcs.replay``; ``pcs replay`` on the command line,
-    :func:`pcs.trace.reblock.plan_engine_block_size`) re-blocks hashed ids, and only by a whole factor, so its
-    road is named only when ``asked`` is a multiple or a divisor of ``stored`` (:data:`REBLOCKS`, else
-    :data:`REBLOCKS_BY`)."""
-    from pcs.trace.reblock import whole_factor
-
-    road = (f"{REBLOCKS} (exact at a multiple, an interval at a divisor); elsewhere "
-            if whole_factor(asked, stored) else
-            f"a block-hash trace is re-blocked only by a whole factor of {stored}{REBLOCKS_BY}")
+    """Why a Parquet trace written at ``stored``-token blocks is not opened at ``asked``, with the road every
+    format's refusal names (:func:`reblock_road`) and the token trace's own (convert it at ``asked``)."""
     return (f"{shown_path(name)}: Parquet trace was written at block size {stored}; block_size={asked} cannot "
-            f"re-block its hashed ids here: {road}give block_size={stored} or leave it out, or convert the token "
-            f"trace at {asked}")
+            f"re-block its hashed ids here: {reblock_road(stored, asked, True)}, or convert the token trace at {asked}")
 
 
 def trace_path(path):
@@ -1093,6 +1105,7 @@ def trace_path(path):
     return DEFAULT_TRACE
 
 
+@keyword_refusals
 def open_trace(path=None, *, format: str | None = None, block_size: int | None = None,
                on_error: str = "raise", sort: bool = False, reuse=None) -> Trace:
     """Open a trace for streaming.

@@ -14,14 +14,14 @@ _HEAD, _prepare_error = PLAN_HEAD, plan_refusal    # a plan's lines 1-6; each te
 # 1: an entry naming a tier that is not among the tiers, or an unknown key written as a table, names its line.
 
 @pytest.mark.parametrize("lines, line, words", [
-    ('link = {disk = "pcie-gen5-x16"}\n', 7, "link names tier 'disk', which is not among the tiers: gpu, cpu"),
-    ('link = ["disk=pcie-gen5-x16"]\n', 7, "link names tier 'disk', which is not among the tiers: gpu, cpu"),
-    ('"tier-policy" = {cpu = "lru", disk = "lfu"}\n', 7, "tier-policy names tier 'disk', which is not among"),
-    ('"tier-policy" = ["cpu=lru", "disk=lfu"]\n', 7, "tier-policy names tier 'disk', which is not among"),
-    ('\n[fixed.tier-policy]\ncpu = "lru"\ndisk = "lfu"\n', 10, "tier-policy names tier 'disk', which is not among"),
+    ('link = {disk = "pcie-gen5-x16"}\n', 7, 'link = {disk = "pcie-gen5-x16"}: names tier \'disk\', which is not among the tiers: gpu, cpu'),
+    ('link = ["disk=pcie-gen5-x16"]\n', 7, 'link = {disk = "pcie-gen5-x16"}: names tier \'disk\', which is not among the tiers: gpu, cpu'),
+    ('"tier-policy" = {cpu = "lru", disk = "lfu"}\n', 7, 'tier-policy = {disk = "lfu"}: names tier \'disk\', which is not among'),
+    ('"tier-policy" = ["cpu=lru", "disk=lfu"]\n', 7, 'tier-policy = {disk = "lfu"}: names tier \'disk\', which is not among'),
+    ('\n[fixed.tier-policy]\ncpu = "lru"\ndisk = "lfu"\n', 10, 'tier-policy = {disk = "lfu"}: names tier \'disk\', which is not among'),
     ('teir = {gpu = "500blocks"}\n', 7, "unknown option 'teir' for pcs replay; did you mean 'tier'?"),
-    ('admit = "cpux=reuse:2"\n', 7, "admit names tier 'cpux', which is not among the tiers: gpu, cpu"),
-    ('\n[axes]\nadmit = [\n  "cpu=reuse:2",\n  "cpux=reuse:2",\n]\n', 11, "admit names tier 'cpux', which is not"),
+    ('admit = "cpux=reuse:2"\n', 7, 'admit = "cpux=reuse:2": names tier \'cpux\', which is not among the tiers: gpu, cpu'),
+    ('\n[axes]\nadmit = [\n  "cpu=reuse:2",\n  "cpux=reuse:2",\n]\n', 11, 'admit = "cpux=reuse:2": names tier \'cpux\', which is not'),
 ])
 def test_an_entry_not_among_the_tiers_names_its_line(tmp_path, lines, line, words):
     text = _prepare_error(tmp_path, _HEAD + lines)

@@ -115,7 +115,7 @@ def test_a_point_is_described_in_the_plans_words(tmp_path):
     line = _plan_error(tmp_path, f'kind = "compare"\n{_TIERS}policy = ["lru", "fifo"]\n'
                                  '[axes]\n"tier-policy.cpu" = ["lru", "lfu:aging=x"]\n')
     described = (f'(trace={SMALL_TRACE} tier.gpu=500blocks tier.cpu=10GB policy=["lru", "fifo"] '
-                 'tier-policy.cpu=lfu:aging=x): tier-policy cpu=lfu:aging=x: ')
+                 'tier-policy.cpu=lfu:aging=x): tier-policy = {cpu = "lfu:aging=x"}: ')
     assert f"{tmp_path / 'p.toml'}:7: point " in line and described in line, line
 
 

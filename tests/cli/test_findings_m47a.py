@@ -115,7 +115,7 @@ _AXIS = '[axes]\npolicy = ["lru", "fifo"]\n'
     ('gap-orcle = true\n' + _AXIS, "unknown option 'gap-orcle' for pcs replay; did you mean 'gap-oracle'?"),
     ('"write-policy.x" = "back"\n' + _AXIS, "'write-policy.x': only NAME=VALUE options (link, tier, tier-policy) "
                                             "take an entry after a dot"),
-    ('block-size = 32\n' + _AXIS, "block-size 32 re-blocks the trace's ids"),
+    ('block-size = 32\n' + _AXIS, "block-size = 32 is not the trace's recorded block size, 512 tokens"),
 ])
 def test_a_plan_key_is_named_with_dashes(tmp_path, extra, words):
     message = _toml_refusal(tmp_path, extra)

@@ -64,8 +64,8 @@ def test_a_fleet_of_the_default_trace_at_16_is_refused_as_the_sample_named():
 @pytest.mark.parametrize("kind", ["replay", "compare"])
 def test_a_sweep_point_of_the_default_trace_at_16_is_refused_as_the_sample_named(tmp_path, kind):
     message = plan_refusal(tmp_path, f'kind = "{kind}"\n\n[fixed]\ntiming = "sequential"\nblock-size = 16\n')
-    assert "block-size 16 re-blocks the trace's ids; pcs sweep replays a trace at its recorded block size" \
-        in message, message
+    assert ("block-size = 16 is not the trace's recorded block size, 512 tokens; a sweep replays a trace at its "
+            "recorded block size and cannot run it at another") in message, message
 
 
 # 2. The API's re-block hint names the API's road, and the command line's stays its own.
@@ -79,14 +79,14 @@ def test_the_api_hint_names_open_trace_and_reblock():
         "fits); to replay it re-blocked to 64-token blocks, open it with pcs.open_trace(path, block_size=16) at the "
         "size it was recorded at and re-block that with pcs.trace.reblock.reblock(trace, block_size=64), which "
         "returns the streams to give pcs.replay (keyed exact at a multiple, lower and upper at a divisor: an "
-        "interval's bounds)")
+        "interval's bounds); elsewhere give block_size=16")
 
 
 def test_the_command_line_hint_is_unchanged():
     line = assert_one_line_error(invoke("replay", B16, "--block-size", "64"))
     assert line.endswith("(--block-size 16 fits); to replay it re-blocked to 64-token blocks, convert it to Parquet "
                          "at --block-size 16 (trace convert: Parquet keeps the block size, which JSONL does not), then "
-                         "pcs replay that with --block-size 64"), line
+                         "pcs replay that with --block-size 64; elsewhere give --block-size 16"), line
 
 
 def test_the_api_road_works_and_equals_hashing_the_tokens():

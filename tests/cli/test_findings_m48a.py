@@ -165,7 +165,7 @@ def test_an_api_refusal_starts_with_its_keyword_and_value(kw, lead):
 
 
 def test_compare_curve_and_fleet_refusals_lead_with_their_keyword():
-    with pytest.raises(ValueError, match=r"^policies='bogus': unknown eviction policy 'bogus'"):
+    with pytest.raises(ValueError, match=r"^policies\[1\]='bogus': unknown eviction policy 'bogus'"):
         pcs.compare(TRACE, policies=["lru", "bogus"])
     with pytest.raises(ValueError, match=r"^native='x': unknown kernel 'x'"):
         pcs.curve(TRACE, native="x")

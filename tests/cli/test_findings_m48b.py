@@ -108,7 +108,7 @@ def test_the_command_line_hint_names_pcs_replay_the_one_command_that_re_blocks(c
     line = assert_one_line_error(invoke(*command, B16, "--block-size", "64"))
     assert line == (f"pcs: error: {B16}:1: {B16_LINE1}(--block-size 16 fits); to replay it re-blocked to 64-token "
                     "blocks, convert it to Parquet at --block-size 16 (trace convert: Parquet keeps the block size, "
-                    "which JSONL does not), then pcs replay that with --block-size 64")
+                    "which JSONL does not), then pcs replay that with --block-size 64; elsewhere give --block-size 16")
 
 
 def test_a_plans_hint_names_the_road_a_plan_can_take(tmp_path, monkeypatch):
@@ -119,14 +119,14 @@ def test_a_plans_hint_names_the_road_a_plan_can_take(tmp_path, monkeypatch):
                                  'block-size = 64\ntier = {gpu = "500blocks"}\n')
     assert msg.endswith(
         f"b16.jsonl:1: {B16_LINE1}(block-size = 16 fits); a sweep replays a trace at its recorded block size and "
-        "re-blocks none (pcs replay --block-size re-blocks it to 64-token blocks, outside the sweep): convert it "
-        "first, outside the plan, with pcs trace convert at its recorded block-size = 16 (Parquet keeps the block "
-        "size, which JSONL does not), then point the plan's trace at the new file and leave block-size = 64 out"), msg
-    # the road it names, taken: converted at 16, the plan's trace the new file, no block-size: it runs, at 16
+        "cannot run this trace at 64-token blocks; outside the sweep, convert it to Parquet at block-size = 16 "
+        "(pcs trace convert: Parquet keeps the block size, which JSONL does not), then pcs replay re-blocks that to "
+        "block-size = 64 (pcs.trace.reblock.reblock in the API); to sweep it at its recorded size, write "
+        "block-size = 16"), msg
+    # the plan road it names, taken: block-size = 16 in the plan runs, at 16 (the hint names no road to 64 in a plan)
     monkeypatch.chdir(tmp_path)
-    assert invoke("trace", "convert", B16, "b16.parquet", "--block-size", "16", "-q").exit_code == 0
-    (tmp_path / "p.toml").write_text('kind = "replay"\n[fixed]\ntrace = "b16.parquet"\ntiming = "sequential"\n'
-                                     'tier = {gpu = "500blocks"}\n')
+    (tmp_path / "p.toml").write_text('kind = "replay"\n[fixed]\ntrace = "b16.jsonl"\ntiming = "sequential"\n'
+                                     'block-size = 16\ntier = {gpu = "500blocks"}\n')
     res = invoke("sweep", "run", "p.toml", "-o", "out", "-q")
     assert res.exit_code == 0, res.output
     import pyarrow.parquet as pq

@@ -190,7 +190,7 @@ def test_router_stale_s_is_held_to_the_cli_range(stale, needle):
     (lambda: pcs.envelope(10**9, 0.1, 0.03, 0.005, [0, 10e9]), "bandwidths_bps[0] = 0: a bandwidth must be > 0"),
     (lambda: pcs.fleet_replay(SAMPLE, instances=2, admit=["cpu=reuse:2"], tiers=["gpu=10blocks", "cpu=100blocks"]),
      "admit= is for single-instance replays (not with instances=, router= or shared_tier=)"),
-    (lambda: pcs.open_trace(SAMPLE, sort="no"), "sort must be True or False, got 'no'"),
+    (lambda: pcs.open_trace(SAMPLE, sort="no"), "sort='no': must be True or False"),
 ])
 def test_the_api_refuses_what_the_cli_refuses(call, needle):
     with pytest.raises(UserError) as exc:

@@ -74,7 +74,7 @@ def test_a_tier_policy_reaches_the_shared_tier():
     assert a == b
     # a tier that is nowhere: the list of tiers names the shared one too
     assert_one_line_error(invoke("replay", SMALL_TRACE, *fleet, "--tier-policy", "disk=fifo", "-q"),
-                          "--tier-policy names tier 'disk', which is not among the tiers: gpu, cpu, remote")
+                          "--tier-policy disk=fifo: names tier 'disk', which is not among the tiers: gpu, cpu, remote")
 
 
 @pytest.mark.parametrize("value,says", [

@@ -43,7 +43,8 @@ def test_budget_names_the_workload_option_and_value():
 def test_a_mistyped_tier_name_gets_a_did_you_mean_as_tier_does(args, option):
     # cpux against cpu: 2 x 3 / (4 + 3) = 0.86, above 0.6; against gpu: 2 x 2 / 7 = 0.57, below
     assert_one_line_error(invoke(*_REPLAY, *args),
-                          f"{option} names tier 'cpux', which is not among the tiers: gpu, cpu; did you mean 'cpu'?")
+                          f"{option} {args[1]}: names tier 'cpux', which is not among the tiers: gpu, cpu; did you "
+                          "mean 'cpu'?")
 
 
 def test_a_size_value_suggests_the_size_field_first(tmp_path):

@@ -27,13 +27,13 @@ API_ONLY = [
     # a type before a number: timing= a list (types) and protected_share 2 (> 1)
     (dict(timing=["x"], protected_share=2), "timing= must be a string, got list: ['x']"),
     # a number before an option: protected_share 2 (numbers) and an unknown timing
-    (dict(timing="bogus", protected_share=2), "protected_share must be in [0, 1], got 2.0"),
+    (dict(timing="bogus", protected_share=2), "protected_share=2.0: must be in [0, 1]"),
     # a type before a name: dtype= a list and an unknown hardware
     (dict(dtype=["fp8"], hardware="nosuch"), "dtype= must be a string, got list: ['fp8']"),
     # a link's value a collection (types) before an unknown timing
     (dict(links={"cpu": ["a"]}, timing="x"), "links['cpu']= must be a name or a value, not a collection"),
     # a number before the tier list: utilization 0 (range (0, 1]) and two tiers named gpu
-    (dict(gpu_memory_utilization=0, tiers=["gpu=auto", "gpu=1GB"]), "gpu_memory_utilization must be in (0, 1]"),
+    (dict(gpu_memory_utilization=0, tiers=["gpu=auto", "gpu=1GB"]), "gpu_memory_utilization=0.0: must be in (0, 1]"),
     # an option before the tier list: an unknown write policy and no GPU tier
     (dict(write_policy="x", tiers=["cpu=1GB"]), "unknown write policy 'x'"),
 ]
@@ -188,6 +188,6 @@ def test_shared_tier_is_last_in_the_checked_tier_list():
     assert _first(fleet_replay, tiers=["gpu=auto", "remote=1GB"], **shared) == \
         "tier names must be distinct, got gpu, remote, remote"
     assert _first(fleet_replay, tiers=TWO, links={"disk": "pcie-gen5-x16"}, **shared) == \
-        "links names tier 'disk', which is not among the tiers: gpu, cpu, remote"
+        "links['disk'] = 'pcie-gen5-x16': names tier 'disk', which is not among the tiers: gpu, cpu, remote"
     assert _first(fleet_replay, links={"remote": "pcie-gen5-x16"}, model="nosuch", **shared).startswith(
         "model='nosuch': unknown model 'nosuch'")

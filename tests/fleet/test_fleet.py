@@ -94,7 +94,7 @@ def test_idle_instances_and_errors():
     assert f.summary.instance_summaries[5] is None
     # 3 requests on 6 instances: max 1 / mean 0.5 = 2
     assert f.summary.imbalance_requests == 2.0
-    with pytest.raises(ValueError, match=r"^instances must be in \[1, 4096\], got 0"):   # the API's keyword
+    with pytest.raises(ValueError, match=r"^instances=0: must be in \[1, 4096\]"):   # the API's keyword
         fleet_replay(reqs, instances=0, **SMALL)
     with pytest.raises(ValueError, match="stale"):
         fleet_replay(reqs, instances=2, router_stale_s=-1, **SMALL)

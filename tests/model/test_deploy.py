@@ -201,8 +201,8 @@ def test_size_deployment_takes_numpy_numbers_as_their_values():
     assert d.tp == 8 and d.kv_bytes == 430_046_703_616
 
 
-@pytest.mark.parametrize("bad, needle", [(-5, "^kv_reserve must be >= 0, got -5"),
-                                         (True, r"^kv_reserve must be an integer, got True \(bool\)")])
+@pytest.mark.parametrize("bad, needle", [(-5, "^kv_reserve=-5: must be >= 0"),
+                                         (True, r"^kv_reserve=True: must be an integer, not bool")])
 def test_replay_kv_reserve_refusal_names_kv_reserve(trace, bad, needle):
     with pytest.raises(UserError, match=needle):
         replay(trace, model="llama-3.1-8b", tp=1, kv_reserve=bad)

@@ -81,7 +81,7 @@ def test_a_tier_policy_refusal_is_not_placed_on_the_line_of_a_policy_holding_the
     with pytest.raises(UserError) as err:
         prepare(plan, tmp_path / "out")
     text = str(err.value)
-    assert "tier-policy gpu=lfu:aging=x" in text, text
+    assert 'tier-policy = {gpu = "lfu:aging=x"}' in text, text
     assert text.startswith(f"{plan}:8: point "), text
 
 

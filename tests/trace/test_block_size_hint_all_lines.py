@@ -44,7 +44,9 @@ def test_a_later_line_no_size_fits_with_line_1(tmp_path):
         "no single block size fits both line 1 (2 ids for 1,024 tokens: block size 512..1,023) and line 2 (1 id for 5,000 tokens: block size 5,000..1,048,576)")
     # the size line 1 alone suggests (512) then fails line 2 with the same two lines named, never a size that breaks
     # line 1 (the hint before: --block-size 8192, which line 1 refuses)
-    assert _error("trace", "stats", p, "--block-size", "8192").endswith("(--block-size 512 fits)")
+    assert _error("trace", "stats", p, "--block-size", "8192").endswith(
+        "(--block-size 512 fits); pcs replay re-blocks a block-hash trace (exact at a multiple, an interval at a "
+        "divisor); elsewhere give --block-size 512 or leave it out")
     assert "no single block size fits both line 1" in _error("trace", "stats", p, "--block-size", "512")
     q = tmp_path / "bad8.jsonl"
     q.write_text(_lines(MC, BAD8))

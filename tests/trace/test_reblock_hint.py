@@ -22,7 +22,7 @@ def test_the_refusal_says_how_to_re_block(tmp_path):
     # line 1: 105 tokens in 7 ids: ceil(105 / 16) = 7, ceil(105 / 64) = 2
     assert "(--block-size 16 fits); to replay it re-blocked to 64-token blocks, convert it to Parquet at " \
            "--block-size 16" in res.stderr
-    assert res.stderr.rstrip().endswith("then pcs replay that with --block-size 64")
+    assert res.stderr.rstrip().endswith("then pcs replay that with --block-size 64; elsewhere give --block-size 16")
 
 
 def test_the_way_it_names_works_and_equals_hashing_the_tokens(tmp_path):
