@@ -316,10 +316,17 @@ def _knee(lru: LruCurve, bb: int | None) -> dict[str, CurveKnee]:
 
 
 def _native_mode(kernel: str | None, native: str | None) -> str | None:
-    """The one ``auto | c | python`` switch from ``native=`` or ``kernel=``, its deprecated alias."""
+    """The one ``auto | c | python`` switch from ``native=`` or ``kernel=``, its deprecated alias, resolved before the
+    trace is read (:func:`pcs.curves.stackdist.resolve_kernel`).
+
+    Raises:
+        UserError: both given and different; an unknown or unbuilt kernel (led by ``native=`` or ``kernel=``)."""
     if kernel is not None and native is not None and kernel != native:
         raise UserError(f"native={shown_repr(native)} and kernel={shown_repr(kernel)} name the same switch; give one")
-    return native if native is not None else kernel
+    mode = native if native is not None else kernel
+    with keyword_refusal("native" if native is not None else "kernel", mode):
+        stackdist.resolve_kernel(mode)          # an unknown or unbuilt kernel refused before the trace is read
+    return mode
 
 
 def _engine(mode: str | None, kernel: str, sample_rate: float) -> tuple[str, str]:
@@ -439,8 +446,6 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
     capacities, points, sample_rate, seed, exact_head_blocks, belady = _checked_args(
         capacities, points, sample_rate, seed, exact_head_blocks, belady, block_size)
     mode = _native_mode(kernel, native)
-    with keyword_refusal("native" if native is not None else "kernel", mode):
-        stackdist.resolve_kernel(mode)          # an unknown or unbuilt kernel refused before the trace is read
     source = _source(trace, block_size)         # opened once: its caveats are read after load_accesses reads it
     flat, name = load_accesses(source, block_size, rules)
     lru = lru_curve(flat, mode, sample_rate, seed, exact_head_blocks)
