@@ -104,8 +104,8 @@ def header_problem(row: list[str], required: Iterable[str], optional: Iterable[s
     """What is wrong with a CSV header ``row`` (its names stripped) that must hold every name of ``required`` and
     may hold those of ``optional``, the one wording of every CSV reader (Azure, BurstGPT), checked in this order: a
     name given twice (``gives column 'Model' twice``: which of the two to read would be a guess; an empty name is
-    no name, :func:`twice_named`); the names it lacks, with the header's name meant for one (``'contexttokens'
-    differs only in case``); a misspelt column (:func:`misspelt_column`). None when the header holds the format's
+    no name, :func:`twice_named`); the names it lacks, with the header's name that differs from one only in case,
+    spacing or punctuation (``'contexttokens' differs only in case``); a misspelt column (:func:`misspelt_column`). None when the header holds the format's
     columns; a column that matches none of them is read past, with a note (:func:`unknown_columns_note`).
 
     >>> header_problem(["TIMESTAMP", "contexttokens", "GeneratedTokens"], ["TIMESTAMP", "ContextTokens", "GeneratedTokens"])
@@ -123,10 +123,10 @@ def header_problem(row: list[str], required: Iterable[str], optional: Iterable[s
     missing = [c for c in required if c not in names]
     if not missing:
         return misspelt_column(names, known)
-    meant = [(m, c) for m in missing for c in names if c not in known and meant_column(c, known) == m]
+    meant = [(m, c) for m in missing for c in names if c not in known and _squashed(c) == _squashed(m)]
     cased = all(c.lower() == m.lower() for m, c in meant)
-    hint = "; ".join(f"{quoted(c, show=repr)} differs only in case" if cased
-                     else f"{quoted(c, show=repr)}: did you mean {quoted(m, show=repr)}?" for m, c in meant)
+    hint = "; ".join(f"{quoted(c, show=repr)} differs only in case" + ("" if cased else ", spacing or punctuation")
+                     for m, c in meant)
     return (f"lacks {', '.join(quoted(m, show=repr) for m in missing)}"
             + (f" ({hint}{': column names are case-sensitive' if cased else ''})" if meant else ""))
 
@@ -167,12 +167,16 @@ def misspelt_column(names: list[str], known: Iterable[str]) -> str | None:
     that is none of ``known`` but was meant for one (:func:`meant_column`; a case-only difference says so, as
     names are case-sensitive), else None. A misspelt column is refused, never read past: read past, an optional
     column's misspelling (BurstGPT's ``SessionID``) would silently turn its meaning off."""
+    from pcs.choices import did_you_mean
+
     known = list(known)
     for c in names:
         meant = meant_column(c, known) if c not in known else None
         if meant is not None:
             hint = (f"{quoted(meant, show=repr)} differs only in case: column names are case-sensitive"
-                    if meant.lower() == c.lower() else f"did you mean {quoted(meant, show=repr)}?")
+                    if meant.lower() == c.lower() else
+                    f"did you mean {quoted(meant, show=repr)}?" if _squashed(meant) == _squashed(c) else
+                    did_you_mean(c, known).strip())
             return f"has an unknown column {quoted(c, show=repr)} ({hint})"
     return None
 

@@ -176,11 +176,12 @@ def test_an_azure_csv_column_it_does_not_know_is_a_note_in_the_apis_notes(tmp_pa
     import pcs
 
     p = tmp_path / "a.csv"
-    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens,numimages\n2023-11-16 18:17:03.9799600,4808,10,1\n")
+    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens,Region\n2023-11-16 18:17:03.9799600,4808,10,eu\n")
     notes = pcs.replay(str(p), timing="sequential").summary.notes
+    # ('numimages' here is refused since mend48g: a misspelt column, test_findings_m48g.py)
     assert [n for n in notes if "read past" in n] == [
-        f"{p}:1: column 'numimages' ('NumImages' differs only in case: column names are case-sensitive) read past: "
-        "not a column pcs reads (its columns: TIMESTAMP, ContextTokens, GeneratedTokens, NumImages)"]
+        f"{p}:1: column 'Region' read past: not a column pcs reads (its columns: TIMESTAMP, ContextTokens, "
+        "GeneratedTokens, NumImages)"]
 
 
 # 4. A user's text in a message by the one escaping rule (pcs.errors.shown_repr): a byte that is not UTF-8 as \xff,
