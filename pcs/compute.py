@@ -496,21 +496,25 @@ def _prefill_columns(names: list[str], path: str, line: int) -> tuple[int, int]:
     of its names; another column is read past, with a note (:func:`pcs.trace.lengthonly.unknown_columns_note`).
 
     Raises:
-        InputError: at ``path``:``line``, a column given twice (one name twice, or two names of one quantity) or
-            one missing, named.
+        InputError: at ``path``:``line``, a column given twice (one name twice, or two names of one quantity; an
+            empty name is none), a misspelt one (:func:`pcs.trace.lengthonly.misspelt_column`: ``second``, did you
+            mean ``seconds``?) or one missing, named.
 
     >>> _prefill_columns(["seconds", "prompt_tokens"], "f.csv", 1)
     (1, 0)
     """
-    twice = [c for i, c in enumerate(names) if c in names[:i]]
-    problem = f"gives column {quoted(twice[0], show=repr)} twice" if twice else None
+    from pcs.trace.lengthonly import misspelt_column, twice_named
+
+    twice = twice_named(names)
+    problem = f"gives column {quoted(twice, show=repr)} twice" if twice is not None else None
     for kind in (_TOKEN_COLS, _SECOND_COLS):
         both = [c for c in names if c in kind]
         if problem is None and len(both) > 1:
             problem = f"gives {kind[0]} twice (columns {quoted(both[0], show=repr)} and {quoted(both[1], show=repr)})"
+    problem = problem or misspelt_column(names, _TOKEN_COLS + _SECOND_COLS)
     cols = [next((names.index(c) for c in kind if c in names), None) for kind in (_TOKEN_COLS, _SECOND_COLS)]
     if problem is None and None in cols:
-        problem = f"must name columns tokens and seconds, got {names}"
+        problem = f"lacks {' and '.join(kind[0] for kind, c in zip((_TOKEN_COLS, _SECOND_COLS), cols) if c is None)}"
     if problem:
         raise InputError(path, line, None, f"header {problem} (columns: tokens or {', '.join(_TOKEN_COLS[1:])}; "
                          f"seconds or {', '.join(_SECOND_COLS[1:])})")

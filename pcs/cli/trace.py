@@ -67,18 +67,7 @@ def stats(trace_path, trace_format, block_size, on_error, sort, fmt, quiet) -> N
     with Progress(quiet, desc="stats", total=t.estimated_requests) as progress:
         st = trace_stats(counted(t, progress))
     st = skipped_lines_in_words(st)
-    _header_note(t, quiet)
     emit(st, fmt, lambda: render_stats(st), rows_key=None)
-
-
-def _header_note(t, quiet: bool) -> None:
-    """The columns a CSV trace's header holds that its reader read past (:func:`pcs.trace.api.header_note`), on
-    stderr as ``pcs: note: ...`` unless ``quiet`` (the statistics have no notes key: docs/json.md)."""
-    from pcs.trace.api import header_note
-
-    note = None if quiet else header_note(t)
-    if note:
-        click.echo(f"pcs: note: {note}", err=True)
 
 
 @trace.command("convert")
@@ -276,10 +265,19 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
         info = write_trace(_progressed(synth_batches(reqs, block_size), progress), out_path, ofmt,
                            block_size=block_size, remap_ids=True, source_format="synth", with_session=True,
                            reuse=SYNTH_REUSE)
-    info.update(block_size=block_size, seed=seed, tokens_out=tokens_out)
+    info.update(block_size=block_size, seed=seed, tokens_out=tokens_out, header_note=_azure_header_note(azure_csv))
     _azure_rows_note(azure_csv, num_requests, quiet)
     written_block_size_note(info, quiet)
     emit(info, fmt, lambda: render_synth(info), rows_key=None)
+
+
+def _azure_header_note(azure_csv) -> str | None:
+    """The columns ``--azure-csv``'s header holds that its reader read past (:func:`pcs.trace.api.csv_header_note`),
+    for the summary's ``header_note`` (the table prints it as a note, as convert's); None without ``--azure-csv``."""
+    from pcs.trace.api import csv_header_note
+    from pcs.trace.source import display_name
+
+    return None if azure_csv is None else csv_header_note(azure_csv, display_name(azure_csv), "azure")
 
 
 def _azure_rows_note(azure_csv, num_requests, quiet) -> None:

@@ -84,17 +84,18 @@ def run_on_entries(text: str, tiers: Sequence[str] | None = None) -> list[str] |
     return [text[a + (a > 0):b].strip() for a, b in zip(edges, edges[1:])]
 
 
-def one_entry_each(option: str, what: str, entries: Sequence[str], plan: bool = False) -> str:
+def one_entry_each(option: str, what: str, entries: Sequence[str], plan: bool = False, axis: bool = False) -> str:
     """The refusal of a list written into one entry of a repeating ``TIER=VALUE`` option (:func:`run_on_entries`),
     one wording for every such option: ``each --tier-policy takes one TIER=POLICY; the option repeats:
     --tier-policy cpu=lru --tier-policy gpu=slru``; ``option`` an API keyword says ``each item of tiers=`` and the
     list (``tiers=['gpu=1TB', 'cpu=2TB']``), or for a mapping (``links=``, ``tier_policies=``) one key per tier;
     an admission adds that ``+`` joins entries in one (``cpu=reuse:2+gpu=retain``); compare's ``--tiers`` (a plan's
     ``tiers``), one tier list each, that ``,`` joins its tiers (``--tiers gpu=1GB,cpu=2GB``); with ``plan``, in a
-    sweep plan's words (``option`` its key: ``link``, ``tier-policy``, ``admit``; ``link = {cpu = "25GB/s", ...}``)."""
+    sweep plan's words (``option`` its key: ``link``, ``tier-policy``, ``admit``; ``link = {cpu = "25GB/s", ...}``),
+    with ``axis`` in the words of its ``[axes]`` table, where a table is a range (:func:`_plan_entry_each`)."""
     form = _ENTRY_FORM[what]
     if plan:                # a sweep plan's words: its NAME=VALUE table, one key each; admit's list, one item each
-        return _plan_entry_each(option, what, entries)
+        return _plan_entry_each(option, what, entries, axis)
     if option in ("links=", "tier_policies="):      # a mapping of tier to value: one key each
         pairs = dict(e.split("=", 1) for e in entries)
         return f"each value of {option} is one tier's; give each tier its own key: {option}{shown_repr(pairs)}"
@@ -107,12 +108,26 @@ def one_entry_each(option: str, what: str, entries: Sequence[str], plan: bool = 
             + joined)
 
 
-def _plan_entry_each(option: str, what: str, entries: Sequence[str]) -> str:
+def _plan_entry_each(option: str, what: str, entries: Sequence[str], axis: bool = False) -> str:
     """:func:`one_entry_each` in a sweep plan's words: a NAME=VALUE table's entry is one tier's (``link = {cpu =
     "25GB/s", ssd = "1GB/s"}``); an admission list's item is one ``TIER=KIND`` (``admit = ["cpu=reuse:2",
-    "gpu=retain"]``)."""
+    "gpu=retain"]``). With ``axis`` (the value was written in ``[axes]``, where a table is a range and a list's
+    items are points), the form that works there: one axis per tier key (``"link.cpu" = ["25GB/s", ...]``,
+    ``"link.ssd" = ["1GB/s", ...]``); an admission point as one list item (``admit = [["cpu=reuse:2",
+    "gpu=retain"], ...]``) or joined with ``+``."""
     import json
 
+    def q(text: str) -> str:
+        return json.dumps(text, ensure_ascii=False)
+
+    if what == "admit" and axis:
+        return (f"each item of a point of {option} takes one {_ENTRY_FORM[what]}; give the point as a list, one item "
+                f"each: {option} = [[{', '.join(q(e) for e in entries)}], ...] (or join them with '+': "
+                f"{q('+'.join(entries))})")
+    if axis:
+        keys = " and ".join(f"{q(f'{option}.{n.strip()}')} = [{q(v.strip())}, ...]"
+                            for n, v in (e.split("=", 1) for e in entries))
+        return f"each entry of {option} is one tier's; in [axes] give each tier its own axis: {keys}"
     if what == "admit":
         return (f"each item of {option} takes one {_ENTRY_FORM[what]}; give one item each: {option} = "
                 f"[{', '.join(json.dumps(e, ensure_ascii=False) for e in entries)}] (or join them with '+': "

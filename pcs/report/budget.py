@@ -77,7 +77,7 @@ def exact(value: float | None, kind: str = "bps") -> str:
     resp. byte/s), so a figure is told from its neighbours and never printed as another: 1,000,000 IOPS x 4,096 B
     = 4.096 GB/s, 1,000,001 x 4,096 = 4,096,004,096 B/s = 4.096004096 GB/s (not 4.10 GB/s, which is
     4,100,000,000), a restore of 4,096,001 B 4.096001 MB; 80 GB stays 80.00 GB. None, inf and what cannot be read
-    back print as the plain formatter prints them.
+    back print as the plain formatter prints them. A per-second count (restores/s, IOPS) is :func:`exact_count`.
 
     >>> exact(4_096_000_000.0), exact(4_096_004_096.0), exact(1e9), exact(1e9 / 3), exact(4_096_001, "bytes")
     ('4.096 GB/s', '4.096004096 GB/s', '1.00 GB/s', '333.333333 MB/s', '4.096001 MB')
@@ -97,11 +97,29 @@ def exact(value: float | None, kind: str = "bps") -> str:
     return fmt(value)
 
 
+def exact_count(value: float | None) -> str:
+    """A per-second count of the budget tables (restores/s, IOPS), by :func:`exact`'s rule for operands: a whole
+    number with thousands separators, else the fewest decimals, 2 at least (:func:`pcs.units.format_count`), whose
+    text read back is the value itself (``0.333333333333`` stays so, not ``0.33``, beside the product it makes:
+    333.333333 MB/s). None and inf print as :func:`pcs.units.format_count` prints them.
+
+    >>> exact_count(2.5), exact_count(0.333333333333), exact_count(1_000_001.0)
+    ('2.50', '0.333333333333', '1,000,001')
+    """
+    if value is None or not math.isfinite(value) or float(value).is_integer():
+        return units.format_count(value)
+    for digits in range(2, 18):
+        text = f"{value:,.{digits}f}"
+        if float(text.replace(",", "")) == value:
+            return text
+    return f"{value:,.17f}"
+
+
 def render_transfer_table(t: dict[str, Any]) -> str:
     """The transfer arithmetic block (``restore_avg_bps``, ``transfer_s``, ``iops_bps`` ... when present)."""
     rows = []
     if "restore_avg_bps" in t:
-        rows.append([f"average bandwidth: {units.format_count(t['restores_per_s'])}/s x "
+        rows.append([f"average bandwidth: {exact_count(t['restores_per_s'])}/s x "
                      f"{exact(t['restore_size_bytes'], 'bytes')}", exact(t["restore_avg_bps"])])
     if "transfer_s" in t:
         setup = f" + setup {units.format_duration(t['setup_s'])}" if t["setup_s"] else ""
@@ -109,7 +127,7 @@ def render_transfer_table(t: dict[str, Any]) -> str:
                      f"{exact(t['link_bandwidth_bps'])} ({t['link']}){setup}",
                      units.format_duration(t["transfer_s"])])
     if "iops_bps" in t:
-        rows.append([f"IOPS bandwidth: {units.format_count(t['iops'])} IOPS x {units.format_count(t['io_size_bytes'])} B",
+        rows.append([f"IOPS bandwidth: {exact_count(t['iops'])} IOPS x {units.format_count(t['io_size_bytes'])} B",
                      exact(t["iops_bps"])])
     return render_table(["transfer arithmetic", "value"], rows, notes=transfer_notes(t))
 

@@ -63,7 +63,7 @@ def render_stats(st: dict[str, Any]) -> str:
     notes = ["hit ratio: infinite cache, requests in order, full blocks only, last prompt token recomputed",
              "that single-sequence ratio is a ceiling, not the hit rate a finite cache reaches on this stream:"
              " pcs replay and pcs curve give the real one"]
-    notes = stats_shape_notes(st, notes)
+    notes = ([st["header_note"]] if st.get("header_note") else []) + stats_shape_notes(st, notes)
     notes += named_skip_notes([s["message"] for s in st.get("skipped_lines") or ()], st["skipped"])
     return render_table(["statistic", "value"], rows,
                         title=f"{shown_relative_path(st['trace'])} ({st['format']}, {st['block_size']}-token blocks)",
@@ -72,7 +72,8 @@ def render_stats(st: dict[str, Any]) -> str:
 
 def render_convert(info: dict[str, Any]) -> str:
     """One line on what ``pcs trace convert`` wrote (:func:`pcs.trace.convert.convert`'s summary), then a note for
-    each bad line it skipped and named (:func:`pcs.trace.api.named_skip_notes`)."""
+    each bad line it skipped and named (:func:`pcs.trace.api.named_skip_notes`), the columns of a CSV header read
+    past (``header_note``) and a synthesised reuse."""
     from pcs.trace.api import named_skip_notes
 
     return (f"wrote {format_counted(info['requests'], 'request')}, "
@@ -81,6 +82,7 @@ def render_convert(info: dict[str, Any]) -> str:
             + (f"; skipped {format_counted(info['skipped'], _bad_unit(info))}" if info["skipped"] else "")
             + "".join(f"\nnote: {n}" for n in named_skip_notes([s["message"] for s in info.get("skipped_lines") or ()],
                                                                info["skipped"]))
+            + (f"\nnote: {info['header_note']}" if info.get("header_note") else "")
             + (f"\nnote: prefix reuse {info['reuse']}" if str(info.get("reuse", "")).startswith("synth") else ""))
 
 
@@ -90,7 +92,9 @@ def _bad_unit(info: dict[str, Any]) -> str:
 
 
 def render_synth(info: dict[str, Any]) -> str:
-    """One line on what ``pcs trace synth`` wrote (requests, block accesses, format, block size, seed, path)."""
+    """One line on what ``pcs trace synth`` wrote (requests, block accesses, format, block size, seed, path), then
+    the columns of ``--azure-csv``'s header read past (``header_note``)."""
     return (f"wrote {format_counted(info['requests'], 'request')}, "
             f"{format_counted(info['block_accesses'], 'block access', 'block accesses')} "
-            f"({info['format']}, {info['block_size']}-token blocks, seed {info['seed']}) to {shown_relative_path(info['path'])}")
+            f"({info['format']}, {info['block_size']}-token blocks, seed {info['seed']}) to {shown_relative_path(info['path'])}"
+            + (f"\nnote: {info['header_note']}" if info.get("header_note") else ""))

@@ -324,9 +324,9 @@ def _check_entry_lists(kind: str, fixed: dict[str, Any], axes: dict[str, Any], s
             entries = isinstance(text, str) and run_on_entries(text if entry is None else f"{entry}={text}",
                                                                known_tier_names())
             if entries:
-                key = field.partition(".")[2]
-                raise PlanKeyError(f"{source} [{field.partition('.')[0]}] {shown_repr(key)}: "
-                                   f"{one_entry_each(plan_word(option), _ENTRY_WHAT[option], entries, plan=True)}",
+                table, _, key = field.partition(".")
+                raise PlanKeyError(f"{source} [{table}] {shown_repr(key)}: "
+                                   f"{one_entry_each(plan_word(option), _ENTRY_WHAT[option], entries, plan=True, axis=table == 'axes')}",
                                    field)
 
 

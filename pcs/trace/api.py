@@ -670,6 +670,13 @@ def header_note(trace) -> str | None:
     fmt = getattr(trace, "format", None)
     if fmt not in ("azure", "burstgpt") or getattr(trace, "path", None) is None:
         return None
+    return csv_header_note(trace.path, trace.name, fmt)
+
+
+def csv_header_note(path, name: str, fmt: str) -> str | None:
+    """:func:`header_note` of the ``fmt`` (``azure`` or ``burstgpt``) CSV at ``path``, named ``name`` in the note
+    (``pcs trace synth --azure-csv`` reads one without a :class:`Trace`); None when its header is unreadable (its
+    reader says so)."""
     from pcs.trace.lengthonly import unknown_columns_note
     from pcs.trace.source import iter_csv_rows
 
@@ -680,14 +687,14 @@ def header_note(trace) -> str | None:
 
         headers = ((*BURSTGPT_REQUIRED, *BURSTGPT_OPTIONAL),)
     known = list(dict.fromkeys(c for h in headers for c in h))
-    rows = iter_csv_rows(trace.path, trace.name)
+    rows = iter_csv_rows(path, name)
     try:
         ln, row = next(rows)
     except (StopIteration, InputError):      # the reader has said so already
         return None
     finally:
         rows.close()
-    return unknown_columns_note(f"{trace.name}:{ln}", row, known)
+    return unknown_columns_note(f"{name}:{ln}", row, known)
 
 
 def _length_batches(trace: "Trace", state) -> Iterator[RequestBatch]:

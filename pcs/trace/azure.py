@@ -134,10 +134,10 @@ def read_azure_rows(path, check_order: bool = True, on_bad=None,
     cols: dict[str, int] = {}
     for ln, row in iter_csv_rows(path, name):
         if ln == 1:
-            cols = azure_columns(row, name)
+            cols, width = azure_columns(row, name), len(row)   # two empty names are two cells
             continue
         try:
-            t, ctx, gen, images = _row(row, cols, name, ln)
+            t, ctx, gen, images = _row(row, cols, width, name, ln)
             _check_time(t, t0, last if check_order else None, reorder, name, ln)
         except InputError as exc:
             if on_bad is None:
@@ -161,11 +161,12 @@ def _check_time(t: int | Fraction, t0: int | Fraction | None, last: int | Fracti
                          "beyond +-2**32 s (136 years), where a float64 clock loses microseconds: is the date right?")
 
 
-def _row(row: list[str], cols: dict[str, int], name: str, ln: int) -> tuple[int | Fraction, int, int, int]:
+def _row(row: list[str], cols: dict[str, int], width: int, name: str,
+         ln: int) -> tuple[int | Fraction, int, int, int]:
     if blank_row(row):
         raise BlankLine(name, ln)
-    if len(row) != len(cols):
-        raise InputError(name, ln, None, f"expected {len(cols)} columns, got {len(row)}")
+    if len(row) != width:
+        raise InputError(name, ln, None, f"expected {width} columns, got {len(row)}")
     images = _images(row[cols["NumImages"]], name, ln) if "NumImages" in cols else 0
     return (stamp_ns(row[cols["TIMESTAMP"]], name, ln),
             token_count(row[cols["ContextTokens"]], "ContextTokens", name, ln),

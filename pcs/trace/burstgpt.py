@@ -83,16 +83,17 @@ def read_burstgpt_rows(path, check_order: bool = True, on_bad=None, name: str | 
     """
     name = name or display_name(path)
     cols: dict[str, int] = {}
+    width = 0                 # the header's cells, empty names too (two may be: an index column, a trailing comma)
     last = -math.inf
     for ln, row in iter_csv_rows(path, name):
         if ln == 1:
-            cols = _header(row, name)
+            cols, width = _header(row, name), len(row)
             continue
         try:
             if blank_row(row):
                 raise BlankLine(name, ln)
-            if len(row) != len(cols):
-                raise InputError(name, ln, None, f"expected {len(cols)} columns, got {len(row)}")
+            if len(row) != width:
+                raise InputError(name, ln, None, f"expected {width} columns, got {len(row)}")
             r = _row(row, cols, name, ln)
             if check_order and r.arrival_s < last:
                 raise InputError(name, ln, "Timestamp", f"decreases ({r.arrival_s:g} after {last:g}); "

@@ -391,7 +391,7 @@ def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None =
             empty or blank ``out_path``, or one that is a folder (:func:`pcs.trace.pathcheck.check_output_file`).
         InputError: bad input content.
     """
-    from pcs.trace.api import opened, skipped_lines_json
+    from pcs.trace.api import header_note, opened, skipped_lines_json
     from pcs.trace.pathcheck import check_output_file
 
     trace = opened(trace)
@@ -408,6 +408,6 @@ def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None =
     info = write_trace(batches, out_path, fmt, block_size=trace.block_size, remap_ids=remap_ids,
                        source_format=trace.format, reuse=reuse if synthesised else None)
     info.update(block_size=trace.block_size, source_format=trace.format, skipped=trace.skipped, reuse=reuse,
-                skipped_lines=skipped_lines_json(trace))
+                skipped_lines=skipped_lines_json(trace), header_note=header_note(trace))
     return info
 

@@ -33,7 +33,7 @@ import numpy as np
 from pcs.errors import InputError, UserError, quoted, shown_repr
 from pcs.trace.request import RequestBatch
 
-__all__ = ["LengthRow", "MAX_LENGTH_TOKENS", "ReuseModel", "cell_reason", "check_length", "header_problem", "unknown_columns_note", "synthesise_batches",
+__all__ = ["LengthRow", "MAX_LENGTH_TOKENS", "ReuseModel", "cell_reason", "check_length", "header_problem", "meant_column", "misspelt_column", "twice_named", "unknown_columns_note", "synthesise_batches",
            "token_count"]
 
 #: Largest token count one field of a length-only row may hold (2**24 =
@@ -102,63 +102,106 @@ def token_count(v: str, field: str, name: str, ln: int) -> int:
 
 def header_problem(row: list[str], required: Iterable[str], optional: Iterable[str] = ()) -> str | None:
     """What is wrong with a CSV header ``row`` (its names stripped) that must hold every name of ``required`` and
-    may hold those of ``optional``, the one wording of every CSV reader (Azure, BurstGPT, the measured-prefill CSV),
-    checked in this order: a name given twice (``gives column 'Model' twice``: which of the two to read would be a
-    guess); the names it lacks, with the header's name that differs from one only in case, as names are
-    case-sensitive (``'contexttokens' differs only in case``). None when the header holds the format's columns; a
-    column neither required nor optional is read past, with a note (:func:`unknown_columns_note`).
+    may hold those of ``optional``, the one wording of every CSV reader (Azure, BurstGPT), checked in this order: a
+    name given twice (``gives column 'Model' twice``: which of the two to read would be a guess; an empty name is
+    no name, :func:`twice_named`); the names it lacks, with the header's name that differs from one only in case,
+    spacing or punctuation (``'contexttokens' differs only in case``); a misspelt column (:func:`misspelt_column`). None when the header holds the format's
+    columns; a column that matches none of them is read past, with a note (:func:`unknown_columns_note`).
 
     >>> header_problem(["TIMESTAMP", "contexttokens", "GeneratedTokens"], ["TIMESTAMP", "ContextTokens", "GeneratedTokens"])
     "lacks 'ContextTokens' ('contexttokens' differs only in case: column names are case-sensitive)"
     >>> header_problem(["a", " b", "a"], ["a", "b"]), header_problem(["a", "b", "c"], ["a", "b"], ["d"])
     ("gives column 'a' twice", None)
+    >>> header_problem(["Timestamp", "SessionID"], ["Timestamp"], ["Session ID"])
+    "has an unknown column 'SessionID' (did you mean 'Session ID'?)"
     """
     names = [c.strip() for c in row]
-    twice = [c for i, c in enumerate(names) if c in names[:i]]
-    if twice:
-        return f"gives column {quoted(twice[0], show=repr)} twice"
+    twice = twice_named(names)
+    if twice is not None:
+        return f"gives column {quoted(twice, show=repr)} twice"
+    known = [*required, *optional]
     missing = [c for c in required if c not in names]
     if not missing:
-        return None
-    cased = [(m, c) for m in missing for c in names if c.lower() == m.lower()]
-    hint = "; ".join(f"{quoted(c, show=repr)} differs only in case" for _, c in cased)
+        return misspelt_column(names, known)
+    meant = [(m, c) for m in missing for c in names if c not in known and _squashed(c) == _squashed(m)]
+    cased = all(c.lower() == m.lower() for m, c in meant)
+    hint = "; ".join(f"{quoted(c, show=repr)} differs only in case" + ("" if cased else ", spacing or punctuation")
+                     for m, c in meant)
     return (f"lacks {', '.join(quoted(m, show=repr) for m in missing)}"
-            + (f" ({hint}: column names are case-sensitive)" if cased else ""))
+            + (f" ({hint}{': column names are case-sensitive' if cased else ''})" if meant else ""))
+
+
+def twice_named(names: list[str]) -> str | None:
+    """The first name of a CSV header ``names`` (stripped) given twice, else None; an empty name is no name (a
+    pandas index column and a trailing comma are both read past: :func:`unknown_columns_note`)."""
+    return next((c for i, c in enumerate(names) if c and c in names[:i]), None)
+
+
+def _squashed(name: str) -> str:
+    """``name`` in lower case without spaces, punctuation or underscores (``Session_ID`` -> ``sessionid``)."""
+    return re.sub(r"[\W_]+", "", name.lower())
+
+
+def meant_column(name: str, known: Iterable[str]) -> str | None:
+    """The column of ``known`` that a header name ``name`` (stripped, none of ``known``) was meant to be: one it
+    differs from only in case, spacing or punctuation (``SessionID``, ``session_id`` -> ``Session ID``), else the
+    closest that did-you-mean names (:func:`pcs.choices.close_names`: ``second`` -> ``seconds``); None for an
+    empty name or one close to none (``Unnamed: 0``, ``std``, ``Failed``): the one rule of which unknown column
+    every CSV reader refuses (:func:`misspelt_column`) and which it reads past (:func:`unknown_columns_note`).
+
+    >>> meant_column("Session_ID", ["Timestamp", "Session ID"]), meant_column("std", ["tokens", "seconds", "s"])
+    ('Session ID', None)
+    """
+    from pcs.choices import close_names
+
+    known = list(known)
+    if not _squashed(name):
+        return None
+    same = [k for k in known if _squashed(k) == _squashed(name)]
+    close = same or close_names(name, known)
+    return close[0] if close else None
+
+
+def misspelt_column(names: list[str], known: Iterable[str]) -> str | None:
+    """``has an unknown column 'X' (did you mean 'Y'?)`` for the first name of a CSV header ``names`` (stripped)
+    that is none of ``known`` but was meant for one (:func:`meant_column`; a case-only difference says so, as
+    names are case-sensitive), else None. A misspelt column is refused, never read past: read past, an optional
+    column's misspelling (BurstGPT's ``SessionID``) would silently turn its meaning off."""
+    from pcs.choices import did_you_mean
+
+    known = list(known)
+    for c in names:
+        meant = meant_column(c, known) if c not in known else None
+        if meant is not None:
+            hint = (f"{quoted(meant, show=repr)} differs only in case: column names are case-sensitive"
+                    if meant.lower() == c.lower() else
+                    f"did you mean {quoted(meant, show=repr)}?" if _squashed(meant) == _squashed(c) else
+                    did_you_mean(c, known).strip())
+            return f"has an unknown column {quoted(c, show=repr)} ({hint})"
+    return None
 
 
 def unknown_columns_note(where: str, names: Iterable[str], known: Iterable[str], fold: bool = False) -> str | None:
     """The note on the columns of a CSV header ``names`` (stripped) that are none of ``known`` (compared in lower
-    case with ``fold``), which every CSV reader reads past (a pandas index, a trailing comma, a column of the
-    user's own: docs/traces-formats.md), each with its hint (:func:`_column_hint`); ``where``: ``FILE:LINE`` of
-    the header. None when every column is known.
+    case with ``fold``) and meant for none of them (:func:`meant_column`; one that is was refused), which every CSV
+    reader reads past (a pandas index, a trailing comma, a column of the user's own: docs/traces-formats.md), each
+    named once; ``where``: ``FILE:LINE`` of the header. None when every column is known.
 
-    >>> unknown_columns_note("t.csv:1", ["TIMESTAMP", "numimages", "", "Region"], ["TIMESTAMP", "NumImages"])
-    "t.csv:1: columns 'numimages' ('NumImages' differs only in case: column names are case-sensitive), '' (an empty name: a pandas index column or a trailing comma) and 'Region' read past: not columns pcs reads (its columns: TIMESTAMP, NumImages)"
+    >>> unknown_columns_note("t.csv:1", ["TIMESTAMP", "", "Region", ""], ["TIMESTAMP", "NumImages"])
+    "t.csv:1: columns '' (an empty name: a pandas index column or a trailing comma) and 'Region' read past: not columns pcs reads (its columns: TIMESTAMP, NumImages)"
     """
     known = list(known)
     seen = {k.lower() for k in known} if fold else set(known)
-    unknown = [c.strip() for c in names if (c.strip().lower() if fold else c.strip()) not in seen]
+    unknown = list(dict.fromkeys(c.strip() for c in names if (c.strip().lower() if fold else c.strip()) not in seen
+                                 and meant_column(c.strip(), known) is None))
     if not unknown:
         return None
-    shown = [f"{quoted(c, show=repr)}{_column_hint(c, known)}" for c in unknown]
+    shown = [f"{quoted(c, show=repr)}{'' if c else ' (an empty name: a pandas index column or a trailing comma)'}"
+             for c in unknown]
     listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
     one = len(shown) == 1
     return (f"{where}: {'column' if one else 'columns'} {listed} read past: {'not a column' if one else 'not columns'}"
             f" pcs reads (its columns: {', '.join(known)})")
-
-
-def _column_hint(name: str, known: list[str]) -> str:
-    """`` (...)`` after an unknown column's name: where an empty name comes from, a known name it differs from in
-    case only, or the close known names (:func:`pcs.choices.did_you_mean`); ``""`` for none."""
-    from pcs.choices import did_you_mean
-
-    if not name:
-        return " (an empty name: a pandas index column or a trailing comma)"
-    cased = [k for k in known if k.lower() == name.lower()]
-    if cased:
-        return f" ({quoted(cased[0], show=repr)} differs only in case: column names are case-sensitive)"
-    meant = did_you_mean(name, known).strip()
-    return f" ({meant})" if meant else ""
 
 
 class LengthRow(NamedTuple):

@@ -3,7 +3,8 @@
 Keys of the returned dict (flat, stable; documented in docs/traces.md):
 
 - ``trace``, ``format``, ``block_size``, ``requests``, ``skipped``, ``skipped_lines`` (the first skipped lines
-  named: :func:`pcs.trace.api.skipped_lines_json`);
+  named: :func:`pcs.trace.api.skipped_lines_json`), ``header_note`` (a CSV header's columns read past:
+  :func:`pcs.trace.api.header_note`; None for none);
 - ``time_span_s`` (last minus first arrival), ``arrival_rate_rps``
   (requests / time_span_s; None for a zero span);
 - ``prompt_tokens_{mean,p50,p99,max,total}``, ``output_tokens_{mean,p50,p99,max,total}``,
@@ -259,7 +260,7 @@ def exact_total(tokens: np.ndarray) -> int:
 
 def _head(trace, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray, blocks: np.ndarray) -> dict[str, Any]:
     """The keys up to ``blocks_per_request_max`` (per-request columns)."""
-    from pcs.trace.api import skipped_lines_json
+    from pcs.trace.api import header_note, skipped_lines_json
 
     n = arrival.size
     span = float(arrival.max() - arrival.min()) if n else 0.0
@@ -267,7 +268,7 @@ def _head(trace, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray, bl
         "trace": getattr(trace, "name", None), "format": getattr(trace, "format", None),
         "block_size": trace.block_size, "reuse": getattr(trace, "reuse", "recorded"),
         "requests": n, "skipped": getattr(trace, "skipped", 0), "skipped_lines": skipped_lines_json(trace),
-        "time_span_s": span, "arrival_rate_rps": n / span if span > 0 else None,
+        "header_note": header_note(trace), "time_span_s": span, "arrival_rate_rps": n / span if span > 0 else None,
     }
     out.update(_pcts(prompt, "prompt_tokens"))
     out["prompt_tokens_total"] = exact_total(prompt)
