@@ -127,6 +127,7 @@ def envelope_notes(r: EnvelopeResult, extra: dict[str, Any]) -> list[str]:
                     "T_full exactly there")
     return [
         _inputs_note(r, extra), verdict, *_cap_note(extra), *([extra["past_context"]] if extra.get("past_context") else []),
+        *_compute_model_note(extra),
         "net saved = T_full - cached path, the restore time taken off (pcs replay's \"prefill saved\" is "
         "gross: the prefill time the hits avoid, before it)",
         "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "
@@ -134,6 +135,18 @@ def envelope_notes(r: EnvelopeResult, extra: dict[str, Any]) -> list[str]:
         "halving D (e.g. FP8 KV) halves only the read term (and D halves only when the scales sit outside the "
         "pages): T_remaining and T_overhead stay; and the"
         " D a finite cache really restores comes from a replay (pcs replay), not from a single-sequence ratio"]
+
+
+def _compute_model_note(extra: dict[str, Any]) -> list[str]:
+    """The compute model's bias, said where T_full or T_remaining comes from it (``extra``'s ``full_prefill_from`` /
+    ``remaining_from`` start ``compute model:``, :func:`pcs.cli.envelope`): its prefill is an upper bound by the
+    embedding and LM-head share, worked by hand in docs/semantics.md §10; [] otherwise."""
+    if not any(str(extra.get(k) or "").startswith("compute model:") for k in ("full_prefill_from", "remaining_from")):
+        return []
+    return ["the compute model's prefill is an upper bound: 2 FLOPs per active parameter per token counts the input "
+            "embedding and the LM head on every prompt token, where vLLM computes logits at the sampled position "
+            "only (llama-3.1-8b, 8,192 tokens: 301.5 ms against 266.7 ms without them; up to x1.29 where few "
+            "parameters are active; docs/semantics.md §10); --prefill-csv takes measured points instead"]
 
 
 def _inputs_note(r: EnvelopeResult, extra: dict[str, Any]) -> str:
