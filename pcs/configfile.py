@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator
 
 from pcs import jsondepth
 from pcs.choices import did_you_mean
-from pcs.errors import OUT_OF_FLOAT_RANGE, InputError, UserError, quoted, shown_path, shown_repr
+from pcs.errors import OUT_OF_FLOAT_RANGE, InputError, UserError, bad_byte, quoted, shown_path, shown_repr
 from pcs.units import a_or_an
 
 __all__ = ["MAX_SETTINGS_BYTES", "SETTINGS_SUFFIXES", "unread_suffix", "read_text", "read_mapping", "read_mapping_lines", "read_json_object",
@@ -89,7 +89,7 @@ def read_text(path: str | Path, keyword: str = "path") -> str:
         return data.decode("utf-8").removeprefix("\ufeff")   # a UTF-8 BOM, as the trace readers skip it
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
-        raise InputError(str(path), line, None, f"not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
+        raise InputError(str(path), line, None, f"not UTF-8 text ({bad_byte(data, exc.start)}); save the file as UTF-8") from None
 
 
 class KeyLines:

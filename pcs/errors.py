@@ -248,6 +248,18 @@ def _byte_escape(m: "re.Match[str]") -> str:
     return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
+def bad_byte(data: bytes, start: int) -> str:
+    r"""Where ``data`` stops being UTF-8, as every message of pcs says it: the byte at ``start`` (0-based in ``data``,
+    a ``UnicodeDecodeError``'s ``start``) by its value and its 1-based place in its line, as an editor counts
+    columns.
+
+    >>> bad_byte(b'{"x": "caf\xff"}', 10), bad_byte(b"a\nbc\xff", 4)
+    ('byte 0xff at byte 11 of the line', 'byte 0xff at byte 3 of the line')
+    """
+    begin = data.rfind(b"\n", 0, start) + 1
+    return f"byte 0x{data[start]:02x} at byte {start - begin + 1} of the line"
+
+
 def utf8_text(text: str) -> str:
     r"""``text`` with each lone surrogate written out as its escape (:func:`_byte_escape`: a name's byte 0xff, held as
     ``\udcff``, as the four characters ``\xff``; a ``\ud800`` of a JSON input as ``\ud800``), so any UTF-8 stream

@@ -18,7 +18,7 @@ import click
 from pcs import jsondepth
 from pcs.cli.common import command, emit, format_option, quiet_option
 from pcs.cli.params import CheckedPath, Choice
-from pcs.errors import UserError, shown_path, shown_repr
+from pcs.errors import UserError, bad_byte, shown_path, shown_repr
 from pcs.units import a_or_an, format_counted
 
 __all__ = ["report", "html_options", "check_outputs", "write_outputs", "write_replay_outputs", "command_line"]
@@ -325,7 +325,7 @@ def _json_text(path: str) -> str:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
-        raise UserError(f"{shown_path(path)}:{line}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
+        raise UserError(f"{shown_path(path)}:{line}: not UTF-8 text ({bad_byte(data, exc.start)}); save the file as UTF-8") from None
 
 
 def _read_payloads(path: str) -> list[dict]:

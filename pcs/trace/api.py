@@ -26,7 +26,8 @@ import numpy as np
 from pcs import jsondepth
 from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
-from pcs.errors import InputError, PickledAsIs, UnknownNameError, UserError, shown_path, keyword_refusals, shown_repr
+from pcs.errors import (InputError, PickledAsIs, UnknownNameError, UserError, bad_byte, keyword_refusals, shown_path,
+                        shown_repr)
 from pcs.units import a_or_an, format_count, format_counted
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
 from pcs.trace.hashids import BlankLine, invalid_json, not_an_object, strict_loads
@@ -123,8 +124,8 @@ def _not_json(first: bytes, exc: Exception, name: str, ln: int = 1) -> tuple[str
     if wide is not None:
         return wide, "file"
     if isinstance(exc, UnicodeDecodeError) and first.lstrip()[:1] in (b"{", b"["):  # JSON but for its encoding
-        return (f"the first non-blank line is not UTF-8 (invalid byte {shown_repr(first[exc.start:exc.start + 1])} at byte "
-                f"{exc.start}); JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode the file"), "json"
+        return (f"the first non-blank line is not UTF-8 ({bad_byte(first, exc.start)}); JSON "
+                f"traces are UTF-8 (RFC 8259 section 8.1): re-encode the file"), "json"
     if first.lstrip()[:1] in (b"{", b"[") and not isinstance(exc, UnicodeDecodeError):
         return None         # meant as JSON (an object, or an array: json.dump's first line is "["): the readers' message
     cells = _csv_cells(first)

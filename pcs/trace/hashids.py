@@ -34,7 +34,7 @@ import numpy as np
 
 from pcs import jsondepth
 from pcs.choices import close_tail
-from pcs.errors import OUT_OF_FLOAT_RANGE, InputError, UnknownNameError, UserError, quoted, shown_repr
+from pcs.errors import OUT_OF_FLOAT_RANGE, InputError, UnknownNameError, UserError, bad_byte, quoted, shown_repr
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import REUSE_VALUES, lone_surrogate  # REUSE_VALUES: the optional per-row ``reuse`` field
 from pcs.trace.request import RequestBatch
@@ -210,7 +210,7 @@ def strict_loads(name: str, ln: int, line: bytes) -> dict:
     except jsondepth.NumberTooLongError as exc:
         raise InputError(name, ln, exc.field, str(exc)) from None
     except UnicodeDecodeError as exc:
-        raise InputError(name, ln, None, f"invalid UTF-8 at byte {exc.start}") from None
+        raise InputError(name, ln, None, f"not UTF-8 ({bad_byte(line, exc.start)})") from None
     except ValueError as exc:
         raise InputError(name, ln, None, invalid_json(exc)) from None
     if not isinstance(obj, dict):

@@ -33,7 +33,7 @@ from typing import Any, BinaryIO, Generator, Iterator
 
 import numpy as np
 
-from pcs.errors import InputError, quoted
+from pcs.errors import InputError, bad_byte, quoted
 from pcs.trace.pool import Pool
 
 __all__ = ["CHUNK_BYTES", "MAX_LINE_BYTES", "long_line", "check_source", "open_binary", "iter_chunks", "iter_lines",
@@ -555,7 +555,7 @@ def _not_utf8_cell(line: bytes, exc: UnicodeDecodeError, header: bool) -> str:
         cells, k = [], 0
     what = (f"header column {k} ({quoted(cells[k - 1], show=repr)})" if header and 0 < k <= len(cells)
             else f"column {k}" if k else "the line")
-    return (f"{what} is not UTF-8 (byte 0x{line[exc.start]:02x} at byte {exc.start + 1} of the line): CSV traces are "
+    return (f"{what} is not UTF-8 ({bad_byte(line, exc.start)}): CSV traces are "
             "UTF-8, re-encode the file")
 
 

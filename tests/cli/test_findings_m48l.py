@@ -38,3 +38,16 @@ def test_given_and_measured_times_carry_no_compute_model_note(tmp_path):
                          "--bandwidth", "10GB/s")
     assert measured["full_prefill_s"] == 0.4
     assert not any(_BIAS in n for n in measured["notes"])
+
+
+def test_a_settings_file_not_utf8_names_the_byte_in_its_line(tmp_path):
+    """One form for every text pcs reads (trace lines, CSV cells, settings files, report JSON): the byte's value and
+    its place in its line counted from 1, as an editor counts columns."""
+    for text, line, at in ((b'title = "caf\xe9"\n', 1, 13),                            # 12 bytes before it
+                           (b'[device]\ncapacity_have = "1GB"\n# caf\xe9\n', 3, 6)):    # "# caf": 5 before it
+        p = tmp_path / "w.toml"
+        p.write_bytes(text)
+        res = CliRunner().invoke(cli, ["budget", "--workloads", str(p)])
+        assert res.exit_code == 2
+        assert res.output.strip().endswith(f"{p}:{line}: not UTF-8 text (byte 0xe9 at byte {at} of the line); save the "
+                                           "file as UTF-8")

@@ -33,6 +33,7 @@ def test_bytes_not_utf8_name_the_line(tmp_path, text):
     lines[3] += b" \xff"                                   # a Latin-1 byte at the end of line 4
     src = tmp_path / "bad.json"
     src.write_bytes(b"\n".join(lines))
-    at = sum(len(ln) + 1 for ln in lines[:3]) + len(lines[3]) - 1      # the 0-based offset of the 0xff byte
+    at = len(lines[3])                  # the 0xff byte ends line 4: its place in the line, counted from 1
     assert_one_line_error(invoke("report", src, "-o", tmp_path / "p.html", "-q"),
-                          f"pcs: error: {src}:4: not UTF-8 text (byte {at}); save the file as UTF-8")
+                          f"pcs: error: {src}:4: not UTF-8 text (byte 0xff at byte {at} of the line); save the file "
+                          "as UTF-8")

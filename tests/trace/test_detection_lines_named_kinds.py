@@ -43,11 +43,11 @@ def _events_kind(f) -> str:
     (b"\n\n{}\n", 3, "cannot detect the format: the first object has none of 'hash_ids', 'chat_id', 'token_ids'; "
                      f"pass format= ({FORMATS})"),
     (b"caf\xe9\n", 1, f"cannot detect the format: the first non-blank line is not JSON; pass format= ({FORMATS})"),
-    # offset 10 from 0 (the decoder's UnicodeDecodeError.start): { " x " : space " c a f = offsets 0-9
-    (b'{"x": "caf\xe9"}\n', 1, "the first non-blank line is not UTF-8 (invalid byte b'\\xe9' at byte 10); JSON traces "
+    # { " x " : space " c a f = bytes 1-10 of the line, counted from 1 as an editor counts columns: 0xe9 is byte 11
+    (b'{"x": "caf\xe9"}\n', 1, "the first non-blank line is not UTF-8 (byte 0xe9 at byte 11 of the line); JSON traces "
                               "are UTF-8 (RFC 8259 section 8.1): re-encode the file"),
-    # Review 45 (mend45b): the same JSON after two spaces (it said "not JSON"): offset 12 = 10 + the 2 spaces
-    (b'  {"x": "caf\xe9"}\n', 1, "the first non-blank line is not UTF-8 (invalid byte b'\\xe9' at byte 12); JSON "
+    # Review 45 (mend45b): the same JSON after two spaces (it said "not JSON"): byte 13 = 11 + the 2 spaces
+    (b'  {"x": "caf\xe9"}\n', 1, "the first non-blank line is not UTF-8 (byte 0xe9 at byte 13 of the line); JSON "
                                 "traces are UTF-8 (RFC 8259 section 8.1): re-encode the file"),
     (b"\xff\xfe{\x00\n", 1, "the file looks like UTF-16 text with a little-endian byte order mark; pcs reads text "
                             "traces (JSON Lines, CSV) as UTF-8: re-encode it (iconv -f UTF-16 -t UTF-8)"),
@@ -87,7 +87,7 @@ def test_skip_detection_one_line_is_singular(tmp_path):
 @pytest.mark.parametrize("fmt, data, first", [
     ("mooncake", b"{}\n", "1: field 'timestamp': missing"),
     ("tokens", b"{}\n", "1: field 'token_ids': missing"),
-    ("mooncake", b"caf\xe9\n", "1: invalid UTF-8 at byte 3"),
+    ("mooncake", b"caf\xe9\n", "1: not UTF-8 (byte 0xe9 at byte 4 of the line)"),
 ])
 def test_named_format_with_no_line_left_gives_the_first_reason(tmp_path, fmt, data, first):
     f = _file(tmp_path, data)

@@ -55,10 +55,11 @@ def test_synth_azure_order_advice_names_no_missing_option(tmp_path):
 
 
 def test_detection_reports_a_non_utf8_first_line(tmp_path):
-    # a Latin-1 e-acute (0xE9) at byte 12 of a JSON line: before, "the first non-blank line is not JSON"
+    # a Latin-1 e-acute (0xE9) after the 13 bytes {"type": "caf -- byte 14 of the line, counted from 1; before,
+    # "the first non-blank line is not JSON"
     p = tmp_path / "t.jsonl"
     p.write_bytes(b'{"type": "caf\xe9", "timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}\n')
-    with pytest.raises(InputError, match=r"not UTF-8 \(invalid byte b'\\xe9' at byte 13\)"):
+    with pytest.raises(InputError, match=r"not UTF-8 \(byte 0xe9 at byte 14 of the line\)"):
         open_trace(p)
     assert_one_line_error(invoke("trace", "stats", p), str(p), "not UTF-8")
 
