@@ -57,7 +57,8 @@ from pcs.engine.timing import TimeModel
 from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
 from pcs.choices import not_among_tiers
-from pcs.errors import ArgumentTypeError, UnknownNameError, UserError, ending_with, keyword_refusal, lead_with, quoted, shown_repr, keyword_refusals
+from pcs.errors import (ArgumentTypeError, UnknownNameError, UserError, ending_with, keyword_refusal, keyword_refusals,
+                        lead_with, quoted, shown_repr)
 from pcs.trace.api import trace_notes
 from pcs.trace.batches import as_batches, reiterable, with_limits
 from pcs.trace.rowlimits import NO_LIMITS, STEP_LIMITS, RowLimits

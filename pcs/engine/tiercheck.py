@@ -52,7 +52,6 @@ def tier_name_problem(name: str) -> str | None:
     return None
 
 
-
 #: Another ``TIER=`` run on in an entry's value after a ``,``, a ``+`` or a space (``lru,gpu=slru``, ``1GB cpu=2GB``:
 #: a tier name holds none of them, :func:`tier_name_problem`): each repeating
 #: ``TIER=VALUE`` option takes one entry (:func:`run_on_entries`).
@@ -130,10 +129,9 @@ def _plan_entry_each(option: str, what: str, entries: Sequence[str], axis: bool 
         return f"each entry of {option} is one tier's; in [axes] give each tier its own axis: {keys}"
     if what == "admit":
         return (f"each item of {option} takes one {_ENTRY_FORM[what]}; give one item each: {option} = "
-                f"[{', '.join(json.dumps(e, ensure_ascii=False) for e in entries)}] (or join them with '+': "
-                f"{json.dumps('+'.join(entries), ensure_ascii=False)})")
+                f"[{', '.join(q(e) for e in entries)}] (or join them with '+': {q('+'.join(entries))})")
     pairs = (e.split("=", 1) for e in entries)
-    table = ", ".join(f"{n.strip()} = {json.dumps(v.strip(), ensure_ascii=False)}" for n, v in pairs)
+    table = ", ".join(f"{n.strip()} = {q(v.strip())}" for n, v in pairs)
     return f"each entry of {option} is one tier's; give each tier its own key: {option} = {{{table}}}"
 
 
